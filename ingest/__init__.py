@@ -1,0 +1,3 @@
+"""Ingestion: readers, splitters and the incremental pipeline that fills a vector store."""
+
+__all__: list[str] = []

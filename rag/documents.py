@@ -1,0 +1,157 @@
+"""`Document` and `SearchRequest`: the values that travel between stores, advisors and readers.
+
+Example:
+    >>> from rag import Document, SearchRequest
+    >>> doc = Document("a1", "Chroma keeps vectors on disk.", {"source": "guide.md", "page": 2})
+    >>> req = SearchRequest("where are vectors kept?", top_k=3, filter="source == 'guide.md'")
+    >>> req.top_k, str(req.filter)
+    (3, "source == 'guide.md'")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.errors import InvalidRequestError
+from rag.filters import Filter, as_filter
+
+__all__ = ["Document", "MetadataValue", "SearchRequest", "check_metadata"]
+
+MetadataScalar: TypeAlias = str | int | float | bool
+MetadataValue: TypeAlias = MetadataScalar | list[MetadataScalar]
+
+
+def _check_value(doc_id: str, name: str, value: object) -> MetadataValue | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidRequestError(f"metadata {name!r} of document {doc_id!r} is not finite: {value!r}")
+        return value
+    if isinstance(value, list | tuple):
+        items = [_check_value(doc_id, name, v) for v in value]
+        if any(v is None or isinstance(v, list) for v in items):
+            raise InvalidRequestError(
+                f"metadata {name!r} of document {doc_id!r} must be a list of str, int, float or bool: {value!r}"
+            )
+        return items  # type: ignore[return-value]
+    raise InvalidRequestError(
+        f"metadata {name!r} of document {doc_id!r} has unsupported type {type(value).__name__}: {value!r}"
+    )
+
+
+def check_metadata(doc_id: str, metadata: Mapping[str, object]) -> dict[str, MetadataValue]:
+    """Validated metadata: str keys; str/int/float/bool values or lists of them; None values dropped."""
+    if not isinstance(metadata, Mapping):
+        raise InvalidRequestError(f"metadata of document {doc_id!r} must be a mapping, got {metadata!r}")
+    checked: dict[str, MetadataValue] = {}
+    for name, value in metadata.items():
+        if not isinstance(name, str) or not name:
+            raise InvalidRequestError(f"metadata key {name!r} of document {doc_id!r} must be a non-empty str")
+        checked_value = _check_value(doc_id, name, value)
+        if checked_value is not None:
+            checked[name] = checked_value
+    return checked
+
+
+@dataclass(frozen=True)
+class Document:
+    """A piece of text with metadata, as stored and as retrieved.
+
+    `score` is the cosine similarity to the query (higher is better) on retrieved documents, None
+    otherwise. `embedding`, when present, is a read-only float32 vector. Metadata keys whose value is
+    None are dropped, as stores drop them.
+
+    Example:
+        >>> doc = Document("id-1", "text", {"source": "a.md", "tags": ["x", "y"]})
+        >>> doc.with_score(0.8).score
+        0.8
+    """
+
+    id: str
+    text: str
+    metadata: dict[str, MetadataValue] = field(default_factory=dict)
+    score: float | None = None
+    embedding: npt.NDArray[np.float32] | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InvalidRequestError(f"document id must be a non-empty str, got {self.id!r}")
+        if not isinstance(self.text, str):
+            raise InvalidRequestError(f"text of document {self.id!r} must be a str, got {type(self.text).__name__}")
+        object.__setattr__(self, "metadata", check_metadata(self.id, self.metadata))
+        if self.embedding is not None:
+            vector = np.array(self.embedding, dtype=np.float32, copy=True)
+            if vector.ndim != 1:
+                raise InvalidRequestError(f"embedding of document {self.id!r} must be one-dimensional")
+            vector.flags.writeable = False
+            object.__setattr__(self, "embedding", vector)
+
+    __hash__ = None  # type: ignore[assignment]  # metadata is a dict
+
+    def with_score(self, score: float | None) -> Document:
+        """A copy with `score` set."""
+        return dataclasses.replace(self, score=score)
+
+    def with_embedding(self, embedding: Any) -> Document:
+        """A copy with `embedding` set."""
+        return dataclasses.replace(self, embedding=embedding)
+
+
+@dataclass(frozen=True, init=False)
+class SearchRequest:
+    """What to retrieve: Spring AI's defaults (`top_k=4`, `similarity_threshold=0.0` accepts everything).
+
+    `filter` takes filter text (parsed here, so a syntax error surfaces at once) or a filter tree.
+
+    Example:
+        >>> from rag.filters import key
+        >>> SearchRequest("install", top_k=8, similarity_threshold=0.3, filter=key("lang") == "en").top_k
+        8
+    """
+
+    query: str
+    top_k: int = 4
+    similarity_threshold: float = 0.0
+    filter: Filter | None = None
+
+    def __init__(
+        self,
+        query: str,
+        top_k: int = 4,
+        similarity_threshold: float = 0.0,
+        filter: str | Filter | None = None,  # noqa: A002 - the name users know from Spring AI
+    ) -> None:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidRequestError(f"query text must be a non-empty string, got {query!r}")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+            raise InvalidRequestError(f"top_k must be an integer >= 0, got {top_k!r}")
+        if (
+            isinstance(similarity_threshold, bool)
+            or not isinstance(similarity_threshold, int | float)
+            or not 0.0 <= similarity_threshold <= 1.0
+        ):
+            raise InvalidRequestError(f"similarity_threshold must be within [0, 1], got {similarity_threshold!r}")
+        object.__setattr__(self, "query", query)
+        object.__setattr__(self, "top_k", top_k)
+        object.__setattr__(self, "similarity_threshold", float(similarity_threshold))
+        object.__setattr__(self, "filter", as_filter(filter))
+
+    def replace(self, **changes: Any) -> SearchRequest:
+        """A copy with some fields changed (validated again)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values.update(changes)
+        return SearchRequest(**values)
+
+    def accepts(self, score: float) -> bool:
+        """Whether a hit with this cosine score passes the threshold (0 accepts every score)."""
+        return self.similarity_threshold == 0.0 or score >= self.similarity_threshold

@@ -1,0 +1,31 @@
+"""The filter expression language of FILTERS.md: parse text, build trees, evaluate them.
+
+Example:
+    >>> from rag.filters import key, parse
+    >>> f = (key("year") >= 2020) & ~(key("draft") == True)
+    >>> f == parse("year >= 2020 AND NOT draft == true")
+    True
+    >>> str(f)
+    "(year >= 2020) AND (NOT (draft == true))"
+"""
+
+from rag.filters.evaluate import matches
+from rag.filters.parser import as_filter, parse
+from rag.filters.tree import And, Comparison, Filter, Key, Not, Op, Or, Scalar, key, negate, push_not_down
+
+__all__ = [
+    "And",
+    "Comparison",
+    "Filter",
+    "Key",
+    "Not",
+    "Op",
+    "Or",
+    "Scalar",
+    "as_filter",
+    "key",
+    "matches",
+    "negate",
+    "parse",
+    "push_not_down",
+]

@@ -1,0 +1,292 @@
+"""The filter tree: frozen nodes every store compiles, and the Python builder that makes them.
+
+A filter is a tree of `Comparison`, `And`, `Or` and `Not` nodes. `And` and `Or` are binary and group left to
+right, as the text does, so `a & b & c` and `parse("a AND b AND c")` give the same tree.
+
+Example:
+    >>> from rag.filters import key, parse
+    >>> f = (key("year") >= 2020) & key("country").in_(["BG", "NL"])
+    >>> f == parse("year >= 2020 AND country IN ['BG', 'NL']")
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Union
+
+from rag.errors import FilterError
+
+__all__ = [
+    "And",
+    "Comparison",
+    "Filter",
+    "Key",
+    "Not",
+    "Op",
+    "Or",
+    "Scalar",
+    "key",
+    "negate",
+    "push_not_down",
+]
+
+Scalar = str | int | float | bool
+
+
+class Op(str, Enum):
+    """Comparison operators, spelled as in the filter text."""
+
+    EQ = "=="
+    NE = "!="
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    IN = "IN"
+    NIN = "NOT IN"
+    CONTAINS = "CONTAINS"
+    NOT_CONTAINS = "NOT CONTAINS"
+    IS_NULL = "IS NULL"
+    IS_NOT_NULL = "IS NOT NULL"
+
+    @property
+    def opposite(self) -> Op:
+        """The operator that is true exactly where this one is false (FILTERS.md, "Meaning")."""
+        return _OPPOSITE[self]
+
+    @property
+    def takes_list(self) -> bool:
+        return self in (Op.IN, Op.NIN)
+
+    @property
+    def takes_no_value(self) -> bool:
+        return self in (Op.IS_NULL, Op.IS_NOT_NULL)
+
+    @property
+    def is_positive(self) -> bool:
+        """True for the operators that are false on a document without the key."""
+        return self in _POSITIVE
+
+
+_OPPOSITE = {
+    Op.EQ: Op.NE,
+    Op.NE: Op.EQ,
+    Op.LT: Op.GE,
+    Op.GE: Op.LT,
+    Op.LE: Op.GT,
+    Op.GT: Op.LE,
+    Op.IN: Op.NIN,
+    Op.NIN: Op.IN,
+    Op.CONTAINS: Op.NOT_CONTAINS,
+    Op.NOT_CONTAINS: Op.CONTAINS,
+    Op.IS_NULL: Op.IS_NOT_NULL,
+    Op.IS_NOT_NULL: Op.IS_NULL,
+}
+_POSITIVE = frozenset({Op.EQ, Op.LT, Op.LE, Op.GT, Op.GE, Op.IN, Op.CONTAINS, Op.IS_NOT_NULL})
+
+
+def _value_key(value: object) -> tuple[object, ...]:
+    """A comparison key that keeps booleans apart from numbers (`True` is not `1` in a filter)."""
+    if isinstance(value, tuple):
+        return ("list", *(_value_key(v) for v in value))
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("num", value)
+    return (type(value).__name__, value)
+
+
+def _check_scalar(value: object, where: str) -> Scalar:
+    if isinstance(value, bool | str | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise FilterError(f"filter value {value!r} for {where} is not a finite number")
+        return value
+    raise FilterError(
+        f"filter value {value!r} for {where} must be a str, int, float or bool, not {type(value).__name__}"
+    )
+
+
+class _Node:
+    """Boolean operators shared by every node."""
+
+    __slots__ = ()
+
+    def __and__(self, other: Filter) -> And:
+        return And(_as_node(self), _as_node(other))
+
+    def __or__(self, other: Filter) -> Or:
+        return Or(_as_node(self), _as_node(other))
+
+    def __invert__(self) -> Not:
+        return Not(_as_node(self))
+
+    def __bool__(self) -> bool:
+        raise TypeError("a filter has no truth value; combine filters with &, | and ~, not and/or/not")
+
+    def __str__(self) -> str:
+        from rag.filters.text import to_text
+
+        return to_text(_as_node(self))
+
+
+def _as_node(value: object) -> Filter:
+    if isinstance(value, Comparison | And | Or | Not):
+        return value
+    raise TypeError(f"expected a filter node, got {value!r}")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Comparison(_Node):
+    """`key op value`; `value` is a tuple for IN / NOT IN and None for IS [NOT] NULL."""
+
+    key: str
+    op: Op
+    value: Scalar | tuple[Scalar, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, str) or not self.key:
+            raise FilterError(f"filter key {self.key!r} must be a non-empty string")
+        op = Op(self.op)
+        object.__setattr__(self, "op", op)
+        where = f"{self.key!r} {op.value}"
+        if op.takes_no_value:
+            if self.value is not None:
+                raise FilterError(f"{where} takes no value, got {self.value!r}")
+        elif op.takes_list:
+            if isinstance(self.value, str | bytes) or not isinstance(self.value, Iterable):
+                raise FilterError(f"{where} takes a list of values, got {self.value!r}")
+            object.__setattr__(self, "value", tuple(_check_scalar(v, where) for v in self.value))
+        else:
+            object.__setattr__(self, "value", _check_scalar(self.value, where))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Comparison):
+            return NotImplemented
+        return (self.key, self.op, _value_key(self.value)) == (other.key, other.op, _value_key(other.value))
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.op, _value_key(self.value)))
+
+    def __repr__(self) -> str:
+        return f"Comparison({self.key!r}, {self.op.value!r}, {self.value!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class And(_Node):
+    """Both operands hold."""
+
+    left: Filter
+    right: Filter
+
+    def __repr__(self) -> str:
+        return f"And({self.left!r}, {self.right!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class Or(_Node):
+    """At least one operand holds."""
+
+    left: Filter
+    right: Filter
+
+    def __repr__(self) -> str:
+        return f"Or({self.left!r}, {self.right!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class Not(_Node):
+    """The operand does not hold; see `negate` for how NOT is evaluated."""
+
+    operand: Filter
+
+    def __repr__(self) -> str:
+        return f"Not({self.operand!r})"
+
+
+Filter = Union[Comparison, And, Or, Not]  # noqa: UP007 - a runtime alias used in isinstance checks
+
+
+def negate(node: Filter) -> Filter:
+    """Push NOT down to the comparisons: the exact meaning of NOT in FILTERS.md.
+
+    De Morgan's laws for AND/OR, and each comparison replaced by its opposite operator, so the
+    result holds no `Not` node. `negate(parse("a == 1"))` is `parse("a != 1")`.
+    """
+    if isinstance(node, Comparison):
+        return Comparison(node.key, node.op.opposite, node.value)
+    if isinstance(node, And):
+        return Or(negate(node.left), negate(node.right))
+    if isinstance(node, Or):
+        return And(negate(node.left), negate(node.right))
+    return push_not_down(node.operand)
+
+
+def push_not_down(node: Filter) -> Filter:
+    """The same filter without any `Not` node (each NOT applied through `negate`)."""
+    if isinstance(node, Comparison):
+        return node
+    if isinstance(node, And):
+        return And(push_not_down(node.left), push_not_down(node.right))
+    if isinstance(node, Or):
+        return Or(push_not_down(node.left), push_not_down(node.right))
+    return negate(node.operand)
+
+
+class Key:
+    """A metadata key in the filter builder: `key("year") >= 2020` makes a `Comparison`."""
+
+    __slots__ = ("name",)
+    __hash__ = None  # type: ignore[assignment]  # == builds a filter, so a Key is not hashable
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, value: Scalar) -> Comparison:  # type: ignore[override]
+        return Comparison(self.name, Op.EQ, value)
+
+    def __ne__(self, value: Scalar) -> Comparison:  # type: ignore[override]
+        return Comparison(self.name, Op.NE, value)
+
+    def __lt__(self, value: Scalar) -> Comparison:
+        return Comparison(self.name, Op.LT, value)
+
+    def __le__(self, value: Scalar) -> Comparison:
+        return Comparison(self.name, Op.LE, value)
+
+    def __gt__(self, value: Scalar) -> Comparison:
+        return Comparison(self.name, Op.GT, value)
+
+    def __ge__(self, value: Scalar) -> Comparison:
+        return Comparison(self.name, Op.GE, value)
+
+    def in_(self, values: Iterable[Scalar]) -> Comparison:
+        return Comparison(self.name, Op.IN, tuple(values))
+
+    def not_in(self, values: Iterable[Scalar]) -> Comparison:
+        return Comparison(self.name, Op.NIN, tuple(values))
+
+    def contains(self, value: Scalar) -> Comparison:
+        return Comparison(self.name, Op.CONTAINS, value)
+
+    def not_contains(self, value: Scalar) -> Comparison:
+        return Comparison(self.name, Op.NOT_CONTAINS, value)
+
+    def is_null(self) -> Comparison:
+        return Comparison(self.name, Op.IS_NULL)
+
+    def is_not_null(self) -> Comparison:
+        return Comparison(self.name, Op.IS_NOT_NULL)
+
+    def __repr__(self) -> str:
+        return f"key({self.name!r})"
+
+
+def key(name: str) -> Key:
+    """Start a comparison on metadata key `name` (dotted or any text; no quoting needed here)."""
+    return Key(name)

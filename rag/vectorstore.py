@@ -1,0 +1,70 @@
+"""The `VectorStore` protocol: the behaviour every store implements, specified in its docstring."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from rag.documents import Document, SearchRequest
+from rag.embeddings.base import EmbeddingModel
+from rag.filters import Filter
+
+__all__ = ["VectorStore"]
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """A collection of documents with vectors, searched by cosine similarity and filtered by metadata.
+
+    The contract (held by the conformance suite in `stores.testing`):
+
+    - `add(documents)` upserts by id. Documents that arrive with an `embedding` keep it (after its
+      dimension and finiteness are checked); the others are embedded with `embedding` in batches.
+      Metadata keys whose value is None are dropped. A bad batch raises before anything is written.
+    - `delete(ids)` removes those ids (unknown ids are ignored); `delete(filter=...)` removes every match.
+      Both return the number of documents removed. Giving both or neither is an `InvalidRequestError`.
+    - `get(ids=None, filter=None, limit=None)` returns documents without scores. With `ids`, in the
+      order given (unknown ids skipped, repeats once); otherwise in ascending id order (code points).
+      `filter` and `limit` apply in both cases. `include_embeddings=True` fills `Document.embedding`.
+    - `count(filter=None)` counts documents (matching the filter).
+    - `similarity_search(request)` returns at most `top_k` documents whose cosine score passes the
+      threshold (`SearchRequest.accepts`) and that match the filter, best first; equal scores in
+      ascending id order. `score` is cosine similarity in [-1, 1], the same on every store. Search is
+      exact: the same documents, ids and order on every store. A `str` request means `SearchRequest(str)`.
+    - Filters follow FILTERS.md exactly, given as text or trees. A filter a store cannot evaluate
+      raises `FilterError` before any query runs; nothing is silently dropped.
+    - A store records the embedding model (name and dimensions) its vectors came from, and refuses
+      a different model with `EmbeddingModelMismatchError`.
+    """
+
+    @property
+    def embedding(self) -> EmbeddingModel:
+        """The model that embeds documents and queries for this store."""
+        ...
+
+    def add(self, documents: Iterable[Document]) -> None:
+        """Upsert documents by id."""
+        ...
+
+    def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:  # noqa: A002
+        """Delete by ids or by filter; returns how many documents were removed."""
+        ...
+
+    def get(
+        self,
+        ids: Sequence[str] | None = None,
+        filter: str | Filter | None = None,  # noqa: A002
+        limit: int | None = None,
+        *,
+        include_embeddings: bool = False,
+    ) -> list[Document]:
+        """Documents by ids and/or filter, without scores."""
+        ...
+
+    def count(self, filter: str | Filter | None = None) -> int:  # noqa: A002
+        """How many documents (match the filter)."""
+        ...
+
+    def similarity_search(self, request: SearchRequest | str) -> list[Document]:
+        """The best `top_k` documents for the request's query, with `score` set."""
+        ...
