@@ -1,0 +1,33 @@
+"""Chat: messages, prompts, options, responses and the ChatModel protocol."""
+
+from rag.chat.messages import (
+    AssistantMessage,
+    ChatOptions,
+    ChatResponse,
+    Message,
+    Prompt,
+    Role,
+    SystemMessage,
+    ToolCall,
+    ToolDefinition,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+from rag.chat.model import ChatModel
+
+__all__ = [
+    "AssistantMessage",
+    "ChatModel",
+    "ChatOptions",
+    "ChatResponse",
+    "Message",
+    "Prompt",
+    "Role",
+    "SystemMessage",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolMessage",
+    "Usage",
+    "UserMessage",
+]
