@@ -1,0 +1,34 @@
+"""The package surface: what users import, and what importing costs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import ingest
+import rag
+import stores
+
+
+def test_import_pulls_in_neither_chromadb_nor_torch() -> None:
+    code = (
+        "import sys, rag, stores, ingest, rag.cli, rag.filters, rag.embeddings, rag.chat\n"
+        "heavy = sorted(m for m in ('chromadb', 'torch', 'sentence_transformers', 'transformers') "
+        "if m in sys.modules)\n"
+        "print(','.join(heavy))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == ""
+
+
+def test_exports_are_sorted_and_resolve() -> None:
+    for package in (rag, stores, ingest):
+        names = list(package.__all__)
+        assert names == sorted(names), package.__name__
+        for name in names:
+            assert getattr(package, name) is not None, f"{package.__name__}.{name}"
+
+
+def test_public_names_are_pinned() -> None:
+    assert stores.__all__ == ["ChromaVectorStore", "InMemoryVectorStore"]
+    assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
