@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from rag.filters.tree import And, Comparison, Filter, Not, Op, Or, Scalar, negate
+from rag.filters.tree import And, Comparison, Filter, Not, Op, Scalar, negate, operands
 
 __all__ = ["matches"]
+
+_ORDER: dict[Op, Callable[[Any, Any], Any]] = {
+    Op.LT: operator.lt,
+    Op.LE: operator.le,
+    Op.GT: operator.gt,
+    Op.GE: operator.ge,
+}
 
 
 def _is_number(value: object) -> bool:
@@ -27,13 +36,7 @@ def _equal(a: object, b: object) -> bool:
 def _ordered(a: object, op: Op, b: object) -> bool:
     if not ((_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str))):
         return False
-    if op is Op.LT:
-        return a < b  # type: ignore[operator]
-    if op is Op.LE:
-        return a <= b  # type: ignore[operator]
-    if op is Op.GT:
-        return a > b  # type: ignore[operator]
-    return a >= b  # type: ignore[operator]
+    return bool(_ORDER[op](a, b))
 
 
 def _positive(value: object, op: Op, operand: Scalar | tuple[Scalar, ...] | None) -> bool:
@@ -65,10 +68,10 @@ def matches(node: Filter | None, metadata: Mapping[str, object]) -> bool:
         return True
     if isinstance(node, Comparison):
         return _compare(node, metadata)
+    if isinstance(node, Not):
+        # Not plain boolean negation: `NOT a < 5` is `a >= 5`, false for a string `a` (FILTERS.md).
+        return matches(negate(node.operand), metadata)
+    # Walk a same-operator chain in a loop, so a long AND/OR chain costs no recursion.
     if isinstance(node, And):
-        return matches(node.left, metadata) and matches(node.right, metadata)
-    if isinstance(node, Or):
-        return matches(node.left, metadata) or matches(node.right, metadata)
-    assert isinstance(node, Not)
-    # Not plain boolean negation: `NOT a < 5` is `a >= 5`, false for a string `a` (FILTERS.md).
-    return matches(negate(node.operand), metadata)
+        return all(matches(item, metadata) for item in operands(node))
+    return any(matches(item, metadata) for item in operands(node))

@@ -1,11 +1,19 @@
-"""Canonical text of a filter tree: fully parenthesised, and parsed back to an equal tree."""
+"""Canonical text of a filter tree: every operand parenthesised, parsed back to an equal tree.
+
+A chain of the same operator along the left edge is written flat, `(a == 1) AND (b == 2) AND (c == 3)`,
+because AND and OR group left to right; this keeps long chains readable and their text shallow.
+
+Example:
+    >>> from rag.filters import key
+    >>> str((key("a") == 1) & (key("b") == 2) & (key("c") == 3))
+    '(a == 1) AND (b == 2) AND (c == 3)'
+"""
 
 from __future__ import annotations
 
-import math
 import re
 
-from rag.filters.tree import And, Comparison, Filter, Not, Or, Scalar
+from rag.filters.tree import And, Comparison, Filter, Not, Scalar, operands
 
 __all__ = ["to_text"]
 
@@ -29,9 +37,10 @@ def _value_text(value: Scalar) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
+        # repr is the shortest text that reads back to the same float; whole numbers keep a ".0"
+        # so they read back as floats, not ints.
         if value.is_integer() and abs(value) < 1e16:
             return f"{value:.1f}"
-        assert math.isfinite(value)
         return repr(value)
     return _quote(value)
 
@@ -48,10 +57,24 @@ def _comparison_text(node: Comparison) -> str:
 
 def to_text(node: Filter) -> str:
     """The canonical text of `node`; `parse(to_text(node)) == node` for every tree with non-empty lists."""
-    if isinstance(node, Comparison):
-        return _comparison_text(node)
-    if isinstance(node, Not):
-        return f"NOT ({to_text(node.operand)})"
-    word = "AND" if isinstance(node, And) else "OR"
-    assert isinstance(node, And | Or)
-    return f"({to_text(node.left)}) {word} ({to_text(node.right)})"
+    parts: list[str] = []
+    # An explicit stack of nodes still to write and literal text, so deep trees need no recursion.
+    stack: list[Filter | str] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, Comparison):
+            parts.append(_comparison_text(item))
+        elif isinstance(item, Not):
+            parts.append("NOT (")
+            stack += [")", item.operand]
+        else:
+            separator = ") AND (" if isinstance(item, And) else ") OR ("
+            chain = operands(item)
+            parts.append("(")
+            stack.append(")")
+            for operand in reversed(chain[1:]):
+                stack += [operand, separator]
+            stack.append(chain[0])
+    return "".join(parts)

@@ -13,9 +13,10 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
-from dataclasses import dataclass
-from enum import Enum
+from dataclasses import dataclass, fields
+from enum import StrEnum
 from typing import Union
 
 from rag.errors import FilterError
@@ -31,13 +32,14 @@ __all__ = [
     "Scalar",
     "key",
     "negate",
+    "operands",
     "push_not_down",
 ]
 
 Scalar = str | int | float | bool
 
 
-class Op(str, Enum):
+class Op(StrEnum):
     """Comparison operators, spelled as in the filter text."""
 
     EQ = "=="
@@ -101,21 +103,31 @@ def _value_key(value: object) -> tuple[object, ...]:
 
 
 def _check_scalar(value: object, where: str) -> Scalar:
-    if isinstance(value, bool | str | int):
+    """The value as a plain str/int/float/bool (subclasses such as enums or numpy floats are converted)."""
+    if isinstance(value, bool):
         return value
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise FilterError(f"filter value {value!r} for {where} is not a finite number")
-        return value
+        return float(value)
     raise FilterError(
         f"filter value {value!r} for {where} must be a str, int, float or bool, not {type(value).__name__}"
     )
 
 
 class _Node:
-    """Boolean operators shared by every node."""
+    """Boolean operators, equality and hashing shared by every node.
+
+    Equality, hashing and repr walk the tree with an explicit stack (hashes are computed once, at
+    construction), so a left-deep chain of thousands of clauses never hits the recursion limit.
+    """
 
     __slots__ = ()
+    _hash: int
 
     def __and__(self, other: Filter) -> And:
         return And(_as_node(self), _as_node(other))
@@ -129,10 +141,40 @@ class _Node:
     def __bool__(self) -> bool:
         raise TypeError("a filter has no truth value; combine filters with &, | and ~, not and/or/not")
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, _Node):
+            return NotImplemented
+        return _same_tree(_as_node(self), _as_node(other))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[Filter], tuple[object, ...]]:
+        # Rebuild through __init__ so the cached hash is recomputed (str hashes differ between processes).
+        node = _as_node(self)
+        return (type(node), tuple(getattr(node, f.name) for f in fields(node)))
+
     def __str__(self) -> str:
         from rag.filters.text import to_text
 
         return to_text(_as_node(self))
+
+    def __repr__(self) -> str:
+        parts: list[str] = []
+        stack: list[Filter | str] = [_as_node(self)]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                parts.append(item)
+            elif isinstance(item, Comparison):
+                parts.append(f"Comparison({item.key!r}, {item.op.value!r}, {item.value!r})")
+            elif isinstance(item, Not):
+                parts.append("Not(")
+                stack += [")", item.operand]
+            else:
+                parts.append(f"{type(item).__name__}(")
+                stack += [")", item.right, ", ", item.left]
+        return "".join(parts)
 
 
 def _as_node(value: object) -> Filter:
@@ -141,9 +183,37 @@ def _as_node(value: object) -> Filter:
     raise TypeError(f"expected a filter node, got {value!r}")
 
 
+def _same_tree(a: Filter, b: Filter) -> bool:
+    pairs = [(a, b)]
+    while pairs:
+        x, y = pairs.pop()
+        if x is y:
+            continue
+        if type(x) is not type(y) or x._hash != y._hash:
+            return False
+        if isinstance(x, Comparison):
+            assert isinstance(y, Comparison)
+            if x._identity() != y._identity():
+                return False
+        elif isinstance(x, Not):
+            assert isinstance(y, Not)
+            pairs.append((x.operand, y.operand))
+        else:
+            assert isinstance(y, And | Or) and isinstance(x, And | Or)
+            pairs += [(x.right, y.right), (x.left, y.left)]
+    return True
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class Comparison(_Node):
-    """`key op value`; `value` is a tuple for IN / NOT IN and None for IS [NOT] NULL."""
+    """`key op value`; `value` is a tuple for IN / NOT IN and None for IS [NOT] NULL.
+
+    Example:
+        >>> Comparison("year", ">=", 2020) == (key("year") >= 2020)
+        True
+        >>> Comparison("draft", "==", True) == Comparison("draft", "==", 1)  # a boolean is not a number
+        False
+    """
 
     key: str
     op: Op
@@ -152,7 +222,11 @@ class Comparison(_Node):
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
             raise FilterError(f"filter key {self.key!r} must be a non-empty string")
-        op = Op(self.op)
+        object.__setattr__(self, "key", str.__str__(self.key))
+        try:
+            op = Op(self.op)
+        except ValueError:
+            raise FilterError(f"unknown filter operator {self.op!r} for key {self.key!r}") from None
         object.__setattr__(self, "op", op)
         where = f"{self.key!r} {op.value}"
         if op.takes_no_value:
@@ -164,52 +238,89 @@ class Comparison(_Node):
             object.__setattr__(self, "value", tuple(_check_scalar(v, where) for v in self.value))
         else:
             object.__setattr__(self, "value", _check_scalar(self.value, where))
+        object.__setattr__(self, "_hash", hash(self._identity()))
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Comparison):
-            return NotImplemented
-        return (self.key, self.op, _value_key(self.value)) == (other.key, other.op, _value_key(other.value))
-
-    def __hash__(self) -> int:
-        return hash((self.key, self.op, _value_key(self.value)))
-
-    def __repr__(self) -> str:
-        return f"Comparison({self.key!r}, {self.op.value!r}, {self.value!r})"
+    def _identity(self) -> tuple[object, ...]:
+        return (self.key, self.op, _value_key(self.value))
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class And(_Node):
-    """Both operands hold."""
+    """Both operands hold.
+
+    Example:
+        >>> And(key("a") == 1, key("b") == 2) == ((key("a") == 1) & (key("b") == 2))
+        True
+    """
 
     left: Filter
     right: Filter
 
-    def __repr__(self) -> str:
-        return f"And({self.left!r}, {self.right!r})"
+    def __post_init__(self) -> None:
+        left, right = _as_node(self.left), _as_node(self.right)
+        object.__setattr__(self, "_hash", hash(("and", left._hash, right._hash)))
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Or(_Node):
-    """At least one operand holds."""
+    """At least one operand holds.
+
+    Example:
+        >>> Or(key("a") == 1, key("b") == 2) == ((key("a") == 1) | (key("b") == 2))
+        True
+    """
 
     left: Filter
     right: Filter
 
-    def __repr__(self) -> str:
-        return f"Or({self.left!r}, {self.right!r})"
+    def __post_init__(self) -> None:
+        left, right = _as_node(self.left), _as_node(self.right)
+        object.__setattr__(self, "_hash", hash(("or", left._hash, right._hash)))
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Not(_Node):
-    """The operand does not hold; see `negate` for how NOT is evaluated."""
+    """The operand does not hold; see `negate` for how NOT is evaluated.
+
+    Example:
+        >>> Not(key("a") == 1) == ~(key("a") == 1)
+        True
+    """
 
     operand: Filter
 
-    def __repr__(self) -> str:
-        return f"Not({self.operand!r})"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(("not", _as_node(self.operand)._hash)))
 
 
 Filter = Union[Comparison, And, Or, Not]  # noqa: UP007 - a runtime alias used in isinstance checks
+
+
+def operands(node: Filter) -> list[Filter]:
+    """The operands of a chain of the same operator along its left edge, in order.
+
+    `operands(parse("a == 1 AND b == 2 AND c == 3"))` is the three comparisons; a node that is not an
+    `And`/`Or` is its own single operand. Walking chains this way keeps long filters off the call stack.
+    """
+    if not isinstance(node, And | Or):
+        return [node]
+    kind = type(node)
+    rights: list[Filter] = []
+    current: Filter = node
+    while type(current) is kind:
+        assert isinstance(current, And | Or)
+        rights.append(current.right)
+        current = current.left
+    rights.append(current)
+    rights.reverse()
+    return rights
+
+
+def _chain(kind: type[And] | type[Or], items: list[Filter]) -> Filter:
+    result = items[0]
+    for item in items[1:]:
+        result = kind(result, item)
+    return result
 
 
 def negate(node: Filter) -> Filter:
@@ -220,22 +331,19 @@ def negate(node: Filter) -> Filter:
     """
     if isinstance(node, Comparison):
         return Comparison(node.key, node.op.opposite, node.value)
-    if isinstance(node, And):
-        return Or(negate(node.left), negate(node.right))
-    if isinstance(node, Or):
-        return And(negate(node.left), negate(node.right))
-    return push_not_down(node.operand)
+    if isinstance(node, Not):
+        return push_not_down(node.operand)
+    flipped = Or if isinstance(node, And) else And
+    return _chain(flipped, [negate(item) for item in operands(node)])
 
 
 def push_not_down(node: Filter) -> Filter:
     """The same filter without any `Not` node (each NOT applied through `negate`)."""
     if isinstance(node, Comparison):
         return node
-    if isinstance(node, And):
-        return And(push_not_down(node.left), push_not_down(node.right))
-    if isinstance(node, Or):
-        return Or(push_not_down(node.left), push_not_down(node.right))
-    return negate(node.operand)
+    if isinstance(node, Not):
+        return negate(node.operand)
+    return _chain(type(node), [push_not_down(item) for item in operands(node)])
 
 
 class Key:

@@ -1,0 +1,1 @@
+"""Test helpers for vector stores: hypothesis strategies and the shared conformance suite."""
