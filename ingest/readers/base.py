@@ -1,0 +1,101 @@
+"""The values every reader returns, and the errors it raises.
+
+A reader turns one file into `Unit`s: the pieces a splitter cuts into chunks (a whole text file, a
+Markdown section, a PDF page, a JSON Lines record). Each unit remembers where its text starts in the
+file's extracted text, so chunk offsets are file-level.
+
+Example:
+    >>> unit = Unit("Some text.", {"source": "notes.txt"}, char_offset=0)
+    >>> result = ReadResult([unit])
+    >>> result.units[0].metadata["source"], result.pages_without_text
+    ('notes.txt', 0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rag.documents import MetadataValue
+from rag.errors import IngestError
+
+__all__ = ["MetadataValue", "ReadResult", "ReaderOptions", "SkippedFile", "Unit"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One readable unit of a file, with its provenance.
+
+    `metadata` always holds `source` (the POSIX path relative to the ingested root); `title` where the
+    format has one; `page` and `page_label` for PDF pages; `section` (a heading path such as
+    `"Install > From source"`) for Markdown and reStructuredText sections; front matter / header fields.
+    `char_offset` is where `text` starts in the file's extracted text. `id` is a record id given by the
+    file itself (JSON Lines with an id field), else None.
+
+    Example:
+        >>> u = Unit("Body.", {"source": "guide.md", "section": "Install"}, char_offset=42)
+        >>> u.char_offset + len(u.text)
+        47
+    """
+
+    text: str
+    metadata: dict[str, MetadataValue]
+    char_offset: int = 0
+    id: str | None = None
+
+    __hash__ = None  # type: ignore[assignment]  # metadata is a dict
+
+
+@dataclass
+class ReadResult:
+    """What reading one file produced: its units, pages without a text layer, and warnings.
+
+    Example:
+        >>> r = ReadResult([], pages_without_text=2, warnings=["2 of 2 pages have no text layer (scanned?)"])
+        >>> r.pages_without_text
+        2
+    """
+
+    units: list[Unit]
+    pages_without_text: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    """Settings that change what readers extract.
+
+    - `pdf_password`: tried after the empty password on encrypted PDFs.
+    - `text_field`: the JSON Lines field(s) holding the text; several names separated by commas are
+      joined with a blank line (`"title,text"` for BEIR corpora); missing or empty ones are left out.
+    - `id_field`: the JSON Lines field holding a record id (`"_id"` for BEIR), or None.
+    - `metadata_fields`: the JSON Lines fields kept as metadata; None keeps every other scalar field.
+
+    Example:
+        >>> opts = ReaderOptions(text_field="title,text", id_field="_id")
+        >>> opts.text_fields
+        ('title', 'text')
+    """
+
+    pdf_password: str | None = None
+    text_field: str = "text"
+    id_field: str | None = None
+    metadata_fields: tuple[str, ...] | None = None
+
+    @property
+    def text_fields(self) -> tuple[str, ...]:
+        """`text_field` split on commas, blanks removed."""
+        return tuple(name.strip() for name in self.text_field.split(",") if name.strip())
+
+
+class SkippedFile(IngestError):
+    """A file skipped on purpose (binary, unsupported suffix). `.path` and `.reason` say which and why.
+
+    Example:
+        >>> err = SkippedFile("logo.md", "binary file")
+        >>> str(err), err.reason
+        ("skipped 'logo.md': binary file", 'binary file')
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"skipped {path!r}: {reason}", path=path)
+        self.reason = reason

@@ -1,0 +1,93 @@
+"""`read_file`: pick the reader for a file by its suffix and run it.
+
+Readers raise only `SkippedFile` (on purpose: binary, unsupported) and `IngestError` (the file cannot be
+read), whatever goes wrong inside them, so one bad file can be reported and the run can go on.
+
+Example:
+    >>> from pathlib import Path
+    >>> ".md" in SUPPORTED_SUFFIXES and ".pdf" in SUPPORTED_SUFFIXES
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile
+from rag.errors import IngestError
+
+__all__ = ["SUPPORTED_SUFFIXES", "Reader", "read_file", "source_name"]
+
+Reader = Callable[[bytes, str, ReaderOptions], ReadResult]
+
+
+def _readers() -> dict[str, Reader]:
+    # Imported here so that `import ingest` stays cheap (pypdf loads with the first PDF).
+    from ingest.readers.html import read_html
+    from ingest.readers.jsonl import read_jsonl
+    from ingest.readers.markdown import read_markdown
+    from ingest.readers.pdf import read_pdf
+    from ingest.readers.rst import read_rst
+    from ingest.readers.text import read_text
+
+    return {
+        ".txt": read_text,
+        ".text": read_text,
+        ".md": read_markdown,
+        ".markdown": read_markdown,
+        ".rst": read_rst,
+        ".rest": read_rst,
+        ".html": read_html,
+        ".htm": read_html,
+        ".pdf": read_pdf,
+        ".jsonl": read_jsonl,
+        ".ndjson": read_jsonl,
+    }
+
+
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
+    {".txt", ".text", ".md", ".markdown", ".rst", ".rest", ".html", ".htm", ".pdf", ".jsonl", ".ndjson"}
+)
+
+
+def source_name(path: Path, root: Path) -> str:
+    """`path` relative to `root` as a POSIX string; the file name when `root` is the file itself."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return path.as_posix()
+    return relative.as_posix() if relative.parts else path.name
+
+
+def read_file(
+    path: Path, *, root: Path, options: ReaderOptions | None = None, data: bytes | None = None
+) -> ReadResult:
+    """Read one file with the reader its suffix (case-insensitive) selects.
+
+    Args:
+        path: the file.
+        root: the folder being ingested; `source` metadata is `path` relative to it.
+        options: reader settings (PDF password, JSON Lines fields).
+        data: the file's bytes when the caller already read them (to hash them), so the file is read once.
+
+    Raises:
+        SkippedFile: an unsupported suffix or a binary file (`.reason` says which).
+        IngestError: the file cannot be read; `.path` is the source name and the message gives the reason.
+    """
+    source = source_name(path, root)
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise SkippedFile(source, f"unsupported file type {suffix or '(no suffix)'!r}")
+    reader = _readers()[suffix]
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise IngestError(f"cannot read {source!r}: {exc.strerror or exc}", path=source) from exc
+    try:
+        return reader(data, source, options or ReaderOptions())
+    except IngestError:
+        raise
+    except Exception as exc:
+        raise IngestError(f"cannot read {source!r}: {type(exc).__name__}: {exc}", path=source) from exc
