@@ -15,6 +15,7 @@ from rag.chat.messages import (
     UserMessage,
 )
 from rag.chat.model import ChatModel
+from rag.chat.template import PromptTemplate
 
 __all__ = [
     "AssistantMessage",
@@ -23,6 +24,7 @@ __all__ = [
     "ChatResponse",
     "Message",
     "Prompt",
+    "PromptTemplate",
     "Role",
     "SystemMessage",
     "ToolCall",

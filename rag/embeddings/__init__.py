@@ -8,5 +8,6 @@ Example:
 
 from rag.embeddings.base import EmbeddingModel, TokenCounter, normalize_rows
 from rag.embeddings.hashing import HashingEmbedding
+from rag.embeddings.openai import OpenAIEmbedding
 
-__all__ = ["EmbeddingModel", "HashingEmbedding", "TokenCounter", "normalize_rows"]
+__all__ = ["EmbeddingModel", "HashingEmbedding", "OpenAIEmbedding", "TokenCounter", "normalize_rows"]

@@ -1,0 +1,252 @@
+"""`ExtractiveChatModel`: the offline default. It quotes the retrieved sentences that best match the question.
+
+Where it looks for passages (the format the QuestionAnswerAdvisor's default template writes):
+
+```
+<question>
+
+---------------------
+[1] (source: guide/install.md, page 3)
+First document text...
+
+[2] (source: faq.md)
+Second document text...
+---------------------
+
+<instructions>
+```
+
+A context block is the text between two lines of five or more dashes, in the system message or the last
+user message. Inside it, a line `[n]` (optionally followed by `(source: S, page P)`) starts a document. If no
+block has such headers, each block is one unlabelled passage; if there are no blocks at all, the system
+text is the only passage. The question is the last user message's `metadata["question"]` when set, else
+the text before the first block, else the whole user text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from rag.chat.messages import (
+    AssistantMessage,
+    ChatOptions,
+    ChatResponse,
+    Prompt,
+    SystemMessage,
+    Usage,
+    UserMessage,
+)
+
+__all__ = ["ExtractiveChatModel"]
+
+ANSWER_HEADING = "From the documents (no language model was used; these are the most relevant passages):"
+NO_CONTEXT = (
+    "I cannot answer this from the documents: no passages were provided. (No language model was used.)"
+)
+NO_MATCH = (
+    "I cannot answer this from the documents: none of the retrieved passages matches the question. "
+    "(No language model was used.)"
+)
+
+_RULE = re.compile(r"^[ \t]*-{5,}[ \t]*$", re.MULTILINE)
+_HEADER = re.compile(r"^[ \t]*\[(\d+)\][ \t]*(?:\(([^)\n]*)\))?[ \t]*(.*)$", re.MULTILINE)
+_SOURCE = re.compile(r"source:\s*(.+?)(?:,\s*page\s*:?\s*([^,]+?))?\s*(?:,.*)?$", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_LIST_OR_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|[-*•]\s+|\d+[.)]\s+)")
+_WORD = re.compile(r"\w+")
+_STOPWORDS_TEXT = """
+a about after all also an and any are as at be been before being but by can
+could did do does doing for from had has have how i if in into is it its
+just me more most my no not of on once only or other our out over own same
+should so some such than that the their them then there these they this those through to too
+under until up very was we were what when where which while who whom why will with would
+you your please tell explain describe give show
+"""
+_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+
+
+@dataclass(frozen=True)
+class _Passage:
+    text: str
+    label: str | None
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    text: str
+    label: str | None
+    terms: frozenset[str]
+    length: int
+    order: int
+
+
+def _stem(word: str) -> str:
+    """A light suffix-stripper: enough for "installs", "installed" and "installing" to meet."""
+    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: len(word) - len(suffix)] + replacement
+    return word
+
+
+def _terms(text: str) -> list[str]:
+    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+
+
+def _split_blocks(text: str) -> tuple[list[str], list[str]]:
+    """(context blocks between pairs of dashed rules, the text outside them)."""
+    parts = _RULE.split(text)
+    if len(parts) < 3:
+        return [], [text]
+    return parts[1:-1:2], parts[0::2]
+
+
+def _label(index: str, meta: str | None) -> str:
+    if not meta:
+        return f"passage {index}"
+    match = _SOURCE.search(meta)
+    if match is None:
+        return meta.strip()
+    source, page = match.group(1).strip(), match.group(2)
+    return f"{source}, page {page.strip()}" if page else source
+
+
+def _documents(block: str) -> list[_Passage]:
+    headers = list(_HEADER.finditer(block))
+    passages = []
+    for i, header in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(block)
+        text = (header.group(3) + "\n" + block[header.end() : end]).strip()
+        if text:
+            passages.append(_Passage(text, _label(header.group(1), header.group(2))))
+    return passages
+
+
+def find_context(prompt: Prompt) -> tuple[str, list[_Passage]]:
+    """The question and the passages the prompt carries (see the module docstring for the format)."""
+    user = next((m for m in reversed(prompt.messages) if isinstance(m, UserMessage)), None)
+    system_texts = [m.text for m in prompt.messages if isinstance(m, SystemMessage)]
+    user_text = user.text if user is not None else ""
+    blocks: list[str] = []
+    for text in system_texts:
+        blocks.extend(_split_blocks(text)[0])
+    user_blocks, outside = _split_blocks(user_text)
+    blocks.extend(user_blocks)
+    question = user.metadata.get("question") if user is not None else None
+    if not isinstance(question, str):
+        pieces = [p.strip() for p in outside if p.strip()]
+        question = pieces[0] if user_blocks and pieces else "\n".join(pieces)
+    documents = [p for block in blocks for p in _documents(block)]
+    if documents:
+        return question, documents
+    if blocks:
+        return question, [_Passage(b.strip(), None) for b in blocks if b.strip()]
+    return question, [_Passage(t.strip(), None) for t in system_texts if t.strip()]
+
+
+def _sentences(passages: Sequence[_Passage]) -> list[_Sentence]:
+    out: list[_Sentence] = []
+    for passage in passages:
+        for paragraph in re.split(r"\n\s*\n", passage.text):
+            units: list[str] = []
+            for line in paragraph.splitlines():
+                # List items and headings stand alone; other line breaks are wrapping (PDF, Markdown).
+                if _LIST_OR_HEADING.match(line) or not units:
+                    units.append(_LIST_OR_HEADING.sub("", line).strip())
+                else:
+                    units[-1] += " " + line.strip()
+            for unit in units:
+                for sentence in _SENTENCE_END.split(unit):
+                    words = _terms(sentence)
+                    if words:
+                        out.append(
+                            _Sentence(sentence.strip(), passage.label, frozenset(words), len(words), len(out))
+                        )
+    return out
+
+
+def best_sentences(question: str, passages: Sequence[_Passage], limit: int) -> list[_Sentence]:
+    """Up to `limit` sentences sharing the rarest question words, best first; weak matches dropped."""
+    sentences = _sentences(passages)
+    wanted = set(_terms(question))
+    if not wanted or not sentences:
+        return []
+    frequency: Counter[str] = Counter(term for s in sentences for term in s.terms)
+    n = len(sentences)
+    normalized_question = " ".join(_WORD.findall(question.lower()))
+
+    def score(sentence: _Sentence) -> float:
+        if " ".join(_WORD.findall(sentence.text.lower())) == normalized_question:
+            return 0.0  # the question echoed in the context is not an answer
+        matched = sum(math.log(1.0 + n / frequency[t]) for t in wanted & sentence.terms)
+        return matched / math.sqrt(max(sentence.length, 8) / 8)  # long sentences match by sheer size
+
+    scored = sorted(((score(s), s) for s in sentences), key=lambda pair: (-pair[0], pair[1].order))
+    best = scored[0][0]
+    chosen: list[_Sentence] = []
+    for value, sentence in scored:
+        if value <= 0 or value < 0.35 * best or len(chosen) == limit:
+            break
+        if all(sentence.text != c.text for c in chosen):
+            chosen.append(sentence)
+    return chosen
+
+
+class ExtractiveChatModel:
+    """Answers by quoting the retrieved sentences that best match the question. No language model.
+
+    Deterministic and offline: the default when no OpenAI-compatible endpoint is configured. It scores each
+    sentence of the passages in the prompt by the question words it shares (rarer words weigh more), and
+    replies with the best few, each followed by its source, saying plainly that no language model was used.
+
+    Example:
+        >>> from rag.chat import Prompt
+        >>> rule = "-" * 21
+        >>> context = f"{rule}\\n[1] (source: install.md)\\nRun pip install rag.\\n{rule}"
+        >>> print(ExtractiveChatModel().call(Prompt("How do I install rag?").augment_system(context)).text)
+        From the documents (no language model was used; these are the most relevant passages):
+        - Run pip install rag. [install.md]
+    """
+
+    def __init__(self, *, max_sentences: int = 3, max_sentence_chars: int = 400) -> None:
+        self._max_sentences = max_sentences
+        self._max_chars = max_sentence_chars
+
+    @property
+    def default_options(self) -> ChatOptions:
+        return ChatOptions()
+
+    def answer(self, prompt: Prompt) -> tuple[str, list[str]]:
+        """The reply text and the labels of the passages it quotes."""
+        question, passages = find_context(prompt)
+        if not passages:
+            return NO_CONTEXT, []
+        chosen = best_sentences(question, passages, self._max_sentences)
+        if not chosen:
+            return NO_MATCH, []
+        lines = [ANSWER_HEADING]
+        for sentence in chosen:
+            text = sentence.text
+            if len(text) > self._max_chars:
+                text = text[: self._max_chars].rstrip() + "…"
+            lines.append(f"- {text} [{sentence.label}]" if sentence.label else f"- {text}")
+        return "\n".join(lines), list(dict.fromkeys(s.label for s in chosen if s.label))
+
+    def call(self, prompt: Prompt) -> ChatResponse:
+        text, sources = self.answer(prompt)
+        return ChatResponse(
+            AssistantMessage(text), "stop", Usage(), "extractive", {"extractive": True, "sources": sources}
+        )
+
+    def stream(self, prompt: Prompt) -> Iterator[ChatResponse]:
+        """The same text as `call`, one line per chunk, then a closing chunk."""
+        response = self.call(prompt)
+        for line in response.text.splitlines(keepends=True):
+            yield ChatResponse(AssistantMessage(line), model="extractive")
+        yield ChatResponse(AssistantMessage(None), "stop", Usage(), "extractive", response.metadata)
+
+    def __repr__(self) -> str:
+        return f"ExtractiveChatModel(max_sentences={self._max_sentences})"
