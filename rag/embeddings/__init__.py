@@ -9,5 +9,13 @@ Example:
 from rag.embeddings.base import EmbeddingModel, TokenCounter, normalize_rows
 from rag.embeddings.hashing import HashingEmbedding
 from rag.embeddings.openai import OpenAIEmbedding
+from rag.embeddings.sentence_transformers import SentenceTransformerEmbedding
 
-__all__ = ["EmbeddingModel", "HashingEmbedding", "OpenAIEmbedding", "TokenCounter", "normalize_rows"]
+__all__ = [
+    "EmbeddingModel",
+    "HashingEmbedding",
+    "OpenAIEmbedding",
+    "SentenceTransformerEmbedding",
+    "TokenCounter",
+    "normalize_rows",
+]

@@ -1,0 +1,147 @@
+"""`SentenceTransformerEmbedding`: semantic embeddings from a sentence-transformers model (CPU by default).
+
+sentence-transformers (and torch) are imported when the model first loads, never when `rag` is imported.
+torch keeps its own thread pool (as many threads as cores by default), separate from numpy's BLAS pool;
+we leave both at their defaults. When embedding and exact numpy search run at the same time in one
+process the pools compete, so a server that does both may call `torch.set_num_threads(1)` (or set
+`OMP_NUM_THREADS`) itself.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.embeddings.base import normalize_rows
+from rag.errors import ConfigError, EmbeddingError, InvalidRequestError
+
+__all__ = ["SentenceTransformerEmbedding"]
+
+_INSTALL_HINT = 'pip install "rag-advisors[st]"'
+
+
+def _looks_like_path(name: str) -> bool:
+    """A local folder rather than a Hugging Face Hub id ("all-MiniLM-L6-v2", "org/model")."""
+    return name.startswith((".", "/", "~", "\\")) or (len(name) > 1 and name[1] == ":") or Path(name).exists()
+
+
+class SentenceTransformerEmbedding:
+    """Embeddings from a sentence-transformers model given by Hub name or local folder.
+
+    The model loads on first use (`dimensions`, `embed`, the tokenizer), so constructing one is cheap. A
+    Hub name downloads the model into the Hugging Face cache (or `cache_folder`) the first time; a local
+    folder never touches the network.
+
+    Example:
+        >>> model = SentenceTransformerEmbedding("all-MiniLM-L6-v2")  # doctest: +SKIP
+        >>> model.embed(["Chroma keeps vectors on disk"]).shape  # doctest: +SKIP
+        (1, 384)
+        >>> model.count_tokens("Chroma keeps vectors"), model.max_tokens  # doctest: +SKIP
+        (6, 256)
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str | Path = "all-MiniLM-L6-v2",
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+        normalize: bool = True,
+        cache_folder: str | Path | None = None,
+    ) -> None:
+        if not isinstance(model_name_or_path, str | Path) or not str(model_name_or_path).strip():
+            raise InvalidRequestError(
+                f"model_name_or_path must be a non-empty name or path, got {model_name_or_path!r}"
+            )
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        if not isinstance(device, str) or not device:
+            raise InvalidRequestError(f"device must be a non-empty string such as 'cpu', got {device!r}")
+        self._source = str(model_name_or_path)
+        self._is_path = isinstance(model_name_or_path, Path) or _looks_like_path(self._source)
+        if self._is_path and not Path(self._source).expanduser().is_dir():
+            raise EmbeddingError(f"sentence-transformers model folder {self._source!r} does not exist")
+        self._device = device
+        self._batch_size = batch_size
+        self._normalize = normalize
+        self._cache_folder = None if cache_folder is None else str(cache_folder)
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The Hub name as given, or the folder's name; ``-raw`` is appended when not normalising."""
+        base = Path(self._source).expanduser().resolve().name if self._is_path else self._source
+        return base if self._normalize else f"{base}-raw"
+
+    @property
+    def dimensions(self) -> int:
+        model = self._loaded()
+        size = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else None
+        if size is None and hasattr(model, "get_sentence_embedding_dimension"):
+            size = model.get_sentence_embedding_dimension()  # sentence-transformers before 6
+        if not isinstance(size, int):
+            raise EmbeddingError(f"model {self._source!r} does not report its embedding dimension")
+        return size
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The longest input, in the model's tokens, that the model reads; the rest is cut off."""
+        length = self._loaded().max_seq_length
+        return int(length) if length is not None else None
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's Hugging Face tokenizer."""
+        return self._loaded().tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model would see for `text`, special tokens included, before truncation."""
+        encoded = self.tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)
+        return len(encoded["input_ids"])
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """An (n, dimensions) float32 array; rows have unit length unless `normalize=False`."""
+        if isinstance(texts, str):
+            raise InvalidRequestError(f"embed() takes a list of texts, not a single string: {texts[:40]!r}")
+        model = self._loaded()
+        if len(texts) == 0:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        try:
+            vectors = model.encode(
+                list(texts), batch_size=self._batch_size, convert_to_numpy=True, show_progress_bar=False
+            )
+        except Exception as exc:  # torch and tokenizers raise many types; all mean the same to a caller
+            raise EmbeddingError(f"model {self._source!r} failed to embed {len(texts)} texts: {exc}") from exc
+        if not self._normalize:
+            return np.asarray(vectors, dtype=np.float32)
+        return normalize_rows(vectors, model=self.name)
+
+    def _loaded(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+            return self._model
+
+    def _load(self) -> Any:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigError(
+                f"SentenceTransformerEmbedding needs sentence-transformers: {_INSTALL_HINT}"
+            ) from exc
+        source = str(Path(self._source).expanduser()) if self._is_path else self._source
+        try:
+            return SentenceTransformer(
+                source, device=self._device, cache_folder=self._cache_folder, local_files_only=self._is_path
+            )
+        except Exception as exc:  # missing files, bad config, unknown Hub id, no network: one error for all
+            raise EmbeddingError(f"cannot load sentence-transformers model {self._source!r}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedding({self._source!r}, device={self._device!r})"
