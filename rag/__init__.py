@@ -9,16 +9,67 @@ Example:
     ['1']
 """
 
+from rag.advisors import (
+    BaseAdvisor,
+    QuestionAnswerAdvisor,
+    SafeGuardAdvisor,
+    SimpleLoggerAdvisor,
+    ToolCallAdvisor,
+)
+from rag.chat import (
+    AssistantMessage,
+    ChatModel,
+    ChatOptions,
+    ChatResponse,
+    Prompt,
+    PromptTemplate,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+from rag.client import ChatClient, ChatClientRequest, ChatClientResponse
 from rag.documents import Document, SearchRequest
-from rag.embeddings import EmbeddingModel, HashingEmbedding
+from rag.embeddings import (
+    EmbeddingModel,
+    HashingEmbedding,
+    OpenAIEmbedding,
+    SentenceTransformerEmbedding,
+)
 from rag.errors import RagError
+from rag.models import ExtractiveChatModel, OpenAIChatModel
+from rag.tools import Tool, ToolCallingManager, ToolContext, tool
 from rag.vectorstore import VectorStore
 
 __all__ = [
+    "AssistantMessage",
+    "BaseAdvisor",
+    "ChatClient",
+    "ChatClientRequest",
+    "ChatClientResponse",
+    "ChatModel",
+    "ChatOptions",
+    "ChatResponse",
     "Document",
     "EmbeddingModel",
+    "ExtractiveChatModel",
     "HashingEmbedding",
+    "OpenAIChatModel",
+    "OpenAIEmbedding",
+    "Prompt",
+    "PromptTemplate",
+    "QuestionAnswerAdvisor",
     "RagError",
+    "SafeGuardAdvisor",
     "SearchRequest",
+    "SentenceTransformerEmbedding",
+    "SimpleLoggerAdvisor",
+    "SystemMessage",
+    "Tool",
+    "ToolCallAdvisor",
+    "ToolCallingManager",
+    "ToolContext",
+    "ToolMessage",
+    "UserMessage",
     "VectorStore",
+    "tool",
 ]

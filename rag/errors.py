@@ -13,8 +13,10 @@ RagError
 │   ├── DimensionMismatchError (ValueError) a vector of the wrong size or with non-finite values
 │   └── EmbeddingModelMismatchError         a store opened with another model than the one it holds
 ├── ModelError                              a chat model call failed
+│   └── StructuredOutputError               a reply that is not the structured output asked for
 ├── TemplateError (also ValueError)         a prompt template with a missing variable
 ├── ToolError                               a tool could not be defined or run
+├── ChatMemoryError                         chat memory could not be read or written
 └── IngestError                             a file could not be read or split
 ```
 
@@ -25,6 +27,7 @@ Vendor exceptions are wrapped with `raise ... from exc`.
 from __future__ import annotations
 
 __all__ = [
+    "ChatMemoryError",
     "ConfigError",
     "DimensionMismatchError",
     "EmbeddingError",
@@ -38,6 +41,7 @@ __all__ = [
     "StoreConnectionError",
     "StoreError",
     "StoreNotFoundError",
+    "StructuredOutputError",
     "TemplateError",
     "ToolError",
 ]
@@ -133,3 +137,27 @@ class IngestError(RagError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class StructuredOutputError(ModelError):
+    """A reply that does not validate as the requested type, even after one corrective retry.
+
+    `.output_type` is the type asked for, `.text` the last reply, `.reason` the validation error.
+    """
+
+    def __init__(self, message: str, *, output_type: object, text: str, reason: str) -> None:
+        super().__init__(message)
+        self.output_type = output_type
+        self.text = text
+        self.reason = reason
+
+
+class ChatMemoryError(RagError):
+    """Chat memory that cannot be read or written (a locked or corrupt database, a message JSON cannot hold).
+
+    `.conversation_id` names the conversation when one was involved.
+    """
+
+    def __init__(self, message: str, *, conversation_id: str | None = None) -> None:
+        super().__init__(message)
+        self.conversation_id = conversation_id

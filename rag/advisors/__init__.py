@@ -1,0 +1,48 @@
+"""Advisors: the contracts and the advisors that ship with the toolkit, one per module.
+
+Example:
+    >>> from rag.advisors import SafeGuardAdvisor, SimpleLoggerAdvisor
+    >>> [a.name for a in (SafeGuardAdvisor(["secret"]), SimpleLoggerAdvisor(name="log"))]
+    ['SafeGuardAdvisor', 'log']
+"""
+
+from rag.advisors.base import (
+    CHAT_MEMORY_ORDER,
+    DEFAULT_ORDER,
+    HIGHEST_PRECEDENCE,
+    LOGGER_ORDER,
+    LOWEST_PRECEDENCE,
+    QUESTION_ANSWER_ORDER,
+    SAFEGUARD_ORDER,
+    TOOL_CALLING_ORDER,
+    Advisor,
+    AnyAdvisor,
+    BaseAdvisor,
+    CallAdvisor,
+    StreamAdvisor,
+)
+from rag.advisors.logger import SimpleLoggerAdvisor
+from rag.advisors.question_answer import QuestionAnswerAdvisor
+from rag.advisors.safeguard import SafeGuardAdvisor
+from rag.advisors.tool_call import RETURN_DIRECT, ToolCallAdvisor
+
+__all__ = [
+    "CHAT_MEMORY_ORDER",
+    "DEFAULT_ORDER",
+    "HIGHEST_PRECEDENCE",
+    "LOGGER_ORDER",
+    "LOWEST_PRECEDENCE",
+    "QUESTION_ANSWER_ORDER",
+    "RETURN_DIRECT",
+    "SAFEGUARD_ORDER",
+    "TOOL_CALLING_ORDER",
+    "Advisor",
+    "AnyAdvisor",
+    "BaseAdvisor",
+    "CallAdvisor",
+    "QuestionAnswerAdvisor",
+    "SafeGuardAdvisor",
+    "SimpleLoggerAdvisor",
+    "StreamAdvisor",
+    "ToolCallAdvisor",
+]

@@ -1,0 +1,162 @@
+"""The advisor contracts: `CallAdvisor`, `StreamAdvisor`, and `BaseAdvisor` with `before`/`after` hooks.
+
+An advisor wraps the model call: it receives the request and the chain positioned after itself, and
+returns the response (or, streaming, yields response chunks). Most advisors only need to change the
+request on the way in or the response on the way out: subclass `BaseAdvisor` and override `before` or
+`after`; it supplies both `advise_call` and `advise_stream`.
+
+Orders (lower runs first on the way in, last on the way out; see `rag.client.chain`):
+
+| constant                 | value                     | used by                                      |
+|--------------------------|---------------------------|----------------------------------------------|
+| `SAFEGUARD_ORDER`        | HIGHEST_PRECEDENCE + 100  | SafeGuardAdvisor: block before any work       |
+| `CHAT_MEMORY_ORDER`      | HIGHEST_PRECEDENCE + 1000 | chat memory advisors                         |
+| `QUESTION_ANSWER_ORDER`  | 0 (DEFAULT_ORDER)         | QuestionAnswerAdvisor                        |
+| `TOOL_CALLING_ORDER`     | LOWEST_PRECEDENCE - 2000  | tool calling: advisors after it run per round |
+| `LOGGER_ORDER`           | LOWEST_PRECEDENCE - 1000  | SimpleLoggerAdvisor: sees the final prompt    |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
+
+from rag.chat.messages import AssistantMessage, ChatResponse
+from rag.client.aggregate import aggregate_chunks
+from rag.client.chain import (
+    DEFAULT_ORDER,
+    HIGHEST_PRECEDENCE,
+    LOWEST_PRECEDENCE,
+    MODEL_CALL_ORDER,
+    sort_advisors,
+)
+from rag.client.request import ChatClientRequest
+from rag.client.response import ChatClientResponse
+
+if TYPE_CHECKING:
+    from rag.client.chain import AdvisorChain
+
+__all__ = [
+    "CHAT_MEMORY_ORDER",
+    "DEFAULT_ORDER",
+    "HIGHEST_PRECEDENCE",
+    "LOGGER_ORDER",
+    "LOWEST_PRECEDENCE",
+    "MODEL_CALL_ORDER",
+    "QUESTION_ANSWER_ORDER",
+    "SAFEGUARD_ORDER",
+    "TOOL_CALLING_ORDER",
+    "Advisor",
+    "AnyAdvisor",
+    "BaseAdvisor",
+    "CallAdvisor",
+    "StreamAdvisor",
+]
+
+SAFEGUARD_ORDER = HIGHEST_PRECEDENCE + 100
+CHAT_MEMORY_ORDER = HIGHEST_PRECEDENCE + 1000
+QUESTION_ANSWER_ORDER = DEFAULT_ORDER
+TOOL_CALLING_ORDER = LOWEST_PRECEDENCE - 2000
+LOGGER_ORDER = LOWEST_PRECEDENCE - 1000
+
+
+@runtime_checkable
+class Advisor(Protocol):
+    """What every advisor has: a `name` (for errors, logs and timings) and an `order`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def order(self) -> int: ...
+
+
+@runtime_checkable
+class CallAdvisor(Advisor, Protocol):
+    """An advisor of whole calls: return `chain.next_call(request)`, possibly changed, or answer yourself.
+
+    Exceptions propagate to the caller; the advisors after this one do not run.
+    """
+
+    def advise_call(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientResponse: ...
+
+
+@runtime_checkable
+class StreamAdvisor(Advisor, Protocol):
+    """An advisor of streams: yield the chunks of `chain.next_stream(request)` (possibly changed)."""
+
+    def advise_stream(
+        self, request: ChatClientRequest, chain: AdvisorChain
+    ) -> Iterator[ChatClientResponse]: ...
+
+
+AnyAdvisor: TypeAlias = CallAdvisor | StreamAdvisor
+
+
+class BaseAdvisor:
+    """A pass-through advisor for calls and streams; override `before` and/or `after`.
+
+    In a stream, chunks pass through as they arrive; once the stream ends, `after` receives the aggregated
+    response (text joined, tool calls, usage, finish reason). The text has been delivered by then, so only
+    metadata `after` adds still reaches the caller: as one trailing chunk without text.
+
+    Example:
+        >>> class Shout(BaseAdvisor):
+        ...     def before(self, request, chain):
+        ...         return request.with_prompt(request.prompt.augment_user(request.user_text.upper()))
+        >>> from rag.client import ChatClient
+        >>> from rag.testing import FakeChatModel
+        >>> model = FakeChatModel(default="ok")
+        >>> _ = ChatClient(model, advisors=[Shout()]).prompt("hi").call().content()
+        >>> model.prompts[0].user_text
+        'HI'
+    """
+
+    order: int = DEFAULT_ORDER
+    _name: str | None = None
+
+    def __init__(self, *, order: int | None = None, name: str | None = None) -> None:
+        if name is not None:
+            self._name = name
+        if order is not None:
+            self.order = order
+            sort_advisors((self,))  # an out-of-range order fails here, not at the first request
+
+    @property
+    def name(self) -> str:
+        """The advisor's name: given, or the class name."""
+        return self._name or type(self).__name__
+
+    def before(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientRequest:
+        """Change the request on its way to the model (default: unchanged)."""
+        return request
+
+    def after(self, response: ChatClientResponse, chain: AdvisorChain) -> ChatClientResponse:
+        """Change the response on its way back (default: unchanged)."""
+        return response
+
+    def advise_call(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientResponse:
+        return self.after(chain.next_call(self.before(request, chain)), chain)
+
+    def advise_stream(self, request: ChatClientRequest, chain: AdvisorChain) -> Iterator[ChatClientResponse]:
+        request = self.before(request, chain)
+        if type(self).after is BaseAdvisor.after:
+            yield from chain.next_stream(request)  # nothing to aggregate for
+            return
+        chunks: list[ChatResponse] = []
+        for response in chain.next_stream(request):
+            chunks.append(response.chat_response)
+            yield response
+        aggregated = ChatClientResponse(aggregate_chunks(chunks), request.context)
+        result = self.after(aggregated, chain)
+        added = {
+            key: value
+            for key, value in result.chat_response.metadata.items()
+            if key not in aggregated.chat_response.metadata
+            or aggregated.chat_response.metadata[key] is not value
+        }
+        if added:
+            yield ChatClientResponse(ChatResponse(AssistantMessage(None), metadata=added), request.context)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, order={self.order!r})"

@@ -1,0 +1,105 @@
+"""`SafeGuardAdvisor`: refuses requests that contain sensitive words, without calling the model."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from rag.advisors.base import SAFEGUARD_ORDER, BaseAdvisor
+from rag.chat.messages import AssistantMessage, ChatResponse, UserMessage
+from rag.client.request import SAFEGUARD_BLOCKED, ChatClientRequest
+from rag.client.response import ChatClientResponse
+from rag.errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from rag.client.chain import AdvisorChain
+
+__all__ = ["DEFAULT_FAILURE_RESPONSE", "SafeGuardAdvisor"]
+
+DEFAULT_FAILURE_RESPONSE = (
+    "I can't help with this request because it touches on restricted content. Please rephrase it."
+)
+
+
+def _fold(text: str) -> str:
+    """Text compared without regard to case or Unicode composition ("STRASSE" meets "Straße")."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+
+
+class SafeGuardAdvisor(BaseAdvisor):
+    """Answers with `failure_response`, and never calls the model, when a user message holds a sensitive word.
+
+    Words match whole and case-insensitively: "secret" matches "SECRET!" but not "secretary". Word edges
+    are Unicode-aware (letters of any script count as word characters, so scripts written without spaces,
+    such as Chinese, only match as whole runs). A phrase matches across any whitespace. Only user messages
+    are checked: system text is the application's own. The matched word goes into the context under
+    `safeguard_blocked`; the reply's metadata carries `safeguard_blocked=True`.
+
+    Example:
+        >>> from rag.client import ChatClient
+        >>> from rag.testing import FakeChatModel
+        >>> model = FakeChatModel(default="...")
+        >>> guard = SafeGuardAdvisor(["password"], failure_response="Not that.")
+        >>> ChatClient(model, advisors=[guard]).prompt("What is the admin PASSWORD?").call().content()
+        'Not that.'
+        >>> model.prompts
+        []
+    """
+
+    order = SAFEGUARD_ORDER
+
+    def __init__(
+        self,
+        sensitive_words: Iterable[str],
+        *,
+        failure_response: str = DEFAULT_FAILURE_RESPONSE,
+        order: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(order=order, name=name)
+        words = [sensitive_words] if isinstance(sensitive_words, str) else list(sensitive_words)
+        for word in words:
+            if not isinstance(word, str) or not word.strip():
+                raise InvalidRequestError(f"sensitive words must be non-empty strings, got {word!r}")
+        self.sensitive_words: tuple[str, ...] = tuple(words)
+        self.failure_response = failure_response
+        self._patterns = [(word, self._compile(word)) for word in words]
+
+    @staticmethod
+    def _compile(word: str) -> re.Pattern[str]:
+        phrase = r"\s+".join(re.escape(part) for part in _fold(word).split())
+        # Lookarounds rather than \b, so words that start or end with a symbol ("c++") work too.
+        return re.compile(rf"(?<!\w){phrase}(?!\w)")
+
+    def find(self, text: str) -> str | None:
+        """The first sensitive word found in `text`, or None."""
+        folded = _fold(text)
+        for word, pattern in self._patterns:
+            if pattern.search(folded):
+                return word
+        return None
+
+    def _blocked(self, request: ChatClientRequest) -> ChatClientResponse | None:
+        for message in request.prompt.messages:
+            if isinstance(message, UserMessage):
+                word = self.find(message.text)
+                if word is not None:
+                    request.context[SAFEGUARD_BLOCKED] = word
+                    reply = ChatResponse(
+                        AssistantMessage(self.failure_response), "stop", metadata={SAFEGUARD_BLOCKED: True}
+                    )
+                    return ChatClientResponse(reply, request.context)
+        return None
+
+    def advise_call(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientResponse:
+        refusal = self._blocked(request)
+        return refusal if refusal is not None else chain.next_call(request)
+
+    def advise_stream(self, request: ChatClientRequest, chain: AdvisorChain) -> Iterator[ChatClientResponse]:
+        refusal = self._blocked(request)
+        if refusal is not None:
+            yield refusal
+            return
+        yield from chain.next_stream(request)

@@ -1,0 +1,124 @@
+"""`rag ask QUESTION`: an answer from the ingested documents, then the numbered sources."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from rag.advisors.question_answer import QuestionAnswerAdvisor
+from rag.cli._common import common_options, open_store, settings_from
+from rag.cli._models import build_chat_model
+from rag.client import ChatClient
+from rag.client.request import RETRIEVED_DOCUMENTS
+from rag.config import STORE_KINDS
+from rag.documents import Document, SearchRequest
+
+__all__ = ["ask", "source_rows"]
+
+
+def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
+    """The retrieved documents as the sources list: rank, id, source, page, score."""
+    return [
+        {
+            "rank": rank,
+            "id": doc.id,
+            "source": doc.metadata.get("source"),
+            "page": doc.metadata.get("page"),
+            "score": doc.score,
+        }
+        for rank, doc in enumerate(documents, 1)
+    ]
+
+
+def _print_sources(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        click.echo("no passages matched the question", err=True)
+        return
+    click.echo("\nSources:")
+    for row in rows:
+        page = f", page {row['page']}" if row["page"] is not None else ""
+        score = f" (score {row['score']:.3f})" if row["score"] is not None else ""
+        click.echo(f"  [{row['rank']}] {row['source'] or row['id']}{page}{score}")
+
+
+@click.command("ask")
+@click.argument("question")
+@click.option(
+    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages to retrieve."
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Minimum cosine similarity (0 accepts everything).",
+)
+@click.option(
+    "--filter", "filter_text", metavar="EXPR", help="Metadata filter, e.g. \"source == 'guide.md'\"."
+)
+@click.option(
+    "--stream/--no-stream", default=None, help="Print the answer as it arrives [default: when a terminal]."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print {answer, sources} as JSON.")
+@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
+@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
+@click.option("--model", "chat_model", metavar="NAME", help="Chat model name [env RAG_CHAT_MODEL].")
+@click.option("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env OPENAI_BASE_URL].")
+@common_options
+@click.pass_context
+def ask(
+    ctx: click.Context,
+    question: str,
+    top_k: int,
+    threshold: float,
+    filter_text: str | None,
+    stream: bool | None,
+    as_json: bool,
+    store: str | None,
+    collection: str | None,
+    chat_model: str | None,
+    base_url: str | None,
+) -> None:
+    """Answer QUESTION from the ingested documents and list the sources used.
+
+    With no endpoint configured (OPENAI_BASE_URL, OPENAI_API_KEY, RAG_CHAT_MODEL, --model, --base-url) the
+    answer quotes the most relevant passages, offline, and says that no language model was used.
+
+    \b
+    Example:
+        rag ask "How do I mount the beacon?" --top-k 3 --filter "source == 'guide/install.md'"
+    """
+    search = SearchRequest(question, top_k=top_k, similarity_threshold=threshold, filter=filter_text)
+    settings = settings_from(
+        ctx, store=store, collection=collection, chat_model=chat_model, openai_base_url=base_url
+    )
+    opened = open_store(settings)
+    model = build_chat_model(settings)
+    try:
+        spec = ChatClient(model, advisors=[QuestionAnswerAdvisor(opened.store, search)]).prompt(question)
+        streaming = sys.stdout.isatty() if stream is None else stream
+        if streaming and not as_json:
+            reply = spec.stream()
+            for piece in reply.content():
+                click.echo(piece, nl=False)
+            click.echo()
+            context = reply.context
+        else:
+            response = spec.call().response()
+            context = response.context
+            if not as_json:
+                click.echo(response.text)
+    finally:
+        opened.close()
+        close = getattr(model, "close", None)
+        if callable(close):
+            close()
+    rows = source_rows(context.get(RETRIEVED_DOCUMENTS, []))
+    if as_json:
+        click.echo(json.dumps({"answer": response.text, "sources": rows}, indent=2, ensure_ascii=False))
+    else:
+        _print_sources(rows)

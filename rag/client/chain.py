@@ -1,0 +1,308 @@
+"""The advisor chain: advisors sorted by `order`, then the model call as the reserved last step.
+
+A chain is a position in an ordered list of advisors. `next_call(request)` runs the advisor at that
+position, handing it the chain positioned after it; past the last advisor sits the terminal step, which
+calls the model. Positions are immutable, so `chain.copy(after=advisor)` is simply the position after
+`advisor`: running it again re-runs every advisor behind `advisor` and the model (tool loops, retries).
+
+Orders are integers from `HIGHEST_PRECEDENCE` to `LOWEST_PRECEDENCE`; lower runs first on the way in and
+last on the way out; ties keep registration order (the sort is stable). The model call is not an advisor:
+an order beyond `LOWEST_PRECEDENCE` is an `InvalidRequestError`, since nothing can run after the model.
+
+Example:
+    >>> from rag.chat import Prompt
+    >>> from rag.client.request import ChatClientRequest
+    >>> from rag.testing import FakeChatModel
+    >>> chain = AdvisorChain.build(FakeChatModel(["Hi!"]), [])
+    >>> chain.next_call(ChatClientRequest(Prompt("Hello"))).text
+    'Hi!'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, Usage, UserMessage
+from rag.chat.model import ChatModel
+from rag.client.observation import EventKind, Observation, Observer
+from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
+from rag.client.response import ChatClientResponse
+from rag.errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from rag.advisors.base import Advisor, CallAdvisor, StreamAdvisor
+
+__all__ = [
+    "DEFAULT_ORDER",
+    "HIGHEST_PRECEDENCE",
+    "LOWEST_PRECEDENCE",
+    "MODEL_CALL_ORDER",
+    "AdvisorChain",
+    "advisor_name",
+    "sort_advisors",
+]
+
+HIGHEST_PRECEDENCE = -(2**31)
+"""The smallest order: runs first on the way in, last on the way out."""
+LOWEST_PRECEDENCE = 2**31 - 1
+"""The largest order an advisor may have: the last advisor before the model call."""
+MODEL_CALL_ORDER = LOWEST_PRECEDENCE + 1
+"""Where the terminal model call sits; reserved, no advisor may take it or go beyond it."""
+DEFAULT_ORDER = 0
+"""The order of an advisor that does not choose one."""
+
+_RETRY_FEEDBACK = (
+    "Your previous reply could not be used: {problem}\n"
+    "Reply again with only the corrected output, following the required format exactly."
+)
+
+
+def advisor_name(advisor: object) -> str:
+    """An advisor's `name`, or its class name when it has none."""
+    name = getattr(advisor, "name", None)
+    return name if isinstance(name, str) and name else type(advisor).__name__
+
+
+def _order_of(advisor: object) -> int:
+    order = getattr(advisor, "order", DEFAULT_ORDER)
+    if isinstance(order, bool) or not isinstance(order, int):
+        raise InvalidRequestError(f"advisor {advisor_name(advisor)!r} has order {order!r}; it must be an int")
+    if not HIGHEST_PRECEDENCE <= order <= LOWEST_PRECEDENCE:
+        raise InvalidRequestError(
+            f"advisor {advisor_name(advisor)!r} has order {order!r}, outside HIGHEST_PRECEDENCE.."
+            f"LOWEST_PRECEDENCE ({HIGHEST_PRECEDENCE}..{LOWEST_PRECEDENCE}); the model call is the reserved "
+            "last step and no advisor can run after it"
+        )
+    return order
+
+
+def sort_advisors(advisors: Iterable[Advisor]) -> tuple[Advisor, ...]:
+    """The advisors by `order`, ties in the order given. Raises `InvalidRequestError` on a bad order."""
+    items = list(advisors)
+    orders = [_order_of(advisor) for advisor in items]
+    ranked = sorted(range(len(items)), key=orders.__getitem__)  # sorted() is stable: ties keep their order
+    return tuple(items[i] for i in ranked)
+
+
+def _check_capability(advisors: Sequence[Advisor], mode: Literal["call", "stream"]) -> None:
+    method = "advise_call" if mode == "call" else "advise_stream"
+    for advisor in advisors:
+        if not callable(getattr(advisor, method, None)):
+            supported = "streams" if mode == "call" else "calls"
+            raise InvalidRequestError(
+                f"advisor {advisor_name(advisor)!r} ({type(advisor).__name__}) supports only {supported}: it "
+                f"has no {method}(); remove it from {mode} requests or implement {method}"
+            )
+
+
+class _Core:
+    """What every position of one chain shares."""
+
+    __slots__ = ("advisors", "model", "names", "observation")
+
+    def __init__(self, advisors: tuple[Advisor, ...], model: ChatModel, observation: Observation) -> None:
+        self.advisors = advisors
+        self.names = tuple(advisor_name(advisor) for advisor in advisors)
+        self.model = model
+        self.observation = observation
+
+
+class AdvisorChain:
+    """A position in the ordered advisors of one request; past the last one, the model call.
+
+    Build one with `AdvisorChain.build(model, advisors)`; advisors receive the chain positioned after
+    themselves and call `chain.next_call(request)` (or `next_stream`) to go on.
+
+    Example:
+        >>> from rag.advisors import BaseAdvisor
+        >>> from rag.chat import Prompt
+        >>> from rag.testing import FakeChatModel
+        >>> chain = AdvisorChain.build(FakeChatModel(default="ok"), [BaseAdvisor(name="a")])
+        >>> request = ChatClientRequest(Prompt("q"))
+        >>> [advisor.name for advisor in chain.remaining], chain.next_call(request).text
+        (['a'], 'ok')
+    """
+
+    __slots__ = ("_core", "_index")
+
+    def __init__(self, core: _Core, index: int = 0) -> None:
+        self._core = core
+        self._index = index
+
+    @classmethod
+    def build(
+        cls,
+        model: ChatModel,
+        advisors: Iterable[Advisor],
+        *,
+        mode: Literal["call", "stream"] = "call",
+        context: dict[str, Any] | None = None,
+        observer: Observer | None = None,
+    ) -> AdvisorChain:
+        """A chain over `advisors` sorted by order, checked to support `mode`, positioned at the start.
+
+        Timings and usage go into `context`, or else into the context of the first request the chain runs.
+
+        Raises:
+            InvalidRequestError: an order out of range, or an advisor that cannot run in `mode`.
+        """
+        ordered = sort_advisors(advisors)
+        _check_capability(ordered, mode)
+        observation = Observation(context, observer, mode)
+        return cls(_Core(ordered, model, observation))
+
+    # -- inspection --------------------------------------------------------------------------------
+
+    @property
+    def advisors(self) -> tuple[Advisor, ...]:
+        """Every advisor of the chain, in running order."""
+        return self._core.advisors
+
+    @property
+    def remaining(self) -> tuple[Advisor, ...]:
+        """The advisors still to run from this position (the model call follows them)."""
+        return self._core.advisors[self._index :]
+
+    @property
+    def model(self) -> ChatModel:
+        return self._core.model
+
+    @property
+    def observation(self) -> Observation:
+        return self._core.observation
+
+    def copy(self, *, after: Advisor) -> AdvisorChain:
+        """The chain positioned right after `after`: running it re-runs the advisors behind it and the model.
+
+        Raises:
+            InvalidRequestError: `after` is not in this chain.
+        """
+        advisors = self._core.advisors
+        # Search backwards from here first: an advisor registered twice means the nearest one.
+        for i in (*range(self._index - 1, -1, -1), *range(self._index, len(advisors))):
+            if advisors[i] is after:
+                return AdvisorChain(self._core, i + 1)
+        raise InvalidRequestError(
+            f"advisor {advisor_name(after)!r} is not in this chain; it holds {list(self._core.names)!r}"
+        )
+
+    # -- calls -------------------------------------------------------------------------------------
+
+    def next_call(self, request: ChatClientRequest) -> ChatClientResponse:
+        """Run the next advisor (or the model, at the end) and return its response."""
+        core, index = self._core, self._index
+        observation = core.observation
+        if not observation.bound:
+            observation.bind(request.context)
+        if index >= len(core.advisors):
+            return self._call_model(request)
+        advisor = core.advisors[index]
+        saved = observation.enter()
+        start = perf_counter()
+        error: BaseException | None = None
+        try:
+            response = cast("CallAdvisor", advisor).advise_call(request, AdvisorChain(core, index + 1))
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            own = observation.leave(saved, perf_counter() - start)
+            observation.record("advisor", core.names[index], own, error=error)
+        if not isinstance(response, ChatClientResponse):
+            raise InvalidRequestError(
+                f"advisor {core.names[index]!r} returned {response!r} from advise_call; "
+                "it must return a ChatClientResponse (did after() forget to return the response?)"
+            )
+        return response
+
+    def _call_model(self, request: ChatClientRequest) -> ChatClientResponse:
+        prompt = request.prompt
+        output_format = request.context.get(OUTPUT_FORMAT)
+        if output_format:
+            # Added here, at the very end, so advisors (retrieval, memory) only ever see the user's own text.
+            prompt = prompt.augment_user(f"{prompt.user_text}\n\n{output_format}")
+        response = self._timed_model_call(prompt)
+        validator: Callable[[str], str | None] | None = request.context.get(OUTPUT_VALIDATOR)
+        if validator is not None:
+            problem = validator(response.text)
+            if problem is not None:
+                feedback = UserMessage(_RETRY_FEEDBACK.replace("{problem}", problem))
+                retry = prompt.with_messages([*prompt.messages, AssistantMessage(response.text), feedback])
+                response = self._timed_model_call(retry)
+        return ChatClientResponse(response, request.context)
+
+    def _timed_model_call(self, prompt: Prompt) -> ChatResponse:
+        observation = self._core.observation
+        saved = observation.enter()
+        start = perf_counter()
+        response: ChatResponse | None = None
+        error: BaseException | None = None
+        try:
+            response = self._core.model.call(prompt)
+            return response
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            own = observation.leave(saved, perf_counter() - start)
+            usage = response.usage if response is not None else None
+            observation.record("model", "model:call", own, usage=usage, error=error)
+
+    # -- streams -----------------------------------------------------------------------------------
+
+    def next_stream(self, request: ChatClientRequest) -> Iterator[ChatClientResponse]:
+        """The chunks of the next advisor (or of the model, at the end); lazy: runs on iteration."""
+        core, index = self._core, self._index
+        if not core.observation.bound:
+            core.observation.bind(request.context)
+        if index >= len(core.advisors):
+            context = request.context
+
+            def model_chunks() -> Iterator[ChatClientResponse]:
+                for chunk in core.model.stream(request.prompt):
+                    yield ChatClientResponse(chunk, context)
+
+            return self._timed_stream("model", "model:stream", model_chunks)
+        advisor = core.advisors[index]
+        _check_capability([advisor], "stream")  # chains built for calls can still be streamed by hand
+        following = AdvisorChain(core, index + 1)
+        advise = cast("StreamAdvisor", advisor).advise_stream
+        return self._timed_stream("advisor", core.names[index], lambda: advise(request, following))
+
+    def _timed_stream(
+        self, kind: EventKind, name: str, start_stream: Callable[[], Iterable[ChatClientResponse]]
+    ) -> Iterator[ChatClientResponse]:
+        # Each next() of this step nests the next() calls of the steps after it, as calls do, so the same
+        # enter/leave bracketing gives the step's own time; it is summed over the chunks.
+        observation = self._core.observation
+        own = 0.0
+        error: BaseException | None = None
+        usage: Usage | None = None
+        iterator: Iterator[ChatClientResponse] | None = None
+        try:
+            while True:
+                saved = observation.enter()
+                start = perf_counter()
+                try:
+                    if iterator is None:
+                        iterator = iter(start_stream())
+                    item = next(iterator)
+                except StopIteration:
+                    return
+                finally:
+                    own += observation.leave(saved, perf_counter() - start)
+                if kind == "model":
+                    usage = item.chat_response.usage or usage
+                yield item
+        except GeneratorExit:
+            raise  # the caller stopped reading: not a failure of this step
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            close = getattr(iterator, "close", None)
+            if close is not None:
+                close()
+            observation.record(kind, name, own, usage=usage, error=error)

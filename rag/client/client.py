@@ -1,0 +1,247 @@
+"""`ChatClient`: a chat model with defaults, advisors and tools, behind a fluent request spec.
+
+Example:
+    >>> from rag.testing import FakeChatModel
+    >>> client = ChatClient(FakeChatModel(default="Bonjour !"))
+    >>> client.prompt().system("Answer in {lang}.", lang="French").user("Say hello").call().content()
+    'Bonjour !'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, Literal, Self
+
+from rag.chat.messages import ChatOptions, Message, Prompt, SystemMessage, ToolDefinition, UserMessage
+from rag.chat.model import ChatModel
+from rag.chat.template import PromptTemplate
+from rag.client.chain import AdvisorChain, sort_advisors
+from rag.client.observation import Observer
+from rag.client.request import TOOLS, ChatClientRequest, context_entries
+from rag.client.response import ChatClientResponse
+from rag.client.specs import CallResponseSpec, StreamResponseSpec
+from rag.errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from rag.advisors.base import AnyAdvisor
+
+__all__ = ["ChatClient", "ChatClientRequestSpec", "tool_definition"]
+
+
+def tool_definition(tool: object) -> ToolDefinition:
+    """The `ToolDefinition` of a tool: the definition itself, or an object's `.definition` attribute."""
+    if isinstance(tool, ToolDefinition):
+        return tool
+    definition = getattr(tool, "definition", None)
+    if isinstance(definition, ToolDefinition):
+        return definition
+    raise InvalidRequestError(
+        f"{tool!r} is not a tool: expected a ToolDefinition or an object with .definition"
+    )
+
+
+class _Text:
+    """System or user text: verbatim, or a template rendered with its parameters."""
+
+    __slots__ = ("params", "text")
+
+    def __init__(self, text: str | PromptTemplate, params: Mapping[str, Any]) -> None:
+        if not isinstance(text, str | PromptTemplate):
+            raise InvalidRequestError(f"prompt text must be a str or PromptTemplate, got {text!r}")
+        self.text = text
+        self.params = dict(params)
+
+    def render(self) -> str:
+        # Plain text without parameters is used as is, so braces in a question need no escaping.
+        if isinstance(self.text, str) and not self.params:
+            return self.text
+        template = self.text if isinstance(self.text, PromptTemplate) else PromptTemplate(self.text)
+        return template.render(self.params)
+
+
+class ChatClient:
+    """A chat model with default system text, advisors, options and tools; ask with `prompt()`.
+
+    Options merge request > client default > model default. Advisors run by `order`, client defaults first
+    on ties; the model call comes last. `observer` receives an `ObservationEvent` for each step.
+
+    Example:
+        >>> from rag.chat import ChatOptions
+        >>> from rag.testing import FakeChatModel
+        >>> model = FakeChatModel(default="4")
+        >>> client = ChatClient(model, system="Be terse.", options=ChatOptions(temperature=0))
+        >>> client.prompt("2 + 2?").call().content()
+        '4'
+        >>> model.prompts[0].system_text, model.prompts[0].options.temperature
+        ('Be terse.', 0)
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        system: str | PromptTemplate | None = None,
+        system_params: Mapping[str, Any] | None = None,
+        advisors: Iterable[AnyAdvisor] = (),
+        options: ChatOptions | None = None,
+        tools: Iterable[object] = (),
+        observer: Observer | None = None,
+    ) -> None:
+        self.model = model
+        self.system = _Text(system, system_params or {}) if system is not None else None
+        self.advisors: tuple[AnyAdvisor, ...] = tuple(advisors)
+        sort_advisors(self.advisors)  # a bad order fails at construction, not at the first request
+        self.options = options
+        self.tools: tuple[object, ...] = tuple(tools)
+        for tool in self.tools:
+            tool_definition(tool)
+        self.observer = observer
+
+    def prompt(
+        self, prompt: str | PromptTemplate | Prompt | None = None, /, **params: Any
+    ) -> ChatClientRequestSpec:
+        """A new request: user text (a template when `params` are given), or a whole `Prompt`."""
+        spec = ChatClientRequestSpec(self)
+        if isinstance(prompt, Prompt):
+            spec.messages(*prompt.messages)
+            if prompt.options is not None:
+                spec.options(prompt.options)
+        elif prompt is not None:
+            spec.user(prompt, **params)
+        elif params:
+            raise InvalidRequestError(f"template parameters {sorted(params)!r} given without prompt text")
+        return spec
+
+    def __repr__(self) -> str:
+        return (
+            f"ChatClient(model={self.model!r}, advisors={[getattr(a, 'name', a) for a in self.advisors]!r})"
+        )
+
+
+class ChatClientRequestSpec:
+    """One request being described; each method returns the spec, so calls chain. Then `call()`/`stream()`.
+
+    Example:
+        >>> from rag.testing import FakeChatModel
+        >>> client = ChatClient(FakeChatModel(default="ok"))
+        >>> spec = client.prompt("Summarise {topic}", topic="tides").advisors(top_k=2, filter="year > 2020")
+        >>> request = spec.build_request()
+        >>> request.user_text, request.context["qa_top_k"], request.context["qa_filter_expression"]
+        ('Summarise tides', 2, 'year > 2020')
+    """
+
+    def __init__(self, client: ChatClient) -> None:
+        self._client = client
+        self._system = client.system
+        self._user: _Text | None = None
+        self._messages: list[Message] = []
+        self._options: ChatOptions | None = None
+        self._advisors: list[AnyAdvisor] = list(client.advisors)
+        self._context: dict[str, Any] = {}
+        self._tools: list[object] = list(client.tools)
+
+    def system(self, text: str | PromptTemplate, /, **params: Any) -> Self:
+        """The system text (replacing the client's default); a template when `params` are given."""
+        self._system = _Text(text, params)
+        return self
+
+    def user(self, text: str | PromptTemplate, /, **params: Any) -> Self:
+        """The user text; a template when `params` are given."""
+        self._user = _Text(text, params)
+        return self
+
+    def messages(self, *messages: Message) -> Self:
+        """Messages placed after the system text and before the user text (history, examples)."""
+        self._messages.extend(messages)
+        return self
+
+    def options(self, options: ChatOptions) -> Self:
+        """Options for this request; they win over the client's and the model's defaults."""
+        self._options = options if self._options is None else options.merge(self._options)
+        return self
+
+    def advisors(self, *advisors: AnyAdvisor, params: Mapping[str, Any] | None = None, **more: Any) -> Self:
+        """Add advisors (after the client's) and set context entries for them.
+
+        Short names are translated (`conversation_id`, `filter`, `top_k`, `similarity_threshold`: see
+        `rag.client.request.PARAM_ALIASES`); other names are used as context keys verbatim.
+        """
+        sort_advisors(advisors)
+        self._advisors.extend(advisors)
+        self._context.update(context_entries({**(params or {}), **more}))
+        return self
+
+    def tools(self, *tools: object) -> Self:
+        """Tools the model may call: `ToolDefinition`s or objects with a `.definition`."""
+        for tool in tools:
+            tool_definition(tool)
+        self._tools.extend(tools)
+        return self
+
+    def build_request(self, extra_options: ChatOptions | None = None) -> ChatClientRequest:
+        """The request the chain receives: messages assembled, options merged, context filled."""
+        client = self._client
+        messages: list[Message] = []
+        if self._system is not None:
+            messages.append(SystemMessage(self._system.render()))
+        messages.extend(self._messages)
+        if self._user is not None:
+            messages.append(UserMessage(self._user.render()))
+        if not any(isinstance(m, UserMessage) for m in messages) and not self._messages:
+            raise InvalidRequestError(
+                "the prompt has no user text and no messages; give prompt(text) or .user(text)"
+            )
+        request_options = extra_options.merge(self._options) if extra_options is not None else self._options
+        options = (request_options or ChatOptions()).merge(client.options, client.model.default_options)
+        context = dict(self._context)
+        if self._tools:
+            options = _with_tools(options, self._tools)
+            context[TOOLS] = tuple(self._tools)
+        return ChatClientRequest(Prompt(messages, options), context)
+
+    def _chain(self, request: ChatClientRequest, mode: Literal["call", "stream"]) -> AdvisorChain:
+        client = self._client
+        advisors: list[AnyAdvisor] = list(self._advisors)
+        if self._tools and not any(getattr(a, "executes_tools", False) for a in advisors):
+            # Imported here: rag.advisors imports rag.client, so a module-level import would be circular.
+            from rag.advisors.tool_call import ToolCallAdvisor
+
+            advisors.append(ToolCallAdvisor())
+        return AdvisorChain.build(
+            client.model, advisors, mode=mode, context=request.context, observer=client.observer
+        )
+
+    def _run_call(
+        self, extra_context: Mapping[str, Any], extra_options: ChatOptions | None
+    ) -> ChatClientResponse:
+        request = self.build_request(extra_options)
+        request.context.update(extra_context)
+        chain = self._chain(request, "call")
+        start = perf_counter()
+        error: BaseException | None = None
+        try:
+            return chain.next_call(request)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            chain.observation.record("request", "request", perf_counter() - start, error=error)
+
+    def call(self) -> CallResponseSpec:
+        """Send the request; it runs when the result is first read (`content()`, `entity()`...)."""
+        return CallResponseSpec(self._run_call)
+
+    def stream(self) -> StreamResponseSpec:
+        """Stream the reply. Advisors that cannot stream are reported now; the model runs on iteration."""
+        request = self.build_request()
+        chain = self._chain(request, "stream")
+        return StreamResponseSpec(chain, request)
+
+
+def _with_tools(options: ChatOptions, tools: Iterable[object]) -> ChatOptions:
+    """Options whose `tools` list the given tools first, then any already there (names kept unique)."""
+    definitions = {d.name: d for d in map(tool_definition, tools)}
+    for existing in options.tools or ():
+        definitions.setdefault(existing.name, existing)
+    return ChatOptions(tools=tuple(definitions.values())).merge(options)

@@ -1,0 +1,143 @@
+"""QuestionAnswerAdvisor on a real InMemoryVectorStore with HashingEmbedding."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag import Document, HashingEmbedding, SearchRequest
+from rag.advisors import QuestionAnswerAdvisor
+from rag.advisors.question_answer import DEFAULT_EMPTY_TEMPLATE
+from rag.client import ChatClient
+from rag.client.request import RETRIEVED_DOCUMENTS
+from rag.errors import InvalidRequestError, TemplateError
+from rag.filters import key
+from rag.models import ExtractiveChatModel
+from rag.testing import FakeChatModel
+from stores import InMemoryVectorStore
+
+RULE = "-" * 21
+
+
+@pytest.fixture
+def store() -> InMemoryVectorStore:
+    store = InMemoryVectorStore(HashingEmbedding())
+    store.add(
+        [
+            Document(
+                "en-beacon",
+                "The beacon lamp is lit at dusk by the keeper.",
+                {"source": "beacon.md", "page": 2, "lang": "en"},
+            ),
+            Document(
+                "en-tides",
+                "Spring tides flood the causeway twice a month.",
+                {"source": "tides.md", "lang": "en"},
+            ),
+            Document(
+                "fr-beacon",
+                "Le phare beacon lamp est allumé au crépuscule.",
+                {"source": "phare.md", "lang": "fr"},
+            ),
+            Document(
+                "braces",
+                "Config uses {json: true} and {{double}} braces.",
+                {"source": "conf.md", "lang": "en"},
+            ),
+        ]
+    )
+    return store
+
+
+def test_retrieved_documents_go_into_the_prompt_and_the_metadata(store: InMemoryVectorStore) -> None:
+    model = FakeChatModel(default="answer")
+    advisor = QuestionAnswerAdvisor(store, SearchRequest("ignored", top_k=2))
+    response = ChatClient(model, advisors=[advisor]).prompt("When is the beacon lamp lit?").call().response()
+    documents = response.chat_response.metadata[RETRIEVED_DOCUMENTS]
+    assert [d.id for d in documents] == ["en-beacon", "fr-beacon"]
+    assert all(d.score is not None and d.score > 0 for d in documents)
+    assert response.context[RETRIEVED_DOCUMENTS] == documents
+    text = model.prompts[0].user_text
+    assert text.startswith("When is the beacon lamp lit?\n\n")
+    assert (
+        f"{RULE}\n[1] (source: beacon.md, page 2)\nThe beacon lamp is lit at dusk by the keeper.\n\n"
+        f"[2] (source: phare.md)\nLe phare beacon lamp est allumé au crépuscule.\n{RULE}"
+    ) in text
+    assert "cannot answer" in text
+    assert model.prompts[0].messages[-1].metadata["question"] == "When is the beacon lamp lit?"
+
+
+def test_a_request_filter_replaces_the_default_filter(store: InMemoryVectorStore) -> None:
+    model = FakeChatModel(default="ok")
+    client = ChatClient(model, advisors=[QuestionAnswerAdvisor(store, filter="lang == 'en'", top_k=4)])
+    ids = lambda spec: [d.id for d in spec.call().chat_response().metadata[RETRIEVED_DOCUMENTS]]  # noqa: E731
+    assert "fr-beacon" not in ids(client.prompt("beacon lamp"))
+    # Replaced, not combined: the French document is found although the default filter excludes it.
+    assert ids(client.prompt("beacon lamp").advisors(filter="source == 'phare.md'")) == ["fr-beacon"]
+    assert ids(client.prompt("beacon lamp").advisors(filter=key("lang") == "fr")) == ["fr-beacon"]
+
+
+def test_top_k_and_threshold_from_the_request(store: InMemoryVectorStore) -> None:
+    client = ChatClient(FakeChatModel(default="ok"), advisors=[QuestionAnswerAdvisor(store)])
+    one = client.prompt("beacon lamp").advisors(top_k=1).call().chat_response()
+    assert [d.id for d in one.metadata[RETRIEVED_DOCUMENTS]] == ["en-beacon"]
+    every = client.prompt("beacon lamp").call().chat_response()
+    assert len(every.metadata[RETRIEVED_DOCUMENTS]) == 4  # the default top_k
+    none = client.prompt("beacon lamp").advisors(similarity_threshold=0.99).call().chat_response()
+    assert none.metadata[RETRIEVED_DOCUMENTS] == []
+
+
+def test_nothing_retrieved_tells_the_model_to_say_it_cannot_answer(store: InMemoryVectorStore) -> None:
+    model = FakeChatModel(default="ok")
+    client = ChatClient(model, advisors=[QuestionAnswerAdvisor(store, similarity_threshold=0.99)])
+    client.prompt("beacon lamp").call().content()
+    assert model.prompts[0].user_text == DEFAULT_EMPTY_TEMPLATE.render(query="beacon lamp")
+    assert "cannot answer it from the documents; do not make up an answer" in model.prompts[0].user_text
+    # The offline answerer reads the empty block and declines.
+    offline = ChatClient(
+        ExtractiveChatModel(), advisors=[QuestionAnswerAdvisor(store, similarity_threshold=0.99)]
+    )
+    assert (
+        offline.prompt("beacon lamp").call().content().startswith("I cannot answer this from the documents")
+    )
+
+
+def test_the_extractive_model_quotes_the_passages_with_their_sources(store: InMemoryVectorStore) -> None:
+    client = ChatClient(ExtractiveChatModel(), advisors=[QuestionAnswerAdvisor(store, top_k=2)])
+    answer = client.prompt("When do spring tides flood the causeway?").call().content()
+    assert "- Spring tides flood the causeway twice a month. [tides.md]" in answer
+
+
+def test_document_text_with_braces_passes_untouched(store: InMemoryVectorStore) -> None:
+    model = FakeChatModel(default="ok")
+    ChatClient(model, advisors=[QuestionAnswerAdvisor(store, filter="source == 'conf.md'")]).prompt(
+        "config {braces}"
+    ).call().content()
+    assert "Config uses {json: true} and {{double}} braces." in model.prompts[0].user_text
+    assert model.prompts[0].user_text.startswith("config {braces}\n")
+
+
+def test_custom_templates_and_their_placeholders(store: InMemoryVectorStore) -> None:
+    model = FakeChatModel(default="ok")
+    advisor = QuestionAnswerAdvisor(store, template="Q: {query}\nC: {question_answer_context}", top_k=1)
+    ChatClient(model, advisors=[advisor]).prompt("tides").call().content()
+    assert model.prompts[0].user_text.startswith("Q: tides\nC: [1] (source: tides.md)\n")
+    with pytest.raises(TemplateError, match=r"lacks the placeholder\(s\) \['question_answer_context'\]"):
+        QuestionAnswerAdvisor(store, template="just {query}")
+    with pytest.raises(TemplateError, match=r"empty_template 'nothing' lacks.*'query'"):
+        QuestionAnswerAdvisor(store, empty_template="nothing")
+
+
+def test_streaming_delivers_the_documents_in_the_last_chunk(store: InMemoryVectorStore) -> None:
+    client = ChatClient(FakeChatModel([["The ", "lamp"]]), advisors=[QuestionAnswerAdvisor(store, top_k=1)])
+    stream = client.prompt("beacon lamp").stream()
+    chunks = list(stream.chat_response())
+    assert "".join(c.text for c in chunks) == "The lamp"
+    assert [d.id for d in chunks[-1].metadata[RETRIEVED_DOCUMENTS]] == ["en-beacon"]
+    assert [d.id for d in stream.context[RETRIEVED_DOCUMENTS]] == ["en-beacon"]
+
+
+def test_blank_user_text_is_an_error(store: InMemoryVectorStore) -> None:
+    model = FakeChatModel(default="ok")
+    with pytest.raises(InvalidRequestError, match="QuestionAnswerAdvisor needs user text"):
+        ChatClient(model, advisors=[QuestionAnswerAdvisor(store)]).prompt("   ").call().content()
+    assert model.prompts == []
