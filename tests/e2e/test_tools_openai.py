@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -338,26 +339,14 @@ def test_manual_mode_for_one_request(
     assert len(openai_server.requests) == 1
 
 
-README_EXAMPLE = '''
-from rag.advisors.tool_call import ToolCallAdvisor
-from rag.client import ChatClient
-from rag.models import OpenAIChatModel
-from rag.tools import tool
+def _readme_block(heading: str) -> str:
+    """The first python code block after `heading` in README.md: the example users copy."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    after = text[text.index(heading) :]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
 
 
-@tool
-def get_weather(city: str) -> str:
-    """Current weather in a city.
-
-    Args:
-        city: the city name, e.g. "Paris".
-    """
-    return f"18 C and sunny in {city}"
-
-
-client = ChatClient(OpenAIChatModel(), tools=[get_weather], advisors=[ToolCallAdvisor()])
-print(client.prompt("What's the weather in Paris?").call().content())
-'''
+README_EXAMPLE = _readme_block("## A tool-using assistant")
 
 
 def test_readme_example(
