@@ -1,3 +1,34 @@
-"""Ingestion: readers, splitters and the incremental pipeline that fills a vector store."""
+"""Ingestion: readers, splitters and the incremental pipeline that fills a vector store.
 
-__all__: list[str] = []
+Example:
+    >>> from rag import HashingEmbedding
+    >>> from stores import InMemoryVectorStore
+    >>> from ingest import IngestPipeline, RecursiveSplitter
+    >>> pipeline = IngestPipeline(InMemoryVectorStore(HashingEmbedding()), RecursiveSplitter())
+"""
+
+from ingest.manifest import Manifest
+from ingest.pipeline import IngestPipeline
+from ingest.progress import ProgressEvent, TerminalProgress
+from ingest.readers import SUPPORTED_SUFFIXES, ReaderOptions, ReadResult, SkippedFile, Unit, read_file
+from ingest.report import FileReport, IngestReport
+from ingest.splitters import Chunk, RecursiveSplitter
+from ingest.walk import walk
+
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "Chunk",
+    "FileReport",
+    "IngestPipeline",
+    "IngestReport",
+    "Manifest",
+    "ProgressEvent",
+    "ReadResult",
+    "ReaderOptions",
+    "RecursiveSplitter",
+    "SkippedFile",
+    "TerminalProgress",
+    "Unit",
+    "read_file",
+    "walk",
+]

@@ -28,6 +28,7 @@ from rag.chat import (
     UserMessage,
 )
 from rag.client import ChatClient, ChatClientRequest, ChatClientResponse
+from rag.config import Settings
 from rag.documents import Document, SearchRequest
 from rag.embeddings import (
     EmbeddingModel,
@@ -62,6 +63,7 @@ __all__ = [
     "SafeGuardAdvisor",
     "SearchRequest",
     "SentenceTransformerEmbedding",
+    "Settings",
     "SimpleLoggerAdvisor",
     "SystemMessage",
     "Tool",

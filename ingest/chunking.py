@@ -1,0 +1,95 @@
+"""From units to chunks ready to embed: stable ids, provenance metadata, and change fingerprints.
+
+Example:
+    >>> from ingest.readers import Unit
+    >>> from ingest.splitters import RecursiveSplitter
+    >>> chunks = make_chunks("a.txt", [Unit("Hello there.", {"source": "a.txt"})], RecursiveSplitter(50, 5))
+    >>> chunks[0].metadata["chunk_index"], chunks[0].metadata["char_end"]
+    (0, 12)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ingest.readers import Unit
+from rag.documents import MetadataValue, check_metadata
+
+__all__ = ["RESERVED_METADATA", "ChunkLike", "PreparedChunk", "Splitter", "chunk_id", "make_chunks"]
+
+RESERVED_METADATA = frozenset({"source", "chunk_index", "char_start", "char_end"})
+
+
+class ChunkLike(Protocol):
+    """What a splitter returns for each piece of a unit."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def metadata(self) -> Mapping[str, MetadataValue]: ...
+    @property
+    def char_start(self) -> int: ...
+    @property
+    def char_end(self) -> int: ...
+
+
+class Splitter(Protocol):
+    """Cuts a unit into chunks; `settings_key` names every setting that changes the cut."""
+
+    @property
+    def settings_key(self) -> str: ...
+    def split(self, unit: Unit) -> Sequence[ChunkLike]: ...
+
+
+def chunk_id(source_id: str, index: int, text: str, settings_key: str) -> str:
+    """The stable id of a chunk: a hash of its source id, index, text and splitter settings."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (source_id, str(index), text, settings_key):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+@dataclass
+class PreparedChunk:
+    """A chunk with its id and final metadata; `digest` changes when the text or any metadata does."""
+
+    id: str
+    text: str
+    metadata: dict[str, MetadataValue]
+    digest: str
+
+
+def make_chunks(
+    source: str, units: Sequence[Unit], splitter: Splitter, extra: Mapping[str, MetadataValue] | None = None
+) -> list[PreparedChunk]:
+    """Split a file's units into chunks carrying `source`, `chunk_index`, offsets and `extra` metadata.
+
+    A unit with its own record id (JSON Lines) numbers its chunks alone and adds `doc_id`, so editing one
+    record leaves the ids of the others unchanged. Repeated ids (identical records) are kept once.
+    """
+    settings = splitter.settings_key
+    chunks: dict[str, PreparedChunk] = {}
+    running = 0
+    for unit in units:
+        source_id = source if unit.id is None else f"{source}#{unit.id}"
+        for local, piece in enumerate(splitter.split(unit)):
+            index = running if unit.id is None else local
+            running += 1
+            cid = chunk_id(source_id, index, piece.text, settings)
+            metadata: dict[str, MetadataValue] = {**unit.metadata, **piece.metadata, **(extra or {})}
+            if unit.id is not None:
+                metadata.setdefault("doc_id", unit.id)
+            metadata.update(
+                source=source, chunk_index=index, char_start=piece.char_start, char_end=piece.char_end
+            )
+            metadata = check_metadata(cid, metadata)
+            fingerprint = hashlib.blake2b(
+                json.dumps([cid, sorted(metadata.items())], default=str).encode(), digest_size=12
+            ).hexdigest()
+            chunks.setdefault(cid, PreparedChunk(cid, piece.text, metadata, fingerprint))
+    return list(chunks.values())

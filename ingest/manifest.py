@@ -1,0 +1,219 @@
+"""The ingestion manifest: what each ingested file looked like and which chunk ids it put in the store.
+
+A SQLite file (stdlib, atomic commits, write-ahead log) kept next to the store. The pipeline records the
+ids a file is about to write as *pending* before writing them, and replaces the row only after the
+store holds them, so a run killed at any point leaves a manifest the next run can reconcile: pending ids
+are merged into the file's ids and the file is processed again, which removes whatever is stale.
+
+Example:
+    >>> m = Manifest(":memory:")
+    >>> m.put(ManifestEntry("a.md", "/docs", 10, 1, "ab12", "k", ("id1",), ("d1",)))
+    >>> m.commit()
+    >>> m.get("a.md").chunk_ids
+    ('id1',)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import NamedTuple
+
+from rag.errors import StoreError
+
+__all__ = ["Manifest", "ManifestEntry", "ManifestState"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    source    TEXT PRIMARY KEY,
+    root      TEXT NOT NULL,
+    size      INTEGER NOT NULL,
+    mtime_ns  INTEGER NOT NULL,
+    sha256    TEXT NOT NULL,
+    settings  TEXT NOT NULL,
+    chunk_ids TEXT NOT NULL,
+    digests   TEXT NOT NULL,
+    pending   TEXT
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+_COLUMNS = "source, root, size, mtime_ns, sha256, settings, chunk_ids, digests"
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One ingested file: where it was, its size, mtime and hash, the settings used, and its chunks.
+
+    `digests[i]` fingerprints chunk `chunk_ids[i]` with its metadata, so a changed file rewrites only
+    the chunks that really changed.
+    """
+
+    source: str
+    root: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    settings: str
+    chunk_ids: tuple[str, ...]
+    digests: tuple[str, ...]
+
+
+class ManifestState(NamedTuple):
+    """A file's record without its chunk ids: enough to tell whether it changed."""
+
+    source: str
+    root: str
+    size: int
+    mtime_ns: int
+    sha256: str
+    settings: str
+    n_chunks: int
+
+
+def _entry(row: tuple[str, str, int, int, str, str, str, str]) -> ManifestEntry:
+    source, root, size, mtime_ns, sha256, settings, ids, digests = row
+    return ManifestEntry(
+        source, root, size, mtime_ns, sha256, settings, tuple(json.loads(ids)), tuple(json.loads(digests))
+    )
+
+
+class Manifest:
+    """Per-file records of an ingested collection, in SQLite. Nothing is durable until `commit()`.
+
+    Example:
+        >>> with Manifest(":memory:") as m:
+        ...     m.mark_pending("a.md", "/docs", ["id1"])
+        ...     m.reconcile()  # as after a crash: the pending ids now belong to the file
+        1
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = str(path)
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the ingestion manifest {self.path!r}: {exc}") from exc
+
+    def __enter__(self) -> Manifest:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database; uncommitted changes are dropped."""
+        self._db.close()
+
+    def commit(self) -> None:
+        """Make every change so far durable, atomically."""
+        self._db.commit()
+
+    def entries(self) -> dict[str, ManifestEntry]:
+        """Every committed-or-pending file record by source (pending ids not included)."""
+        rows = self._db.execute(f"SELECT {_COLUMNS} FROM files ORDER BY source")
+        return {row[0]: _entry(row) for row in rows}
+
+    def states(self) -> dict[str, ManifestState]:
+        """Every file's record without chunk ids (cheap: what an unchanged re-run reads)."""
+        rows = self._db.execute(
+            "SELECT source, root, size, mtime_ns, sha256, settings, json_array_length(chunk_ids) FROM files"
+        )
+        return {row[0]: ManifestState(*row) for row in rows}
+
+    def get(self, source: str) -> ManifestEntry | None:
+        """The record of one source, or None."""
+        row = self._db.execute(f"SELECT {_COLUMNS} FROM files WHERE source = ?", (source,)).fetchone()
+        return None if row is None else _entry(row)
+
+    def put(self, entry: ManifestEntry) -> None:
+        """Record a file whose chunks the store now holds (clears its pending ids)."""
+        self._db.execute(
+            f"INSERT OR REPLACE INTO files ({_COLUMNS}, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            (
+                entry.source,
+                entry.root,
+                entry.size,
+                entry.mtime_ns,
+                entry.sha256,
+                entry.settings,
+                json.dumps(list(entry.chunk_ids)),
+                json.dumps(list(entry.digests)),
+            ),
+        )
+
+    def mark_pending(self, source: str, root: str, chunk_ids: Iterable[str]) -> None:
+        """Note ids about to be written for `source`, before writing them."""
+        pending = json.dumps(list(chunk_ids))
+        updated = self._db.execute("UPDATE files SET pending = ? WHERE source = ?", (pending, source))
+        if updated.rowcount == 0:
+            self._db.execute(
+                f"INSERT INTO files ({_COLUMNS}, pending) VALUES (?, ?, -1, -1, '', '', '[]', '[]', ?)",
+                (source, root, pending),
+            )
+
+    def touch(self, source: str, root: str, size: int, mtime_ns: int) -> None:
+        """Update the size, mtime and root of a file whose content hash did not change."""
+        self._db.execute(
+            "UPDATE files SET size = ?, mtime_ns = ?, root = ? WHERE source = ?",
+            (size, mtime_ns, root, source),
+        )
+
+    def remove(self, source: str) -> None:
+        """Forget a file."""
+        self._db.execute("DELETE FROM files WHERE source = ?", (source,))
+
+    def forget_ids(self, source: str, ids: Iterable[str]) -> None:
+        """Drop some chunk ids from a file's record (deleted from the store by hand).
+
+        The file is marked for processing again, so the next run restores what the file still holds.
+        """
+        entry = self.get(source)
+        if entry is None:
+            return
+        gone = set(ids)
+        kept = [(i, d) for i, d in zip(entry.chunk_ids, entry.digests, strict=False) if i not in gone]
+        self._db.execute(
+            "UPDATE files SET chunk_ids = ?, digests = ?, size = -1, sha256 = '' WHERE source = ?",
+            (json.dumps([i for i, _ in kept]), json.dumps([d for _, d in kept]), source),
+        )
+
+    def reconcile(self) -> int:
+        """After an interrupted run: fold pending ids into their files and mark those files for processing.
+
+        Returns how many files were pending.
+        """
+        rows = self._db.execute(
+            "SELECT source, chunk_ids, pending FROM files WHERE pending IS NOT NULL"
+        ).fetchall()
+        for source, ids_json, pending_json in rows:
+            ids = list(json.loads(ids_json))
+            known = set(ids)
+            ids.extend(i for i in json.loads(pending_json) if i not in known)
+            # Digests of the merged list are unknown: empty ones never match, so every chunk is rewritten.
+            self._db.execute(
+                "UPDATE files SET chunk_ids = ?, digests = ?, pending = NULL, size = -1, sha256 = '' "
+                "WHERE source = ?",
+                (json.dumps(ids), json.dumps([""] * len(ids)), source),
+            )
+        return len(rows)
+
+    def get_meta(self, key: str) -> str | None:
+        """A free-form value stored with the manifest."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a free-form value with the manifest."""
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))

@@ -1,0 +1,96 @@
+"""`rag query TEXT`: the chunks most similar to a text, with scores and sources."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from rag.cli._common import common_options, open_store, settings_from
+from rag.config import STORE_KINDS
+from rag.documents import Document, SearchRequest
+
+__all__ = ["query", "snippet"]
+
+
+def snippet(text: str, width: int = 100) -> str:
+    """The text on one line, cut at `width` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def _page(doc: Document) -> str:
+    page = doc.metadata.get("page")
+    return "-" if page is None else str(page)
+
+
+def _as_dict(rank: int, doc: Document) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "score": doc.score,
+        "id": doc.id,
+        "source": doc.metadata.get("source"),
+        "page": doc.metadata.get("page"),
+        "text": doc.text,
+        "metadata": doc.metadata,
+    }
+
+
+@click.command("query")
+@click.argument("text")
+@click.option(
+    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="How many chunks."
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Minimum cosine similarity (0 accepts everything).",
+)
+@click.option(
+    "--filter", "filter_text", metavar="EXPR", help="Metadata filter, e.g. \"source == 'guide.md'\"."
+)
+@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
+@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
+@click.option(
+    "--embedder", metavar="SPEC", help="Override the embedder the store was built with (must match)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
+@common_options
+@click.pass_context
+def query(
+    ctx: click.Context,
+    text: str,
+    top_k: int,
+    threshold: float,
+    filter_text: str | None,
+    store: str | None,
+    collection: str | None,
+    embedder: str | None,
+    as_json: bool,
+) -> None:
+    """Show the chunks most similar to TEXT: rank, score, source, page and a snippet.
+
+    \b
+    Example:
+        rag query "how do I rotate the keys?" --top-k 5 --filter "source == 'guide.md'"
+    """
+    request = SearchRequest(text, top_k=top_k, similarity_threshold=threshold, filter=filter_text)
+    opened = open_store(settings_from(ctx, store=store, collection=collection, embedder=embedder))
+    try:
+        hits = opened.store.similarity_search(request)
+    finally:
+        opened.close()
+    if as_json:
+        click.echo(json.dumps([_as_dict(rank, doc) for rank, doc in enumerate(hits, 1)], indent=2))
+        return
+    if not hits:
+        click.echo("no matching chunks", err=True)
+        return
+    for rank, doc in enumerate(hits, 1):
+        score = f"{doc.score:.3f}" if doc.score is not None else "-"
+        click.echo(
+            f"{rank:>3}  {score}  {doc.metadata.get('source', '-')}  p.{_page(doc)}  {snippet(doc.text)}"
+        )

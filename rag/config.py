@@ -1,0 +1,128 @@
+"""`Settings`: every knob of the toolkit, read once from documented environment variables.
+
+| Variable            | Meaning                                                        | Default      |
+|---------------------|----------------------------------------------------------------|--------------|
+| `RAG_HOME`          | folder holding the embedded store, manifests and records       | `./.rag`     |
+| `RAG_STORE`         | `chroma` (embedded, or a server with `RAG_CHROMA_URL`) or `numpy` | `chroma`  |
+| `RAG_CHROMA_URL`    | a Chroma server (`http://127.0.0.1:8000`) instead of embedded   | unset        |
+| `RAG_COLLECTION`    | collection name (3-512 of `A-Za-z0-9._-`, alphanumeric ends)    | `rag`        |
+| `RAG_EMBEDDER`      | `hashing`, `hashing:2048`, `st:all-MiniLM-L6-v2`, `st:/path`,   | the store's, |
+|                     | `openai:text-embedding-3-small`                                 | else hashing |
+| `RAG_CHUNK_SIZE`    | chunk size in the model's tokens (words without a tokenizer)   | splitter's   |
+| `RAG_CHUNK_OVERLAP` | overlap between neighbouring chunks, same unit                 | splitter's   |
+| `RAG_CHAT_MODEL`    | chat model name for an OpenAI-compatible endpoint              | unset        |
+| `OPENAI_API_KEY`, `OPENAI_BASE_URL` | the OpenAI-compatible endpoint                 | unset        |
+
+Nothing reads a `.env` file: the environment is what the process was given.
+
+Example:
+    >>> s = Settings.from_env({"RAG_STORE": "numpy", "RAG_CHUNK_SIZE": "200"})
+    >>> s.store, s.chunk_size, s.collection
+    ('numpy', 200, 'rag')
+    >>> s.replace(collection="papers", chunk_size=None).collection  # None keeps the current value
+    'papers'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rag.errors import ConfigError
+
+__all__ = ["STORE_KINDS", "Settings"]
+
+STORE_KINDS = ("chroma", "numpy")
+_COLLECTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
+
+
+def _int(environ: Mapping[str, str], name: str) -> int | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def _text(environ: Mapping[str, str], name: str) -> str | None:
+    raw = environ.get(name, "").strip()
+    return raw or None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The toolkit's configuration: store location and kind, embedder, chunking, chat endpoint.
+
+    `embedder`, `chunk_size` and `chunk_overlap` are None when not set: the CLI then uses what the store
+    was built with, or the defaults. Construct with `from_env()`, then apply options with `replace()`.
+
+    Example:
+        >>> s = Settings(home=Path("/tmp/rag-home"), store="numpy")
+        >>> s.replace(embedder="hashing:2048").embedder
+        'hashing:2048'
+    """
+
+    home: Path = Path(".rag")
+    store: str = "chroma"
+    chroma_url: str | None = None
+    collection: str = "rag"
+    embedder: str | None = None
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    chat_model: str | None = None
+    openai_api_key: str | None = dataclasses.field(default=None, repr=False)
+    openai_base_url: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "home", Path(self.home))
+        if self.store not in STORE_KINDS:
+            raise ConfigError(f"store must be one of {', '.join(STORE_KINDS)}; got {self.store!r}")
+        if not _COLLECTION.fullmatch(self.collection):
+            raise ConfigError(
+                f"collection name {self.collection!r} must be 3-512 characters of letters, digits, '.', '_' "
+                "or '-', starting and ending with a letter or digit"
+            )
+        if self.embedder is not None and not self.embedder.strip():
+            raise ConfigError(f"embedder spec must not be blank, got {self.embedder!r}")
+        if self.chunk_size is not None and self.chunk_size < 1:
+            raise ConfigError(f"chunk size must be >= 1, got {self.chunk_size!r}")
+        if self.chunk_overlap is not None and self.chunk_overlap < 0:
+            raise ConfigError(f"chunk overlap must be >= 0, got {self.chunk_overlap!r}")
+        if (
+            self.chunk_size is not None
+            and self.chunk_overlap is not None
+            and self.chunk_overlap >= self.chunk_size
+        ):
+            raise ConfigError(
+                f"chunk overlap ({self.chunk_overlap!r}) must be smaller than "
+                f"the chunk size ({self.chunk_size!r})"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings from `RAG_*` and `OPENAI_*` variables (`os.environ` unless `environ` is given)."""
+        env = os.environ if environ is None else environ
+        return cls(
+            home=Path(_text(env, "RAG_HOME") or ".rag"),
+            store=(_text(env, "RAG_STORE") or "chroma").lower(),
+            chroma_url=_text(env, "RAG_CHROMA_URL"),
+            collection=_text(env, "RAG_COLLECTION") or "rag",
+            embedder=_text(env, "RAG_EMBEDDER"),
+            chunk_size=_int(env, "RAG_CHUNK_SIZE"),
+            chunk_overlap=_int(env, "RAG_CHUNK_OVERLAP"),
+            chat_model=_text(env, "RAG_CHAT_MODEL"),
+            openai_api_key=_text(env, "OPENAI_API_KEY"),
+            openai_base_url=_text(env, "OPENAI_BASE_URL"),
+        )
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with the given fields changed; None values leave a field as it is (unset options)."""
+        given = {name: value for name, value in changes.items() if value is not None}
+        return dataclasses.replace(self, **given)
