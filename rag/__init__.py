@@ -11,10 +11,13 @@ Example:
 
 from rag.advisors import (
     BaseAdvisor,
+    MessageChatMemoryAdvisor,
+    PromptChatMemoryAdvisor,
     QuestionAnswerAdvisor,
     SafeGuardAdvisor,
     SimpleLoggerAdvisor,
     ToolCallAdvisor,
+    VectorStoreChatMemoryAdvisor,
 )
 from rag.chat import (
     AssistantMessage,
@@ -37,6 +40,13 @@ from rag.embeddings import (
     SentenceTransformerEmbedding,
 )
 from rag.errors import RagError
+from rag.memory import (
+    ChatMemory,
+    ChatMemoryRepository,
+    InMemoryChatMemoryRepository,
+    MessageWindowChatMemory,
+    SQLiteChatMemoryRepository,
+)
 from rag.models import ExtractiveChatModel, OpenAIChatModel
 from rag.tools import Tool, ToolCallingManager, ToolContext, tool
 from rag.vectorstore import VectorStore
@@ -47,6 +57,8 @@ __all__ = [
     "ChatClient",
     "ChatClientRequest",
     "ChatClientResponse",
+    "ChatMemory",
+    "ChatMemoryRepository",
     "ChatModel",
     "ChatOptions",
     "ChatResponse",
@@ -54,12 +66,17 @@ __all__ = [
     "EmbeddingModel",
     "ExtractiveChatModel",
     "HashingEmbedding",
+    "InMemoryChatMemoryRepository",
+    "MessageChatMemoryAdvisor",
+    "MessageWindowChatMemory",
     "OpenAIChatModel",
     "OpenAIEmbedding",
     "Prompt",
+    "PromptChatMemoryAdvisor",
     "PromptTemplate",
     "QuestionAnswerAdvisor",
     "RagError",
+    "SQLiteChatMemoryRepository",
     "SafeGuardAdvisor",
     "SearchRequest",
     "SentenceTransformerEmbedding",
@@ -73,5 +90,6 @@ __all__ = [
     "ToolMessage",
     "UserMessage",
     "VectorStore",
+    "VectorStoreChatMemoryAdvisor",
     "tool",
 ]

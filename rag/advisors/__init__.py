@@ -22,6 +22,9 @@ from rag.advisors.base import (
     StreamAdvisor,
 )
 from rag.advisors.logger import SimpleLoggerAdvisor
+from rag.advisors.memory_message import MessageChatMemoryAdvisor
+from rag.advisors.memory_prompt import PromptChatMemoryAdvisor
+from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.advisors.safeguard import SafeGuardAdvisor
 from rag.advisors.tool_call import RETURN_DIRECT, ToolCallAdvisor
@@ -40,9 +43,12 @@ __all__ = [
     "AnyAdvisor",
     "BaseAdvisor",
     "CallAdvisor",
+    "MessageChatMemoryAdvisor",
+    "PromptChatMemoryAdvisor",
     "QuestionAnswerAdvisor",
     "SafeGuardAdvisor",
     "SimpleLoggerAdvisor",
     "StreamAdvisor",
     "ToolCallAdvisor",
+    "VectorStoreChatMemoryAdvisor",
 ]

@@ -1,0 +1,188 @@
+"""`rag chat`: an interactive conversation over the ingested documents, remembered between runs.
+
+Each turn goes through the QuestionAnswerAdvisor (retrieval) and two memories: the newest messages of the
+conversation (a window kept in `RAG_HOME/chat/memory.sqlite`) and long-term memory, every past turn in a
+vector store under `RAG_HOME/chat/`, recalled by similarity to the new question.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import click
+
+from rag.advisors.memory_message import MessageChatMemoryAdvisor
+from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
+from rag.advisors.question_answer import QuestionAnswerAdvisor
+from rag.chat.model import ChatModel
+from rag.cli._common import OpenedStore, common_options, open_store, settings_from
+from rag.cli._models import build_chat_model
+from rag.client import ChatClient
+from rag.client.request import RETRIEVED_DOCUMENTS
+from rag.config import STORE_KINDS, Settings
+from rag.documents import Document, SearchRequest
+from rag.errors import RagError
+from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository, check_conversation_id
+from rag.vectorstore import VectorStore
+
+__all__ = ["chat"]
+
+_HELP = "Commands: /sources (passages behind the last answer), /clear (forget this conversation), /exit."
+
+
+@dataclass
+class _Session:
+    """Everything one `rag chat` run holds open."""
+
+    conversation_id: str
+    client: ChatClient
+    memory: MessageWindowChatMemory
+    repository: SQLiteChatMemoryRepository
+    long_term: VectorStoreChatMemoryAdvisor
+    persist: Callable[[], None]
+    last_sources: Sequence[Document] = ()
+
+    def clear(self) -> None:
+        self.memory.clear(self.conversation_id)
+        self.long_term.clear(self.conversation_id)
+        self.persist()
+        self.last_sources = ()
+
+
+def _memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore, Callable[[], None]]:
+    """The long-term memory store: same kind and embedder as the documents, in `RAG_HOME/chat/`."""
+    embedding = opened.store.embedding
+    folder = settings.home / "chat"
+    name = f"memory-{settings.collection}"
+    if settings.store == "numpy":
+        from stores import InMemoryVectorStore
+
+        store = InMemoryVectorStore(embedding, path=folder / "numpy" / name)
+
+        def save() -> None:
+            store.save()  # atomic: a crash keeps the previous save
+
+        return store, save
+    from stores import ChromaVectorStore
+
+    chroma = ChromaVectorStore(embedding, collection=name, path=str(folder / "chroma"))
+    return chroma, lambda: None
+
+
+def _print_sources(documents: Sequence[Document]) -> None:
+    if not documents:
+        click.echo("no sources for the last answer", err=True)
+        return
+    for rank, doc in enumerate(documents, 1):
+        page = doc.metadata.get("page")
+        where = f"{doc.metadata.get('source', doc.id)}" + (f", page {page}" if page is not None else "")
+        score = f" (score {doc.score:.3f})" if doc.score is not None else ""
+        click.echo(f"  [{rank}] {where}{score}")
+
+
+def _turn(session: _Session, question: str) -> None:
+    """Ask one question; the answer streams to stdout as it arrives."""
+    spec = session.client.prompt(question).advisors(conversation_id=session.conversation_id)
+    reply = spec.stream()
+    for piece in reply.content():
+        click.echo(piece, nl=False)
+    click.echo()
+    session.persist()
+    session.last_sources = list(reply.context.get(RETRIEVED_DOCUMENTS, []))
+
+
+def _loop(session: _Session, read_line: Callable[[], str]) -> None:
+    while True:
+        click.echo("you> ", nl=False, err=True)
+        line = read_line()
+        if not line:  # end of input
+            click.echo(err=True)
+            return
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("/"):
+            command = text.lower()
+            if command in ("/exit", "/quit"):
+                return
+            if command == "/sources":
+                _print_sources(session.last_sources)
+            elif command == "/clear":
+                session.clear()
+                click.echo(f"conversation {session.conversation_id} forgotten", err=True)
+            else:
+                click.echo(f"unknown command {text!r}. {_HELP}", err=True)
+            continue
+        try:
+            _turn(session, text)
+        except RagError as exc:  # one failed turn does not end the conversation; nothing was remembered
+            click.echo(f"error: {exc}", err=True)
+
+
+@click.command("chat")
+@click.option(
+    "--conversation", "conversation_id", metavar="ID", help="Conversation to continue [default: new]."
+)
+@click.option(
+    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages per turn."
+)
+@click.option("--filter", "filter_text", metavar="EXPR", help="Metadata filter for the passages.")
+@click.option(
+    "--history", type=click.IntRange(min=1), default=20, show_default=True, help="Messages sent back."
+)
+@click.option(
+    "--recall", type=click.IntRange(min=1), default=4, show_default=True, help="Past turns recalled."
+)
+@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
+@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
+@click.option("--model", "chat_model", metavar="NAME", help="Chat model name [env RAG_CHAT_MODEL].")
+@click.option("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env OPENAI_BASE_URL].")
+@common_options
+@click.pass_context
+def chat(ctx: click.Context, /, conversation_id: str | None, **options: Any) -> None:
+    """Talk with the ingested documents; the conversation is remembered under RAG_HOME.
+
+    Type a question per line. /sources lists the passages behind the last answer, /clear forgets the
+    conversation, /exit (or end of input) quits. Without a configured model the answers quote passages.
+
+    \b
+    Example:
+        rag chat --conversation harbour-notes
+    """
+    cid = check_conversation_id(conversation_id) if conversation_id is not None else uuid.uuid4().hex[:12]
+    settings = settings_from(
+        ctx,
+        store=options["store"],
+        collection=options["collection"],
+        chat_model=options["chat_model"],
+        openai_base_url=options["base_url"],
+    )
+    search = SearchRequest("defaults", top_k=options["top_k"], filter=options["filter_text"])
+    opened = open_store(settings)
+    model = build_chat_model(settings)
+    repository = SQLiteChatMemoryRepository(settings.home / "chat" / "memory.sqlite")
+    closers: list[Callable[[], None]] = [opened.close, repository.close, _closer(model)]
+    try:
+        store, persist = _memory_store(settings, opened)
+        closers.append(_closer(store))
+        memory = MessageWindowChatMemory(repository, max_messages=options["history"])
+        long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])
+        advisors = [MessageChatMemoryAdvisor(memory), long_term, QuestionAnswerAdvisor(opened.store, search)]
+        session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
+        told = "continuing" if memory.get(cid) else "new"
+        click.echo(f"conversation {cid} ({told}; resume with --conversation {cid}). {_HELP}", err=True)
+        _loop(session, sys.stdin.readline)
+    finally:
+        for close in reversed(closers):
+            close()
+
+
+def _closer(thing: ChatModel | VectorStore) -> Callable[[], None]:
+    close = getattr(thing, "close", None)
+    if callable(close):
+        return cast("Callable[[], None]", close)
+    return lambda: None
