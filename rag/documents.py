@@ -41,7 +41,8 @@ def _check_value(doc_id: str, name: str, value: object) -> MetadataValue | None:
         items = [_check_value(doc_id, name, v) for v in value]
         if any(v is None or isinstance(v, list) for v in items):
             raise InvalidRequestError(
-                f"metadata {name!r} of document {doc_id!r} must be a list of str, int, float or bool: {value!r}"
+                f"metadata {name!r} of document {doc_id!r} must be a list of str, int, float or bool: "
+                f"{value!r}"
             )
         return items  # type: ignore[return-value]
     raise InvalidRequestError(
@@ -87,7 +88,9 @@ class Document:
         if not isinstance(self.id, str) or not self.id:
             raise InvalidRequestError(f"document id must be a non-empty str, got {self.id!r}")
         if not isinstance(self.text, str):
-            raise InvalidRequestError(f"text of document {self.id!r} must be a str, got {type(self.text).__name__}")
+            raise InvalidRequestError(
+                f"text of document {self.id!r} must be a str, got {type(self.text).__name__}"
+            )
         object.__setattr__(self, "metadata", check_metadata(self.id, self.metadata))
         if self.embedding is not None:
             vector = np.array(self.embedding, dtype=np.float32, copy=True)
@@ -129,7 +132,7 @@ class SearchRequest:
         query: str,
         top_k: int = 4,
         similarity_threshold: float = 0.0,
-        filter: str | Filter | None = None,  # noqa: A002 - the name users know from Spring AI
+        filter: str | Filter | None = None,
     ) -> None:
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequestError(f"query text must be a non-empty string, got {query!r}")
@@ -140,7 +143,9 @@ class SearchRequest:
             or not isinstance(similarity_threshold, int | float)
             or not 0.0 <= similarity_threshold <= 1.0
         ):
-            raise InvalidRequestError(f"similarity_threshold must be within [0, 1], got {similarity_threshold!r}")
+            raise InvalidRequestError(
+                f"similarity_threshold must be within [0, 1], got {similarity_threshold!r}"
+            )
         object.__setattr__(self, "query", query)
         object.__setattr__(self, "top_k", top_k)
         object.__setattr__(self, "similarity_threshold", float(similarity_threshold))

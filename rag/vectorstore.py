@@ -46,14 +46,14 @@ class VectorStore(Protocol):
         """Upsert documents by id."""
         ...
 
-    def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:  # noqa: A002
+    def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids or by filter; returns how many documents were removed."""
         ...
 
     def get(
         self,
         ids: Sequence[str] | None = None,
-        filter: str | Filter | None = None,  # noqa: A002
+        filter: str | Filter | None = None,
         limit: int | None = None,
         *,
         include_embeddings: bool = False,
@@ -61,7 +61,7 @@ class VectorStore(Protocol):
         """Documents by ids and/or filter, without scores."""
         ...
 
-    def count(self, filter: str | Filter | None = None) -> int:  # noqa: A002
+    def count(self, filter: str | Filter | None = None) -> int:
         """How many documents (match the filter)."""
         ...
 

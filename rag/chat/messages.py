@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any, TypeAlias
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     """The author of a message, spelled as on the OpenAI wire."""
 
     SYSTEM = "system"
@@ -189,7 +189,9 @@ class Prompt:
     messages: tuple[Message, ...]
     options: ChatOptions | None
 
-    def __init__(self, messages: str | Message | Iterable[Message], options: ChatOptions | None = None) -> None:
+    def __init__(
+        self, messages: str | Message | Iterable[Message], options: ChatOptions | None = None
+    ) -> None:
         if isinstance(messages, str):
             items: tuple[Message, ...] = (UserMessage(messages),)
         elif isinstance(messages, SystemMessage | UserMessage | AssistantMessage | ToolMessage):
