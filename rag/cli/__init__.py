@@ -7,11 +7,21 @@ from __future__ import annotations
 
 import click
 
+from rag.cli._common import RagGroup, common_options
+from rag.cli.ask import ask
+from rag.cli.chat import chat
+from rag.cli.delete import delete
+from rag.cli.eval import eval_command
+from rag.cli.info import info
+from rag.cli.ingest import ingest
+from rag.cli.query import query
+
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RagGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rag-advisors", prog_name="rag")
+@common_options
 def main() -> None:
     """rag-advisors: ingest documents, then ask questions about them.
 
@@ -20,3 +30,12 @@ def main() -> None:
         rag ingest data/
         rag ask "How do I install it?"
     """
+
+
+main.add_command(ingest)
+main.add_command(query)
+main.add_command(info)
+main.add_command(delete)
+main.add_command(ask)
+main.add_command(eval_command)
+main.add_command(chat)

@@ -1,0 +1,153 @@
+"""`rag eval QUESTIONS`: measure retrieval on labelled questions over top-k, threshold and filter settings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rag.cli._common import common_options, open_store, settings_from
+from rag.config import STORE_KINDS
+from rag.eval import QUESTION_FILTER, QuestionSet, evaluate, load_beir, load_questions
+from rag.eval.sweep import FilterSetting
+from rag.filters import as_filter
+
+__all__ = ["eval_command", "parse_filter_options"]
+
+
+def _number_list(
+    kind: type[int] | type[float], low: float, high: float | None
+) -> Callable[[click.Context, click.Parameter, str], list[Any]]:
+    """A callback parsing a comma-separated list of numbers, such as `1,3,5,10`, within [low, high]."""
+    name = "integers" if kind is int else "numbers"
+
+    def parse(_ctx: click.Context, _param: click.Parameter, value: str) -> list[Any]:
+        try:
+            numbers = [kind(part) for part in value.split(",") if part.strip()]
+        except ValueError:
+            raise click.BadParameter(f"expected comma-separated {name}, got {value!r}") from None
+        bad = [n for n in numbers if n < low or (high is not None and n > high)]
+        if not numbers or bad:
+            upper = "" if high is None else f" and <= {high:g}"
+            raise click.BadParameter(f"expected {name} >= {low:g}{upper}, got {value!r}")
+        return numbers
+
+    return parse
+
+
+def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> list[FilterSetting]:
+    """`--filter` values as sweep settings: `none`, `question` (each question's own) or an expression.
+
+    Without any `--filter`: no filter, plus the questions' own filters when some question has one.
+    """
+    if not values:
+        own = any(q.filter for q in questions)
+        return [None, QUESTION_FILTER] if own else [None]
+    settings: list[FilterSetting] = []
+    for value in values:
+        word = value.strip().lower()
+        if word in ("none", "question"):
+            settings.append(None if word == "none" else QUESTION_FILTER)
+        else:
+            settings.append(as_filter(value))  # a syntax error stops here, before the store opens
+    return settings
+
+
+@click.command("eval")
+@click.argument("questions", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--top-k",
+    "-k",
+    "top_k",
+    callback=_number_list(int, 1, None),
+    metavar="K,...",
+    default="1,3,5,10",
+    show_default=True,
+    help="Chunk counts to evaluate, comma-separated.",
+)
+@click.option(
+    "--threshold",
+    "thresholds",
+    callback=_number_list(float, 0.0, 1.0),
+    metavar="T,...",
+    default="0",
+    show_default=True,
+    help="Similarity thresholds in [0, 1], comma-separated (0 accepts everything).",
+)
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="EXPR",
+    help="A filter setting (repeatable): an expression, 'none', or 'question' (each question's own filter). "
+    "Default: none, plus question when any question has a filter.",
+)
+@click.option(
+    "--beir", is_flag=True, help="QUESTIONS is a BEIR folder (queries.jsonl, qrels/); implied by a folder."
+)
+@click.option("--split", default="test", show_default=True, help="BEIR qrels split (qrels/SPLIT.tsv).")
+@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
+@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
+@click.option(
+    "--embedder", metavar="SPEC", help="Override the embedder the store was built with (must match)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
+@click.option(
+    "--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the rows as CSV."
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Draw recall@k, nDCG@k (PNG).",
+)
+@common_options
+@click.pass_context
+def eval_command(
+    ctx: click.Context,
+    questions: Path,
+    top_k: list[int],
+    thresholds: list[float],
+    filters: tuple[str, ...],
+    beir: bool,
+    split: str,
+    store: str | None,
+    collection: str | None,
+    embedder: str | None,
+    as_json: bool,
+    csv_path: Path | None,
+    plot_path: Path | None,
+) -> None:
+    """Evaluate retrieval on labelled QUESTIONS for every top-k x threshold x filter setting.
+
+    QUESTIONS is a JSON Lines file of labelled questions, or a BEIR folder. Ingest the corpus first:
+    `rag ingest data/docs` for the sample questions; for BEIR,
+    `rag ingest FOLDER/corpus.jsonl --id-field _id --text-field title,text`.
+    Metrics are computed per source (or labelled page): several chunks of one source count once.
+
+    \b
+    Example:
+        rag ingest data/docs
+        rag eval data/questions.jsonl --top-k 1,5,10 --threshold 0,0.3 --plot eval.png
+        rag eval scifact/ --top-k 10,100 --filter none
+    """
+    qset = load_beir(questions, split) if beir or questions.is_dir() else load_questions(questions)
+    settings = parse_filter_options(filters, qset)
+    opened = open_store(settings_from(ctx, store=store, collection=collection, embedder=embedder))
+    click.echo(
+        f"evaluating {len(qset)} questions x {len(settings)} filter setting(s) against {opened.location}",
+        err=True,
+    )
+    try:
+        results = evaluate(opened.store, qset, top_k=top_k, thresholds=thresholds, filters=settings)
+    finally:
+        opened.close()
+    click.echo(results.to_json() if as_json else results.table())
+    if csv_path is not None:
+        results.to_csv(csv_path)
+        click.echo(f"wrote {csv_path}", err=True)
+    if plot_path is not None:
+        results.plot(plot_path)
+        click.echo(f"wrote {plot_path}", err=True)

@@ -1,0 +1,94 @@
+"""Drawing sweep results with matplotlib, on a standalone Agg figure (no display, no pyplot state)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rag.errors import ConfigError, InvalidRequestError
+from rag.eval.metrics import METRICS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from rag.eval.results import EvalResults
+
+__all__ = ["plot_results"]
+
+_STYLES = ("-", "--", ":", "-.")
+_NAMES = {
+    "hit_rate": "hit rate",
+    "recall": "recall",
+    "precision": "precision",
+    "mrr": "MRR",
+    "ndcg": "nDCG",
+    "map": "MAP",
+}
+
+
+def _line_label(filter_label: str, threshold: float, filters: int, thresholds: int) -> str:
+    names = {"none": "no filter", "question": "each question's filter"}
+    parts = []
+    if thresholds > 1 or filters == 1:
+        parts.append(f"threshold {threshold:g}")
+    if filters > 1:
+        parts.append(names.get(filter_label, f"filter: {filter_label}"))
+    return ", ".join(parts)
+
+
+def plot_results(
+    results: EvalResults,
+    path: str | os.PathLike[str] | None = None,
+    metrics: Sequence[str] = ("recall", "ndcg"),
+) -> Figure:
+    """One panel per metric (value@k against k), one line per (filter, threshold); saved when `path` is given.
+
+    Raises:
+        ConfigError: matplotlib is not installed.
+        InvalidRequestError: an unknown metric, or no rows to draw.
+    """
+    unknown = [m for m in metrics if m not in METRICS]
+    if unknown or not metrics:
+        raise InvalidRequestError(
+            f"metrics to plot must be among {', '.join(METRICS)}; got {list(metrics)!r}"
+        )
+    if not results.rows:
+        raise InvalidRequestError("no results to plot")
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ConfigError('EvalResults.plot needs matplotlib: pip install "rag-advisors[notebooks]"') from exc
+    settings = results.settings()
+    filters = list(dict.fromkeys(f for f, _ in settings))
+    thresholds = list(dict.fromkeys(t for _, t in settings))
+    figure = Figure(figsize=(5.0 * len(metrics), 4.0), layout="constrained")
+    FigureCanvasAgg(figure)  # attaches itself: savefig then renders without any GUI backend
+    axes = figure.subplots(1, len(metrics), squeeze=False)[0]
+    for ax, metric in zip(axes, metrics, strict=True):
+        for filter_label, threshold in settings:
+            rows = sorted(
+                (r for r in results.rows if r.filter == filter_label and r.threshold == threshold),
+                key=lambda r: r.top_k,
+            )
+            # Colour tells thresholds apart, line style filters: a grid of settings stays readable.
+            ax.plot(
+                [r.top_k for r in rows],
+                [r.metrics[metric] for r in rows],
+                marker="o",
+                color=f"C{thresholds.index(threshold) % 10}",
+                linestyle=_STYLES[filters.index(filter_label) % len(_STYLES)],
+                label=_line_label(filter_label, threshold, len(filters), len(thresholds)),
+            )
+        name = _NAMES[metric]
+        ax.set_title(f"{name}@k")
+        ax.set_xlabel("k (chunks retrieved)")
+        ax.set_ylabel(f"mean {name}@k")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xticks(sorted({r.top_k for r in results.rows}))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small", loc="best")
+    if path is not None:
+        figure.savefig(os.fspath(path), dpi=110)
+    return figure

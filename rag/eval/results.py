@@ -1,0 +1,182 @@
+"""The outcome of a sweep: one row per (filter, threshold, top-k) setting, and per-question scores.
+
+Example:
+    >>> row = SettingResult("none", 0.0, 5, 2, {m: 0.5 for m in METRICS}, 1.0, 2.0)
+    >>> results = EvalResults((row,), ())
+    >>> print(results.table().splitlines()[0])
+    filter  threshold  top_k  questions  hit_rate  recall  precision    mrr   ndcg    map  p50_ms  p95_ms
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rag.errors import ConfigError
+from rag.eval.metrics import METRICS
+
+if TYPE_CHECKING:
+    import pandas
+    from matplotlib.figure import Figure
+
+__all__ = ["EvalResults", "QuestionResult", "SettingResult"]
+
+_NOTEBOOKS_HINT = 'pip install "rag-advisors[notebooks]"'
+
+
+@dataclass(frozen=True)
+class SettingResult:
+    """Mean metrics of one setting over its questions, with the search latency of its filter setting.
+
+    Example:
+        >>> r = SettingResult("none", 0.3, 10, 74, {"recall": 0.9}, 0.4, 1.1)
+        >>> r.to_dict()["recall"]
+        0.9
+    """
+
+    filter: str
+    threshold: float
+    top_k: int
+    questions: int
+    metrics: dict[str, float]
+    latency_p50_ms: float
+    latency_p95_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A flat record: setting, question count, each metric, latencies."""
+        return {
+            "filter": self.filter,
+            "threshold": self.threshold,
+            "top_k": self.top_k,
+            "questions": self.questions,
+            **self.metrics,
+            "p50_ms": self.latency_p50_ms,
+            "p95_ms": self.latency_p95_ms,
+        }
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    """The metrics of one question under one setting.
+
+    Example:
+        >>> QuestionResult("none", 0.0, 5, "q7", {"recall": 1.0}).to_dict()["question"]
+        'q7'
+    """
+
+    filter: str
+    threshold: float
+    top_k: int
+    question: str
+    metrics: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A flat record: setting, question id, each metric."""
+        return {
+            "filter": self.filter,
+            "threshold": self.threshold,
+            "top_k": self.top_k,
+            "question": self.question,
+            **self.metrics,
+        }
+
+
+def _cell(name: str, value: Any) -> str:
+    if name == "threshold":
+        return f"{value:g}"
+    if isinstance(value, float):
+        return f"{value:.2f}" if name.endswith("_ms") else f"{value:.3f}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class EvalResults:
+    """Rows of a sweep, printable, exportable and plottable.
+
+    Example:
+        >>> results = evaluate(store, load_questions("data/questions.jsonl"))  # doctest: +SKIP
+        >>> print(results.table())  # doctest: +SKIP
+        >>> results.plot("eval.png")  # doctest: +SKIP
+        >>> results.to_dataframe().sort_values("ndcg").tail(3)  # doctest: +SKIP
+    """
+
+    rows: tuple[SettingResult, ...]
+    per_question: tuple[QuestionResult, ...] = ()
+
+    def records(self) -> list[dict[str, Any]]:
+        """One flat dict per setting (see `SettingResult.to_dict`)."""
+        return [row.to_dict() for row in self.rows]
+
+    def table(self) -> str:
+        """The rows as an aligned text table (metrics with three decimals, latencies in ms)."""
+        records = self.records()
+        header = ["filter", "threshold", "top_k", "questions", *METRICS, "p50_ms", "p95_ms"]
+        cells = [header, *([_cell(name, record[name]) for name in header] for record in records)]
+        widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
+        lines = []
+        for line in cells:
+            # The filter column is text: left-aligned; numbers line up on the right.
+            parts = [line[0].ljust(widths[0])] + [
+                c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)
+            ]
+            lines.append("  ".join(parts).rstrip())
+        return "\n".join(lines)
+
+    def to_json(self, *, per_question: bool = False, indent: int | None = 2) -> str:
+        """The rows (and the per-question scores, when asked) as JSON."""
+        payload: dict[str, Any] = {"metrics": list(METRICS), "settings": self.records()}
+        if per_question:
+            payload["questions"] = [r.to_dict() for r in self.per_question]
+        return json.dumps(payload, indent=indent)
+
+    def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
+        """The rows as CSV text; also written to `path` when given."""
+        buffer = io.StringIO()
+        writer = csv.DictWriter(
+            buffer, fieldnames=list(self.records()[0]) if self.rows else ["filter"], lineterminator="\n"
+        )
+        writer.writeheader()
+        writer.writerows(self.records())
+        text = buffer.getvalue()
+        if path is not None:
+            with open(path, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+        return text
+
+    def to_dataframe(self, *, per_question: bool = False) -> pandas.DataFrame:
+        """The rows (or the per-question scores) as a pandas DataFrame.
+
+        Raises:
+            ConfigError: pandas is not installed.
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ConfigError(f"EvalResults.to_dataframe needs pandas: {_NOTEBOOKS_HINT}") from exc
+        records = [r.to_dict() for r in self.per_question] if per_question else self.records()
+        return pd.DataFrame.from_records(records)
+
+    def settings(self) -> list[tuple[str, float]]:
+        """The distinct (filter, threshold) pairs, in row order: one plotted line each."""
+        return list(dict.fromkeys((row.filter, row.threshold) for row in self.rows))
+
+    def plot(
+        self, path: str | os.PathLike[str] | None = None, metrics: Sequence[str] = ("recall", "ndcg")
+    ) -> Figure:
+        """Each metric against k, one line per (threshold, filter) setting; saved to `path` when given.
+
+        Draws on a standalone matplotlib `Figure` (Agg canvas), so it needs no display and leaves
+        pyplot's global state alone. In a notebook, the returned figure displays itself.
+
+        Raises:
+            ConfigError: matplotlib is not installed.
+            InvalidRequestError: an unknown metric name.
+        """
+        from rag.eval.plotting import plot_results
+
+        return plot_results(self, path, metrics)
