@@ -14,7 +14,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -22,7 +22,16 @@ import numpy.typing as npt
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 
-__all__ = ["Document", "MetadataValue", "SearchRequest", "check_metadata"]
+__all__ = [
+    "FUSIONS",
+    "SEARCH_MODES",
+    "Document",
+    "Fusion",
+    "MetadataValue",
+    "SearchMode",
+    "SearchRequest",
+    "check_metadata",
+]
 
 MetadataScalar: TypeAlias = str | int | float | bool
 MetadataValue: TypeAlias = MetadataScalar | list[MetadataScalar]
@@ -110,22 +119,55 @@ class Document:
         return dataclasses.replace(self, embedding=embedding)
 
 
+SearchMode = Literal["vector", "lexical", "hybrid"]
+Fusion = Literal["rrf", "weighted"]
+SEARCH_MODES: tuple[str, ...] = ("vector", "lexical", "hybrid")
+FUSIONS: tuple[str, ...] = ("rrf", "weighted")
+
+
+def _check_unit_interval(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise InvalidRequestError(f"{name} must be within [0, 1], got {value!r}")
+    return float(value)
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise InvalidRequestError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return str(value)
+
+
 @dataclass(frozen=True, init=False)
 class SearchRequest:
     """What to retrieve: Spring AI's defaults (`top_k=4`, `similarity_threshold=0.0` accepts everything).
 
     `filter` takes filter text (parsed here, so a syntax error surfaces at once) or a filter tree.
 
+    `mode` chooses the ranking: "vector" (cosine similarity), "lexical" (BM25 over the store's lexical
+    index) or "hybrid" (both, fused: reciprocal rank fusion with constant `rrf_k`, or with
+    `fusion="weighted"` a `vector_weight` blend of the two normalised scores). `filter`, `top_k` and
+    `similarity_threshold` mean the same in every mode: the threshold always applies to the cosine
+    similarity of a hit, so a lexical hit whose vector is less similar than the threshold is dropped.
+    `diversity` turns on maximal marginal relevance over the candidates: 0 ranks by relevance only,
+    1 by novelty only (Spring AI and LangChain call 1 - diversity "lambda").
+
     Example:
         >>> from rag.filters import key
         >>> SearchRequest("install", top_k=8, similarity_threshold=0.3, filter=key("lang") == "en").top_k
         8
+        >>> SearchRequest("error E-214", mode="hybrid").mode
+        'hybrid'
     """
 
     query: str
     top_k: int = 4
     similarity_threshold: float = 0.0
     filter: Filter | None = None
+    mode: SearchMode = "vector"
+    fusion: Fusion = "rrf"
+    vector_weight: float = 0.5
+    rrf_k: int = 60
+    diversity: float = 0.0
 
     def __init__(
         self,
@@ -133,23 +175,31 @@ class SearchRequest:
         top_k: int = 4,
         similarity_threshold: float = 0.0,
         filter: str | Filter | None = None,
+        *,
+        mode: SearchMode = "vector",
+        fusion: Fusion = "rrf",
+        vector_weight: float = 0.5,
+        rrf_k: int = 60,
+        diversity: float = 0.0,
     ) -> None:
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequestError(f"query text must be a non-empty string, got {query!r}")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
-            raise InvalidRequestError(f"top_k must be an integer >= 0, got {top_k!r}")
-        if (
-            isinstance(similarity_threshold, bool)
-            or not isinstance(similarity_threshold, int | float)
-            or not 0.0 <= similarity_threshold <= 1.0
-        ):
-            raise InvalidRequestError(
-                f"similarity_threshold must be within [0, 1], got {similarity_threshold!r}"
-            )
-        object.__setattr__(self, "query", query)
-        object.__setattr__(self, "top_k", top_k)
-        object.__setattr__(self, "similarity_threshold", float(similarity_threshold))
-        object.__setattr__(self, "filter", as_filter(filter))
+        for name, count, least in (("top_k", top_k, 0), ("rrf_k", rrf_k, 1)):
+            if isinstance(count, bool) or not isinstance(count, int) or count < least:
+                raise InvalidRequestError(f"{name} must be an integer >= {least}, got {count!r}")
+        values = {
+            "query": query,
+            "top_k": top_k,
+            "similarity_threshold": _check_unit_interval("similarity_threshold", similarity_threshold),
+            "filter": as_filter(filter),
+            "mode": _check_choice("mode", mode, SEARCH_MODES),
+            "fusion": _check_choice("fusion", fusion, FUSIONS),
+            "vector_weight": _check_unit_interval("vector_weight", vector_weight),
+            "rrf_k": rrf_k,
+            "diversity": _check_unit_interval("diversity", diversity),
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
     def replace(self, **changes: Any) -> SearchRequest:
         """A copy with some fields changed (validated again)."""

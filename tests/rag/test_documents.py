@@ -100,3 +100,25 @@ def test_replace_validates_again() -> None:
     assert request.replace(top_k=9).top_k == 9
     with pytest.raises(InvalidRequestError):
         request.replace(top_k=-3)
+
+
+def test_search_modes_and_fusion_settings_are_validated() -> None:
+    request = SearchRequest("q", mode="hybrid", fusion="weighted", vector_weight=0.7, rrf_k=10, diversity=0.3)
+    assert (request.mode, request.fusion, request.vector_weight, request.rrf_k, request.diversity) == (
+        "hybrid",
+        "weighted",
+        0.7,
+        10,
+        0.3,
+    )
+    assert SearchRequest("q").mode == "vector" and SearchRequest("q").diversity == 0.0
+    with pytest.raises(
+        InvalidRequestError, match="mode must be one of 'vector', 'lexical', 'hybrid', got 'bm25'"
+    ):
+        SearchRequest("q", mode="bm25")  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match="fusion must be one of"):
+        SearchRequest("q", fusion="max")  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match=r"diversity must be within \[0, 1\], got 2"):
+        SearchRequest("q", diversity=2)
+    with pytest.raises(InvalidRequestError, match="rrf_k must be an integer >= 1, got 0"):
+        SearchRequest("q", rrf_k=0)
