@@ -8,6 +8,9 @@ import pytest
 
 from tests.openai_server import OpenAIServer
 
+# The shared store suite lives in the package; rewrite its asserts so failures show the values.
+pytest.register_assert_rewrite("stores.testing")
+
 
 @pytest.fixture(scope="session")
 def _openai_server_session() -> Iterator[OpenAIServer]:

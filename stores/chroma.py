@@ -1,0 +1,411 @@
+"""`ChromaVectorStore`: the `VectorStore` protocol on Chroma, embedded, in-process or on a server.
+
+Filters compile to Chroma `where` clauses (`stores.chroma_filters`), records use the layout of
+`stores.chroma_records`, and search re-ranks Chroma's neighbours exactly (`stores.chroma_search`), so
+every answer equals the numpy store's. chromadb is imported when the first store is constructed.
+
+Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into the stored record (keys
+absent from the new metadata survive), so `add` sets every stale key to None, which removes it; and a
+"cosine" collection returns vectors altered in the last bit, so collections use the "ip" space over
+unit vectors (the same distance, 1 - cosine) and keep the exact vectors the numpy store scores.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.documents import Document, SearchRequest
+from rag.embeddings.base import EmbeddingModel, normalize_rows
+from rag.errors import (
+    DimensionMismatchError,
+    EmbeddingError,
+    EmbeddingModelMismatchError,
+    InvalidRequestError,
+    StoreError,
+)
+from rag.filters import Filter, as_filter
+from stores.chroma_client import connect
+from stores.chroma_filters import ChromaFilter, Where, compile_filter
+from stores.chroma_records import TEXT, decode_metadata, decode_text, encode_record, encode_text
+from stores.chroma_search import Row, merge, rows_from_get, rows_from_query, top_rows
+
+__all__ = ["ChromaVectorStore"]
+
+_MODEL = "rag:embedding_model"
+_DIMENSIONS = "rag:dimensions"
+_OPAQUE_KEYS = "rag:opaque_keys"
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
+_EMBED_BATCH = 256
+
+
+def _check_positive(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _purger(collection: Any, batch_size: int) -> Callable[[], None]:
+    """Deletes every record of an in-process collection before its database is dropped.
+
+    chromadb 1.5.9 leaves a dropped database's metadata rows behind, and records written later to
+    another in-process collection can inherit them (tests/stores/test_chroma.py reproduces it), so the
+    records are deleted one by one first, which removes their rows.
+    """
+
+    def purge() -> None:
+        ids = collection.get(include=[])["ids"]
+        for start in range(0, len(ids), batch_size):
+            collection.delete(ids=ids[start : start + batch_size])
+
+    return purge
+
+
+class ChromaVectorStore:
+    """Documents in a Chroma collection of unit vectors, searched by cosine exactly like the numpy store.
+
+    `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR
+    --port N`); `client` uses a chromadb client you made (the store does not close it); none of them, a
+    private in-process store that lives until `close()`. `ef_search` sets how widely Chroma's HNSW graph
+    is searched when the collection is created; results are re-ranked exactly either way.
+
+    Example:
+        >>> from rag import Document, HashingEmbedding, SearchRequest
+        >>> store = ChromaVectorStore(HashingEmbedding(), collection="docs")
+        >>> store.add([Document("a", "Chroma keeps vectors", {"lang": "en"})])
+        >>> [d.id for d in store.similarity_search(SearchRequest("vectors", filter="lang == 'en'"))]
+        ['a']
+        >>> store.close()
+    """
+
+    def __init__(
+        self,
+        embedding: EmbeddingModel,
+        *,
+        collection: str = "rag",
+        path: str | Path | None = None,
+        url: str | None = None,
+        batch_size: int | None = None,
+        ef_search: int = 400,
+        client: Any = None,
+    ) -> None:
+        if not isinstance(collection, str) or not _NAME.match(collection) or ".." in collection:
+            raise InvalidRequestError(
+                f"collection name must be 3-512 characters of letters, digits, '.', '_' or '-', starting and "
+                f"ending with a letter or digit, got {collection!r}"
+            )
+        _check_positive("batch_size", batch_size)
+        _check_positive("ef_search", ef_search)
+        self._embedding = embedding
+        self._name = collection
+        self._shared = path is not None or url is not None or client is not None
+        self._conn = connect(path, url, client)
+        self._finalizer = weakref.finalize(self, self._conn.close)
+        try:
+            with self._conn.errors("read the maximum batch size"):
+                limit = int(self._conn.client.get_max_batch_size())
+            self._batch_size = min(batch_size or limit, limit)
+            self._collection = self._open(ef_search)
+            if not self._shared:
+                self._conn.cleanups.append(_purger(self._collection, self._batch_size))
+        except BaseException:
+            self.close()  # a refused store must not keep the folder's files open
+            raise
+        self._opaque: set[str] = set(json.loads((self._collection.metadata or {}).get(_OPAQUE_KEYS, "[]")))
+
+    # -- opening --------------------------------------------------------------------------------------
+
+    def _open(self, ef_search: int) -> Any:
+        model = {_MODEL: self._embedding.name, _DIMENSIONS: int(self._embedding.dimensions)}
+        # Inner product over unit vectors is cosine. Chroma's "cosine" space alters stored vectors in the
+        # last bit, which would break bit-exact agreement with the numpy store's scores; "ip" keeps them.
+        config = {"hnsw": {"space": "ip", "ef_search": ef_search, "ef_construction": 200}}
+        with self._conn.errors(f"open the collection {self._name!r}"):
+            collection = self._conn.client.get_or_create_collection(
+                self._name, embedding_function=None, metadata=model, configuration=config
+            )
+            recorded = dict(collection.metadata or {})
+            if _MODEL not in recorded and collection.count() == 0:
+                collection.modify(metadata={**recorded, **model})
+                recorded.update(model)
+        space = (collection.configuration_json.get("hnsw") or {}).get("space", recorded.get("hnsw:space"))
+        if space not in (None, "ip", "cosine"):
+            raise StoreError(
+                f"collection {self._name!r} in {self._conn.location} uses {space!r} distance, "
+                "not cosine or inner product"
+            )
+        if (recorded.get(_MODEL), recorded.get(_DIMENSIONS)) != (model[_MODEL], model[_DIMENSIONS]):
+            raise EmbeddingModelMismatchError(
+                f"collection {self._name!r} in {self._conn.location} holds vectors from the embedding "
+                f"model {recorded.get(_MODEL)!r} ({recorded.get(_DIMENSIONS)!r} dimensions); it cannot be "
+                f"used with {model[_MODEL]!r} ({model[_DIMENSIONS]} dimensions)"
+            )
+        return collection
+
+    @property
+    def embedding(self) -> EmbeddingModel:
+        """The model that embeds documents and queries for this store."""
+        return self._embedding
+
+    @property
+    def batch_size(self) -> int:
+        """How many records one Chroma write or read carries (at most the client's maximum)."""
+        return self._batch_size
+
+    @property
+    def collection_name(self) -> str:
+        """The Chroma collection's name."""
+        return self._name
+
+    @property
+    def chroma_client(self) -> Any:
+        """The chromadb client (for raw access, e.g. a second store on the same in-process data)."""
+        return self._conn.client
+
+    @property
+    def chroma_collection(self) -> Any:
+        """The chromadb collection; its records use the layout of `stores.chroma_records`."""
+        return self._collection
+
+    def close(self) -> None:
+        """Release the client; an in-process store's data is dropped."""
+        self._finalizer()
+
+    def __enter__(self) -> ChromaVectorStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self._conn.location
+        return f"ChromaVectorStore(collection={self._name!r}, location={where}, model={self._embedding!r})"
+
+    # -- writing --------------------------------------------------------------------------------------
+
+    def add(self, documents: Iterable[Document]) -> None:
+        """Upsert documents by id (the last of repeated ids wins); a bad batch writes nothing."""
+        docs = list({doc.id: doc for doc in self._documents(documents)}.values())
+        if not docs:
+            return
+        vectors = self._vectors(docs)
+        metadatas: list[dict[str, Any]] = []
+        texts: list[str] = []
+        opaque: set[str] = set()
+        for doc in docs:
+            record, unindexed = encode_record(doc.metadata)
+            text, text_copy = encode_text(doc.text)
+            if text_copy is not None:
+                record[TEXT] = text_copy
+            opaque.update(unindexed)
+            metadatas.append(record)
+            texts.append(text)
+        # Recorded before the records exist, so a filter never misses one of them.
+        self._remember_opaque(opaque)
+        for start in range(0, len(docs), self._batch_size):
+            stop = start + self._batch_size
+            ids = [doc.id for doc in docs[start:stop]]
+            batch = self._replacing(ids, metadatas[start:stop])
+            with self._conn.errors(f"write documents to the collection {self._name!r}"):
+                self._collection.upsert(
+                    ids=ids, embeddings=vectors[start:stop], metadatas=batch, documents=texts[start:stop]
+                )
+
+    def _replacing(self, ids: list[str], metadatas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Metadata that replaces the stored records': Chroma's upsert merges keys, None removes one."""
+        stale = {row.id: row.record or {} for row in self._fetch(ids, None, include=["metadatas"])}
+        return [
+            {**{name: None for name in stale.get(doc_id, {}) if name not in record}, **record}
+            for doc_id, record in zip(ids, metadatas, strict=True)
+        ]
+
+    @staticmethod
+    def _documents(documents: Iterable[Document]) -> Iterable[Document]:
+        if isinstance(documents, Document | str):
+            raise InvalidRequestError(f"add() takes an iterable of Documents, got {documents!r}")
+        for doc in documents:
+            if not isinstance(doc, Document):
+                raise InvalidRequestError(f"add() takes Documents, got {doc!r}")
+            yield doc
+
+    def _vectors(self, docs: Sequence[Document]) -> npt.NDArray[np.float32]:
+        """One unit-length float32 row per document: checked given embeddings, computed missing ones."""
+        dims = self._embedding.dimensions
+        out = np.zeros((len(docs), dims), dtype=np.float32)
+        missing: list[int] = []
+        for row, doc in enumerate(docs):
+            if doc.embedding is None:
+                missing.append(row)
+                continue
+            if doc.embedding.shape != (dims,):
+                raise DimensionMismatchError(
+                    f"embedding of document {doc.id!r} has {doc.embedding.shape[0]} dimensions; the "
+                    f"store's model {self._embedding.name!r} has {dims}"
+                )
+            if not np.isfinite(doc.embedding).all():
+                raise DimensionMismatchError(f"embedding of document {doc.id!r} holds NaN or infinity")
+            out[row] = doc.embedding
+        for start in range(0, len(missing), _EMBED_BATCH):
+            rows = missing[start : start + _EMBED_BATCH]
+            out[rows] = self._embed([docs[row].text for row in rows])
+        # The same normalisation steps as the numpy store, so both hold bit-identical vectors.
+        return normalize_rows(out, model=self._embedding.name)
+
+    def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        vectors = self._embedding.embed(texts)
+        shape = getattr(vectors, "shape", None)
+        if shape != (len(texts), self._embedding.dimensions):
+            raise EmbeddingError(
+                f"embedding model {self._embedding.name!r} returned an array of shape {shape!r} for "
+                f"{len(texts)} texts; expected ({len(texts)}, {self._embedding.dimensions})"
+            )
+        return normalize_rows(vectors, model=self._embedding.name)
+
+    def _remember_opaque(self, keys: set[str]) -> None:
+        """Record in the collection the keys holding values Chroma cannot index (see chroma_records)."""
+        current = self._current_opaque()
+        if keys <= current:
+            return
+        self._opaque = current | keys
+        with self._conn.errors(f"update the collection {self._name!r}"):
+            metadata = dict(self._collection.metadata or {})
+            metadata[_OPAQUE_KEYS] = json.dumps(sorted(self._opaque))
+            self._collection.modify(metadata=metadata)
+
+    def _current_opaque(self) -> set[str]:
+        if self._shared:
+            # Another process may have written to the same collection since.
+            with self._conn.errors(f"read the collection {self._name!r}"):
+                latest = self._conn.client.get_collection(self._name).metadata or {}
+            self._opaque |= set(json.loads(latest.get(_OPAQUE_KEYS, "[]")))
+        return self._opaque
+
+    def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
+        """Delete by ids or by filter; returns how many documents were removed."""
+        if (ids is None) == (filter is None):
+            raise InvalidRequestError("delete() takes ids or filter=..., exactly one of them")
+        if ids is not None:
+            targets = [row.id for row in self._fetch(self._unique(ids), None, include=())]
+        else:
+            targets = self._matching_ids(self._compile(filter))
+        for start in range(0, len(targets), self._batch_size):
+            with self._conn.errors(f"delete documents from the collection {self._name!r}"):
+                self._collection.delete(ids=targets[start : start + self._batch_size])
+        return len(targets)
+
+    # -- reading --------------------------------------------------------------------------------------
+
+    def _compile(self, filter: str | Filter | None) -> ChromaFilter:
+        tree = as_filter(filter)
+        return compile_filter(tree, self._current_opaque() if tree is not None else ())
+
+    @staticmethod
+    def _unique(ids: Iterable[str]) -> list[str]:
+        if isinstance(ids, str):
+            raise InvalidRequestError(f"ids must be a list of ids, not a single string: {ids!r}")
+        unique = list(dict.fromkeys(ids))
+        for item in unique:
+            if not isinstance(item, str):
+                raise InvalidRequestError(f"ids must be strings, got {item!r}")
+        return unique
+
+    def _fetch(self, ids: list[str], where: Where | None, *, include: Sequence[str]) -> list[Row]:
+        rows: list[Row] = []
+        for start in range(0, len(ids), self._batch_size):
+            with self._conn.errors(f"read from the collection {self._name!r}"):
+                result = self._collection.get(
+                    ids=ids[start : start + self._batch_size], where=where, include=list(include)
+                )
+            rows.extend(rows_from_get(result))
+        return rows
+
+    def _matching_ids(self, compiled: ChromaFilter) -> list[str]:
+        """Every id the filter matches, in no particular order."""
+        if compiled.matches_nothing:
+            return []
+        include = [] if compiled.exact else ["metadatas"]
+        with self._conn.errors(f"read from the collection {self._name!r}"):
+            rows = rows_from_get(self._collection.get(where=compiled.where, include=include))
+        return [row.id for row in rows if compiled.accepts(decode_metadata(row.record))]
+
+    def get(
+        self,
+        ids: Sequence[str] | None = None,
+        filter: str | Filter | None = None,
+        limit: int | None = None,
+        *,
+        include_embeddings: bool = False,
+    ) -> list[Document]:
+        """Documents by ids (in the order given) or all (ascending id), optionally filtered and limited."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidRequestError(f"limit must be an integer >= 0, got {limit!r}")
+        compiled = self._compile(filter)
+        include = ["metadatas", "documents", *(["embeddings"] if include_embeddings else [])]
+        if compiled.matches_nothing or limit == 0:
+            return []
+        if ids is not None:
+            wanted = self._unique(ids)
+            found = {row.id: row for row in self._fetch(wanted, compiled.where, include=include)}
+            rows = [
+                found[i] for i in wanted if i in found and compiled.accepts(decode_metadata(found[i].record))
+            ]
+            return [self._document(row, include_embeddings) for row in rows[:limit]]
+        chosen = sorted(self._matching_ids(compiled))[:limit]
+        found = {row.id: row for row in self._fetch(chosen, None, include=include)}
+        return [self._document(found[i], include_embeddings) for i in chosen if i in found]
+
+    def count(self, filter: str | Filter | None = None) -> int:
+        """How many documents (match the filter)."""
+        compiled = self._compile(filter)
+        if compiled.where is None and compiled.exact and not compiled.matches_nothing:
+            with self._conn.errors(f"count the collection {self._name!r}"):
+                return int(self._collection.count())
+        return len(self._matching_ids(compiled))
+
+    @staticmethod
+    def _document(row: Row, with_embedding: bool, score: float | None = None) -> Document:
+        return Document(
+            row.id,
+            decode_text(row.document, row.record),
+            decode_metadata(row.record),
+            score=score,
+            embedding=row.embedding if with_embedding else None,
+        )
+
+    def similarity_search(self, request: SearchRequest | str) -> list[Document]:
+        """The best `top_k` documents for the request's query, with `score` set (exact, ties by id)."""
+        req = request if isinstance(request, SearchRequest) else SearchRequest(request)
+        compiled = self._compile(req.filter)
+        if req.top_k == 0 or compiled.matches_nothing:
+            return []
+        query = self._embed([req.query])[0]
+        if compiled.exact:
+            hits = top_rows(lambda n: self._nearest(query, n, compiled.where, None), query, req)
+        else:
+            # Python decides the matches; Chroma ranks only those ids, chunk by chunk.
+            ids = sorted(self._matching_ids(compiled))
+            parts = [
+                top_rows(lambda n, chunk=chunk: self._nearest(query, n, None, chunk), query, req)  # type: ignore[misc]
+                for chunk in (ids[i : i + self._batch_size] for i in range(0, len(ids), self._batch_size))
+            ]
+            hits = merge(parts, req.top_k)
+        return [self._document(row, False, score) for row, score in hits]
+
+    def _nearest(
+        self, query: npt.NDArray[np.float32], n: int, where: Where | None, ids: list[str] | None
+    ) -> list[Row]:
+        with self._conn.errors(f"query the collection {self._name!r}"):
+            result = self._collection.query(
+                query_embeddings=[query],
+                n_results=n,
+                where=where,
+                ids=ids,
+                include=["embeddings", "metadatas", "documents"],
+            )
+        return rows_from_query(result)

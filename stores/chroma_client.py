@@ -1,0 +1,130 @@
+"""Opening Chroma clients (embedded, ephemeral, server) and turning chromadb failures into `StoreError`s.
+
+chromadb is imported inside these functions only, so importing `stores` stays light.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from rag.errors import ConfigError, InvalidRequestError, RagError, StoreConnectionError, StoreError
+
+__all__ = ["Connection", "connect", "parse_url"]
+
+
+@dataclass
+class Connection:
+    """A chromadb client, where it points, and how to release it."""
+
+    client: Any
+    location: str
+    url: str | None = None
+    cleanups: list[Callable[[], None]] = field(default_factory=list)
+
+    @contextmanager
+    def errors(self, action: str) -> Iterator[None]:
+        """Re-raise chromadb's exceptions as `StoreError`s that name the location (ours pass through)."""
+        try:
+            yield
+        except RagError:
+            raise
+        except Exception as exc:
+            if self.url is not None and _is_connection_error(exc):
+                raise StoreConnectionError(
+                    f"cannot {action}: the Chroma server at {self.url!r} is closed or unreachable ({exc})",
+                    url=self.url,
+                ) from exc
+            raise StoreError(f"cannot {action} in Chroma at {self.location}: {exc}") from exc
+
+    def close(self) -> None:
+        """Release the client (and an ephemeral store's data); safe to call twice."""
+        while self.cleanups:
+            self.cleanups.pop()()
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    import httpx
+
+    if isinstance(exc, httpx.TransportError | ConnectionError | TimeoutError):
+        return True
+    # chromadb reports a failed first contact as a ValueError with this text.
+    return "could not connect" in str(exc).lower()
+
+
+def _settings() -> Any:
+    from chromadb.config import Settings
+
+    # Identical settings everywhere: chromadb shares one system per path (or one for all ephemeral
+    # clients) and refuses a second client with different settings.
+    return Settings(anonymized_telemetry=False)
+
+
+def _import_chromadb() -> Any:
+    try:
+        import chromadb
+    except ImportError as exc:  # pragma: no cover - chromadb is a dependency of the distribution
+        raise ConfigError("ChromaVectorStore needs chromadb: pip install 'rag-advisors'") from exc
+    return chromadb
+
+
+def parse_url(url: str) -> tuple[str, int, bool]:
+    """Host, port and TLS flag of a Chroma server URL such as `http://127.0.0.1:8000`."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidRequestError(f"Chroma server URL must look like 'http://host:port', got {url!r}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise InvalidRequestError(f"Chroma server URL must not carry a path or query, got {url!r}")
+    try:
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidRequestError(f"Chroma server URL has an invalid port: {url!r}") from exc
+    ssl = parts.scheme == "https"
+    return parts.hostname, port or (443 if ssl else 8000), ssl
+
+
+def connect(path: str | Path | None, url: str | None, client: Any = None) -> Connection:
+    """A client for a folder (`path`), a server (`url`), a chromadb `client`, or none: a private store."""
+    given = [name for name, value in (("path", path), ("url", url), ("client", client)) if value is not None]
+    if len(given) > 1:
+        raise InvalidRequestError(f"give at most one of path, url and client, got {' and '.join(given)}")
+    if client is not None:
+        return Connection(client, f"the given client {type(client).__name__}")
+    chromadb = _import_chromadb()
+    if url is not None:
+        host, port, ssl = parse_url(url)
+        conn = Connection(None, f"the server {url!r}", url=url)
+        with conn.errors("connect"):
+            conn.client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
+        return conn
+    if path is not None:
+        folder = Path(path)
+        if folder.exists() and not folder.is_dir():
+            raise StoreError(f"Chroma store path {str(path)!r} is a file, not a folder")
+        conn = Connection(None, f"the folder {str(path)!r}")
+        try:
+            conn.client = chromadb.PersistentClient(path=str(folder), settings=_settings())
+        except Exception as exc:
+            raise StoreError(f"cannot open a Chroma store at {str(path)!r}: {exc}") from exc
+        conn.cleanups.append(conn.client.close)
+        return conn
+    return _ephemeral(chromadb)
+
+
+def _ephemeral(chromadb: Any) -> Connection:
+    # All ephemeral clients of a process share one in-memory system; a database of its own keeps each
+    # store's collections apart, and dropping it on close frees the memory.
+    database = f"rag-{uuid.uuid4().hex}"
+    conn = Connection(None, "an in-process (ephemeral) store")
+    with conn.errors("create an in-process store"):
+        admin = chromadb.AdminClient(_settings())
+        admin.create_database(database)
+        conn.client = chromadb.EphemeralClient(_settings(), database=database)
+    conn.cleanups.append(conn.client.close)
+    conn.cleanups.append(lambda: admin.delete_database(database))
+    return conn

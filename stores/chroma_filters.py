@@ -1,0 +1,186 @@
+"""Compile filter trees (FILTERS.md) to Chroma `where` clauses, and finish in Python what Chroma cannot.
+
+What chromadb 1.5.9 does, measured against its embedded client (tests/stores/test_chroma.py pins each):
+
+- A missing key: `$ne`, `$nin` and `$not_contains` are true, every other operator false. That is
+  exactly the FILTERS.md rule, so negative operators need no correction.
+- `$eq 1` matches `1` and `1.0` but not `True`; `$eq True` matches only `True`; `$eq 0` is not `False`.
+  A list value never satisfies `$eq`/`$in`/`$gt`..., and `$ne`/`$nin` are true on it, as FILTERS.md says.
+- A float operand compared with an integer value is truncated first: `$eq 1.5` matches `1`, `$lt 1.5`
+  misses `1`, `$in [1.5]` matches `1`. An integer operand against a float value compares correctly. So
+  records index every number as a float (exact up to 2**53) and operands are sent as floats; larger
+  integers are finished in Python.
+- `$contains` is type-strict: `1` does not find `1.0` in a list. Lists are therefore indexed as tokens
+  in `_rag_items` (see `stores.chroma_records`) where `1` and `1.0` share one token.
+- Refused by Chroma and rewritten here: a one-operand `$and`/`$or` (unwrapped), an empty `$in`
+  (matches nothing) or `$nin` (matches everything), an `$in` list of mixed types (split by type into
+  an `$or`, `$nin` into an `$and`), `$lt`/`$gt`... with a string or boolean operand (a boolean gives
+  "no match", FILTERS.md compares numbers with numbers only; a string is finished in Python), keys
+  starting with `#` or `$`, and lists that are empty or mix types (rejected on write).
+- There is no `$exists` and no `$not`: NOT is pushed down first (`push_not_down`); `IS [NOT] NULL`
+  tests the reserved `_rag_keys` list with `$contains`.
+
+When part of a tree cannot be evaluated by Chroma, that comparison is replaced by a condition that
+holds for every document it could hold for (a superset), so the compiled `where` selects a superset
+of the matches, and `ChromaFilter.accepts` evaluates the whole tree with `rag.filters.matches` on each
+candidate's exact metadata. Because NOT was pushed down first, the tree has only AND and OR above the
+comparisons, and widening a comparison only ever widens the tree. Nothing is dropped or approximated,
+so no filter needs to be refused with a `FilterError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from rag.filters import And, Comparison, Filter, Op, Or, matches, push_not_down
+from stores.chroma_records import ITEMS, KEYS, OPAQUE, index_value, indexable_key, item_token, key_token
+
+__all__ = ["ChromaFilter", "Where", "compile_filter"]
+
+Where: TypeAlias = dict[str, Any]
+
+_CHROMA_OPS = {
+    Op.EQ: "$eq",
+    Op.NE: "$ne",
+    Op.LT: "$lt",
+    Op.LE: "$lte",
+    Op.GT: "$gt",
+    Op.GE: "$gte",
+    Op.IN: "$in",
+    Op.NIN: "$nin",
+}
+_ORDERING = frozenset({Op.LT, Op.LE, Op.GT, Op.GE})
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A compiled subtree: a constant (`where` None) or a clause; `exact` False means a superset."""
+
+    where: Where | None
+    constant: bool = True
+    exact: bool = True
+
+
+_ALL = _Part(None, True)
+_NONE = _Part(None, False)
+
+
+@dataclass(frozen=True)
+class ChromaFilter:
+    """A filter as Chroma runs it: a `where` clause, plus the Python check when it is not exact.
+
+    Example:
+        >>> from rag.filters import parse
+        >>> f = compile_filter(parse("year >= 2020 AND tag IN ['a', 1]"))
+        >>> f.where["$and"][0]
+        {'year': {'$gte': 2020.0}}
+        >>> f.exact, f.matches_nothing
+        (True, False)
+    """
+
+    where: Where | None
+    """Chroma's clause; None means no constraint."""
+    matches_nothing: bool
+    """The filter is false for every document: no query needs to run."""
+    exact: bool
+    """`where` selects exactly the matches; otherwise a superset to check with `accepts`."""
+    tree: Filter | None
+
+    def accepts(self, metadata: Mapping[str, object]) -> bool:
+        """Whether a candidate selected by `where` matches (its exact metadata is needed when inexact)."""
+        return self.exact or matches(self.tree, metadata)
+
+
+def compile_filter(tree: Filter | None, opaque_keys: Collection[str] = ()) -> ChromaFilter:
+    """Compile a filter tree for Chroma.
+
+    Args:
+        tree: The filter, or None for "everything".
+        opaque_keys: Keys that hold, on some record, a value Chroma could not index (see
+            `stores.chroma_records`); comparisons on them are finished in Python.
+    """
+    if tree is None:
+        return ChromaFilter(None, False, True, None)
+    part = _compile(push_not_down(tree), frozenset(opaque_keys))
+    if part.where is None:
+        return ChromaFilter(None, not part.constant, part.exact, tree)
+    return ChromaFilter(part.where, False, part.exact, tree)
+
+
+def _compile(node: Filter, opaque: frozenset[str]) -> _Part:
+    if isinstance(node, Comparison):
+        return _comparison(node, opaque)
+    if isinstance(node, And):
+        return _combine("$and", [_compile(node.left, opaque), _compile(node.right, opaque)])
+    assert isinstance(node, Or), "push_not_down leaves no Not node"
+    return _combine("$or", [_compile(node.left, opaque), _compile(node.right, opaque)])
+
+
+def _combine(op: str, parts: list[_Part]) -> _Part:
+    """`$and` / `$or` of parts: constants folded, nested clauses of the same operator flattened."""
+    absorbing = op == "$or"  # True absorbs an OR, False absorbs an AND
+    clauses: list[Where] = []
+    exact = True
+    for part in parts:
+        exact = exact and part.exact
+        if part.where is None:
+            if part.constant == absorbing:
+                return part
+            continue
+        clauses.extend(part.where[op] if set(part.where) == {op} else [part.where])
+    if not clauses:
+        return _Part(None, not absorbing, exact=exact)
+    # Chroma rejects a one-operand $and / $or.
+    return _Part(clauses[0] if len(clauses) == 1 else {op: clauses}, exact=exact)
+
+
+def _present(key: str) -> _Part:
+    """A superset for a positive comparison Chroma cannot evaluate: the key is present."""
+    return _Part({KEYS: {"$contains": key_token(key)}}, exact=False)
+
+
+def _python(node: Comparison) -> _Part:
+    """A comparison left to Python: widened to what Chroma can still tell."""
+    return _present(node.key) if node.op.is_positive else _Part(None, True, exact=False)
+
+
+def _comparison(node: Comparison, opaque: frozenset[str]) -> _Part:
+    if node.op in (Op.IS_NULL, Op.IS_NOT_NULL):
+        test = "$contains" if node.op is Op.IS_NOT_NULL else "$not_contains"
+        return _Part({KEYS: {test: key_token(node.key)}})
+    if node.op in (Op.CONTAINS, Op.NOT_CONTAINS):
+        test = "$contains" if node.op is Op.CONTAINS else "$not_contains"
+        return _Part({ITEMS: {test: item_token(node.key, node.value)}})
+    if node.op in _ORDERING and isinstance(node.value, bool):
+        return _NONE  # FILTERS.md orders numbers with numbers only: never true
+    if not indexable_key(node.key) or (node.op in _ORDERING and isinstance(node.value, str)):
+        return _python(node)
+    part = _values(node)
+    if node.key in opaque:
+        # Records holding an unindexable value under this key look "missing" to Chroma.
+        if node.op.is_positive:
+            part = _combine("$or", [part, _Part({OPAQUE: {"$contains": key_token(node.key)}})])
+        part = _Part(part.where, part.constant, exact=False)
+    return part
+
+
+def _values(node: Comparison) -> _Part:
+    """A value comparison on an indexable key; lists are split by type, odd values left to Python."""
+    values = node.value if isinstance(node.value, tuple) else (node.value,)
+    groups: dict[type, list[object]] = {}
+    leftovers = False
+    for value in values:
+        indexed = index_value(value)
+        if indexed is None:
+            leftovers = True
+        elif indexed not in groups.setdefault(type(indexed), []):
+            groups[type(indexed)].append(indexed)
+    op = _CHROMA_OPS[node.op]
+    parts = [_Part({node.key: {op: v[0] if not node.op.takes_list else v}}) for v in groups.values()]
+    if leftovers:
+        parts.append(_python(node))
+    if node.op is Op.NIN or node.op is Op.NE:
+        return _combine("$and", parts)
+    return _combine("$or", parts)

@@ -1,0 +1,379 @@
+"""`InMemoryVectorStore`: exact cosine search in numpy, vectorised metadata filters, saved to a folder.
+
+Vectors live in one C-contiguous float32 matrix holding only live rows (a delete moves the last rows
+into the holes), grown geometrically. Metadata is mirrored in numpy columns (`stores.numpy_columns`) so
+a filter is a boolean mask computed without a Python loop per document; a filtered search then scores
+only the selected rows. Search itself is in `stores.numpy_search`; saving in `stores.numpy_persist`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.documents import Document, MetadataValue, SearchRequest
+from rag.embeddings import EmbeddingModel, normalize_rows
+from rag.errors import DimensionMismatchError, EmbeddingError, InvalidRequestError, StoreError
+from rag.filters import Filter, as_filter
+from stores import numpy_persist
+from stores.numpy_columns import MetadataColumns
+from stores.numpy_search import rank_candidates, scan
+
+__all__ = ["InMemoryVectorStore"]
+
+IntArray = npt.NDArray[np.int64]
+PathLike = str | os.PathLike[str]
+
+
+def _object_array(values: Sequence[Any]) -> npt.NDArray[np.object_]:
+    array = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):  # element by element: numpy would unpack nested lists
+        array[i] = value
+    return array
+
+
+def _copy_metadata(metadata: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
+    return {name: list(value) if isinstance(value, list) else value for name, value in metadata.items()}
+
+
+class InMemoryVectorStore:
+    """A vector store in process memory: exact search, upsert by id, filters, atomic save to a folder.
+
+    Example:
+        >>> from rag import Document, HashingEmbedding
+        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> store.add([Document("1", "numpy keeps vectors in memory", {"lang": "en"})])
+        >>> [d.id for d in store.similarity_search("vectors in memory")]
+        ['1']
+        >>> store.count("lang == 'en'"), store.delete(["1"]), store.count()
+        (1, 1, 0)
+
+    Args:
+        embedding: Embeds documents that arrive without an embedding, and queries.
+        batch_size: How many texts go to `embedding.embed` at once.
+        path: A folder to load from when it holds a saved store, and the default target of `save()`.
+    """
+
+    def __init__(
+        self, embedding: EmbeddingModel, *, batch_size: int = 256, path: PathLike | None = None
+    ) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        self._embedding = embedding
+        self._dimensions = int(embedding.dimensions)
+        self._batch_size = batch_size
+        self._path = Path(path) if path is not None else None
+        self._size = 0
+        self._matrix = np.zeros((0, self._dimensions), np.float32)
+        self._ids = np.empty(0, dtype=object)
+        self._texts = np.empty(0, dtype=object)
+        self._metadata = np.empty(0, dtype=object)
+        self._row_of: dict[str, int] = {}
+        self._columns = MetadataColumns()
+        self._id_order: IntArray | None = None  # rows sorted by id, rebuilt after a change
+        if self._path is not None and numpy_persist.exists(self._path):
+            self._restore(numpy_persist.read(self._path, embedding.name, self._dimensions))
+
+    @property
+    def embedding(self) -> EmbeddingModel:
+        """The model that embeds documents and queries for this store."""
+        return self._embedding
+
+    @property
+    def path(self) -> Path | None:
+        """The folder `save()` writes to by default, if one was given."""
+        return self._path
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __repr__(self) -> str:
+        return f"InMemoryVectorStore({self._embedding.name!r}, count={self._size})"
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def add(self, documents: Iterable[Document]) -> None:
+        """Upsert documents by id (the last of repeated ids wins). Nothing is written if any is bad."""
+        latest: dict[str, Document] = {}
+        for document in documents:
+            if not isinstance(document, Document):
+                raise InvalidRequestError(f"add() takes Document objects, got {document!r}")
+            latest[document.id] = document
+        if not latest:
+            return
+        batch = list(latest.values())
+        vectors = self._vectors_for(batch)
+        self._write(
+            [d.id for d in batch],
+            [d.text for d in batch],
+            [_copy_metadata(d.metadata) for d in batch],
+            vectors,
+        )
+
+    def _vectors_for(self, documents: list[Document]) -> npt.NDArray[np.float32]:
+        """Unit vectors for `documents`: given ones checked, missing ones embedded in batches."""
+        vectors = np.empty((len(documents), self._dimensions), np.float32)
+        missing: list[int] = []
+        for i, document in enumerate(documents):
+            if document.embedding is None:
+                missing.append(i)
+                continue
+            if document.embedding.shape != (self._dimensions,):
+                size = document.embedding.shape[0]
+                raise DimensionMismatchError(
+                    f"the embedding of document {document.id!r} has {size} dimensions, "
+                    f"but model {self._embedding.name!r} of this store has {self._dimensions}"
+                )
+            if not np.isfinite(document.embedding).all():
+                raise DimensionMismatchError(
+                    f"the embedding of document {document.id!r} holds NaN or infinity"
+                )
+            vectors[i] = document.embedding
+        for start in range(0, len(missing), self._batch_size):
+            chosen = missing[start : start + self._batch_size]
+            vectors[chosen] = self._embed([documents[i].text for i in chosen])
+        return normalize_rows(vectors, model=self._embedding.name)
+
+    def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        vectors = self._embedding.embed(texts)
+        shape = getattr(vectors, "shape", None)
+        if shape != (len(texts), self._dimensions):
+            raise EmbeddingError(
+                f"embedding model {self._embedding.name!r} returned shape {shape!r} for {len(texts)} texts, "
+                f"expected ({len(texts)}, {self._dimensions})"
+            )
+        return normalize_rows(vectors, model=self._embedding.name)
+
+    def _reserve(self, size: int) -> None:
+        """Room for `size` rows; capacity grows by half so appends cost amortised O(1)."""
+        capacity = len(self._matrix)
+        if size <= capacity:
+            return
+        self._resize(max(size, capacity * 3 // 2, 64))
+
+    def _resize(self, capacity: int) -> None:
+        live = self._size
+        # np.empty leaves the spare rows untouched, so they take no resident memory until written.
+        matrix = np.empty((capacity, self._dimensions), np.float32)
+        matrix[:live] = self._matrix[:live]
+        self._matrix = matrix
+        for name in ("_ids", "_texts", "_metadata"):
+            grown = np.empty(capacity, dtype=object)
+            grown[:live] = getattr(self, name)[:live]
+            setattr(self, name, grown)
+
+    def _write(
+        self,
+        ids: list[str],
+        texts: list[str],
+        metadatas: list[dict[str, MetadataValue]],
+        vectors: npt.NDArray[np.float32],
+    ) -> None:
+        rows = np.empty(len(ids), np.int64)
+        fresh = 0
+        for i, doc_id in enumerate(ids):
+            row = self._row_of.get(doc_id)
+            if row is None:
+                row = self._row_of[doc_id] = self._size + fresh
+                fresh += 1
+            rows[i] = row
+        self._reserve(self._size + fresh)
+        replaced = rows[rows < self._size]
+        self._columns.clear(replaced, self._metadata[replaced].tolist())
+        self._size += fresh
+        self._matrix[rows] = vectors
+        self._ids[rows] = _object_array(ids)
+        self._texts[rows] = _object_array(texts)
+        self._metadata[rows] = _object_array(metadatas)
+        self._columns.write(rows, metadatas)
+        self._id_order = None
+
+    def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
+        """Delete by ids (unknown ones ignored) or by filter; returns how many documents were removed."""
+        if (ids is None) == (filter is None):
+            raise InvalidRequestError("delete() takes either ids or filter=..., not both and not neither")
+        if ids is not None:
+            rows = np.fromiter(
+                {self._row_of[i] for i in self._checked_ids(ids) if i in self._row_of}, np.int64
+            )
+        else:
+            rows = np.flatnonzero(self._mask(as_filter(filter)))
+        self._remove(rows)
+        return len(rows)
+
+    @staticmethod
+    def _checked_ids(ids: Iterable[str]) -> Iterable[str]:
+        if isinstance(ids, str):
+            raise InvalidRequestError(f"ids must be a list of ids, not the single string {ids!r}")
+        return ids
+
+    def _remove(self, rows: IntArray) -> None:
+        """Remove `rows`, moving the last live rows into the holes so every row stays live."""
+        if not len(rows):
+            return
+        size, new_size = self._size, self._size - len(rows)
+        dead = np.zeros(size, np.bool_)
+        dead[rows] = True
+        holes = np.flatnonzero(dead[:new_size])
+        tails = new_size + np.flatnonzero(~dead[new_size:])
+        for doc_id in self._ids[rows]:
+            del self._row_of[doc_id]
+        self._matrix[holes] = self._matrix[tails]
+        for array in (self._ids, self._texts, self._metadata):
+            array[holes] = array[tails]
+            array[new_size:size] = None  # drop references so the objects can be freed
+        self._columns.remove(holes, tails, dead, new_size)
+        for hole in holes.tolist():
+            self._row_of[self._ids[hole]] = hole
+        self._size = new_size
+        self._id_order = None
+        if len(self._matrix) > 2 * max(new_size, 1024):
+            self._resize(max(new_size + new_size // 4, 64))  # give memory back after large deletes
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def _mask(self, tree: Filter | None) -> npt.NDArray[np.bool_]:
+        if tree is None:
+            return np.ones(self._size, np.bool_)
+        return self._columns.mask(tree, self._size, self._metadata[: self._size])
+
+    def _rows_by_id(self) -> IntArray:
+        if self._id_order is None:
+            self._id_order = np.argsort(self._ids[: self._size], kind="stable").astype(np.int64)
+        return self._id_order
+
+    def _document(self, row: int, score: float | None = None, with_embedding: bool = False) -> Document:
+        embedding = self._matrix[row] if with_embedding else None
+        return Document(
+            self._ids[row], self._texts[row], self._metadata[row], score=score, embedding=embedding
+        )
+
+    def get(
+        self,
+        ids: Sequence[str] | None = None,
+        filter: str | Filter | None = None,
+        limit: int | None = None,
+        *,
+        include_embeddings: bool = False,
+    ) -> list[Document]:
+        """Documents by ids (in the order given) and/or filter (in id order), without scores."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            raise InvalidRequestError(f"limit must be an integer >= 0 or None, got {limit!r}")
+        tree = as_filter(filter)
+        if ids is not None:
+            wanted = dict.fromkeys(self._checked_ids(ids))
+            rows = np.fromiter((self._row_of[i] for i in wanted if i in self._row_of), np.int64)
+            if tree is not None:
+                rows = rows[self._mask(tree)[rows]]
+        else:
+            rows = self._rows_by_id()
+            if tree is not None:
+                rows = rows[self._mask(tree)[rows]]
+        return [self._document(row, with_embedding=include_embeddings) for row in rows[:limit].tolist()]
+
+    def count(self, filter: str | Filter | None = None) -> int:
+        """How many documents (match the filter)."""
+        tree = as_filter(filter)
+        return self._size if tree is None else int(np.count_nonzero(self._mask(tree)))
+
+    def similarity_search(self, request: SearchRequest | str) -> list[Document]:
+        """The best `top_k` documents for the request's query, best first, with `score` set."""
+        return self.similarity_search_batch([request])[0]
+
+    def similarity_search_batch(self, requests: Sequence[SearchRequest | str]) -> list[list[Document]]:
+        """`similarity_search` for many requests, embedding the queries together and scoring in bulk."""
+        checked = [SearchRequest(r) if isinstance(r, str) else r for r in requests]
+        for request in checked:
+            if not isinstance(request, SearchRequest):
+                raise InvalidRequestError(f"expected a SearchRequest or a query string, got {request!r}")
+        results: list[list[Document]] = [[] for _ in checked]
+        active = [i for i, r in enumerate(checked) if r.top_k > 0 and self._size > 0]
+        if not active:
+            return results
+        texts = [checked[i].query for i in active]
+        queries = np.concatenate(
+            [self._embed(texts[s : s + self._batch_size]) for s in range(0, len(texts), self._batch_size)]
+        )
+        # Requests that share a filter share its mask and one scan of the selected rows.
+        groups: dict[Filter | None, list[int]] = {}
+        for position, index in enumerate(active):
+            groups.setdefault(checked[index].filter, []).append(position)
+        for tree, positions in groups.items():
+            found = self._search_group(tree, [checked[active[p]] for p in positions], queries[positions])
+            for position, documents in zip(positions, found, strict=True):
+                results[active[position]] = documents
+        return results
+
+    def _search_group(
+        self, tree: Filter | None, requests: list[SearchRequest], queries: npt.NDArray[np.float32]
+    ) -> list[list[Document]]:
+        rows = None if tree is None else np.flatnonzero(self._mask(tree))
+        if rows is not None and len(rows) == 0:
+            return [[] for _ in requests]
+        if rows is not None and len(rows) == self._size:
+            rows = None  # a filter that keeps everything scans like no filter
+        top_k = max(r.top_k for r in requests)
+        threshold = min(r.similarity_threshold for r in requests)
+        found = scan(self._matrix[: self._size], queries, top_k, threshold, rows)
+        results = []
+        for request, query, candidates in zip(requests, queries, found, strict=True):
+            ranked = rank_candidates(
+                self._matrix, candidates, query, request.top_k, self._ids, request.accepts
+            )
+            results.append([self._document(row, score) for row, score in ranked])
+        return results
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def save(self, path: PathLike | None = None) -> Path:
+        """Write the store to the folder `path` (default: the constructor's `path`) atomically.
+
+        A crash mid-save leaves the previous save loadable. Returns the folder.
+        """
+        target = Path(path) if path is not None else self._path
+        if target is None:
+            raise InvalidRequestError("save() needs a path: none was given here or to the constructor")
+        size = self._size
+        snapshot = numpy_persist.Snapshot(
+            self._embedding.name,
+            self._dimensions,
+            self._matrix[:size],
+            self._ids[:size].tolist(),
+            self._texts[:size].tolist(),
+            self._metadata[:size].tolist(),
+        )
+        numpy_persist.write(target, snapshot)
+        return target
+
+    @classmethod
+    def load(cls, path: PathLike, embedding: EmbeddingModel, *, batch_size: int = 256) -> InMemoryVectorStore:
+        """Open a store saved in `path`.
+
+        Raises:
+            StoreNotFoundError: nothing is saved there.
+            EmbeddingModelMismatchError: it was saved with another embedding model.
+        """
+        snapshot = numpy_persist.read(path, embedding.name, int(embedding.dimensions))
+        store = cls(embedding, batch_size=batch_size)
+        store._path = Path(path)
+        store._restore(snapshot)
+        return store
+
+    def _restore(self, snapshot: numpy_persist.Snapshot) -> None:
+        self._matrix = np.ascontiguousarray(snapshot.vectors, dtype=np.float32)
+        count = len(self._matrix)
+        self._ids = _object_array(snapshot.ids)
+        self._texts = _object_array(snapshot.texts)
+        self._metadata = _object_array(snapshot.metadatas)
+        self._row_of = {doc_id: row for row, doc_id in enumerate(snapshot.ids)}
+        if len(self._row_of) != count:
+            raise StoreError(f"the saved store in {str(self._path)!r} repeats document ids")
+        self._size = count
+        self._columns = MetadataColumns()
+        self._columns.write(np.arange(count, dtype=np.int64), snapshot.metadatas)
+        self._id_order = None

@@ -1,0 +1,409 @@
+"""A BM25 index over (id, text) pairs, kept beside a vector store and updated by the same writes.
+
+Scoring is Okapi BM25 with Lucene's idf:
+
+    score(d, q) = sum over query terms t of  qtf(t) * idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + K(d))
+    K(d) = k1 * (1 - b + b * |d| / avgdl)
+    idf(t) = log(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+
+where `|d|` counts the document's terms after analysis (stopwords dropped), `qtf` is how often the term
+appears in the query, and N, df and avgdl describe the live documents exactly after any sequence of
+adds and deletes. Every hit has at least one query term, so every score is > 0. (Lucene >= 8 drops the
+constant `k1 + 1` factor; rankings are the same.) Text analysis is described in `stores.lexical_text`.
+
+Layout: rows are assigned in order of arrival; postings live in immutable term-major segments
+(`stores.lexical_segments`) whose sizes stay geometric, so an add costs the size of its batch plus
+amortised merges, never a rebuild; a delete clears a bit in the live-row mask; document frequencies are
+counted from the live postings of each query term at search time, so they are never stale. When dead
+rows outnumber live ones, rows are renumbered (compacted).
+
+Thread safety: searches only read, and may run concurrently with each other; writes (`add`, `delete`,
+`clear`, `compact`) must not overlap anything else. The stores hold their write lock around both.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.errors import InvalidRequestError
+from stores.lexical_persist import Saved, read, read_settings, write
+from stores.lexical_segments import Segment, build, merge, postings
+from stores.lexical_text import TOKENIZER, Vocabulary
+
+__all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
+
+# Chosen on SciFact (benchmarks/lexical.py); close to the BEIR/Anserini choice k1=0.9, b=0.4.
+DEFAULT_K1 = 0.9
+DEFAULT_B = 0.4
+_COMPACT_MIN_DEAD = 1024  # renumber rows once this many are dead and they outnumber the live ones
+_MERGE_RATIO = 2  # merge the newest segment into its neighbour while that neighbour is at most 2x larger
+
+
+@dataclass(frozen=True)
+class LexicalSettings:
+    """What a saved index records and checks on load: BM25 parameters and the text analysis name."""
+
+    k1: float = DEFAULT_K1
+    b: float = DEFAULT_B
+    tokenizer: str = TOKENIZER
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k1, bool) or not isinstance(self.k1, int | float) or not 0 <= self.k1 < math.inf:
+            raise InvalidRequestError(f"BM25 k1 must be a finite number >= 0, got {self.k1!r}")
+        if isinstance(self.b, bool) or not isinstance(self.b, int | float) or not 0 <= self.b <= 1:
+            raise InvalidRequestError(f"BM25 b must be within [0, 1], got {self.b!r}")
+
+
+@dataclass(frozen=True)
+class LexicalStats:
+    """Collection statistics over live documents: N and the total of their lengths (in terms)."""
+
+    documents: int
+    total_length: int
+
+    @property
+    def average_length(self) -> float:
+        """avgdl (0 for an empty index)."""
+        return self.total_length / self.documents if self.documents else 0.0
+
+
+def _check_batch(ids: Sequence[str], texts: Sequence[str]) -> dict[str, str]:
+    if isinstance(ids, str) or isinstance(texts, str):
+        raise InvalidRequestError(f"ids and texts must be sequences of str, got {ids!r} and {texts!r}")
+    if len(ids) != len(texts):
+        raise InvalidRequestError(f"got {len(ids)} ids but {len(texts)} texts")
+    batch: dict[str, str] = {}
+    for doc_id, text in zip(ids, texts, strict=True):
+        if not isinstance(doc_id, str) or not doc_id:
+            raise InvalidRequestError(f"document id must be a non-empty str, got {doc_id!r}")
+        if not isinstance(text, str):
+            raise InvalidRequestError(f"text of document {doc_id!r} must be a str, got {text!r}")
+        batch[doc_id] = text  # a repeated id keeps its last text, as an upsert would
+    return batch
+
+
+class LexicalIndex:
+    """BM25 search over documents' texts, upserted and deleted by id.
+
+    Example:
+        >>> index = LexicalIndex()
+        >>> index.add(["a", "b"], ["Vectors live on disk.", "Chroma stores vectors and metadata."])
+        >>> [doc_id for doc_id, _ in index.search("where do vectors live?", top_k=5)]
+        ['a', 'b']
+        >>> index.search("metadata", top_k=5, allowed={"a"})
+        []
+    """
+
+    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
+        self._settings = LexicalSettings(k1, b)
+        self.clear()
+
+    # ----- state -----------------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Remove every document."""
+        self._vocabulary = Vocabulary()
+        self._ids: list[str | None] = []
+        self._row_of: dict[str, int] = {}
+        self._live = np.zeros(0, dtype=np.bool_)
+        self._lengths = np.zeros(0, dtype=np.int64)
+        self._segments: list[Segment] = []
+        self._total_length = 0
+        self._norm: npt.NDArray[np.float64] | None = None
+
+    @property
+    def settings(self) -> LexicalSettings:
+        """k1, b and the tokenizer name."""
+        return self._settings
+
+    @property
+    def stats(self) -> LexicalStats:
+        """N and the total length of live documents."""
+        return LexicalStats(len(self._row_of), self._total_length)
+
+    @property
+    def row_count(self) -> int:
+        """Size of the row space (live and dead rows): the length of a `row_mask`."""
+        return len(self._ids)
+
+    @property
+    def segment_count(self) -> int:
+        """Number of postings segments (logarithmic in the number of rows)."""
+        return len(self._segments)
+
+    def __len__(self) -> int:
+        return len(self._row_of)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._row_of
+
+    def ids(self) -> list[str]:
+        """Ids of the live documents, ascending."""
+        return sorted(self._row_of)
+
+    def rows_of(self, ids: Iterable[str]) -> npt.NDArray[np.int64]:
+        """Row of each id (-1 where unknown); valid until the next write. See `search(row_mask=...)`."""
+        row_of = self._row_of
+        return np.fromiter((row_of.get(doc_id, -1) for doc_id in ids), dtype=np.int64)
+
+    def document_frequencies(self) -> dict[str, int]:
+        """df of every term held by a live document (for inspection and tests; scans every posting)."""
+        counts = np.zeros(len(self._vocabulary), dtype=np.int64)
+        for segment in self._segments:
+            live = self._live[segment.rows]
+            terms = np.repeat(segment.terms, np.diff(segment.starts))
+            counts += np.bincount(terms[live], minlength=counts.size)
+        names = self._vocabulary.terms
+        return {names[index]: int(counts[index]) for index in np.flatnonzero(counts)}
+
+    # ----- writes ------------------------------------------------------------------------------------
+
+    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Index `texts` under `ids`, replacing documents with the same ids."""
+        batch = _check_batch(ids, texts)
+        if not batch:
+            return
+        self._kill(batch)
+        term_ids, owners, lengths = self._vocabulary.encode_many(list(batch.values()))
+        first_row = len(self._ids)
+        self._grow(first_row + len(batch))
+        self._ids.extend(batch)
+        self._row_of.update(zip(batch, range(first_row, first_row + len(batch)), strict=True))
+        self._live[first_row : first_row + len(batch)] = True
+        self._lengths[first_row : first_row + len(batch)] = lengths
+        self._total_length += int(lengths.sum())
+        self._segments.append(build(term_ids, owners, len(batch), first_row))
+        self._merge_tail()
+        self._norm = None
+        self._maybe_compact()
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Remove documents by id (unknown ids ignored); returns how many were removed."""
+        if isinstance(ids, str):
+            raise InvalidRequestError(f"ids must be a collection of str, not one str: {ids!r}")
+        removed = self._kill(ids)
+        if removed:
+            self._norm = None
+            self._maybe_compact()
+        return removed
+
+    def compact(self) -> None:
+        """Renumber rows without gaps and merge all postings into one segment (done automatically)."""
+        if not self._segments:
+            return
+        live = self._live[: len(self._ids)]
+        new_row = np.cumsum(live, dtype=np.int64) - 1
+        segment = merge(self._segments, live, new_row)
+        self._segments = [segment] if segment.size else []
+        kept = [doc_id for doc_id in self._ids if doc_id is not None]
+        self._ids = list(kept)
+        self._row_of = {doc_id: row for row, doc_id in enumerate(kept)}
+        self._lengths = self._lengths[: live.size][live].copy()
+        self._live = np.ones(len(self._ids), dtype=np.bool_)
+        self._norm = None
+
+    def _kill(self, ids: Iterable[str]) -> int:
+        removed = 0
+        for doc_id in ids:
+            row = self._row_of.pop(doc_id, None)
+            if row is not None:
+                self._ids[row] = None
+                self._live[row] = False
+                self._total_length -= int(self._lengths[row])
+                removed += 1
+        return removed
+
+    def _grow(self, rows: int) -> None:
+        if rows <= self._live.size:
+            return
+        capacity = max(rows, 2 * self._live.size, 64)
+        self._live = np.concatenate([self._live, np.zeros(capacity - self._live.size, np.bool_)])
+        self._lengths = np.concatenate([self._lengths, np.zeros(capacity - self._lengths.size, np.int64)])
+
+    def _merge_tail(self) -> None:
+        segments = self._segments
+        while len(segments) >= 2 and segments[-2].size <= _MERGE_RATIO * max(segments[-1].size, 1):
+            segments[-2:] = [merge(segments[-2:], self._live)]
+
+    def _maybe_compact(self) -> None:
+        dead = len(self._ids) - len(self._row_of)
+        if dead >= _COMPACT_MIN_DEAD and dead > len(self._row_of):
+            self.compact()
+
+    # ----- search ------------------------------------------------------------------------------------
+
+    def _norms(self) -> npt.NDArray[np.float64]:
+        if self._norm is None:
+            k1, b = self._settings.k1, self._settings.b
+            average = self.stats.average_length or 1.0
+            lengths = self._lengths[: len(self._ids)].astype(np.float64)
+            self._norm = k1 * (1.0 - b + b * lengths / average)
+        return self._norm
+
+    def _scores(self, query: str) -> npt.NDArray[np.float64] | None:
+        """BM25 of every row (0 for dead rows and rows without a query term), or None without any hit."""
+        if not isinstance(query, str):
+            raise InvalidRequestError(f"query must be a str, got {query!r}")
+        term_counts = Counter(self._vocabulary.encode_query(query))
+        count = len(self._row_of)
+        if not term_counts or not count:
+            return None
+        k1 = self._settings.k1
+        norm = self._norms()
+        filter_dead = count < len(self._ids)
+        row_parts: list[npt.NDArray[np.int32]] = []
+        weight_parts: list[npt.NDArray[np.float64]] = []
+        for term, query_tf in term_counts.items():
+            rows, tfs = postings(self._segments, term)
+            if filter_dead and rows.size:
+                live = self._live[rows]
+                rows, tfs = rows[live], tfs[live]
+            if not rows.size:
+                continue
+            df = rows.size
+            idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
+            tf = tfs.astype(np.float64)
+            weight_parts.append((query_tf * idf * (k1 + 1.0)) * tf / (tf + norm[rows]))
+            row_parts.append(rows)
+        if not row_parts:
+            return None
+        rows = np.concatenate(row_parts)
+        scores: npt.NDArray[np.float64] = np.bincount(
+            rows, np.concatenate(weight_parts), minlength=len(self._ids)
+        ).astype(np.float64, copy=False)
+        return scores
+
+    def search(
+        self,
+        query: str,
+        top_k: int,
+        *,
+        allowed: Collection[str] | None = None,
+        row_mask: npt.NDArray[np.bool_] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The `top_k` best (id, BM25 score) pairs, best first, equal scores by ascending id.
+
+        Only documents holding at least one query term are returned (every score is > 0). `allowed`
+        restricts hits to those ids (a set is fastest); `row_mask` does the same as a boolean array over
+        `row_count` rows (see `rows_of`), for callers that keep the alignment between writes.
+        """
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+            raise InvalidRequestError(f"top_k must be an integer >= 0, got {top_k!r}")
+        if row_mask is not None and (row_mask.dtype != np.bool_ or row_mask.shape != (len(self._ids),)):
+            raise InvalidRequestError(
+                f"row_mask must be a boolean array of shape ({len(self._ids)},), got {row_mask.dtype} "
+                f"{row_mask.shape}"
+            )
+        scores = self._scores(query) if top_k else None
+        if scores is None:
+            return []
+        candidates = np.flatnonzero(scores > 0)
+        if row_mask is not None:
+            candidates = candidates[row_mask[candidates]]
+        if allowed is not None and not isinstance(allowed, set | frozenset | dict):
+            allowed = set(allowed)
+        return self._best(scores, candidates, top_k, allowed)
+
+    def _mask_of(self, allowed: Collection[str]) -> npt.NDArray[np.bool_]:
+        mask = np.zeros(len(self._ids), dtype=np.bool_)
+        rows = self.rows_of(allowed)
+        mask[rows[rows >= 0]] = True
+        return mask
+
+    def _best(
+        self,
+        scores: npt.NDArray[np.float64],
+        candidates: npt.NDArray[np.intp],
+        top_k: int,
+        allowed: Collection[str] | None,
+    ) -> list[tuple[str, float]]:
+        """Top `top_k` of `candidates`, widening the look-ahead until enough allowed rows are seen."""
+        values = scores[candidates]
+        ids = self._ids
+        wanted = top_k if allowed is None else 4 * top_k
+        while True:
+            if wanted >= candidates.size:
+                chosen = candidates
+            else:
+                kth = np.partition(values, values.size - wanted)[values.size - wanted]
+                chosen = candidates[values >= kth]  # every row tied with the k-th comes along
+            pairs = [
+                (doc_id, float(scores[row]))
+                for row, doc_id in ((int(row), ids[row]) for row in chosen)
+                if doc_id is not None and (allowed is None or doc_id in allowed)
+            ]
+            if len(pairs) >= top_k or chosen is candidates:
+                pairs.sort(key=lambda pair: (-pair[1], pair[0]))
+                return pairs[:top_k]
+            if allowed is not None and chosen.size > len(allowed):
+                # A selective filter: marking its rows costs less than walking further down the ranking.
+                candidates = candidates[self._mask_of(allowed)[candidates]]
+                values, allowed, wanted = scores[candidates], None, top_k
+                continue
+            wanted *= 4
+
+    def scores_for(self, query: str, ids: Sequence[str]) -> npt.NDArray[np.float64]:
+        """BM25 score of each of `ids` for `query` (0 for unknown ids and documents without a query term)."""
+        scores = self._scores(query)
+        out = np.zeros(len(ids), dtype=np.float64)
+        if scores is None:
+            return out
+        rows = self.rows_of(ids)
+        known = rows >= 0
+        out[known] = scores[rows[known]]
+        return out
+
+    # ----- persistence -------------------------------------------------------------------------------
+
+    def save(self, folder: str | os.PathLike[str]) -> None:
+        """Write the index into `folder` atomically (a crash leaves the previous save loadable)."""
+        live = self._live[: len(self._ids)]
+        if self._segments:
+            segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
+        else:
+            segment = build(np.zeros(0, np.int32), np.zeros(0, np.int64), 0, 0)
+        ids = [doc_id for doc_id in self._ids if doc_id is not None]
+        lengths = self._lengths[: live.size][live]
+        settings = {"k1": self._settings.k1, "b": self._settings.b, "tokenizer": self._settings.tokenizer}
+        write(folder, Saved(settings, self._vocabulary.terms, ids, lengths, segment))
+
+    @staticmethod
+    def saved_settings(folder: str | os.PathLike[str]) -> LexicalSettings | None:
+        """The settings of the index saved in `folder`, or None when there is none."""
+        found = read_settings(folder)
+        return None if found is None else LexicalSettings(found["k1"], found["b"], found["tokenizer"])
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str], settings: LexicalSettings | None = None) -> LexicalIndex:
+        """The index saved in `folder`, scored with `settings` (default: the saved k1 and b).
+
+        Raises:
+            StoreNotFoundError: no index was saved there.
+            StoreError: an unreadable or inconsistent save, or one made with another tokenizer (whose
+                terms this version cannot match: rebuild the index from the documents' texts).
+        """
+        saved = read(folder, TOKENIZER)
+        chosen = settings or LexicalSettings(saved.settings["k1"], saved.settings["b"])
+        if chosen.tokenizer != TOKENIZER:
+            raise InvalidRequestError(
+                f"this version analyses text with tokenizer {TOKENIZER!r}, not {chosen.tokenizer!r}"
+            )
+        index = cls(chosen.k1, chosen.b)
+        index._restore(saved)
+        return index
+
+    def _restore(self, saved: Saved) -> None:
+        self._vocabulary = Vocabulary(saved.terms)
+        self._ids = list(saved.ids)
+        self._row_of = {doc_id: row for row, doc_id in enumerate(saved.ids)}
+        self._live = np.ones(len(self._ids), dtype=np.bool_)
+        self._lengths = saved.lengths.astype(np.int64)
+        self._total_length = int(self._lengths.sum())
+        self._segments = [saved.segment] if saved.segment.size else []

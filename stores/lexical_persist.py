@@ -1,0 +1,200 @@
+"""Saving a lexical index to a folder and reading it back, crash-safely.
+
+The folder gets `lexical.json` (format, version, BM25 settings, tokenizer, sizes, data file name) and
+one `lexical-<generation>.npz` holding the postings, document lengths, ids and vocabulary. A save writes
+and flushes a new generation, then switches the manifest with one `os.replace`: a crash at any moment
+leaves the manifest naming a complete generation, old or new. These names do not collide with the
+in-memory store's files, so an index can be saved inside a store's folder.
+
+Example:
+    >>> import tempfile, numpy as np
+    >>> from stores.lexical_segments import build
+    >>> folder = tempfile.mkdtemp()
+    >>> segment = build(np.array([0, 1], np.int32), np.array([0, 0]), 1, first_row=0)
+    >>> settings = {"k1": 0.9, "b": 0.4, "tokenizer": "t"}
+    >>> write(folder, Saved(settings, ["x", "y"], ["a"], np.array([2]), segment))
+    >>> read(folder, "t").ids
+    ['a']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.errors import StoreError, StoreNotFoundError
+from stores.lexical_segments import Segment
+
+__all__ = ["MANIFEST", "Saved", "read", "read_settings", "write"]
+
+MANIFEST = "lexical.json"
+_FORMAT = "rag-advisors/lexical-index"
+_VERSION = 1
+_DATA_PREFIX = "lexical-"
+_STAGED_PREFIX = f".{MANIFEST}."
+
+
+@dataclass
+class Saved:
+    """Everything a saved index holds; rows are `0..len(ids) - 1`, all live."""
+
+    settings: dict[str, Any]
+    terms: list[str]
+    ids: list[str]
+    lengths: npt.NDArray[np.int64]
+    segment: Segment
+
+
+def _encode(text: str) -> npt.NDArray[np.uint8]:
+    # surrogatepass: ids are any Python str, lone surrogates included.
+    return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def _decode(data: npt.NDArray[np.uint8]) -> str:
+    return data.tobytes().decode("utf-8", "surrogatepass")
+
+
+def _durable_write(path: Path, payload: bytes) -> None:
+    with open(path, "xb") as handle:
+        handle.write(payload)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def write(path: str | os.PathLike[str], saved: Saved) -> None:
+    """Save into the folder `path` (created if needed), replacing an earlier save atomically."""
+    folder = Path(path)
+    generation = uuid.uuid4().hex
+    data_name = f"{_DATA_PREFIX}{generation}.npz"
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        terms=saved.segment.terms,
+        starts=saved.segment.starts,
+        rows=saved.segment.rows,
+        tfs=saved.segment.tfs,
+        lengths=saved.lengths.astype(np.int64),
+        ids=_encode(json.dumps(saved.ids, ensure_ascii=False)),
+        # Terms are runs of word characters: a newline never occurs inside one.
+        vocabulary=_encode("\n".join(saved.terms)),
+    )
+    manifest = {
+        "format": _FORMAT,
+        "version": _VERSION,
+        "settings": saved.settings,
+        "documents": len(saved.ids),
+        "terms": len(saved.terms),
+        "postings": saved.segment.size,
+        "data": data_name,
+    }
+    staged = folder / f"{_STAGED_PREFIX}{generation}.tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _durable_write(folder / data_name, buffer.getvalue())
+        _durable_write(staged, json.dumps(manifest, indent=1).encode("utf-8"))
+        os.replace(staged, folder / MANIFEST)
+        _sync_folder(folder)
+    except OSError as exc:
+        raise StoreError(f"could not save the lexical index to {str(folder)!r}: {exc}") from exc
+    _remove_other_generations(folder, keep=data_name)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush the folder entry so the renamed manifest survives a power loss (where the OS allows)."""
+    with contextlib.suppress(OSError):
+        descriptor = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def _remove_other_generations(folder: Path, keep: str) -> None:
+    for entry in folder.iterdir():
+        stale = entry.name.startswith(_STAGED_PREFIX) or (
+            entry.name.startswith(_DATA_PREFIX) and entry.name.endswith(".npz") and entry.name != keep
+        )
+        if stale and entry.is_file():
+            with contextlib.suppress(OSError):  # a leftover file only costs disk space
+                entry.unlink()
+
+
+def _manifest(folder: Path) -> dict[str, Any] | None:
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"cannot read the lexical index manifest {str(path)!r}: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
+        raise StoreError(f"{str(path)!r} is not a lexical index manifest (format {_FORMAT!r})")
+    if manifest.get("version") != _VERSION:
+        raise StoreError(
+            f"the lexical index in {str(folder)!r} has format version {manifest.get('version')!r}; "
+            f"this version reads {_VERSION}: rebuild it from the documents"
+        )
+    return manifest
+
+
+def read_settings(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The recorded settings (`k1`, `b`, `tokenizer`) of the index saved in `path`, or None."""
+    manifest = _manifest(Path(path))
+    return None if manifest is None else dict(manifest["settings"])
+
+
+def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
+    """The index saved in `path`, which must have been analysed with `tokenizer`."""
+    folder = Path(path)
+    manifest = _manifest(folder)
+    if manifest is None:
+        raise StoreNotFoundError(
+            f"no lexical index saved in {str(folder)!r} (no {MANIFEST})", path=str(folder)
+        )
+    settings = manifest["settings"]
+    if settings.get("tokenizer") != tokenizer:
+        raise StoreError(
+            f"the lexical index in {str(folder)!r} was built with tokenizer {settings.get('tokenizer')!r}, "
+            f"not {tokenizer!r}: rebuild it from the documents"
+        )
+    try:
+        with np.load(folder / manifest["data"], allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+        ids = json.loads(_decode(arrays["ids"]))
+        vocabulary = _decode(arrays["vocabulary"])
+        saved = Saved(
+            settings,
+            vocabulary.split("\n") if vocabulary else [],
+            ids,
+            arrays["lengths"],
+            Segment(0, len(ids), arrays["terms"], arrays["starts"], arrays["rows"], arrays["tfs"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"cannot read the lexical index saved in {str(folder)!r}: {exc}") from exc
+    _check(folder, manifest, saved)
+    return saved
+
+
+def _check(folder: Path, manifest: dict[str, Any], saved: Saved) -> None:
+    segment, count = saved.segment, len(saved.ids)
+    problems = [
+        count != manifest["documents"] or len(set(saved.ids)) != count,
+        len(saved.terms) != manifest["terms"] or segment.size != manifest["postings"],
+        saved.lengths.dtype != np.int64 or saved.lengths.shape != (count,),
+        segment.terms.dtype != np.int32 or segment.rows.dtype != np.int32 or segment.tfs.dtype != np.int32,
+        segment.starts.dtype != np.int64 or segment.starts.shape != (segment.terms.size + 1,),
+        segment.tfs.shape != segment.rows.shape or int(segment.starts[-1]) != segment.size,
+        bool(segment.size) and (int(segment.rows.max()) >= count or int(segment.rows.min()) < 0),
+        bool(segment.terms.size) and int(segment.terms.max()) >= len(saved.terms),
+    ]
+    if any(problems):
+        raise StoreError(f"the lexical index saved in {str(folder)!r} is inconsistent: rebuild it")

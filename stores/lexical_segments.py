@@ -1,0 +1,116 @@
+"""Immutable postings segments (term-major CSR) for the lexical index, and how they are built and merged.
+
+A segment holds the postings of a contiguous range of rows: for each term present, the rows that contain
+it (ascending) and the term's frequency in each. Segments are never modified: an add builds a new one,
+a delete only clears the row's bit in the index's live-row mask, and merging two neighbours writes a third
+without the postings of dead rows. Keeping segment sizes roughly geometric (see `LexicalIndex`) keeps
+their number logarithmic in the index size.
+
+Example:
+    >>> import numpy as np
+    >>> segment = build(np.array([3, 1, 3, 1], np.int32), np.array([0, 0, 0, 1]), 2, first_row=0)
+    >>> segment.terms.tolist(), segment.rows.tolist(), segment.tfs.tolist()
+    ([1, 3], [0, 1, 0], [1, 1, 2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Segment", "build", "merge", "postings"]
+
+_EMPTY_I32 = np.zeros(0, dtype=np.int32)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The postings of rows `[first_row, end_row)`: `rows[starts[i]:starts[i + 1]]` hold `terms[i]`."""
+
+    first_row: int
+    end_row: int
+    terms: npt.NDArray[np.int32]  # sorted, distinct
+    starts: npt.NDArray[np.int64]  # len(terms) + 1 offsets into rows and tfs
+    rows: npt.NDArray[np.int32]
+    tfs: npt.NDArray[np.int32]
+
+    @property
+    def size(self) -> int:
+        """Number of postings."""
+        return int(self.rows.shape[0])
+
+
+def _from_sorted_keys(keys: npt.NDArray[np.int64], span: int, first_row: int, end_row: int) -> Segment:
+    """A segment from sorted keys `term * span + local_row`, one key per occurrence."""
+    if keys.size == 0:
+        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_I32)
+    run_starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    tfs = np.diff(np.append(run_starts, keys.size)).astype(np.int32)
+    distinct = keys[run_starts]
+    term_of = distinct // span
+    rows = (distinct - term_of * span + first_row).astype(np.int32)
+    term_starts = np.flatnonzero(np.concatenate(([True], term_of[1:] != term_of[:-1])))
+    starts = np.append(term_starts, term_of.size).astype(np.int64)
+    return Segment(first_row, end_row, term_of[term_starts].astype(np.int32), starts, rows, tfs)
+
+
+def build(
+    term_ids: npt.NDArray[np.int32], owners: npt.NDArray[np.int64], count: int, first_row: int
+) -> Segment:
+    """The segment of `count` documents from `first_row`: one term id per occurrence, with its document."""
+    span = max(count, 1)
+    keys = term_ids.astype(np.int64) * span + owners
+    keys.sort()
+    return _from_sorted_keys(keys, span, first_row, first_row + count)
+
+
+def _expanded_terms(segment: Segment) -> npt.NDArray[np.int32]:
+    return np.repeat(segment.terms, np.diff(segment.starts))
+
+
+def merge(
+    parts: Sequence[Segment], live: npt.NDArray[np.bool_], new_row: npt.NDArray[np.int64] | None = None
+) -> Segment:
+    """One segment holding the live postings of neighbouring `parts` (in row order).
+
+    With `new_row` (old row -> new row, for live rows), rows are renumbered: compaction.
+    """
+    terms = np.concatenate([_expanded_terms(part) for part in parts])
+    rows = np.concatenate([part.rows for part in parts])
+    tfs = np.concatenate([part.tfs for part in parts])
+    kept = live[rows]
+    terms, rows, tfs = terms[kept], rows[kept], tfs[kept]
+    if new_row is not None:
+        rows = new_row[rows].astype(np.int32)
+    # Each part is sorted by (term, row) and rows grow from part to part, so a stable sort by term alone
+    # leaves rows ascending within each term.
+    order = np.argsort(terms, kind="stable")
+    terms, rows, tfs = terms[order], rows[order], tfs[order]
+    first_row, end_row = parts[0].first_row, parts[-1].end_row
+    if new_row is not None:
+        first_row, end_row = 0, int(np.count_nonzero(live))
+    if terms.size == 0:
+        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_I32)
+    term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
+    starts = np.append(term_starts, terms.size).astype(np.int64)
+    return Segment(first_row, end_row, terms[term_starts], starts, rows, tfs)
+
+
+def postings(segments: Sequence[Segment], term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+    """Rows and frequencies of `term` across `segments` (dead rows included)."""
+    row_parts: list[npt.NDArray[np.int32]] = []
+    tf_parts: list[npt.NDArray[np.int32]] = []
+    for segment in segments:
+        at = int(np.searchsorted(segment.terms, term))
+        if at < segment.terms.size and segment.terms[at] == term:
+            begin, end = segment.starts[at], segment.starts[at + 1]
+            row_parts.append(segment.rows[begin:end])
+            tf_parts.append(segment.tfs[begin:end])
+    if not row_parts:
+        return _EMPTY_I32, _EMPTY_I32
+    if len(row_parts) == 1:
+        return row_parts[0], tf_parts[0]
+    return np.concatenate(row_parts), np.concatenate(tf_parts)

@@ -1,0 +1,349 @@
+"""The conformance suite every vector store passes: the `VectorStore` contract as pytest tests.
+
+A store joins by subclassing `VectorStoreConformance` and supplying two fixtures: `store`, an EMPTY store
+built with the suite's `embedding` fixture, and `reopen`, a function that opens the same stored data
+again with a given embedding model (for persistence and the model-mismatch check).
+
+Example:
+    >>> import pytest
+    >>> from stores import InMemoryVectorStore
+    >>> class TestMyStore(VectorStoreConformance):
+    ...     @pytest.fixture
+    ...     def store(self, embedding):
+    ...         return InMemoryVectorStore(embedding)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from rag.documents import Document, SearchRequest
+from rag.embeddings import EmbeddingModel, HashingEmbedding
+from rag.errors import DimensionMismatchError, EmbeddingModelMismatchError, InvalidRequestError
+from rag.filters import Filter, key
+from rag.vectorstore import VectorStore
+from stores.testing.cases import FILTER_CASES, CountingEmbedding, filter_documents, vector_with_cosine
+
+__all__ = ["Reopen", "VectorStoreConformance"]
+
+Reopen = Callable[[VectorStore, EmbeddingModel], VectorStore]
+DIMENSIONS = 64
+_CASE_IDS = [label for label, _, _ in FILTER_CASES]
+
+
+def _ids(documents: list[Document]) -> list[str]:
+    return [d.id for d in documents]
+
+
+def _query_vector(store: VectorStore, text: str) -> npt.NDArray[np.float32]:
+    return np.asarray(store.embedding.embed([text])[0], dtype=np.float32)
+
+
+def _scored(store: VectorStore, cosines: dict[str, float], query: str = "alpha beta") -> None:
+    """Add documents whose cosine with `query` is given; their texts never share its words."""
+    q = _query_vector(store, query)
+    docs = [
+        Document(i, f"doc {i}", {"n": n}, embedding=vector_with_cosine(q, c, seed=n))
+        for n, (i, c) in enumerate(cosines.items())
+    ]
+    store.add(docs)
+
+
+class VectorStoreConformance:
+    """Mixin of contract tests; see the module docstring for the two fixtures a subclass supplies."""
+
+    @pytest.fixture
+    def embedding(self) -> CountingEmbedding:
+        return CountingEmbedding(HashingEmbedding(dimensions=DIMENSIONS))
+
+    @pytest.fixture
+    def reopen(self) -> Reopen:
+        pytest.fail("a store's conformance class must supply a `reopen` fixture")
+
+    @pytest.fixture
+    def filtered(self, store: VectorStore) -> VectorStore:
+        store.add(filter_documents(DIMENSIONS))
+        return store
+
+    # -- add / upsert ----------------------------------------------------------------------------
+
+    def test_add_then_get_round_trips_text_and_metadata(self, store: VectorStore) -> None:
+        metadata: dict[str, Any] = {
+            "source": "Zürich/東京.md",
+            "page": 3,
+            "ratio": 0.25,
+            "ok": True,
+            "tags": ["a", "ä"],
+            "gone": None,
+        }
+        store.add([Document("doc-1", "Grüße aus 東京 🙂", metadata)])
+        [got] = store.get(["doc-1"])
+        assert (got.id, got.text, got.score) == ("doc-1", "Grüße aus 東京 🙂", None)
+        assert got.metadata == {
+            "source": "Zürich/東京.md",
+            "page": 3,
+            "ratio": 0.25,
+            "ok": True,
+            "tags": ["a", "ä"],
+        }
+        assert type(got.metadata["page"]) is int and type(got.metadata["ok"]) is bool
+        assert store.count() == 1
+
+    def test_upsert_replaces_text_metadata_and_vector(self, store: VectorStore) -> None:
+        store.add(
+            [
+                Document("x", "apples and pears", {"kind": "fruit", "tags": ["old"]}),
+                Document("y", "trains", {}),
+            ]
+        )
+        store.add([Document("x", "rockets and planets", {"kind": "space"})])
+        assert store.count() == 2
+        [got] = store.get(["x"])
+        assert (got.text, got.metadata) == ("rockets and planets", {"kind": "space"})
+        assert store.count(key("kind") == "fruit") == 0 and store.count(key("tags").contains("old")) == 0
+        assert _ids(store.similarity_search(SearchRequest("rockets planets", top_k=1))) == ["x"]
+
+    def test_repeated_id_in_one_add_keeps_the_last(self, store: VectorStore) -> None:
+        store.add(
+            [Document("a", "first", {"v": 1}), Document("b", "other"), Document("a", "second", {"v": 2})]
+        )
+        assert store.count() == 2
+        assert [(d.text, d.metadata) for d in store.get(["a"])] == [("second", {"v": 2})]
+
+    def test_add_nothing_is_a_no_op(self, store: VectorStore) -> None:
+        store.add([])
+        assert store.count() == 0 and store.get() == []
+
+    def test_given_embeddings_are_kept_normalised_and_not_recomputed(
+        self, store: VectorStore, embedding: CountingEmbedding
+    ) -> None:
+        given = np.zeros(DIMENSIONS, np.float32)
+        given[[3, 5]] = [3.0, 4.0]
+        store.add([Document("g", "given text", embedding=given), Document("m", "missing text")])
+        assert embedding.texts == ["missing text"]
+        vectors = {d.id: d.embedding for d in store.get(include_embeddings=True)}
+        assert vectors["g"] is not None and vectors["m"] is not None
+        np.testing.assert_allclose(vectors["g"], given / 5.0, atol=1e-6)
+        np.testing.assert_allclose(vectors["m"], embedding.inner.embed(["missing text"])[0], atol=1e-6)
+
+    def test_many_documents_are_each_embedded_once(
+        self, store: VectorStore, embedding: CountingEmbedding
+    ) -> None:
+        texts = [f"text number {i}" for i in range(700)]
+        store.add(Document(f"id{i:04d}", t) for i, t in enumerate(texts))
+        assert sorted(embedding.texts) == sorted(texts)
+        assert store.count() == 700 and _ids(store.get(limit=2)) == ["id0000", "id0001"]
+
+    @pytest.mark.parametrize(
+        ("vector", "message"),
+        [
+            (
+                np.ones(DIMENSIONS - 1, np.float32),
+                f"{DIMENSIONS - 1}.*{DIMENSIONS}|{DIMENSIONS}.*{DIMENSIONS - 1}",
+            ),
+            (
+                np.ones(DIMENSIONS + 7, np.float32),
+                f"{DIMENSIONS + 7}.*{DIMENSIONS}|{DIMENSIONS}.*{DIMENSIONS + 7}",
+            ),
+            (np.full(DIMENSIONS, np.nan, np.float32), "NaN|finite"),
+            (np.concatenate([np.ones(DIMENSIONS - 1), [np.inf]]).astype(np.float32), "inf|finite"),
+            (np.concatenate([np.ones(DIMENSIONS - 1), [-np.inf]]).astype(np.float32), "inf|finite"),
+        ],
+        ids=["too-short", "too-long", "nan", "inf", "minus-inf"],
+    )
+    def test_bad_vector_raises_and_loses_nothing(
+        self, store: VectorStore, vector: np.ndarray, message: str
+    ) -> None:
+        store.add([Document("keep", "kept text", {"v": 1})])
+        batch = [
+            Document("keep", "overwritten?"),
+            Document("new", "new text"),
+            Document("bad id", "x", embedding=vector),
+        ]
+        with pytest.raises(DimensionMismatchError, match=message) as info:
+            store.add(batch)
+        assert "'bad id'" in str(info.value)
+        assert [(d.id, d.text, d.metadata) for d in store.get()] == [("keep", "kept text", {"v": 1})]
+
+    # -- delete ----------------------------------------------------------------------------------
+
+    def test_delete_by_ids(self, filtered: VectorStore) -> None:
+        assert filtered.delete(["d2", "nope", "d5", "d2"]) == 2
+        assert _ids(filtered.get()) == ["d1", "d3", "d4", "d6", "d7"]
+        assert filtered.count(key("meta.lang") == "nl") == 0
+        assert "d2" not in _ids(filtered.similarity_search(SearchRequest("document", top_k=10)))
+        assert filtered.delete([]) == 0 and filtered.count() == 5
+
+    @pytest.mark.parametrize("as_text", [False, True], ids=["tree", "text"])
+    def test_delete_by_filter(self, filtered: VectorStore, as_text: bool) -> None:
+        tree = key("tags").contains("tech") | (key("year") < 2000)
+        assert filtered.delete(filter=str(tree) if as_text else tree) == 3
+        assert _ids(filtered.get()) == ["d3", "d4", "d5", "d7"]
+        assert filtered.delete(filter=key("nokey") == 1) == 0
+
+    @pytest.mark.parametrize(
+        "arguments", [{}, {"ids": ["d1"], "filter": key("year") == 1}], ids=["neither", "both"]
+    )
+    def test_delete_needs_ids_or_filter(self, filtered: VectorStore, arguments: dict[str, object]) -> None:
+        with pytest.raises(InvalidRequestError):
+            filtered.delete(**arguments)  # type: ignore[arg-type]
+        assert filtered.count() == 7
+
+    def test_delete_everything_then_add_again(self, filtered: VectorStore) -> None:
+        assert filtered.delete(filter=key("nokey").is_null()) == 7
+        assert filtered.count() == 0 and filtered.get() == [] and filtered.similarity_search("document") == []
+        filtered.add([Document("d1", "back again", {"year": 2020})])
+        assert _ids(filtered.get(filter=key("year") == 2020)) == ["d1"]
+
+    # -- get / count -----------------------------------------------------------------------------
+
+    def test_get_by_ids_keeps_their_order(self, filtered: VectorStore) -> None:
+        assert _ids(filtered.get(["d7", "zz", "d1", "d7", "d3"])) == ["d7", "d1", "d3"]
+        assert _ids(filtered.get(["d7", "d1", "d3"], filter=key("year") >= 2020)) == ["d1", "d3"]
+        assert _ids(filtered.get(["d7", "d1", "d3"], limit=2)) == ["d7", "d1"]
+        assert filtered.get([]) == []
+
+    def test_get_without_ids_is_in_code_point_id_order(self, store: VectorStore) -> None:
+        ids = ["b", "B", "a", "ä", "10", "9", "Z", "_", "東"]
+        store.add(Document(i, f"text {n}") for n, i in enumerate(ids))
+        assert _ids(store.get()) == sorted(ids)
+        assert _ids(store.get(limit=3)) == sorted(ids)[:3]
+
+    @pytest.mark.parametrize("limit", [0, 1, 3, 100])
+    def test_get_limit_applies_after_filter(self, filtered: VectorStore, limit: int) -> None:
+        assert (
+            _ids(filtered.get(filter=key("year").is_not_null(), limit=limit))
+            == ["d1", "d2", "d3", "d4", "d6", "d7"][:limit]
+        )
+
+    def test_get_embeddings_only_when_asked(self, filtered: VectorStore) -> None:
+        assert all(d.embedding is None for d in filtered.get())
+        with_vectors = filtered.get(["d1"], include_embeddings=True)
+        expected = next(d for d in filter_documents(DIMENSIONS) if d.id == "d1").embedding
+        np.testing.assert_allclose(with_vectors[0].embedding, expected, atol=1e-6)  # type: ignore[arg-type]
+
+    def test_count(self, filtered: VectorStore) -> None:
+        assert filtered.count() == 7
+        assert filtered.count(key("year") == 2020) == 2
+
+    # -- similarity search -----------------------------------------------------------------------
+
+    def test_best_first_with_cosine_scores(self, store: VectorStore) -> None:
+        cosines = {"p": 0.9, "q": 0.6, "r": 0.3, "s": 0.0, "t": -0.5}
+        _scored(store, cosines)
+        found = store.similarity_search(SearchRequest("alpha beta", top_k=3))
+        assert _ids(found) == ["p", "q", "r"]
+        assert [d.score for d in found] == pytest.approx([0.9, 0.6, 0.3], abs=1e-5)
+        assert found[0].metadata == {"n": 0} and found[0].text == "doc p" and found[0].embedding is None
+
+    @pytest.mark.parametrize(
+        ("top_k", "threshold", "expected"),
+        [
+            (0, 0.0, []),
+            (10, 0.0, ["p", "q", "r", "s", "t"]),  # 0 accepts every score, negative ones too
+            (10, 0.25, ["p", "q", "r"]),
+            (10, 0.5, ["p", "q"]),
+            (1, 0.5, ["p"]),
+            (10, 0.95, []),
+        ],
+    )
+    def test_top_k_and_threshold(
+        self, store: VectorStore, top_k: int, threshold: float, expected: list[str]
+    ) -> None:
+        _scored(store, {"p": 0.9, "q": 0.6, "r": 0.3, "s": 0.0, "t": -0.5})
+        request = SearchRequest("alpha beta", top_k=top_k, similarity_threshold=threshold)
+        assert _ids(store.similarity_search(request)) == expected
+
+    def test_threshold_one_keeps_identical_vectors_only(self, store: VectorStore) -> None:
+        _scored(store, {"same": 1.0, "close": 0.999, "far": 0.2})
+        found = store.similarity_search(SearchRequest("alpha beta", top_k=5, similarity_threshold=1.0))
+        assert _ids(found) == ["same"] and found[0].score == pytest.approx(1.0)
+
+    def test_equal_scores_in_ascending_id_order(self, store: VectorStore) -> None:
+        q = _query_vector(store, "alpha beta")
+        tied = vector_with_cosine(q, 0.5, seed=3)
+        store.add([Document(i, f"t{i}", embedding=tied) for i in ["m", "b", "z", "a"]])
+        store.add([Document("best", "x", embedding=q), Document("worst", "y", embedding=-q)])
+        assert _ids(store.similarity_search(SearchRequest("alpha beta", top_k=10))) == [
+            "best",
+            "a",
+            "b",
+            "m",
+            "z",
+            "worst",
+        ]
+        assert _ids(store.similarity_search(SearchRequest("alpha beta", top_k=3))) == ["best", "a", "b"]
+
+    def test_text_request_and_real_embeddings(self, store: VectorStore) -> None:
+        store.add(
+            [
+                Document("1", "Chroma keeps vectors on disk"),
+                Document("2", "café au lait à Paris"),
+                Document("3", "東京 タワー"),
+            ]
+        )
+        assert _ids(store.similarity_search("where does chroma keep vectors"))[0] == "1"
+        assert _ids(store.similarity_search(SearchRequest("東京", top_k=1))) == ["3"]
+        assert _ids(store.similarity_search(SearchRequest("café", top_k=1))) == ["2"]
+
+    def test_search_with_filter_ranks_within_matches(self, store: VectorStore) -> None:
+        _scored(store, {"p": 0.9, "q": 0.6, "r": 0.3, "s": 0.0})
+        request = SearchRequest("alpha beta", top_k=2, filter=key("n") >= 1)
+        assert _ids(store.similarity_search(request)) == ["q", "r"]
+        assert store.similarity_search(request.replace(filter="n > 100")) == []
+
+    def test_search_on_empty_store(self, store: VectorStore) -> None:
+        assert store.similarity_search("anything") == [] and store.count() == 0
+
+    # -- filters ---------------------------------------------------------------------------------
+
+    @pytest.mark.parametrize(("label", "tree", "expected"), FILTER_CASES, ids=_CASE_IDS)
+    def test_filter_operator(
+        self, filtered: VectorStore, label: str, tree: Filter, expected: list[str]
+    ) -> None:
+        assert _ids(filtered.get(filter=tree)) == expected
+        assert filtered.count(tree) == len(expected)
+        found = filtered.similarity_search(SearchRequest("document", top_k=20, filter=tree))
+        assert sorted(_ids(found)) == expected
+
+    @pytest.mark.parametrize(
+        ("label", "tree", "expected"),
+        [c for c in FILTER_CASES if "empty" not in c[0]],
+        ids=[i for i in _CASE_IDS if "empty" not in i],
+    )
+    def test_filter_operator_as_text(
+        self, filtered: VectorStore, label: str, tree: Filter, expected: list[str]
+    ) -> None:
+        assert _ids(filtered.get(filter=str(tree))) == expected
+
+    def test_filter_text_with_quoting(self, filtered: VectorStore) -> None:
+        assert _ids(filtered.get(filter="'file name' == \"a b.txt\" OR \"名前\" == '東京'")) == ["d1", "d3"]
+        assert _ids(filtered.get(filter="meta.lang IN ['en', 'nl'] AND NOT draft == true")) == ["d1"]
+
+    # -- persistence and the embedding model -----------------------------------------------------
+
+    def test_reopen_with_same_model_sees_the_documents(
+        self, filtered: VectorStore, reopen: Reopen, embedding: CountingEmbedding
+    ) -> None:
+        again = reopen(filtered, embedding)
+        assert _ids(again.get()) == _ids(filtered.get())
+        assert _ids(again.get(filter=key("tags").contains("tech"))) == ["d1", "d2"]
+
+    @pytest.mark.parametrize(("name", "dimensions"), [("another-model", DIMENSIONS), (None, 32)])
+    def test_reopen_with_another_model_is_refused(
+        self,
+        filtered: VectorStore,
+        reopen: Reopen,
+        embedding: CountingEmbedding,
+        name: str | None,
+        dimensions: int,
+    ) -> None:
+        other = CountingEmbedding(HashingEmbedding(dimensions=dimensions), name=name)
+        with pytest.raises(EmbeddingModelMismatchError) as info:
+            reopen(filtered, other)
+        assert repr(embedding.name) in str(info.value) and repr(other.name) in str(info.value)

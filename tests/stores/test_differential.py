@@ -1,0 +1,119 @@
+"""Randomized differential test: the Chroma store answers exactly as the numpy store (the reference).
+
+Random documents (metadata from `metadata_dicts`, texts from a tiny vocabulary so scores tie often) and
+random filter trees (`filter_trees`); both stores must return the same ids in the same order for `get`,
+`count` and `similarity_search` (scores included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag import Document, SearchRequest
+from rag.embeddings import HashingEmbedding
+from rag.filters import Filter, matches
+from stores import ChromaVectorStore, InMemoryVectorStore
+from stores.testing.strategies import KEYS, filter_trees, metadata_dicts
+
+MODEL = HashingEmbedding(dimensions=32)
+WORDS = ("alpha", "beta", "gamma", "delta", "epsilon")
+_ID_ALPHABET = "abAB09_-é"
+
+texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=3).map(" ".join)
+
+
+# Keys Chroma refuses or reserves: the store keeps them out of Chroma's index and filters them in Python.
+ODD_KEYS = ("$dollar", "#hash", "_rag_keys", "chroma:x", "year")
+
+
+@st.composite
+def corpora(draw: st.DrawFn, keys: tuple[str, ...] = KEYS) -> list[Document]:
+    """Up to 12 documents with unique ids in no particular order."""
+    ids = draw(st.lists(st.text(_ID_ALPHABET, min_size=1, max_size=3), max_size=12, unique=True))
+    return [Document(doc_id, draw(texts), draw(metadata_dicts(keys))) for doc_id in ids]
+
+
+searches: st.SearchStrategy[dict[str, Any]] = st.builds(
+    dict,
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=2).map(" ".join),
+    top_k=st.integers(0, 14),
+    threshold=st.sampled_from([0.0, 0.0, 0.2, 0.5, 1.0]),
+)
+
+
+@pytest.fixture(scope="module")
+def chroma() -> Iterator[ChromaVectorStore]:
+    """One embedded (in-process) store for every example; each example empties it by ids first."""
+    with ChromaVectorStore(MODEL, collection="differential") as store:
+        yield store
+
+
+def _reset(store: ChromaVectorStore, docs: list[Document]) -> None:
+    previous = [doc.id for doc in store.get()]
+    if previous:
+        store.delete(previous)
+    store.add(docs)
+
+
+def _hits(found: list[Document]) -> list[tuple[str, float | None]]:
+    return [(doc.id, doc.score) for doc in found]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=corpora(),
+    trees=st.lists(filter_trees(), min_size=1, max_size=4),
+    search=searches,
+    limit=st.none() | st.integers(0, 5),
+)
+def test_chroma_agrees_with_numpy(
+    chroma: ChromaVectorStore,
+    docs: list[Document],
+    trees: list[Filter],
+    search: dict[str, Any],
+    limit: int | None,
+) -> None:
+    reference = InMemoryVectorStore(MODEL)
+    reference.add(docs)
+    _reset(chroma, docs)
+    for tree in trees:
+        expected_ids = sorted(doc.id for doc in docs if matches(tree, doc.metadata))
+        assert [doc.id for doc in reference.get(filter=tree)] == expected_ids  # the oracle holds too
+        assert [doc.id for doc in chroma.get(filter=tree)] == expected_ids
+        assert [doc.id for doc in chroma.get(filter=tree, limit=limit)] == expected_ids[:limit]
+        assert chroma.count(tree) == reference.count(tree) == len(expected_ids)
+        request = SearchRequest(search["query"], search["top_k"], search["threshold"], filter=tree)
+        assert _hits(chroma.similarity_search(request)) == _hits(reference.similarity_search(request))
+    unfiltered = SearchRequest(search["query"], search["top_k"], search["threshold"])
+    assert _hits(chroma.similarity_search(unfiltered)) == _hits(reference.similarity_search(unfiltered))
+
+
+@settings(max_examples=20, deadline=None)
+@given(docs=corpora(), tree=filter_trees())
+def test_delete_by_filter_agrees_with_numpy(
+    chroma: ChromaVectorStore, docs: list[Document], tree: Filter
+) -> None:
+    reference = InMemoryVectorStore(MODEL)
+    reference.add(docs)
+    _reset(chroma, docs)
+    assert chroma.delete(filter=tree) == reference.delete(filter=tree)
+    assert [doc.id for doc in chroma.get()] == [doc.id for doc in reference.get()]
+
+
+@settings(max_examples=25, deadline=None)
+@given(docs=corpora(ODD_KEYS), tree=filter_trees(ODD_KEYS), search=searches)
+def test_keys_chroma_cannot_index_agree_with_numpy(
+    chroma: ChromaVectorStore, docs: list[Document], tree: Filter, search: dict[str, Any]
+) -> None:
+    reference = InMemoryVectorStore(MODEL)
+    reference.add(docs)
+    _reset(chroma, docs)
+    assert [doc.id for doc in chroma.get(filter=tree)] == [doc.id for doc in reference.get(filter=tree)]
+    assert [doc.metadata for doc in chroma.get()] == [doc.metadata for doc in reference.get()]
+    request = SearchRequest(search["query"], search["top_k"], search["threshold"], filter=tree)
+    assert _hits(chroma.similarity_search(request)) == _hits(reference.similarity_search(request))
