@@ -1,0 +1,93 @@
+"""Fusing ranked lists: reciprocal rank fusion, and a weighted blend of normalised scores.
+
+Both are deterministic: equal fused scores come out in ascending id order (code points), and the
+inputs are never reordered or mutated.
+
+Example:
+    >>> reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=1)
+    [('b', 0.8333333333333333), ('a', 0.5), ('c', 0.3333333333333333)]
+    >>> weighted_fusion([("a", 0.9), ("b", 0.5)], [("b", 7.0), ("c", 3.0)], vector_weight=0.75)
+    [('a', 0.75), ('b', 0.25), ('c', 0.0)]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from rag.errors import InvalidRequestError
+
+__all__ = ["reciprocal_rank_fusion", "weighted_fusion"]
+
+
+def _ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """Each id scored `sum_i weights[i] / (k + rank_i)` over the rankings that hold it (rank from 1).
+
+    Cormack, Clarke and Buettcher (2009); `k=60` is their constant. A ranking that repeats an id counts
+    only its first (best) position. Weights default to 1 each.
+
+    Raises:
+        InvalidRequestError: `k` < 1, or weights that are negative, not finite or not one per ranking.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidRequestError(f"rrf k must be an integer >= 1, got {k!r}")
+    if weights is None:
+        weights = [1.0] * len(rankings)
+    elif len(weights) != len(rankings) or not all(math.isfinite(w) and w >= 0 for w in weights):
+        raise InvalidRequestError(
+            f"weights must be one finite number >= 0 per ranking ({len(rankings)}), got {weights!r}"
+        )
+    parts: dict[str, list[float]] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        if isinstance(ranking, str):
+            raise InvalidRequestError(f"a ranking must be a sequence of ids, not a str: {ranking!r}")
+        for rank, doc_id in enumerate(dict.fromkeys(ranking), start=1):
+            parts.setdefault(doc_id, []).append(weight / (k + rank))
+    # fsum rounds once, so the fused score does not depend on the order of the rankings.
+    return _ranked({doc_id: math.fsum(terms) for doc_id, terms in parts.items()})
+
+
+def _min_max(hits: Sequence[tuple[str, float]], name: str) -> dict[str, float]:
+    """Scores rescaled to [0, 1]: the best becomes 1, the worst 0; all equal (or a single hit) become 1."""
+    scores: dict[str, float] = {}
+    for doc_id, score in hits:
+        if not math.isfinite(score):
+            raise InvalidRequestError(f"{name} score of {doc_id!r} is not finite: {score!r}")
+        scores.setdefault(doc_id, score)  # a repeated id keeps its first (best-ranked) score
+    if not scores:
+        return scores
+    low, high = min(scores.values()), max(scores.values())
+    if high == low:
+        return dict.fromkeys(scores, 1.0)
+    return {doc_id: (score - low) / (high - low) for doc_id, score in scores.items()}
+
+
+def weighted_fusion(
+    vector: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], vector_weight: float
+) -> list[tuple[str, float]]:
+    """`vector_weight * v + (1 - vector_weight) * l`, with each list's scores min-max normalised to [0, 1].
+
+    Min-max (as Weaviate's relative score fusion) puts cosine similarities and BM25 scores, which live
+    on unrelated scales, on one: within each list the best hit gets 1 and the worst 0. An id missing
+    from a list gets 0 from it, as does the last hit of that list; a list whose scores are all equal
+    gives each of its hits 1. The fused score is in [0, 1].
+
+    Raises:
+        InvalidRequestError: `vector_weight` outside [0, 1], or a score that is not finite.
+    """
+    if isinstance(vector_weight, bool) or not isinstance(vector_weight, int | float):
+        raise InvalidRequestError(f"vector_weight must be within [0, 1], got {vector_weight!r}")
+    if not 0.0 <= vector_weight <= 1.0:
+        raise InvalidRequestError(f"vector_weight must be within [0, 1], got {vector_weight!r}")
+    dense, sparse = _min_max(vector, "vector"), _min_max(lexical, "lexical")
+    fused = {
+        doc_id: vector_weight * dense.get(doc_id, 0.0) + (1.0 - vector_weight) * sparse.get(doc_id, 0.0)
+        for doc_id in (*dense, *sparse)
+    }
+    return _ranked(fused)

@@ -1,0 +1,89 @@
+"""Reciprocal rank fusion and weighted fusion: hand-computed cases and properties."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rag.errors import InvalidRequestError
+from rag.retrieval import reciprocal_rank_fusion, weighted_fusion
+
+
+def test_rrf_sums_reciprocal_ranks() -> None:
+    fused = reciprocal_rank_fusion([["a", "b", "c"], ["c", "a"]], k=60)
+    assert [doc_id for doc_id, _ in fused] == ["a", "c", "b"]
+    assert dict(fused) == pytest.approx({"a": 1 / 61 + 1 / 62, "c": 1 / 63 + 1 / 61, "b": 1 / 62})
+
+
+def test_rrf_weights_counts_first_position_of_repeats_and_breaks_ties_by_id() -> None:
+    assert reciprocal_rank_fusion([["x"], ["y"]], k=1, weights=[1.0, 3.0]) == [("y", 1.5), ("x", 0.5)]
+    assert reciprocal_rank_fusion([["b", "a", "b"]], k=1) == [("b", 0.5), ("a", 1 / 3)]
+    assert reciprocal_rank_fusion([["b", "a"], ["a", "b"]], k=5) == [
+        ("a", 1 / 6 + 1 / 7),
+        ("b", 1 / 6 + 1 / 7),
+    ]
+    assert reciprocal_rank_fusion([]) == [] and reciprocal_rank_fusion([[], []]) == []
+
+
+def test_rrf_rejects_bad_arguments() -> None:
+    with pytest.raises(InvalidRequestError, match="rrf k must be an integer >= 1, got 0"):
+        reciprocal_rank_fusion([["a"]], k=0)
+    with pytest.raises(InvalidRequestError, match=r"one finite number >= 0 per ranking \(2\), got \[1.0\]"):
+        reciprocal_rank_fusion([["a"], ["b"]], weights=[1.0])
+    with pytest.raises(InvalidRequestError, match="not a str: 'abc'"):
+        reciprocal_rank_fusion(["abc"])
+
+
+_ids = st.lists(st.sampled_from("abcdefgh"), max_size=8)
+
+
+@given(st.lists(_ids, max_size=4), st.integers(1, 100))
+def test_rrf_properties(rankings: list[list[str]], k: int) -> None:
+    fused = reciprocal_rank_fusion(rankings, k=k)
+    assert [doc_id for doc_id, _ in fused] == sorted(
+        {doc_id for ranking in rankings for doc_id in ranking}, key=lambda d: (-dict(fused)[d], d)
+    )
+    assert reciprocal_rank_fusion(list(reversed(rankings)), k=k) == fused  # order-independent
+    if len(rankings) == 1:  # one ranking: its own order, repeats removed
+        assert [doc_id for doc_id, _ in fused] == list(dict.fromkeys(rankings[0]))
+
+
+def test_weighted_fusion_blends_min_max_normalised_scores() -> None:
+    vector = [("a", 0.9), ("b", 0.7), ("c", 0.5)]
+    lexical = [("c", 12.0), ("d", 4.0), ("a", 2.0)]
+    # normalised: vector a 1, b 0.5, c 0; lexical c 1, d 0.2, a 0.
+    fused = weighted_fusion(vector, lexical, 0.25)
+    assert [doc_id for doc_id, _ in fused] == ["c", "a", "d", "b"]
+    assert dict(fused) == pytest.approx({"c": 0.75, "a": 0.25, "d": 0.15, "b": 0.125})
+    assert [doc_id for doc_id, _ in weighted_fusion(vector, lexical, 1.0)] == ["a", "b", "c", "d"]
+    assert [doc_id for doc_id, _ in weighted_fusion(vector, lexical, 0.0)] == ["c", "d", "a", "b"]
+
+
+def test_weighted_fusion_edge_cases() -> None:
+    assert weighted_fusion([], [], 0.5) == []
+    assert weighted_fusion([("only", -0.3)], [], 0.5) == [("only", 0.5)]  # a single hit normalises to 1
+    assert weighted_fusion([("b", 0.4), ("a", 0.4)], [], 1.0) == [("a", 1.0), ("b", 1.0)]
+    assert weighted_fusion([("a", 0.9), ("a", 0.1), ("b", 0.5)], [], 1.0) == [("a", 1.0), ("b", 0.0)]
+    with pytest.raises(InvalidRequestError, match="vector_weight must be within"):
+        weighted_fusion([], [], 1.5)
+    with pytest.raises(InvalidRequestError, match="lexical score of 'x' is not finite: nan"):
+        weighted_fusion([], [("x", float("nan"))], 0.5)
+
+
+_hits = st.lists(
+    st.tuples(st.sampled_from("abcdefgh"), st.floats(-1, 50, allow_nan=False)),
+    max_size=8,
+    unique_by=lambda h: h[0],
+)
+
+
+@given(_hits, _hits, st.floats(0, 1))
+def test_weighted_fusion_properties(
+    vector: list[tuple[str, float]], lexical: list[tuple[str, float]], weight: float
+) -> None:
+    fused = weighted_fusion(vector, lexical, weight)
+    assert {doc_id for doc_id, _ in fused} == {doc_id for doc_id, _ in vector + lexical}
+    assert all(-1e-12 <= score <= 1 + 1e-12 for _, score in fused)
+    assert fused == sorted(fused, key=lambda pair: (-pair[1], pair[0]))
+    assert weighted_fusion(list(reversed(vector)), list(reversed(lexical)), weight) == fused
