@@ -11,6 +11,10 @@
 | `RAG_CHUNK_SIZE`    | chunk size in the model's tokens (words without a tokenizer)   | splitter's   |
 | `RAG_CHUNK_OVERLAP` | overlap between neighbouring chunks, same unit                 | splitter's   |
 | `RAG_CHAT_MODEL`    | chat model name for an OpenAI-compatible endpoint              | unset        |
+| `RAG_SEARCH_MODE`   | `vector`, `lexical` (BM25) or `hybrid` (both, fused)            | `hybrid`     |
+| `RAG_FUSION`        | how hybrid fuses the rankings: `rrf` or `weighted`              | `rrf`        |
+| `RAG_VECTOR_WEIGHT` | the vector ranking's share in `weighted` fusion, in [0, 1]      | `0.5`        |
+| `RAG_DIVERSITY`     | MMR diversity in [0, 1]; 0 ranks by relevance only              | `0`          |
 | `OPENAI_API_KEY`, `OPENAI_BASE_URL` | the OpenAI-compatible endpoint                 | unset        |
 
 Nothing reads a `.env` file: the environment is what the process was given.
@@ -21,6 +25,8 @@ Example:
     ('numpy', 200, 'rag')
     >>> s.replace(collection="papers", chunk_size=None).collection  # None keeps the current value
     'papers'
+    >>> s.search_request("beacon", top_k=2).mode == DEFAULT_SEARCH_MODE
+    True
 """
 
 from __future__ import annotations
@@ -33,11 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag.documents import FUSIONS, SEARCH_MODES, SearchRequest
 from rag.errors import ConfigError
 
-__all__ = ["STORE_KINDS", "Settings"]
+__all__ = ["DEFAULT_SEARCH_MODE", "STORE_KINDS", "Settings"]
 
 STORE_KINDS = ("chroma", "numpy")
+DEFAULT_SEARCH_MODE = "hybrid"
+"""The search mode of the CLI and `Settings` when `RAG_SEARCH_MODE` is unset (chosen by measurement)."""
 _COLLECTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
 
 
@@ -51,14 +60,28 @@ def _int(environ: Mapping[str, str], name: str) -> int | None:
         raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
 
 
+def _float(environ: Mapping[str, str], name: str) -> float | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}") from None
+
+
 def _text(environ: Mapping[str, str], name: str) -> str | None:
     raw = environ.get(name, "").strip()
     return raw or None
 
 
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
 @dataclass(frozen=True)
 class Settings:
-    """The toolkit's configuration: store location and kind, embedder, chunking, chat endpoint.
+    """The toolkit's configuration: store location and kind, embedder, chunking, chat endpoint, search.
 
     `embedder`, `chunk_size` and `chunk_overlap` are None when not set: the CLI then uses what the store
     was built with, or the defaults. Construct with `from_env()`, then apply options with `replace()`.
@@ -79,6 +102,10 @@ class Settings:
     chat_model: str | None = None
     openai_api_key: str | None = dataclasses.field(default=None, repr=False)
     openai_base_url: str | None = None
+    search_mode: str = DEFAULT_SEARCH_MODE
+    fusion: str = "rrf"
+    vector_weight: float = 0.5
+    diversity: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home))
@@ -95,6 +122,7 @@ class Settings:
             raise ConfigError(f"chunk size must be >= 1, got {self.chunk_size!r}")
         if self.chunk_overlap is not None and self.chunk_overlap < 0:
             raise ConfigError(f"chunk overlap must be >= 0, got {self.chunk_overlap!r}")
+        self._check_search()
         if (
             self.chunk_size is not None
             and self.chunk_overlap is not None
@@ -104,6 +132,39 @@ class Settings:
                 f"chunk overlap ({self.chunk_overlap!r}) must be smaller than "
                 f"the chunk size ({self.chunk_size!r})"
             )
+
+    def _check_search(self) -> None:
+        for name, variable, value, choices in (
+            ("search mode", "RAG_SEARCH_MODE", self.search_mode, SEARCH_MODES),
+            ("fusion", "RAG_FUSION", self.fusion, FUSIONS),
+        ):
+            if value not in choices:
+                raise ConfigError(f"{name} ({variable}) must be one of {', '.join(choices)}; got {value!r}")
+        for name, variable, number in (
+            ("vector weight", "RAG_VECTOR_WEIGHT", self.vector_weight),
+            ("diversity", "RAG_DIVERSITY", self.diversity),
+        ):
+            if isinstance(number, bool) or not isinstance(number, int | float) or not 0.0 <= number <= 1.0:
+                raise ConfigError(f"{name} ({variable}) must be within [0, 1], got {number!r}")
+
+    def search_request(self, query: str = "defaults", **changes: Any) -> SearchRequest:
+        """A `SearchRequest` with these settings' mode, fusion, vector weight and diversity.
+
+        `changes` set other fields (`top_k`, `similarity_threshold`, `filter`, ...); None values are
+        skipped, so unset command options keep the request's defaults.
+
+        Example:
+            >>> Settings(search_mode="lexical").search_request("E-214", top_k=None).top_k
+            4
+        """
+        values: dict[str, Any] = {
+            "mode": self.search_mode,
+            "fusion": self.fusion,
+            "vector_weight": self.vector_weight,
+            "diversity": self.diversity,
+        }
+        values.update((name, value) for name, value in changes.items() if value is not None)
+        return SearchRequest(query, **values)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -120,6 +181,10 @@ class Settings:
             chat_model=_text(env, "RAG_CHAT_MODEL"),
             openai_api_key=_text(env, "OPENAI_API_KEY"),
             openai_base_url=_text(env, "OPENAI_BASE_URL"),
+            search_mode=(_text(env, "RAG_SEARCH_MODE") or DEFAULT_SEARCH_MODE).lower(),
+            fusion=(_text(env, "RAG_FUSION") or "rrf").lower(),
+            vector_weight=_or(_float(env, "RAG_VECTOR_WEIGHT"), 0.5),
+            diversity=_or(_float(env, "RAG_DIVERSITY"), 0.0),
         )
 
     def replace(self, **changes: Any) -> Settings:

@@ -10,14 +10,18 @@ from rag.advisors.base import QUESTION_ANSWER_ORDER, BaseAdvisor
 from rag.chat.messages import Prompt, UserMessage
 from rag.chat.template import PromptTemplate
 from rag.client.request import (
+    DIVERSITY,
     FILTER_EXPRESSION,
+    FUSION,
     RETRIEVED_DOCUMENTS,
+    SEARCH_MODE,
     SIMILARITY_THRESHOLD,
     TOP_K,
+    VECTOR_WEIGHT,
     ChatClientRequest,
 )
 from rag.client.response import ChatClientResponse
-from rag.documents import Document, SearchRequest
+from rag.documents import Document, Fusion, SearchMode, SearchRequest
 from rag.errors import InvalidRequestError, TemplateError
 from rag.filters import Filter
 from rag.vectorstore import VectorStore
@@ -26,6 +30,17 @@ if TYPE_CHECKING:
     from rag.client.chain import AdvisorChain
 
 __all__ = ["DEFAULT_EMPTY_TEMPLATE", "DEFAULT_TEMPLATE", "QuestionAnswerAdvisor", "format_document"]
+
+# Context key -> SearchRequest field: what a single request may override.
+_OVERRIDES = (
+    (TOP_K, "top_k"),
+    (SIMILARITY_THRESHOLD, "similarity_threshold"),
+    (FILTER_EXPRESSION, "filter"),
+    (SEARCH_MODE, "mode"),
+    (FUSION, "fusion"),
+    (VECTOR_WEIGHT, "vector_weight"),
+    (DIVERSITY, "diversity"),
+)
 
 _RULE = "-" * 21
 
@@ -74,9 +89,12 @@ class QuestionAnswerAdvisor(BaseAdvisor):
     when nothing matched. After it, the reply's metadata and the context hold the documents under
     `qa_retrieved_documents` (ids, scores, and sources and pages in their metadata).
 
-    `search_request` gives the defaults (its query is ignored); `top_k`, `similarity_threshold` and
-    `filter` override it. Per request, the context keys `qa_top_k`, `qa_similarity_threshold` and
-    `qa_filter_expression` (text or tree) win; a request filter *replaces* the default one.
+    `search_request` gives the defaults (its query is ignored); `top_k`, `similarity_threshold`, `filter`,
+    `mode` ("vector", "lexical" or "hybrid"), `fusion` ("rrf" or "weighted"), `vector_weight` and
+    `diversity` (MMR) override it. Per request, the context keys `qa_top_k`, `qa_similarity_threshold`,
+    `qa_filter_expression` (text or tree), `qa_search_mode`, `qa_fusion`, `qa_vector_weight` and
+    `qa_diversity` win (`.advisors(top_k=..., filter=..., mode=..., diversity=...)` sets them); a request
+    filter *replaces* the default one. Bad values raise `InvalidRequestError` naming the field.
 
     Example:
         >>> from rag import Document, HashingEmbedding
@@ -89,6 +107,9 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         >>> response = client.prompt("When is the beacon lit?").call().chat_response()
         >>> [d.id for d in response.metadata["qa_retrieved_documents"]]
         ['d1']
+        >>> hybrid = QuestionAnswerAdvisor(store, mode="hybrid", fusion="weighted", vector_weight=0.7)
+        >>> hybrid.search_request.mode, hybrid.search_request.vector_weight
+        ('hybrid', 0.7)
     """
 
     order = QUESTION_ANSWER_ORDER
@@ -103,6 +124,10 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         top_k: int | None = None,
         similarity_threshold: float | None = None,
         filter: str | Filter | None = None,
+        mode: SearchMode | None = None,
+        fusion: Fusion | None = None,
+        vector_weight: float | None = None,
+        diversity: float | None = None,
         document_formatter: Callable[[int, Document], str] = format_document,
         order: int | None = None,
         name: str | None = None,
@@ -114,6 +139,10 @@ class QuestionAnswerAdvisor(BaseAdvisor):
             "top_k": top_k,
             "similarity_threshold": similarity_threshold,
             "filter": filter,
+            "mode": mode,
+            "fusion": fusion,
+            "vector_weight": vector_weight,
+            "diversity": diversity,
         }
         self.search_request = base.replace(**{k: v for k, v in changes.items() if v is not None})
         self.template = _template(template, what="template")
@@ -129,11 +158,9 @@ class QuestionAnswerAdvisor(BaseAdvisor):
             )
         context = request.context
         changes: dict[str, Any] = {"query": query}
-        for key, field in ((TOP_K, "top_k"), (SIMILARITY_THRESHOLD, "similarity_threshold")):
+        for key, field in _OVERRIDES:
             if context.get(key) is not None:
                 changes[field] = context[key]
-        if context.get(FILTER_EXPRESSION) is not None:
-            changes["filter"] = context[FILTER_EXPRESSION]
         return self.search_request.replace(**changes)
 
     def render(self, query: str, documents: Sequence[Document]) -> str:

@@ -10,12 +10,12 @@ from typing import Any
 import click
 
 from rag.advisors.question_answer import QuestionAnswerAdvisor
-from rag.cli._common import common_options, open_store, settings_from
+from rag.cli._common import common_options, open_store, search_options, settings_from
 from rag.cli._models import build_chat_model
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import STORE_KINDS
-from rag.documents import Document, SearchRequest
+from rag.documents import Document
 
 __all__ = ["ask", "source_rows"]
 
@@ -68,6 +68,7 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
 @click.option("--collection", help="Collection name [env RAG_COLLECTION].")
 @click.option("--model", "chat_model", metavar="NAME", help="Chat model name [env RAG_CHAT_MODEL].")
 @click.option("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env OPENAI_BASE_URL].")
+@search_options()
 @common_options
 @click.pass_context
 def ask(
@@ -82,6 +83,10 @@ def ask(
     collection: str | None,
     chat_model: str | None,
     base_url: str | None,
+    mode: str | None,
+    fusion: str | None,
+    vector_weight: float | None,
+    diversity: float | None,
 ) -> None:
     """Answer QUESTION from the ingested documents and list the sources used.
 
@@ -91,10 +96,21 @@ def ask(
     \b
     Example:
         rag ask "How do I mount the beacon?" --top-k 3 --filter "source == 'guide/install.md'"
+        rag ask "What does error E-214 mean?" --mode lexical
     """
-    search = SearchRequest(question, top_k=top_k, similarity_threshold=threshold, filter=filter_text)
     settings = settings_from(
-        ctx, store=store, collection=collection, chat_model=chat_model, openai_base_url=base_url
+        ctx,
+        store=store,
+        collection=collection,
+        chat_model=chat_model,
+        openai_base_url=base_url,
+        search_mode=mode,
+        fusion=fusion,
+        vector_weight=vector_weight,
+        diversity=diversity,
+    )
+    search = settings.search_request(
+        question, top_k=top_k, similarity_threshold=threshold, filter=filter_text
     )
     opened = open_store(settings)
     model = build_chat_model(settings)

@@ -19,12 +19,12 @@ from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.model import ChatModel
-from rag.cli._common import OpenedStore, common_options, open_store, settings_from
+from rag.cli._common import OpenedStore, common_options, open_store, search_options, settings_from
 from rag.cli._models import build_chat_model
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import STORE_KINDS, Settings
-from rag.documents import Document, SearchRequest
+from rag.documents import Document
 from rag.errors import RagError
 from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository, check_conversation_id
 from rag.vectorstore import VectorStore
@@ -141,6 +141,7 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
 @click.option("--collection", help="Collection name [env RAG_COLLECTION].")
 @click.option("--model", "chat_model", metavar="NAME", help="Chat model name [env RAG_CHAT_MODEL].")
 @click.option("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env OPENAI_BASE_URL].")
+@search_options()
 @common_options
 @click.pass_context
 def chat(ctx: click.Context, /, conversation_id: str | None, **options: Any) -> None:
@@ -152,6 +153,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, **options: Any) -> 
     \b
     Example:
         rag chat --conversation harbour-notes
+        rag chat --mode hybrid --diversity 0.3
     """
     cid = check_conversation_id(conversation_id) if conversation_id is not None else uuid.uuid4().hex[:12]
     settings = settings_from(
@@ -160,8 +162,12 @@ def chat(ctx: click.Context, /, conversation_id: str | None, **options: Any) -> 
         collection=options["collection"],
         chat_model=options["chat_model"],
         openai_base_url=options["base_url"],
+        search_mode=options["mode"],
+        fusion=options["fusion"],
+        vector_weight=options["vector_weight"],
+        diversity=options["diversity"],
     )
-    search = SearchRequest("defaults", top_k=options["top_k"], filter=options["filter_text"])
+    search = settings.search_request(top_k=options["top_k"], filter=options["filter_text"])
     opened = open_store(settings)
     model = build_chat_model(settings)
     repository = SQLiteChatMemoryRepository(settings.home / "chat" / "memory.sqlite")

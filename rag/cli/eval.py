@@ -1,4 +1,4 @@
-"""`rag eval QUESTIONS`: measure retrieval on labelled questions over top-k, threshold and filter settings."""
+"""`rag eval QUESTIONS`: measure retrieval on labelled questions over mode, filter, threshold and top-k."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from rag.cli._common import common_options, open_store, settings_from
+from rag.cli._common import common_options, open_store, search_options, settings_from
 from rag.config import STORE_KINDS
 from rag.eval import QUESTION_FILTER, QuestionSet, evaluate, load_beir, load_questions
 from rag.eval.sweep import FilterSetting
@@ -103,6 +103,7 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     type=click.Path(dir_okay=False, path_type=Path),
     help="Draw recall@k, nDCG@k (PNG).",
 )
+@search_options(several_modes=True)
 @common_options
 @click.pass_context
 def eval_command(
@@ -119,8 +120,12 @@ def eval_command(
     as_json: bool,
     csv_path: Path | None,
     plot_path: Path | None,
+    modes: list[str] | None,
+    fusion: str | None,
+    vector_weight: float | None,
+    diversity: float | None,
 ) -> None:
-    """Evaluate retrieval on labelled QUESTIONS for every top-k x threshold x filter setting.
+    """Evaluate retrieval on labelled QUESTIONS for every mode x filter x threshold x top-k setting.
 
     QUESTIONS is a JSON Lines file of labelled questions, or a BEIR folder. Ingest the corpus first:
     `rag ingest data/docs` for the sample questions; for BEIR,
@@ -131,17 +136,36 @@ def eval_command(
     Example:
         rag ingest data/docs
         rag eval data/questions.jsonl --top-k 1,5,10 --threshold 0,0.3 --plot eval.png
-        rag eval scifact/ --top-k 10,100 --filter none
+        rag eval scifact/ --top-k 10,100 --filter none --mode vector,lexical,hybrid
     """
     qset = load_beir(questions, split) if beir or questions.is_dir() else load_questions(questions)
-    settings = parse_filter_options(filters, qset)
-    opened = open_store(settings_from(ctx, store=store, collection=collection, embedder=embedder))
+    filter_settings = parse_filter_options(filters, qset)
+    settings = settings_from(
+        ctx,
+        store=store,
+        collection=collection,
+        embedder=embedder,
+        fusion=fusion,
+        vector_weight=vector_weight,
+        diversity=diversity,
+    )
+    chosen = modes or [settings.search_mode]
+    opened = open_store(settings)
     click.echo(
-        f"evaluating {len(qset)} questions x {len(settings)} filter setting(s) against {opened.location}",
+        f"evaluating {len(qset)} questions x {len(filter_settings)} filter setting(s) x {len(chosen)} "
+        f"mode(s) ({', '.join(chosen)}) against {opened.location}",
         err=True,
     )
     try:
-        results = evaluate(opened.store, qset, top_k=top_k, thresholds=thresholds, filters=settings)
+        results = evaluate(
+            opened.store,
+            qset,
+            top_k=top_k,
+            thresholds=thresholds,
+            filters=filter_settings,
+            modes=chosen,  # type: ignore[arg-type]  # checked by the --mode callback
+            search_request=settings.search_request(),
+        )
     finally:
         opened.close()
     click.echo(results.to_json() if as_json else results.table())

@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from rag.cli._common import common_options, open_store, settings_from
+from rag.cli._common import common_options, open_store, search_options, settings_from
 from rag.config import STORE_KINDS
-from rag.documents import Document, SearchRequest
+from rag.documents import Document
 
 __all__ = ["query", "snippet"]
 
@@ -58,6 +58,7 @@ def _as_dict(rank: int, doc: Document) -> dict[str, Any]:
     "--embedder", metavar="SPEC", help="Override the embedder the store was built with (must match)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
+@search_options()
 @common_options
 @click.pass_context
 def query(
@@ -70,15 +71,31 @@ def query(
     collection: str | None,
     embedder: str | None,
     as_json: bool,
+    mode: str | None,
+    fusion: str | None,
+    vector_weight: float | None,
+    diversity: float | None,
 ) -> None:
     """Show the chunks most similar to TEXT: rank, score, source, page and a snippet.
 
     \b
     Example:
         rag query "how do I rotate the keys?" --top-k 5 --filter "source == 'guide.md'"
+        rag query "error E-214" --mode lexical
+        rag query "rotate keys" --mode hybrid --fusion weighted --vector-weight 0.7 --diversity 0.3
     """
-    request = SearchRequest(text, top_k=top_k, similarity_threshold=threshold, filter=filter_text)
-    opened = open_store(settings_from(ctx, store=store, collection=collection, embedder=embedder))
+    settings = settings_from(
+        ctx,
+        store=store,
+        collection=collection,
+        embedder=embedder,
+        search_mode=mode,
+        fusion=fusion,
+        vector_weight=vector_weight,
+        diversity=diversity,
+    )
+    request = settings.search_request(text, top_k=top_k, similarity_threshold=threshold, filter=filter_text)
+    opened = open_store(settings)
     try:
         hits = opened.store.similarity_search(request)
     finally:

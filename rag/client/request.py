@@ -2,7 +2,8 @@
 
 The context carries per-request data from the caller to the advisors (a conversation id, a filter, a top-k)
 and from advisors to each other and to the caller (retrieved documents, timings, usage). The key names are
-the constants below; `ChatClientRequestSpec.advisors(conversation_id=..., top_k=..., filter=...)` sets them.
+the constants below; `ChatClientRequestSpec.advisors(conversation_id=..., top_k=..., filter=..., mode=...)`
+sets them.
 
 Example:
     >>> from rag.chat import Prompt
@@ -21,18 +22,22 @@ from rag.chat.messages import Prompt
 
 __all__ = [
     "CONVERSATION_ID",
+    "DIVERSITY",
     "FILTER_EXPRESSION",
+    "FUSION",
     "MODEL_CALLS",
     "OUTPUT_FORMAT",
     "OUTPUT_VALIDATOR",
     "PARAM_ALIASES",
     "RETRIEVED_DOCUMENTS",
     "SAFEGUARD_BLOCKED",
+    "SEARCH_MODE",
     "SIMILARITY_THRESHOLD",
     "TIMINGS",
     "TOOLS",
     "TOP_K",
     "USAGE",
+    "VECTOR_WEIGHT",
     "ChatClientRequest",
     "context_entries",
 ]
@@ -46,6 +51,14 @@ TOP_K = "qa_top_k"
 """How many documents the QuestionAnswerAdvisor retrieves for one request."""
 SIMILARITY_THRESHOLD = "qa_similarity_threshold"
 """The QuestionAnswerAdvisor's similarity threshold for one request."""
+SEARCH_MODE = "qa_search_mode"
+"""The QuestionAnswerAdvisor's search mode for one request: "vector", "lexical" or "hybrid"."""
+FUSION = "qa_fusion"
+"""How the QuestionAnswerAdvisor fuses the two rankings in hybrid mode, per request: "rrf" or "weighted"."""
+VECTOR_WEIGHT = "qa_vector_weight"
+"""The share of the vector ranking in a weighted hybrid fusion, in [0, 1], for one request."""
+DIVERSITY = "qa_diversity"
+"""The QuestionAnswerAdvisor's MMR diversity for one request, in [0, 1] (0 ranks by relevance only)."""
 TOOLS = "rag.tools"
 """The tool objects given with `.tools(...)` (their definitions also go into the options)."""
 
@@ -71,6 +84,11 @@ PARAM_ALIASES: Mapping[str, str] = {
     "filter_expression": FILTER_EXPRESSION,
     "top_k": TOP_K,
     "similarity_threshold": SIMILARITY_THRESHOLD,
+    "mode": SEARCH_MODE,
+    "search_mode": SEARCH_MODE,
+    "fusion": FUSION,
+    "vector_weight": VECTOR_WEIGHT,
+    "diversity": DIVERSITY,
 }
 """Short parameter names accepted by `.advisors(**params)` and the context keys they set."""
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["plot_results"]
 
 _STYLES = ("-", "--", ":", "-.")
+_MARKERS = ("o", "s", "^", "D")
 _NAMES = {
     "hit_rate": "hit rate",
     "recall": "recall",
@@ -27,10 +28,12 @@ _NAMES = {
 }
 
 
-def _line_label(filter_label: str, threshold: float, filters: int, thresholds: int) -> str:
+def _line_label(
+    mode: str, filter_label: str, threshold: float, modes: int, filters: int, thresholds: int
+) -> str:
     names = {"none": "no filter", "question": "each question's filter"}
-    parts = []
-    if thresholds > 1 or filters == 1:
+    parts = [mode] if modes > 1 else []
+    if thresholds > 1 or (filters == 1 and modes == 1):
         parts.append(f"threshold {threshold:g}")
     if filters > 1:
         parts.append(names.get(filter_label, f"filter: {filter_label}"))
@@ -42,7 +45,7 @@ def plot_results(
     path: str | os.PathLike[str] | None = None,
     metrics: Sequence[str] = ("recall", "ndcg"),
 ) -> Figure:
-    """One panel per metric (value@k against k), one line per (filter, threshold); saved when `path` is given.
+    """One panel per metric (value@k against k), one line per (mode, filter, threshold); saved to `path`.
 
     Raises:
         ConfigError: matplotlib is not installed.
@@ -61,25 +64,32 @@ def plot_results(
     except ImportError as exc:
         raise ConfigError('EvalResults.plot needs matplotlib: pip install "rag-advisors[notebooks]"') from exc
     settings = results.settings()
-    filters = list(dict.fromkeys(f for f, _ in settings))
-    thresholds = list(dict.fromkeys(t for _, t in settings))
+    modes = list(dict.fromkeys(m for m, _, _ in settings))
+    filters = list(dict.fromkeys(f for _, f, _ in settings))
+    thresholds = list(dict.fromkeys(t for _, _, t in settings))
+    colours = list(dict.fromkeys((m, t) for m, _, t in settings))
     figure = Figure(figsize=(5.0 * len(metrics), 4.0), layout="constrained")
     FigureCanvasAgg(figure)  # attaches itself: savefig then renders without any GUI backend
     axes = figure.subplots(1, len(metrics), squeeze=False)[0]
     for ax, metric in zip(axes, metrics, strict=True):
-        for filter_label, threshold in settings:
+        for mode, filter_label, threshold in settings:
             rows = sorted(
-                (r for r in results.rows if r.filter == filter_label and r.threshold == threshold),
+                (
+                    r
+                    for r in results.rows
+                    if (r.mode, r.filter, r.threshold) == (mode, filter_label, threshold)
+                ),
                 key=lambda r: r.top_k,
             )
-            # Colour tells thresholds apart, line style filters: a grid of settings stays readable.
+            # Colour tells modes and thresholds apart, line style filters, the marker modes again:
+            # a grid of settings stays readable.
             ax.plot(
                 [r.top_k for r in rows],
                 [r.metrics[metric] for r in rows],
-                marker="o",
-                color=f"C{thresholds.index(threshold) % 10}",
+                marker=_MARKERS[modes.index(mode) % len(_MARKERS)],
+                color=f"C{colours.index((mode, threshold)) % 10}",
                 linestyle=_STYLES[filters.index(filter_label) % len(_STYLES)],
-                label=_line_label(filter_label, threshold, len(filters), len(thresholds)),
+                label=_line_label(mode, filter_label, threshold, len(modes), len(filters), len(thresholds)),
             )
         name = _NAMES[metric]
         ax.set_title(f"{name}@k")

@@ -1,10 +1,12 @@
-"""The outcome of a sweep: one row per (filter, threshold, top-k) setting, and per-question scores.
+"""The outcome of a sweep: one row per (mode, filter, threshold, top-k) setting, and per-question scores.
 
 Example:
-    >>> row = SettingResult("none", 0.0, 5, 2, {m: 0.5 for m in METRICS}, 1.0, 2.0)
+    >>> row = SettingResult("none", 0.0, 5, 2, {m: 0.5 for m in METRICS}, 1.0, 2.0, mode="hybrid")
     >>> results = EvalResults((row,), ())
-    >>> print(results.table().splitlines()[0])
-    filter  threshold  top_k  questions  hit_rate  recall  precision    mrr   ndcg    map  p50_ms  p95_ms
+    >>> results.table().splitlines()[0].split()[:5]
+    ['mode', 'filter', 'threshold', 'top_k', 'questions']
+    >>> results.table().splitlines()[1].split()[:5]
+    ['hybrid', 'none', '0', '5', '2']
 """
 
 from __future__ import annotations
@@ -31,12 +33,12 @@ _NOTEBOOKS_HINT = 'pip install "rag-advisors[notebooks]"'
 
 @dataclass(frozen=True)
 class SettingResult:
-    """Mean metrics of one setting over its questions, with the search latency of its filter setting.
+    """Mean metrics of one setting over its questions, with the search latency of its mode and filter.
 
     Example:
-        >>> r = SettingResult("none", 0.3, 10, 74, {"recall": 0.9}, 0.4, 1.1)
-        >>> r.to_dict()["recall"]
-        0.9
+        >>> r = SettingResult("none", 0.3, 10, 74, {"recall": 0.9}, 0.4, 1.1, mode="lexical")
+        >>> r.to_dict()["mode"], r.to_dict()["recall"]
+        ('lexical', 0.9)
     """
 
     filter: str
@@ -46,10 +48,12 @@ class SettingResult:
     metrics: dict[str, float]
     latency_p50_ms: float
     latency_p95_ms: float
+    mode: str = "vector"
 
     def to_dict(self) -> dict[str, Any]:
         """A flat record: setting, question count, each metric, latencies."""
         return {
+            "mode": self.mode,
             "filter": self.filter,
             "threshold": self.threshold,
             "top_k": self.top_k,
@@ -74,10 +78,12 @@ class QuestionResult:
     top_k: int
     question: str
     metrics: dict[str, float]
+    mode: str = "vector"
 
     def to_dict(self) -> dict[str, Any]:
         """A flat record: setting, question id, each metric."""
         return {
+            "mode": self.mode,
             "filter": self.filter,
             "threshold": self.threshold,
             "top_k": self.top_k,
@@ -115,14 +121,14 @@ class EvalResults:
     def table(self) -> str:
         """The rows as an aligned text table (metrics with three decimals, latencies in ms)."""
         records = self.records()
-        header = ["filter", "threshold", "top_k", "questions", *METRICS, "p50_ms", "p95_ms"]
+        header = ["mode", "filter", "threshold", "top_k", "questions", *METRICS, "p50_ms", "p95_ms"]
         cells = [header, *([_cell(name, record[name]) for name in header] for record in records)]
         widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
         lines = []
         for line in cells:
-            # The filter column is text: left-aligned; numbers line up on the right.
-            parts = [line[0].ljust(widths[0])] + [
-                c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)
+            # The mode and filter columns are text: left-aligned; numbers line up on the right.
+            parts = [
+                c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True))
             ]
             lines.append("  ".join(parts).rstrip())
         return "\n".join(lines)
@@ -138,7 +144,9 @@ class EvalResults:
         """The rows as CSV text; also written to `path` when given."""
         buffer = io.StringIO()
         writer = csv.DictWriter(
-            buffer, fieldnames=list(self.records()[0]) if self.rows else ["filter"], lineterminator="\n"
+            buffer,
+            fieldnames=list(self.records()[0]) if self.rows else ["mode", "filter"],
+            lineterminator="\n",
         )
         writer.writeheader()
         writer.writerows(self.records())
@@ -161,14 +169,14 @@ class EvalResults:
         records = [r.to_dict() for r in self.per_question] if per_question else self.records()
         return pd.DataFrame.from_records(records)
 
-    def settings(self) -> list[tuple[str, float]]:
-        """The distinct (filter, threshold) pairs, in row order: one plotted line each."""
-        return list(dict.fromkeys((row.filter, row.threshold) for row in self.rows))
+    def settings(self) -> list[tuple[str, str, float]]:
+        """The distinct (mode, filter, threshold) triples, in row order: one plotted line each."""
+        return list(dict.fromkeys((row.mode, row.filter, row.threshold) for row in self.rows))
 
     def plot(
         self, path: str | os.PathLike[str] | None = None, metrics: Sequence[str] = ("recall", "ndcg")
     ) -> Figure:
-        """Each metric against k, one line per (threshold, filter) setting; saved to `path` when given.
+        """Each metric against k, one line per (mode, filter, threshold); saved to `path` when given.
 
         Draws on a standalone matplotlib `Figure` (Agg canvas), so it needs no display and leaves
         pyplot's global state alone. In a notebook, the returned figure displays itself.

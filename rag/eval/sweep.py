@@ -1,10 +1,16 @@
-"""Sweeps: every combination of top-k values, similarity thresholds and filters, in one retrieval pass.
+"""Sweeps: every combination of search modes, filters, similarity thresholds and top-k values.
 
-For each filter setting and question the store is searched once, at the largest k with threshold 0.
-Because a store returns the best matches first, the result of `SearchRequest(top_k=k,
+For each mode, filter setting and question the store is searched once, at the largest k with threshold 0.
+Because a store returns the best matches first, in vector mode the result of `SearchRequest(top_k=k,
 similarity_threshold=t)` is exactly that list with scores below t dropped, cut to k: each (k, t) pair
 is derived from it without searching again. Latency is measured on that one search, so it is reported
-per filter setting (at the largest k) and repeated on each of its rows.
+per mode and filter setting (at the largest k) and repeated on each of its rows.
+
+In lexical and hybrid modes, and with MMR (`diversity` > 0), a hit's score is not the cosine similarity
+the threshold applies to, so each threshold above 0 is searched by the store itself (one more search per
+question and threshold). Smaller k are the first k hits of the search at the largest k; for fused or
+diversified rankings a store may gather more candidates for a larger k, so these can differ slightly from
+searching at that k directly.
 
 Example:
     >>> from rag import Document, HashingEmbedding
@@ -25,7 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from rag.documents import Document, SearchRequest
+from rag.documents import SEARCH_MODES, Document, SearchMode, SearchRequest
 from rag.errors import InvalidRequestError
 from rag.eval.metrics import METRICS, latency_percentiles, score_ranking, units_of
 from rag.eval.questions import Question, QuestionSet
@@ -83,30 +89,70 @@ def _accepted(hits: Sequence[Document], threshold: float) -> list[Document]:
     return [doc for doc in hits if doc.score is not None and doc.score >= threshold]
 
 
+def _check_modes(modes: Iterable[str]) -> list[SearchMode]:
+    chosen = list(dict.fromkeys(modes))
+    if not chosen or any(mode not in SEARCH_MODES for mode in chosen):
+        raise InvalidRequestError(
+            f"modes must be among {', '.join(map(repr, SEARCH_MODES))}, got {list(modes)!r}"
+        )
+    return chosen  # type: ignore[return-value]  # each one checked against SEARCH_MODES
+
+
+def _timed(store: VectorStore, request: SearchRequest, latencies: list[float]) -> list[Document]:
+    started = time.perf_counter()
+    hits = store.similarity_search(request)
+    latencies.append(time.perf_counter() - started)
+    return hits
+
+
+def _rankings(
+    store: VectorStore, request: SearchRequest, thresholds: list[float], latencies: list[float]
+) -> dict[float, list[Document]]:
+    """The hits at each threshold, from one search when the scores are the cosine the threshold reads."""
+    if request.mode == "vector" and request.diversity == 0.0:
+        hits = _timed(store, request, latencies)
+        return {threshold: _accepted(hits, threshold) for threshold in thresholds}
+    rankings: dict[float, list[Document]] = {}
+    for threshold in thresholds:  # ascending: latency is measured on the first, widest search
+        search = request.replace(similarity_threshold=threshold)
+        rankings[threshold] = (
+            store.similarity_search(search) if rankings else _timed(store, search, latencies)
+        )
+    return rankings
+
+
 def _sweep_filter(
-    store: VectorStore, questions: QuestionSet, setting: _Filter, ks: list[int], thresholds: list[float]
+    store: VectorStore,
+    questions: QuestionSet,
+    setting: _Filter,
+    base: SearchRequest,
+    ks: list[int],
+    thresholds: list[float],
 ) -> tuple[list[SettingResult], list[QuestionResult]]:
     latencies: list[float] = []
     per_question: list[QuestionResult] = []
     for question in questions:
-        request = SearchRequest(question.text, top_k=ks[-1], filter=setting.resolve(question))
-        started = time.perf_counter()
-        hits = store.similarity_search(request)
-        latencies.append(time.perf_counter() - started)
+        request = base.replace(
+            query=question.text, top_k=ks[-1], similarity_threshold=0.0, filter=setting.resolve(question)
+        )
+        rankings = _rankings(store, request, thresholds, latencies)
         qrels = question.qrels()
         for threshold in thresholds:
-            passing = _accepted(hits, threshold)
             for k in ks:
-                units = units_of(passing[:k], qrels, questions.unit_field)
+                units = units_of(rankings[threshold][:k], qrels, questions.unit_field)
                 scores = score_ranking(units, qrels, k)
-                per_question.append(QuestionResult(setting.label, threshold, k, question.id, scores))
+                per_question.append(
+                    QuestionResult(setting.label, threshold, k, question.id, scores, mode=base.mode)
+                )
     p50, p95 = latency_percentiles(latencies)
     rows = []
     for threshold in thresholds:
         for k in ks:
             mine = [r.metrics for r in per_question if r.threshold == threshold and r.top_k == k]
             means = {name: sum(m[name] for m in mine) / len(mine) for name in METRICS}
-            rows.append(SettingResult(setting.label, threshold, k, len(mine), means, p50, p95))
+            rows.append(
+                SettingResult(setting.label, threshold, k, len(mine), means, p50, p95, mode=base.mode)
+            )
     return rows, per_question
 
 
@@ -117,8 +163,10 @@ def evaluate(
     top_k: Iterable[int] = (1, 3, 5, 10),
     thresholds: Iterable[float] = (0.0,),
     filters: Iterable[FilterSetting] = (None,),
+    modes: Iterable[SearchMode] | None = None,
+    search_request: SearchRequest | None = None,
 ) -> EvalResults:
-    """Evaluate every (filter, threshold, top-k) combination, searching once per question and filter.
+    """Evaluate every (mode, filter, threshold, top-k) setting, searching once per question, filter, mode.
 
     Args:
         store: the store to search, filled with the labelled corpus.
@@ -128,20 +176,29 @@ def evaluate(
         thresholds: similarity thresholds in [0, 1] (0 accepts every hit).
         filters: None (no filter), filter text or a tree (applied to every question), or
             `QUESTION_FILTER` (each question's own `filter`).
+        modes: search modes to compare ("vector", "lexical", "hybrid"); by default the mode of
+            `search_request` (vector when there is none).
+        search_request: the fusion, vector weight, RRF constant and diversity to search with (its query,
+            top-k, threshold and filter are replaced by the sweep's).
 
     Raises:
-        InvalidRequestError: bad k or threshold values, or no questions.
+        InvalidRequestError: bad k, threshold or mode values, or no questions.
         FilterError: a filter that does not parse or that the store cannot evaluate.
     """
     qset = questions if isinstance(questions, QuestionSet) else QuestionSet(tuple(questions))
     if not len(qset):
         raise InvalidRequestError("no questions to evaluate")
     ks, values = _check_ks(list(top_k)), _check_thresholds(list(thresholds))
+    base = search_request or SearchRequest("defaults")
+    chosen = _check_modes([base.mode] if modes is None else list(modes))
     settings = [_filter_setting(f) for f in filters] or [_filter_setting(None)]
     rows: list[SettingResult] = []
     details: list[QuestionResult] = []
-    for setting in settings:
-        setting_rows, setting_details = _sweep_filter(store, qset, setting, ks, values)
-        rows.extend(setting_rows)
-        details.extend(setting_details)
+    for mode in chosen:
+        for setting in settings:
+            setting_rows, setting_details = _sweep_filter(
+                store, qset, setting, base.replace(mode=mode), ks, values
+            )
+            rows.extend(setting_rows)
+            details.extend(setting_details)
     return EvalResults(tuple(rows), tuple(details))

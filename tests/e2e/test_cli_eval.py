@@ -8,6 +8,8 @@ from pathlib import Path
 
 from click.testing import Result
 
+from rag.config import DEFAULT_SEARCH_MODE
+
 DATA = Path(__file__).resolve().parents[2] / "data"
 Cli = Callable[..., Result]
 
@@ -18,13 +20,15 @@ def test_eval_sample_questions_after_ingest(cli: Cli, tmp_path: Path) -> None:
     result = cli("eval", DATA / "questions.jsonl", "--top-k", "1,5,10", "--plot", png, "--csv", csv)
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split()[:4] == ["filter", "threshold", "top_k", "questions"]
+    assert lines[0].split()[:5] == ["mode", "filter", "threshold", "top_k", "questions"]
     # No --filter: no filter, plus each question's own filter (11 of the questions have one).
-    assert [line.split()[:3] for line in lines[1:]] == [
-        [f, "0", k] for f in ("none", "question") for k in ("1", "5", "10")
+    assert [line.split()[:4] for line in lines[1:]] == [
+        [DEFAULT_SEARCH_MODE, f, "0", k] for f in ("none", "question") for k in ("1", "5", "10")
     ]
-    assert all(line.split()[3] == "74" for line in lines[1:])
-    assert "evaluating 74 questions x 2 filter setting(s)" in result.stderr
+    assert all(line.split()[4] == "74" for line in lines[1:])
+    assert (
+        f"evaluating 74 questions x 2 filter setting(s) x 1 mode(s) ({DEFAULT_SEARCH_MODE})" in result.stderr
+    )
     assert png.read_bytes()[:4] == b"\x89PNG" and len(csv.read_text(encoding="utf-8").splitlines()) == 7
 
     result = cli(

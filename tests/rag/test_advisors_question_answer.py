@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.advisors import QuestionAnswerAdvisor
 from rag.advisors.question_answer import DEFAULT_EMPTY_TEMPLATE
 from rag.client import ChatClient
-from rag.client.request import RETRIEVED_DOCUMENTS
+from rag.client.request import DIVERSITY, FUSION, RETRIEVED_DOCUMENTS, SEARCH_MODE, VECTOR_WEIGHT
 from rag.errors import InvalidRequestError, TemplateError
 from rag.filters import key
 from rag.models import ExtractiveChatModel
 from rag.testing import FakeChatModel
 from stores import InMemoryVectorStore
+from tests.rag.recording_store import RecordingStore
 
 RULE = "-" * 21
 
@@ -141,3 +144,76 @@ def test_blank_user_text_is_an_error(store: InMemoryVectorStore) -> None:
     with pytest.raises(InvalidRequestError, match="QuestionAnswerAdvisor needs user text"):
         ChatClient(model, advisors=[QuestionAnswerAdvisor(store)]).prompt("   ").call().content()
     assert model.prompts == []
+
+
+def test_mode_fusion_weight_and_diversity_reach_the_store(store: InMemoryVectorStore) -> None:
+    recording = RecordingStore(store)
+    advisor = QuestionAnswerAdvisor(
+        recording,
+        SearchRequest("ignored", top_k=2, rrf_k=10),
+        mode="hybrid",
+        fusion="weighted",
+        vector_weight=0.7,
+        diversity=0.25,
+    )
+    response = ChatClient(FakeChatModel(default="ok"), advisors=[advisor]).prompt("beacon lamp").call()
+    assert len(response.chat_response().metadata[RETRIEVED_DOCUMENTS]) == 2
+    (search,) = recording.requests
+    assert (search.query, search.top_k, search.rrf_k) == ("beacon lamp", 2, 10)
+    assert (search.mode, search.fusion, search.vector_weight, search.diversity) == (
+        "hybrid",
+        "weighted",
+        0.7,
+        0.25,
+    )
+    # Unset arguments keep the search request's values.
+    plain = QuestionAnswerAdvisor(store, SearchRequest("x", mode="lexical", diversity=0.5), top_k=3)
+    assert (plain.search_request.mode, plain.search_request.diversity, plain.search_request.top_k) == (
+        "lexical",
+        0.5,
+        3,
+    )
+    assert QuestionAnswerAdvisor(store).search_request.mode == "vector"  # SearchRequest's own default
+
+
+def test_search_settings_from_the_request_context(store: InMemoryVectorStore) -> None:
+    recording = RecordingStore(store)
+    client = ChatClient(
+        FakeChatModel(default="ok"), advisors=[QuestionAnswerAdvisor(recording, mode="hybrid", diversity=0.2)]
+    )
+    client.prompt("beacon lamp").advisors(
+        mode="lexical", fusion="weighted", vector_weight=0.9
+    ).call().content()
+    client.prompt("beacon lamp").advisors(search_mode="vector", diversity=0.0).call().content()
+    client.prompt("beacon lamp").advisors(
+        params={SEARCH_MODE: "hybrid", FUSION: "rrf", VECTOR_WEIGHT: 0.1, DIVERSITY: 0.6}
+    ).call().content()
+    client.prompt("beacon lamp").call().content()  # the advisor's defaults again: nothing carries over
+    seen = [(r.mode, r.fusion, r.vector_weight, r.diversity) for r in recording.requests]
+    assert seen == [
+        ("lexical", "weighted", 0.9, 0.2),
+        ("vector", "rrf", 0.5, 0.0),
+        ("hybrid", "rrf", 0.1, 0.6),
+        ("hybrid", "rrf", 0.5, 0.2),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"mode": "bm25"}, r"mode must be one of 'vector', 'lexical', 'hybrid', got 'bm25'"),
+        ({"fusion": "max"}, r"fusion must be one of 'rrf', 'weighted', got 'max'"),
+        ({"vector_weight": 1.5}, r"vector_weight must be within \[0, 1\], got 1.5"),
+        ({"diversity": -0.1}, r"diversity must be within \[0, 1\], got -0.1"),
+    ],
+)
+def test_bad_search_settings_name_the_field(
+    store: InMemoryVectorStore, params: dict[str, Any], message: str
+) -> None:
+    recording = RecordingStore(store)
+    client = ChatClient(FakeChatModel(default="ok"), advisors=[QuestionAnswerAdvisor(recording)])
+    with pytest.raises(InvalidRequestError, match=message):
+        client.prompt("beacon lamp").advisors(**params).call().content()
+    with pytest.raises(InvalidRequestError, match=message):
+        QuestionAnswerAdvisor(store, **params)
+    assert recording.requests == []

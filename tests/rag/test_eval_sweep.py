@@ -1,4 +1,4 @@
-"""Sweeps: one search per question and filter gives the same numbers as searching every setting directly."""
+"""Sweeps: one search per question, filter and mode gives the same numbers as searching each setting."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from rag import Document, HashingEmbedding, SearchRequest, VectorStore
+from rag.documents import SearchMode
 from rag.errors import ConfigError, FilterSyntaxError, InvalidRequestError
 from rag.eval import METRICS, QUESTION_FILTER, EvalResults, Question, QuestionSet, Relevant, evaluate
 from rag.eval.metrics import score_ranking, units_of
 from rag.filters import Filter, as_filter
 from stores import InMemoryVectorStore
+from tests.rag.recording_store import RecordingStore
 
 _DOCS = [
     (
@@ -133,8 +135,9 @@ def results(store: CountingStore) -> EvalResults:
 
 def test_table_json_csv(results: EvalResults, tmp_path: Path) -> None:
     lines = results.table().splitlines()
-    assert lines[0].split() == ["filter", "threshold", "top_k", "questions", *METRICS, "p50_ms", "p95_ms"]
-    assert len(lines) == 9 and lines[1].split()[:4] == ["none", "0", "1", "4"]
+    header = ["mode", "filter", "threshold", "top_k", "questions", *METRICS, "p50_ms", "p95_ms"]
+    assert lines[0].split() == header
+    assert len(lines) == 9 and lines[1].split()[:5] == ["vector", "none", "0", "1", "4"]
     assert len({len(line) for line in lines}) == 1  # right-aligned numbers: every line ends in one column
     payload = json.loads(results.to_json(per_question=True))
     assert payload["metrics"] == list(METRICS) and len(payload["settings"]) == 8
@@ -143,14 +146,15 @@ def test_table_json_csv(results: EvalResults, tmp_path: Path) -> None:
     text = results.to_csv(tmp_path / "out.csv")
     assert (tmp_path / "out.csv").read_text(encoding="utf-8") == text
     assert (
-        text.splitlines()[0].startswith("filter,threshold,top_k,questions,hit_rate")
+        text.splitlines()[0].startswith("mode,filter,threshold,top_k,questions,hit_rate")
         and len(text.splitlines()) == 9
     )
 
 
 def test_dataframe(results: EvalResults, monkeypatch: pytest.MonkeyPatch) -> None:
     frame = results.to_dataframe()
-    assert list(frame.columns[:4]) == ["filter", "threshold", "top_k", "questions"] and len(frame) == 8
+    assert list(frame.columns[:5]) == ["mode", "filter", "threshold", "top_k", "questions"]
+    assert len(frame) == 8 and set(frame["mode"]) == {"vector"}
     assert set(results.to_dataframe(per_question=True)["question"]) == {"q1", "q2", "q3", "q4"}
     monkeypatch.setitem(sys.modules, "pandas", None)  # as if pandas were not installed
     with pytest.raises(ConfigError, match=r"needs pandas: pip install \"rag-advisors\[notebooks\]\""):
@@ -180,3 +184,99 @@ def test_plot_draws_one_line_per_setting(results: EvalResults, tmp_path: Path) -
     with pytest.raises(InvalidRequestError, match="metrics to plot must be among"):
         results.plot(metrics=["f1"])
     assert len(results.plot(metrics=["mrr"]).axes) == 1
+
+
+@pytest.fixture
+def recording(store: CountingStore) -> RecordingStore:
+    return RecordingStore(store)
+
+
+def test_modes_are_a_dimension_searched_once_per_question_filter_and_mode(recording: RecordingStore) -> None:
+    base = SearchRequest("ignored", top_k=1, fusion="weighted", vector_weight=0.7, rrf_k=20, diversity=0.0)
+    results = evaluate(
+        recording,
+        _QUESTIONS,
+        top_k=[1, 3],
+        filters=[None, QUESTION_FILTER],
+        modes=["vector", "lexical", "hybrid", "lexical"],  # a repeat counts once
+        search_request=base,
+    )
+    modes = ["vector", "lexical", "hybrid"]
+    assert len(recording.requests) == len(_QUESTIONS) * 2 * len(modes)
+    sent = [(r.mode, r.top_k, r.similarity_threshold) for r in recording.requests]
+    assert sent == [(m, 3, 0.0) for m in modes for _ in range(2 * len(_QUESTIONS))]
+    assert {(r.fusion, r.vector_weight, r.rrf_k, r.diversity) for r in recording.requests} == {
+        ("weighted", 0.7, 20, 0.0)
+    }
+    assert [r.query for r in recording.requests[:4]] == [q.text for q in _QUESTIONS]
+    assert [str(r.filter) for r in recording.requests[4:8]] == [str(as_filter(q.filter)) for q in _QUESTIONS]
+    assert [(r.mode, r.filter, r.top_k) for r in results.rows] == [
+        (m, f, k) for m in modes for f in ("none", "question") for k in (1, 3)
+    ]
+    assert {r.mode for r in results.per_question} == set(modes) and len(results.per_question) == 48
+    assert results.table().splitlines()[5].split()[:4] == ["lexical", "none", "0", "1"]
+    assert [row["mode"] for row in json.loads(results.to_json())["settings"]][::4] == modes
+    assert [line.split(",")[0] for line in results.to_csv().splitlines()[1::4]] == modes
+
+
+def test_the_default_mode_is_the_search_requests(recording: RecordingStore) -> None:
+    assert {r.mode for r in evaluate(recording, _QUESTIONS, top_k=[2]).rows} == {"vector"}
+    lexical = evaluate(recording, _QUESTIONS, top_k=[2], search_request=SearchRequest("x", mode="lexical"))
+    assert {r.mode for r in lexical.rows} == {"lexical"}
+    assert [r.mode for r in recording.requests] == ["vector"] * 4 + ["lexical"] * 4
+
+
+@pytest.mark.parametrize(
+    ("mode", "diversity", "searches"),
+    [("vector", 0.0, 4), ("lexical", 0.0, 12), ("hybrid", 0.0, 12), ("vector", 0.3, 12)],
+)
+def test_thresholds_are_searched_when_scores_are_not_the_cosine(
+    recording: RecordingStore, mode: SearchMode, diversity: float, searches: int
+) -> None:
+    base = SearchRequest("x", diversity=diversity)
+    results = evaluate(
+        recording, _QUESTIONS, top_k=[2, 4], thresholds=[0, 0.2, 0.5], modes=[mode], search_request=base
+    )
+    # Vector scores are cosines: one search serves every threshold. Otherwise the store applies each one.
+    assert len(recording.requests) == searches
+    assert sorted({r.similarity_threshold for r in recording.requests}) == (
+        [0.0] if searches == 4 else [0.0, 0.2, 0.5]
+    )
+    assert {(r.mode, r.top_k, r.diversity) for r in recording.requests} == {(mode, 4, diversity)}
+    assert len(results.rows) == 6 and all(r.latency_p50_ms > 0 for r in results.rows)
+
+
+def test_bad_modes_fail_before_searching(recording: RecordingStore) -> None:
+    with pytest.raises(
+        InvalidRequestError, match=r"modes must be among 'vector', 'lexical', 'hybrid', got \['bm25'\]"
+    ):
+        evaluate(recording, _QUESTIONS, modes=["bm25"])  # type: ignore[list-item]
+    with pytest.raises(InvalidRequestError, match=r"modes must be among .*got \[\]"):
+        evaluate(recording, _QUESTIONS, modes=[])
+    assert recording.requests == []
+
+
+def test_plot_draws_one_line_per_mode(recording: RecordingStore) -> None:
+    results = evaluate(recording, _QUESTIONS, top_k=[1, 3], modes=["vector", "lexical", "hybrid"])
+    assert results.settings() == [("vector", "none", 0.0), ("lexical", "none", 0.0), ("hybrid", "none", 0.0)]
+    axes = results.plot().axes
+    box = axes[0].get_legend()
+    assert box is not None and [t.get_text() for t in box.get_texts()] == ["vector", "lexical", "hybrid"]
+    lines = axes[0].get_lines()
+    assert len({line.get_marker() for line in lines}) == 3 and len({line.get_color() for line in lines}) == 3
+    mixed = evaluate(
+        recording,
+        _QUESTIONS,
+        top_k=[1],
+        thresholds=[0, 0.2],
+        filters=[None, QUESTION_FILTER],
+        modes=["vector", "hybrid"],
+    )
+    box = mixed.plot().axes[0].get_legend()
+    assert box is not None
+    assert [t.get_text() for t in box.get_texts()] == [
+        f"{m}, threshold {t}, {f}"
+        for m in ("vector", "hybrid")
+        for f in ("no filter", "each question's filter")
+        for t in ("0", "0.2")
+    ]

@@ -1,0 +1,55 @@
+"""`RecordingStore`: a VectorStore that delegates to a real store and keeps every search request it gets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from rag import Document, SearchRequest
+from rag.embeddings import EmbeddingModel
+from rag.filters import Filter
+from rag.vectorstore import VectorStore
+
+
+class RecordingStore:
+    """Wraps `inner` (any VectorStore); `requests` lists the `SearchRequest`s searched, in order.
+
+    Example:
+        >>> store = RecordingStore(InMemoryVectorStore(HashingEmbedding()))  # doctest: +SKIP
+        >>> hits = store.similarity_search(SearchRequest("q", mode="hybrid"))  # doctest: +SKIP
+        >>> store.requests[0].mode  # doctest: +SKIP
+        'hybrid'
+    """
+
+    __test__ = False
+
+    def __init__(self, inner: VectorStore) -> None:
+        self.inner = inner
+        self.requests: list[SearchRequest] = []
+
+    @property
+    def embedding(self) -> EmbeddingModel:
+        return self.inner.embedding
+
+    def add(self, documents: Iterable[Document]) -> None:
+        self.inner.add(documents)
+
+    def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
+        return self.inner.delete(ids, filter=filter)
+
+    def get(
+        self,
+        ids: Sequence[str] | None = None,
+        filter: str | Filter | None = None,
+        limit: int | None = None,
+        *,
+        include_embeddings: bool = False,
+    ) -> list[Document]:
+        return self.inner.get(ids, filter, limit, include_embeddings=include_embeddings)
+
+    def count(self, filter: str | Filter | None = None) -> int:
+        return self.inner.count(filter)
+
+    def similarity_search(self, request: SearchRequest | str) -> list[Document]:
+        search = request if isinstance(request, SearchRequest) else SearchRequest(request)
+        self.requests.append(search)
+        return self.inner.similarity_search(search)
