@@ -4,7 +4,12 @@ Prints one table for random unit vectors (d=384 by default) at each size: the me
 time to read the matrix once), the numpy store's single-query top-10 latency (median, and its ratio to
 the floor), batched throughput (32 queries per call), filtered latency at 10% and 1% selectivity, and,
 up to 100k, the Chroma store's query latency beside a raw `chromadb` query on the same collection.
-Then the numpy store's resident memory for 100k x 384, measured in a fresh process.
+Then, for each size up to 100k, a table of the search modes (numpy, and Chroma's hybrid): vector,
+lexical (BM25), hybrid with reciprocal rank fusion and with weighted fusion, hybrid under a 10% filter
+and hybrid with MMR, and hybrid over vector (target <= 2x). Document texts are ~40 words drawn from a
+Zipf law over 50k made-up words; queries are three words of middling frequency.
+Then the numpy store's resident memory (vectors, metadata, texts and the lexical index) for 100k x 384,
+measured in a fresh process.
 
     python benchmarks/search.py                      # N = 10k, 100k, 1M
     python benchmarks/search.py --sizes 10000,100000 --repeats 30
@@ -34,6 +39,33 @@ from stores.numpy_search import score_rows
 
 BUCKETS = 100  # metadata `bucket` = row % 100, so `bucket < 10` selects 10% and `bucket == 0` 1%
 CHROMA_LIMIT = 100_000
+MODES_LIMIT = 100_000
+WORDS = 50_000
+_SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]
+
+
+def word(rank: int) -> str:
+    """A made-up word for a Zipf rank (distinct for every rank below 80**3)."""
+    return "".join(_SYLLABLES[(rank // 80**i) % 80] for i in range(3)) + "q"
+
+
+_VOCABULARY = [word(r) for r in range(WORDS)]
+
+
+def texts(count: int, seed: int) -> list[str]:
+    """`count` texts of 30-50 Zipf-distributed words."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(30, 51, size=count)
+    ranks = np.minimum(rng.zipf(1.1, size=int(lengths.sum())), WORDS) - 1
+    words = [_VOCABULARY[r] for r in ranks.tolist()]
+    bounds = np.concatenate(([0], np.cumsum(lengths))).tolist()
+    return [" ".join(words[bounds[i] : bounds[i + 1]]) for i in range(count)]
+
+
+def query_text(i: int) -> str:
+    """Three words of middling frequency (Zipf ranks 20-5000), different for each `i`."""
+    rng = np.random.default_rng(10_000 + i)
+    return " ".join(_VOCABULARY[r] for r in rng.integers(20, 5000, size=3).tolist())
 
 
 def unit_vectors(
@@ -51,10 +83,9 @@ def documents(count: int, dimensions: int, seed: int = 0) -> Iterator[list[Docum
     """Batches of documents with given embeddings and a `bucket` metadata column."""
     start = 0
     for block in unit_vectors(count, dimensions, seed):
+        words = texts(len(block), seed + start)
         yield [
-            Document(
-                f"doc-{start + i:07d}", f"text {start + i}", {"bucket": (start + i) % BUCKETS}, embedding=v
-            )
+            Document(f"doc-{start + i:07d}", words[i], {"bucket": (start + i) % BUCKETS}, embedding=v)
             for i, v in enumerate(block)
         ]
         start += len(block)
@@ -102,12 +133,34 @@ def numpy_figures(store: InMemoryVectorStore, repeats: int) -> dict[str, float]:
     figures["single"], figures["single_best"] = statistics.median(single), min(single)
     figures["filter10"] = statistics.median(timings(search(key("bucket") < 10), repeats))
     figures["filter1"] = statistics.median(timings(search(key("bucket") == 0), repeats))
+    if len(store) <= MODES_LIMIT:
+        figures.update({f"mode {k}": v for k, v in mode_figures(store.similarity_search, repeats).items()})
     batches = max(3, repeats // 4)
     per_batch = timings(
         lambda i: store.similarity_search_batch([f"batch {i} {j}" for j in range(32)]), batches
     )
     figures["batch"] = statistics.median(per_batch)
     return figures
+
+
+MODES: dict[str, dict[str, Any]] = {
+    "vector": {},
+    "lexical": {"mode": "lexical"},
+    "hybrid": {"mode": "hybrid"},
+    "weighted": {"mode": "hybrid", "fusion": "weighted"},
+    "hybrid 10%": {"mode": "hybrid", "filter": key("bucket") < 10},
+    "hybrid mmr": {"mode": "hybrid", "diversity": 0.3},
+}
+
+
+def mode_figures(search: Callable[[SearchRequest], Any], repeats: int) -> dict[str, float]:
+    """Median top-10 latency of each entry of MODES through `search`."""
+    return {
+        label: statistics.median(
+            timings(lambda i, o=options: search(SearchRequest(query_text(i), top_k=10, **o)), repeats)  # type: ignore[misc]
+        )
+        for label, options in MODES.items()
+    }
 
 
 def chroma_figures(count: int, dimensions: int, repeats: int) -> dict[str, float] | str:
@@ -138,6 +191,9 @@ def chroma_figures(count: int, dimensions: int, repeats: int) -> dict[str, float
             ),
             "raw": statistics.median(timings(raw_query, repeats)),
         }
+        if count <= MODES_LIMIT:
+            for label, value in mode_figures(store.similarity_search, repeats).items():
+                figures[f"mode {label}"] = value
         store.close()
         return figures
 
@@ -207,6 +263,23 @@ def print_table(
     for count, _, chroma in rows:
         if isinstance(chroma, str):
             print(f"chroma at N={count:,} not measured: {chroma}")
+    print_modes(rows)
+
+
+def print_modes(rows: list[tuple[int, dict[str, float], dict[str, float] | str | None]]) -> None:
+    """The search-mode table: median top-10 ms per mode, and hybrid over vector."""
+    labels = list(MODES)
+    print("\nSearch modes, top 10 (median ms; x = hybrid / vector, target <= 2)")
+    header = f"{'N':>9} {'store':>7} " + " ".join(f"{label:>11}" for label in labels) + f" {'x':>6}"
+    print(header)
+    print("-" * len(header))
+    for count, numpy_figures, chroma in rows:
+        for name, figures in (("numpy", numpy_figures), ("chroma", chroma)):
+            if not isinstance(figures, dict) or "mode vector" not in figures:
+                continue
+            cells = " ".join(f"{figures[f'mode {label}'] * 1e3:>11.2f}" for label in labels)
+            ratio = figures["mode hybrid"] / figures["mode vector"]
+            print(f"{count:>9,} {name:>7} {cells} {ratio:>6.2f}")
 
 
 def main() -> None:

@@ -27,10 +27,20 @@ class VectorStore(Protocol):
       order given (unknown ids skipped, repeats once); otherwise in ascending id order (code points).
       `filter` and `limit` apply in both cases. `include_embeddings=True` fills `Document.embedding`.
     - `count(filter=None)` counts documents (matching the filter).
-    - `similarity_search(request)` returns at most `top_k` documents whose cosine score passes the
-      threshold (`SearchRequest.accepts`) and that match the filter, best first; equal scores in
-      ascending id order. `score` is cosine similarity in [-1, 1], the same on every store. Search is
-      exact: the same documents, ids and order on every store. A `str` request means `SearchRequest(str)`.
+    - `similarity_search(request)` returns at most `top_k` documents that match the filter and whose
+      cosine similarity to the query passes the threshold (`SearchRequest.accepts`; 0 drops nothing),
+      in every mode; best first, equal scores in ascending id order. By `request.mode`:
+      "vector" ranks by cosine and `score` is the cosine similarity in [-1, 1]; "lexical" ranks by
+      BM25 over the store's lexical index (statistics over the whole collection; only documents with
+      a query term are hits) and `score` is the BM25 score (> 0); "hybrid" fuses the vector ranking
+      and the lexical ranking, each cut at `max(4 * top_k, 50)` candidates, by reciprocal rank fusion
+      (`rrf_k`) or with `fusion="weighted"` a `vector_weight` blend of min-max normalised scores, and
+      `score` is the fused score. With `diversity` > 0, maximal marginal relevance over the mode's best
+      `max(4 * top_k, 50)` candidates (cosine between their stored vectors) chooses and orders the
+      results; each keeps its mode's score. Search is exact: the same documents, ids, order and scores
+      on every store. A `str` request means `SearchRequest(str)`.
+    - The lexical index is written by the same `add` and `delete` calls as the vectors, so the two
+      never disagree; a store opened without one (older data) builds it from the stored texts.
     - Filters follow FILTERS.md exactly, given as text or trees. A filter a store cannot evaluate
       raises `FilterError` before any query runs; nothing is silently dropped.
     - A store records the embedding model (name and dimensions) its vectors came from, and refuses

@@ -1,6 +1,8 @@
 """Vector stores: in-memory numpy (persisted to a folder) and Chroma (embedded or server).
 
-Importing this package does not import chromadb; `ChromaVectorStore` loads it when first constructed.
+Each store keeps a BM25 `LexicalIndex` beside its vectors, written by the same `add` and `delete`
+calls, for `SearchRequest(mode="lexical" | "hybrid")`. Importing this package does not import
+chromadb; `ChromaVectorStore` loads it when first constructed.
 
 Example:
     >>> from rag import Document, HashingEmbedding
@@ -13,5 +15,6 @@ Example:
 
 from stores.chroma import ChromaVectorStore
 from stores.inmemory import InMemoryVectorStore
+from stores.lexical import LexicalIndex, LexicalSettings
 
-__all__ = ["ChromaVectorStore", "InMemoryVectorStore"]
+__all__ = ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]

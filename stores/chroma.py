@@ -2,7 +2,9 @@
 
 Filters compile to Chroma `where` clauses (`stores.chroma_filters`), records use the layout of
 `stores.chroma_records`, and search re-ranks Chroma's neighbours exactly (`stores.chroma_search`), so
-every answer equals the numpy store's. chromadb is imported when the first store is constructed.
+every answer equals the numpy store's. Lexical and hybrid modes and MMR rank through `stores.ranking`
+over a BM25 index kept beside the collection (`stores.chroma_lexical`, `stores.chroma_hybrid`).
+chromadb is imported when the first store is constructed.
 
 Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into the stored record (keys
 absent from the new metadata survive), so `add` sets every stale key to None, which removes it; and a
@@ -15,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +25,20 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import Document, SearchRequest
-from rag.embeddings.base import EmbeddingModel, normalize_rows
-from rag.errors import (
-    DimensionMismatchError,
-    EmbeddingError,
-    EmbeddingModelMismatchError,
-    InvalidRequestError,
-    StoreError,
-)
+from rag.embeddings.base import EmbeddingModel
+from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
-from stores.chroma_client import connect
+from stores.chroma_client import connect, open_collection, purger
 from stores.chroma_filters import ChromaFilter, Where, compile_filter
+from stores.chroma_hybrid import ChromaCandidates
+from stores.chroma_lexical import ChromaLexical, CollectionAccess
 from stores.chroma_records import TEXT, decode_metadata, decode_text, encode_record, encode_text
 from stores.chroma_search import Row, merge, rows_from_get, rows_from_query, top_rows
+from stores.numpy_embed import document_vectors, embed_queries
+from stores.ranking import needs_ranking, rank
 
 __all__ = ["ChromaVectorStore"]
 
-_MODEL = "rag:embedding_model"
-_DIMENSIONS = "rag:dimensions"
 _OPAQUE_KEYS = "rag:opaque_keys"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
@@ -49,22 +47,6 @@ _EMBED_BATCH = 256
 def _check_positive(name: str, value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
-
-
-def _purger(collection: Any, batch_size: int) -> Callable[[], None]:
-    """Deletes every record of an in-process collection before its database is dropped.
-
-    chromadb 1.5.9 leaves a dropped database's metadata rows behind, and records written later to
-    another in-process collection can inherit them (tests/stores/test_chroma.py reproduces it), so the
-    records are deleted one by one first, which removes their rows.
-    """
-
-    def purge() -> None:
-        ids = collection.get(include=[])["ids"]
-        for start in range(0, len(ids), batch_size):
-            collection.delete(ids=ids[start : start + batch_size])
-
-    return purge
 
 
 class ChromaVectorStore:
@@ -111,42 +93,19 @@ class ChromaVectorStore:
             with self._conn.errors("read the maximum batch size"):
                 limit = int(self._conn.client.get_max_batch_size())
             self._batch_size = min(batch_size or limit, limit)
-            self._collection = self._open(ef_search)
+            self._collection = open_collection(self._conn, collection, embedding, ef_search)
             if not self._shared:
-                self._conn.cleanups.append(_purger(self._collection, self._batch_size))
+                self._conn.cleanups.append(purger(self._collection, self._batch_size))
         except BaseException:
             self.close()  # a refused store must not keep the folder's files open
             raise
         self._opaque: set[str] = set(json.loads((self._collection.metadata or {}).get(_OPAQUE_KEYS, "[]")))
-
-    # -- opening --------------------------------------------------------------------------------------
-
-    def _open(self, ef_search: int) -> Any:
-        model = {_MODEL: self._embedding.name, _DIMENSIONS: int(self._embedding.dimensions)}
-        # Inner product over unit vectors is cosine. Chroma's "cosine" space alters stored vectors in the
-        # last bit, which would break bit-exact agreement with the numpy store's scores; "ip" keeps them.
-        config = {"hnsw": {"space": "ip", "ef_search": ef_search, "ef_construction": 200}}
-        with self._conn.errors(f"open the collection {self._name!r}"):
-            collection = self._conn.client.get_or_create_collection(
-                self._name, embedding_function=None, metadata=model, configuration=config
-            )
-            recorded = dict(collection.metadata or {})
-            if _MODEL not in recorded and collection.count() == 0:
-                collection.modify(metadata={**recorded, **model})
-                recorded.update(model)
-        space = (collection.configuration_json.get("hnsw") or {}).get("space", recorded.get("hnsw:space"))
-        if space not in (None, "ip", "cosine"):
-            raise StoreError(
-                f"collection {self._name!r} in {self._conn.location} uses {space!r} distance, "
-                "not cosine or inner product"
-            )
-        if (recorded.get(_MODEL), recorded.get(_DIMENSIONS)) != (model[_MODEL], model[_DIMENSIONS]):
-            raise EmbeddingModelMismatchError(
-                f"collection {self._name!r} in {self._conn.location} holds vectors from the embedding "
-                f"model {recorded.get(_MODEL)!r} ({recorded.get(_DIMENSIONS)!r} dimensions); it cannot be "
-                f"used with {model[_MODEL]!r} ({model[_DIMENSIONS]} dimensions)"
-            )
-        return collection
+        self._access = CollectionAccess(
+            self._conn, self._collection, collection, self._batch_size, self._shared
+        )
+        self._lexical = ChromaLexical(self._access, Path(path) if path is not None else None)
+        # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
+        self._conn.cleanups.append(self._lexical.close)
 
     @property
     def embedding(self) -> EmbeddingModel:
@@ -173,8 +132,12 @@ class ChromaVectorStore:
         """The chromadb collection; its records use the layout of `stores.chroma_records`."""
         return self._collection
 
+    def flush(self) -> None:
+        """Save the lexical index of an embedded store now (`close()` and interpreter exit also do)."""
+        self._lexical.save()
+
     def close(self) -> None:
-        """Release the client; an in-process store's data is dropped."""
+        """Save the lexical index, release the client; an in-process store's data is dropped."""
         self._finalizer()
 
     def __enter__(self) -> ChromaVectorStore:
@@ -208,14 +171,17 @@ class ChromaVectorStore:
             texts.append(text)
         # Recorded before the records exist, so a filter never misses one of them.
         self._remember_opaque(opaque)
-        for start in range(0, len(docs), self._batch_size):
-            stop = start + self._batch_size
-            ids = [doc.id for doc in docs[start:stop]]
-            batch = self._replacing(ids, metadatas[start:stop])
-            with self._conn.errors(f"write documents to the collection {self._name!r}"):
-                self._collection.upsert(
-                    ids=ids, embeddings=vectors[start:stop], metadatas=batch, documents=texts[start:stop]
-                )
+        with self._lexical.writing() as index:
+            for start in range(0, len(docs), self._batch_size):
+                stop = start + self._batch_size
+                ids = [doc.id for doc in docs[start:stop]]
+                batch = self._replacing(ids, metadatas[start:stop])
+                with self._conn.errors(f"write documents to the collection {self._name!r}"):
+                    self._collection.upsert(
+                        ids=ids, embeddings=vectors[start:stop], metadatas=batch, documents=texts[start:stop]
+                    )
+            if index is not None:
+                index.add([doc.id for doc in docs], [doc.text for doc in docs])
 
     def _replacing(self, ids: list[str], metadatas: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Metadata that replaces the stored records': Chroma's upsert merges keys, None removes one."""
@@ -235,37 +201,11 @@ class ChromaVectorStore:
             yield doc
 
     def _vectors(self, docs: Sequence[Document]) -> npt.NDArray[np.float32]:
-        """One unit-length float32 row per document: checked given embeddings, computed missing ones."""
-        dims = self._embedding.dimensions
-        out = np.zeros((len(docs), dims), dtype=np.float32)
-        missing: list[int] = []
-        for row, doc in enumerate(docs):
-            if doc.embedding is None:
-                missing.append(row)
-                continue
-            if doc.embedding.shape != (dims,):
-                raise DimensionMismatchError(
-                    f"embedding of document {doc.id!r} has {doc.embedding.shape[0]} dimensions; the "
-                    f"store's model {self._embedding.name!r} has {dims}"
-                )
-            if not np.isfinite(doc.embedding).all():
-                raise DimensionMismatchError(f"embedding of document {doc.id!r} holds NaN or infinity")
-            out[row] = doc.embedding
-        for start in range(0, len(missing), _EMBED_BATCH):
-            rows = missing[start : start + _EMBED_BATCH]
-            out[rows] = self._embed([docs[row].text for row in rows])
-        # The same normalisation steps as the numpy store, so both hold bit-identical vectors.
-        return normalize_rows(out, model=self._embedding.name)
+        # The numpy store's own code, so both stores hold bit-identical vectors.
+        return document_vectors(docs, self._embedding, _EMBED_BATCH)
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        vectors = self._embedding.embed(texts)
-        shape = getattr(vectors, "shape", None)
-        if shape != (len(texts), self._embedding.dimensions):
-            raise EmbeddingError(
-                f"embedding model {self._embedding.name!r} returned an array of shape {shape!r} for "
-                f"{len(texts)} texts; expected ({len(texts)}, {self._embedding.dimensions})"
-            )
-        return normalize_rows(vectors, model=self._embedding.name)
+        return embed_queries(self._embedding, texts)
 
     def _remember_opaque(self, keys: set[str]) -> None:
         """Record in the collection the keys holding values Chroma cannot index (see chroma_records)."""
@@ -273,17 +213,12 @@ class ChromaVectorStore:
         if keys <= current:
             return
         self._opaque = current | keys
-        with self._conn.errors(f"update the collection {self._name!r}"):
-            metadata = dict(self._collection.metadata or {})
-            metadata[_OPAQUE_KEYS] = json.dumps(sorted(self._opaque))
-            self._collection.modify(metadata=metadata)
+        self._access.update_metadata({_OPAQUE_KEYS: json.dumps(sorted(self._opaque))})
 
     def _current_opaque(self) -> set[str]:
         if self._shared:
             # Another process may have written to the same collection since.
-            with self._conn.errors(f"read the collection {self._name!r}"):
-                latest = self._conn.client.get_collection(self._name).metadata or {}
-            self._opaque |= set(json.loads(latest.get(_OPAQUE_KEYS, "[]")))
+            self._opaque |= set(json.loads(self._access.metadata().get(_OPAQUE_KEYS, "[]")))
         return self._opaque
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
@@ -294,9 +229,14 @@ class ChromaVectorStore:
             targets = [row.id for row in self._fetch(self._unique(ids), None, include=())]
         else:
             targets = self._matching_ids(self._compile(filter))
-        for start in range(0, len(targets), self._batch_size):
-            with self._conn.errors(f"delete documents from the collection {self._name!r}"):
-                self._collection.delete(ids=targets[start : start + self._batch_size])
+        if not targets:
+            return 0
+        with self._lexical.writing() as index:
+            for start in range(0, len(targets), self._batch_size):
+                with self._conn.errors(f"delete documents from the collection {self._name!r}"):
+                    self._collection.delete(ids=targets[start : start + self._batch_size])
+            if index is not None:
+                index.delete(targets)
         return len(targets)
 
     # -- reading --------------------------------------------------------------------------------------
@@ -385,17 +325,35 @@ class ChromaVectorStore:
         if req.top_k == 0 or compiled.matches_nothing:
             return []
         query = self._embed([req.query])[0]
-        if compiled.exact:
-            hits = top_rows(lambda n: self._nearest(query, n, compiled.where, None), query, req)
-        else:
-            # Python decides the matches; Chroma ranks only those ids, chunk by chunk.
-            ids = sorted(self._matching_ids(compiled))
-            parts = [
-                top_rows(lambda n, chunk=chunk: self._nearest(query, n, None, chunk), query, req)  # type: ignore[misc]
-                for chunk in (ids[i : i + self._batch_size] for i in range(0, len(ids), self._batch_size))
+        if not needs_ranking(req):
+            return [
+                self._document(row, False, score) for row, score in self._vector_rows(query, compiled, req)
             ]
-            hits = merge(parts, req.top_k)
-        return [self._document(row, False, score) for row, score in hits]
+        source = ChromaCandidates(
+            req,
+            query,
+            lambda plain: self._vector_rows(query, compiled, plain),
+            lambda: None if compiled.where is None and compiled.exact else set(self._matching_ids(compiled)),
+            lambda ids, fields: self._fetch(ids, None, include=fields),
+            self._lexical.index,
+        )
+        ranked = rank(req, source)
+        rows = source.rows([doc_id for doc_id, _ in ranked])
+        return [self._document(row, False, score) for row, (_, score) in zip(rows, ranked, strict=True)]
+
+    def _vector_rows(
+        self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest
+    ) -> list[tuple[Row, float]]:
+        """Exact cosine top-k (with threshold) among the filter's matches, rows with their embeddings."""
+        if compiled.exact:
+            return top_rows(lambda n: self._nearest(query, n, compiled.where, None), query, req)
+        # Python decides the matches; Chroma ranks only those ids, chunk by chunk.
+        ids = sorted(self._matching_ids(compiled))
+        parts = [
+            top_rows(lambda n, chunk=chunk: self._nearest(query, n, None, chunk), query, req)  # type: ignore[misc]
+            for chunk in (ids[i : i + self._batch_size] for i in range(0, len(ids), self._batch_size))
+        ]
+        return merge(parts, req.top_k)
 
     def _nearest(
         self, query: npt.NDArray[np.float32], n: int, where: Where | None, ids: list[str] | None

@@ -1,4 +1,4 @@
-"""Opening Chroma clients (embedded, ephemeral, server) and turning chromadb failures into `StoreError`s.
+"""Opening Chroma clients (embedded, ephemeral, server) and collections; chromadb failures as `StoreError`s.
 
 chromadb is imported inside these functions only, so importing `stores` stays light.
 """
@@ -13,9 +13,20 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from rag.errors import ConfigError, InvalidRequestError, RagError, StoreConnectionError, StoreError
+from rag.embeddings.base import EmbeddingModel
+from rag.errors import (
+    ConfigError,
+    EmbeddingModelMismatchError,
+    InvalidRequestError,
+    RagError,
+    StoreConnectionError,
+    StoreError,
+)
 
-__all__ = ["Connection", "connect", "parse_url"]
+__all__ = ["Connection", "connect", "open_collection", "parse_url", "purger"]
+
+_MODEL = "rag:embedding_model"
+_DIMENSIONS = "rag:dimensions"
 
 
 @dataclass
@@ -128,3 +139,47 @@ def _ephemeral(chromadb: Any) -> Connection:
     conn.cleanups.append(conn.client.close)
     conn.cleanups.append(lambda: admin.delete_database(database))
     return conn
+
+
+def open_collection(conn: Connection, name: str, embedding: EmbeddingModel, ef_search: int) -> Any:
+    """Get or create the collection `name` for unit vectors of `embedding`; refuse another model's."""
+    model = {_MODEL: embedding.name, _DIMENSIONS: int(embedding.dimensions)}
+    # Inner product over unit vectors is cosine. Chroma's "cosine" space alters stored vectors in the
+    # last bit, which would break bit-exact agreement with the numpy store's scores; "ip" keeps them.
+    config = {"hnsw": {"space": "ip", "ef_search": ef_search, "ef_construction": 200}}
+    with conn.errors(f"open the collection {name!r}"):
+        collection = conn.client.get_or_create_collection(
+            name, embedding_function=None, metadata=model, configuration=config
+        )
+        recorded = dict(collection.metadata or {})
+        if _MODEL not in recorded and collection.count() == 0:
+            collection.modify(metadata={**recorded, **model})
+            recorded.update(model)
+    space = (collection.configuration_json.get("hnsw") or {}).get("space", recorded.get("hnsw:space"))
+    if space not in (None, "ip", "cosine"):
+        raise StoreError(
+            f"collection {name!r} in {conn.location} uses {space!r} distance, not cosine or inner product"
+        )
+    if (recorded.get(_MODEL), recorded.get(_DIMENSIONS)) != (model[_MODEL], model[_DIMENSIONS]):
+        raise EmbeddingModelMismatchError(
+            f"collection {name!r} in {conn.location} holds vectors from the embedding "
+            f"model {recorded.get(_MODEL)!r} ({recorded.get(_DIMENSIONS)!r} dimensions); it cannot be "
+            f"used with {model[_MODEL]!r} ({model[_DIMENSIONS]} dimensions)"
+        )
+    return collection
+
+
+def purger(collection: Any, batch_size: int) -> Callable[[], None]:
+    """Deletes every record of an in-process collection before its database is dropped.
+
+    chromadb 1.5.9 leaves a dropped database's metadata rows behind, and records written later to
+    another in-process collection can inherit them (tests/stores/test_chroma.py reproduces it), so the
+    records are deleted one by one first, which removes their rows.
+    """
+
+    def purge() -> None:
+        ids = collection.get(include=[])["ids"]
+        for start in range(0, len(ids), batch_size):
+            collection.delete(ids=ids[start : start + batch_size])
+
+    return purge

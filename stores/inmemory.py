@@ -4,6 +4,8 @@ Vectors live in one C-contiguous float32 matrix holding only live rows (a delete
 into the holes), grown geometrically. Metadata is mirrored in numpy columns (`stores.numpy_columns`) so
 a filter is a boolean mask computed without a Python loop per document; a filtered search then scores
 only the selected rows. Search itself is in `stores.numpy_search`; saving in `stores.numpy_persist`.
+A BM25 index (`stores.lexical`) over the same texts is written by the same `add` and `delete` calls
+and saved in the same atomic save; lexical and hybrid modes and MMR go through `stores.ranking`.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import Document, MetadataValue, SearchRequest
-from rag.embeddings import EmbeddingModel, normalize_rows
-from rag.errors import DimensionMismatchError, EmbeddingError, InvalidRequestError, StoreError
+from rag.embeddings import EmbeddingModel
+from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
 from stores import numpy_persist
+from stores.lexical import LexicalIndex
 from stores.numpy_columns import MetadataColumns
+from stores.numpy_embed import document_vectors, embed_queries
+from stores.numpy_hybrid import NumpyCandidates
 from stores.numpy_search import rank_candidates, scan
+from stores.ranking import needs_ranking, rank
 
 __all__ = ["InMemoryVectorStore"]
 
@@ -76,6 +82,8 @@ class InMemoryVectorStore:
         self._row_of: dict[str, int] = {}
         self._columns = MetadataColumns()
         self._id_order: IntArray | None = None  # rows sorted by id, rebuilt after a change
+        self._lexical = LexicalIndex()
+        self._lexical_rows: IntArray | None = None  # index row of each store row, rebuilt after a change
         if self._path is not None and numpy_persist.exists(self._path):
             self._restore(numpy_persist.read(self._path, embedding.name, self._dimensions))
 
@@ -116,38 +124,10 @@ class InMemoryVectorStore:
         )
 
     def _vectors_for(self, documents: list[Document]) -> npt.NDArray[np.float32]:
-        """Unit vectors for `documents`: given ones checked, missing ones embedded in batches."""
-        vectors = np.empty((len(documents), self._dimensions), np.float32)
-        missing: list[int] = []
-        for i, document in enumerate(documents):
-            if document.embedding is None:
-                missing.append(i)
-                continue
-            if document.embedding.shape != (self._dimensions,):
-                size = document.embedding.shape[0]
-                raise DimensionMismatchError(
-                    f"the embedding of document {document.id!r} has {size} dimensions, "
-                    f"but model {self._embedding.name!r} of this store has {self._dimensions}"
-                )
-            if not np.isfinite(document.embedding).all():
-                raise DimensionMismatchError(
-                    f"the embedding of document {document.id!r} holds NaN or infinity"
-                )
-            vectors[i] = document.embedding
-        for start in range(0, len(missing), self._batch_size):
-            chosen = missing[start : start + self._batch_size]
-            vectors[chosen] = self._embed([documents[i].text for i in chosen])
-        return normalize_rows(vectors, model=self._embedding.name)
+        return document_vectors(documents, self._embedding, self._batch_size)
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        vectors = self._embedding.embed(texts)
-        shape = getattr(vectors, "shape", None)
-        if shape != (len(texts), self._dimensions):
-            raise EmbeddingError(
-                f"embedding model {self._embedding.name!r} returned shape {shape!r} for {len(texts)} texts, "
-                f"expected ({len(texts)}, {self._dimensions})"
-            )
-        return normalize_rows(vectors, model=self._embedding.name)
+        return embed_queries(self._embedding, texts)
 
     def _reserve(self, size: int) -> None:
         """Room for `size` rows; capacity grows by half so appends cost amortised O(1)."""
@@ -174,6 +154,8 @@ class InMemoryVectorStore:
         metadatas: list[dict[str, MetadataValue]],
         vectors: npt.NDArray[np.float32],
     ) -> None:
+        self._lexical.add(ids, texts)
+        self._lexical_rows = None
         rows = np.empty(len(ids), np.int64)
         fresh = 0
         for i, doc_id in enumerate(ids):
@@ -221,6 +203,8 @@ class InMemoryVectorStore:
         dead[rows] = True
         holes = np.flatnonzero(dead[:new_size])
         tails = new_size + np.flatnonzero(~dead[new_size:])
+        self._lexical.delete(self._ids[rows].tolist())
+        self._lexical_rows = None
         for doc_id in self._ids[rows]:
             del self._row_of[doc_id]
         self._matrix[holes] = self._matrix[tails]
@@ -317,16 +301,38 @@ class InMemoryVectorStore:
             return [[] for _ in requests]
         if rows is not None and len(rows) == self._size:
             rows = None  # a filter that keeps everything scans like no filter
-        top_k = max(r.top_k for r in requests)
-        threshold = min(r.similarity_threshold for r in requests)
-        found = scan(self._matrix[: self._size], queries, top_k, threshold, rows)
-        results = []
-        for request, query, candidates in zip(requests, queries, found, strict=True):
-            ranked = rank_candidates(
-                self._matrix, candidates, query, request.top_k, self._ids, request.accepts
-            )
-            results.append([self._document(row, score) for row, score in ranked])
+        results: list[list[Document]] = [[] for _ in requests]
+        plain = [i for i, request in enumerate(requests) if not needs_ranking(request)]
+        if plain:
+            top_k = max(requests[i].top_k for i in plain)
+            threshold = min(requests[i].similarity_threshold for i in plain)
+            found = scan(self._matrix[: self._size], queries[plain], top_k, threshold, rows)
+            for i, candidates in zip(plain, found, strict=True):
+                request = requests[i]
+                ranked = rank_candidates(
+                    self._matrix, candidates, queries[i], request.top_k, self._ids, request.accepts
+                )
+                results[i] = [self._document(row, score) for row, score in ranked]
+        for i, request in enumerate(requests):
+            if needs_ranking(request):
+                source = NumpyCandidates(
+                    self._matrix[: self._size],
+                    self._ids,
+                    self._row_of,
+                    queries[i],
+                    request.query,
+                    rows,
+                    self._lexical,
+                    self._index_rows,
+                )
+                results[i] = [self._document(self._row_of[i_d], s) for i_d, s in rank(request, source)]
         return results
+
+    def _index_rows(self) -> IntArray:
+        """The lexical index's row of each store row (kept until the next write)."""
+        if self._lexical_rows is None:
+            self._lexical_rows = self._lexical.rows_of(self._ids[: self._size].tolist())
+        return self._lexical_rows
 
     # -- persistence -----------------------------------------------------------------------------
 
@@ -346,6 +352,7 @@ class InMemoryVectorStore:
             self._ids[:size].tolist(),
             self._texts[:size].tolist(),
             self._metadata[:size].tolist(),
+            self._lexical,
         )
         numpy_persist.write(target, snapshot)
         return target
@@ -377,3 +384,8 @@ class InMemoryVectorStore:
         self._columns = MetadataColumns()
         self._columns.write(np.arange(count, dtype=np.int64), snapshot.metadatas)
         self._id_order = None
+        # A save from before the lexical index (or of another tokenizer) gains one from its texts.
+        self._lexical = snapshot.lexical or LexicalIndex()
+        if snapshot.lexical is None:
+            self._lexical.add(snapshot.ids, snapshot.texts)
+        self._lexical_rows = None

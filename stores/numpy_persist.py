@@ -1,9 +1,12 @@
 """Saving the in-memory store to a folder and loading it back, crash-safely.
 
-A folder holds `manifest.json` and the data files it names (`vectors-<generation>.npy`, float32, and
-`documents-<generation>.json`, ids, texts and metadata). A save writes a new generation of data files,
-flushes them, then replaces the manifest in one `os.replace`: a crash at any point leaves the manifest
-naming one complete generation, old or new. Files of other generations are removed after the switch.
+A folder holds `manifest.json` and the data it names: `vectors-<generation>.npy` (float32),
+`documents-<generation>.json` (ids, texts and metadata) and the BM25 index in `bm25-<generation>/`
+(`stores.lexical`). A save writes a new generation of all three, flushes them, then replaces the
+manifest in one `os.replace`: a crash at any point leaves the manifest naming one complete generation,
+old or new, so the vectors and the lexical index can never disagree. Other generations are removed
+after the switch. A save without a lexical index (made before there was one), or one analysed with
+another tokenizer, loads with `Snapshot.lexical` None: the store rebuilds the index from the texts.
 
 Example:
     >>> import tempfile, numpy as np
@@ -18,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +33,8 @@ import numpy.typing as npt
 
 from rag.documents import MetadataValue, check_metadata
 from rag.errors import EmbeddingModelMismatchError, StoreError, StoreNotFoundError
+from stores.lexical import LexicalIndex
+from stores.lexical_text import TOKENIZER
 
 __all__ = ["MANIFEST", "Snapshot", "exists", "read", "write"]
 
@@ -36,6 +42,7 @@ MANIFEST = "manifest.json"
 _FORMAT = "rag-advisors/inmemory-store"
 _VERSION = 1
 _DATA_PREFIXES = ("vectors-", "documents-", f".{MANIFEST}.")
+_LEXICAL_PREFIX = "bm25-"
 
 
 @dataclass
@@ -48,6 +55,7 @@ class Snapshot:
     ids: list[str]
     texts: list[str]
     metadatas: list[dict[str, MetadataValue]]
+    lexical: LexicalIndex | None = None
 
 
 def exists(path: str | os.PathLike[str]) -> bool:
@@ -84,16 +92,20 @@ def write(path: str | os.PathLike[str], snapshot: Snapshot) -> None:
         "documents": documents_name,
     }
     staged = folder / f".{MANIFEST}.{generation}.tmp"
+    lexical_name = f"{_LEXICAL_PREFIX}{generation}"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _write_file(folder / vectors_name, lambda f: np.save(f, snapshot.vectors, allow_pickle=False))
         _write_file(folder / documents_name, lambda f: f.write(_encode_documents(snapshot)))
+        if snapshot.lexical is not None:
+            snapshot.lexical.save(folder / lexical_name)  # flushed before the manifest names it
+            manifest["lexical"] = lexical_name
         _write_file(staged, lambda f: f.write(json.dumps(manifest, indent=1).encode("utf-8")))
         os.replace(staged, folder / MANIFEST)
         _sync_folder(folder)
     except OSError as exc:
         raise StoreError(f"could not save the store to {str(folder)!r}: {exc}") from exc
-    _remove_other_generations(folder, keep={vectors_name, documents_name})
+    _remove_other_generations(folder, keep={vectors_name, documents_name, lexical_name})
 
 
 def _sync_folder(folder: Path) -> None:
@@ -108,9 +120,13 @@ def _sync_folder(folder: Path) -> None:
 
 def _remove_other_generations(folder: Path, keep: set[str]) -> None:
     for entry in folder.iterdir():
-        if entry.name.startswith(_DATA_PREFIXES) and entry.name not in keep and entry.is_file():
+        if entry.name in keep:
+            continue
+        if entry.name.startswith(_DATA_PREFIXES) and entry.is_file():
             with contextlib.suppress(OSError):  # a leftover file only costs disk space
                 entry.unlink()
+        elif entry.name.startswith(_LEXICAL_PREFIX) and entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _read_manifest(folder: Path) -> dict[str, Any]:
@@ -157,4 +173,24 @@ def read(path: str | os.PathLike[str], model: str, dimensions: int) -> Snapshot:
     ):
         raise StoreError(f"the store saved in {str(folder)!r} is inconsistent: {count} documents expected")
     checked = [check_metadata(doc_id, metadata) for doc_id, metadata in zip(ids, metadatas, strict=True)]
-    return Snapshot(model, dimensions, vectors, ids, texts, checked)
+    return Snapshot(model, dimensions, vectors, ids, texts, checked, _read_lexical(folder, manifest, ids))
+
+
+def _read_lexical(folder: Path, manifest: dict[str, Any], ids: list[str]) -> LexicalIndex | None:
+    """The saved lexical index, or None when it is absent, of another tokenizer, or not these ids'.
+
+    The index is derived data: whatever is wrong with it, the store rebuilds it from the texts.
+    """
+    name = manifest.get("lexical")
+    if not isinstance(name, str) or not name.startswith(_LEXICAL_PREFIX) or "/" in name or "\\" in name:
+        return None
+    try:
+        settings = LexicalIndex.saved_settings(folder / name)
+        if settings is None or settings.tokenizer != TOKENIZER:
+            return None
+        index = LexicalIndex.load(folder / name)
+    except StoreError:
+        return None
+    if len(index) != len(ids) or index.ids() != sorted(ids):
+        return None
+    return index

@@ -20,7 +20,17 @@ from rag.documents import Document
 from rag.embeddings import EmbeddingModel
 from rag.filters import Filter, key
 
-__all__ = ["FILTER_CASES", "FILTER_DOCUMENTS", "CountingEmbedding", "FilterCase", "vector_with_cosine"]
+__all__ = [
+    "FILTER_CASES",
+    "FILTER_DOCUMENTS",
+    "LEXICAL_QUERY",
+    "LEXICAL_TEXTS",
+    "CountingEmbedding",
+    "FilterCase",
+    "lexical_documents",
+    "query_vector",
+    "vector_with_cosine",
+]
 
 
 class CountingEmbedding:
@@ -66,6 +76,39 @@ def vector_with_cosine(
     vector = cosine * query.astype(np.float64) + np.sqrt(max(0.0, 1.0 - cosine**2)) * other
     result: npt.NDArray[np.float32] = vector.astype(np.float32)
     return result
+
+
+def query_vector(model: EmbeddingModel, text: str) -> npt.NDArray[np.float32]:
+    """`model`'s unit vector for `text`."""
+    vector = np.asarray(model.embed([text])[0], dtype=np.float32)
+    result: npt.NDArray[np.float32] = vector / np.float32(np.linalg.norm(vector))
+    return result
+
+
+# Texts for the lexical tests: term frequencies, lengths, accents and scripts without spaces vary.
+LEXICAL_QUERY = "sparse retrieval"
+LEXICAL_TEXTS: dict[str, str] = {
+    "l1": "Sparse retrieval ranks documents by term statistics.",
+    "l2": "Sparse, sparse, sparse: BM25 is the classic sparse retrieval model.",
+    "l3": "Dense retrieval embeds queries and documents as vectors.",
+    "l4": "Hybrid search fuses sparse and dense rankings of the same documents for better recall.",
+    "l5": "Chroma keeps vectors on disk.",
+    "l6": "Café crème à Zürich.",
+    "l7": "東京タワーの夜景",
+}
+_LEXICAL_KINDS = {"l1": "sparse", "l2": "sparse", "l3": "dense", "l4": "hybrid"}
+
+
+def lexical_documents() -> list[Document]:
+    """LEXICAL_TEXTS as documents with metadata `kind` (where it applies) and `n` (their number)."""
+    return [
+        Document(
+            doc_id,
+            text,
+            {**({"kind": _LEXICAL_KINDS[doc_id]} if doc_id in _LEXICAL_KINDS else {}), "n": int(doc_id[1:])},
+        )
+        for doc_id, text in LEXICAL_TEXTS.items()
+    ]
 
 
 # Documents for the filter cases. Each tests a rule of FILTERS.md: int vs float, bool vs number,

@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,15 +22,20 @@ import numpy.typing as npt
 import pytest
 
 from rag.documents import Document, SearchRequest
-from rag.embeddings import EmbeddingModel, HashingEmbedding
+from rag.embeddings import HashingEmbedding
 from rag.errors import DimensionMismatchError, EmbeddingModelMismatchError, InvalidRequestError
 from rag.filters import Filter, key
 from rag.vectorstore import VectorStore
-from stores.testing.cases import FILTER_CASES, CountingEmbedding, filter_documents, vector_with_cosine
+from stores.testing.cases import (
+    FILTER_CASES,
+    CountingEmbedding,
+    filter_documents,
+    query_vector,
+    vector_with_cosine,
+)
+from stores.testing.modes import Reopen, SearchModeConformance
 
 __all__ = ["Reopen", "VectorStoreConformance"]
-
-Reopen = Callable[[VectorStore, EmbeddingModel], VectorStore]
 DIMENSIONS = 64
 _CASE_IDS = [label for label, _, _ in FILTER_CASES]
 
@@ -41,7 +45,7 @@ def _ids(documents: list[Document]) -> list[str]:
 
 
 def _query_vector(store: VectorStore, text: str) -> npt.NDArray[np.float32]:
-    return np.asarray(store.embedding.embed([text])[0], dtype=np.float32)
+    return query_vector(store.embedding, text)
 
 
 def _scored(store: VectorStore, cosines: dict[str, float], query: str = "alpha beta") -> None:
@@ -54,7 +58,7 @@ def _scored(store: VectorStore, cosines: dict[str, float], query: str = "alpha b
     store.add(docs)
 
 
-class VectorStoreConformance:
+class VectorStoreConformance(SearchModeConformance):
     """Mixin of contract tests; see the module docstring for the two fixtures a subclass supplies."""
 
     @pytest.fixture
@@ -308,8 +312,10 @@ class VectorStoreConformance:
     ) -> None:
         assert _ids(filtered.get(filter=tree)) == expected
         assert filtered.count(tree) == len(expected)
-        found = filtered.similarity_search(SearchRequest("document", top_k=20, filter=tree))
-        assert sorted(_ids(found)) == expected
+        for mode in ("vector", "lexical", "hybrid"):
+            # Every text holds the word "document": each mode returns exactly the matches.
+            found = filtered.similarity_search(SearchRequest("document", top_k=20, filter=tree, mode=mode))
+            assert sorted(_ids(found)) == expected, mode
 
     @pytest.mark.parametrize(
         ("label", "tree", "expected"),

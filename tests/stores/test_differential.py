@@ -2,7 +2,8 @@
 
 Random documents (metadata from `metadata_dicts`, texts from a tiny vocabulary so scores tie often) and
 random filter trees (`filter_trees`); both stores must return the same ids in the same order for `get`,
-`count` and `similarity_search` (scores included).
+`count` and `similarity_search` (scores included, within 1e-9), in every search mode, with either
+fusion and with MMR diversity.
 """
 
 from __future__ import annotations
@@ -43,7 +44,17 @@ searches: st.SearchStrategy[dict[str, Any]] = st.builds(
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=2).map(" ".join),
     top_k=st.integers(0, 14),
     threshold=st.sampled_from([0.0, 0.0, 0.2, 0.5, 1.0]),
+    mode=st.sampled_from(["vector", "lexical", "hybrid"]),
+    fusion=st.sampled_from(["rrf", "weighted"]),
+    vector_weight=st.sampled_from([0.0, 0.3, 1.0]),
+    rrf_k=st.sampled_from([1, 60]),
+    diversity=st.sampled_from([0.0, 0.0, 0.5, 1.0]),
 )
+
+
+def _request(search: dict[str, Any], tree: Filter | None) -> SearchRequest:
+    options = {name: search[name] for name in ("mode", "fusion", "vector_weight", "rrf_k", "diversity")}
+    return SearchRequest(search["query"], search["top_k"], search["threshold"], filter=tree, **options)
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +73,12 @@ def _reset(store: ChromaVectorStore, docs: list[Document]) -> None:
 
 def _hits(found: list[Document]) -> list[tuple[str, float | None]]:
     return [(doc.id, doc.score) for doc in found]
+
+
+def _assert_same(found: list[Document], expected: list[Document]) -> None:
+    """Same ids in the same order, scores within 1e-9."""
+    assert [doc.id for doc in found] == [doc.id for doc in expected]
+    assert [doc.score for doc in found] == pytest.approx([doc.score for doc in expected], abs=1e-9)
 
 
 @settings(max_examples=60, deadline=None)
@@ -87,10 +104,10 @@ def test_chroma_agrees_with_numpy(
         assert [doc.id for doc in chroma.get(filter=tree)] == expected_ids
         assert [doc.id for doc in chroma.get(filter=tree, limit=limit)] == expected_ids[:limit]
         assert chroma.count(tree) == reference.count(tree) == len(expected_ids)
-        request = SearchRequest(search["query"], search["top_k"], search["threshold"], filter=tree)
-        assert _hits(chroma.similarity_search(request)) == _hits(reference.similarity_search(request))
-    unfiltered = SearchRequest(search["query"], search["top_k"], search["threshold"])
-    assert _hits(chroma.similarity_search(unfiltered)) == _hits(reference.similarity_search(unfiltered))
+        request = _request(search, tree)
+        _assert_same(chroma.similarity_search(request), reference.similarity_search(request))
+    unfiltered = _request(search, None)
+    _assert_same(chroma.similarity_search(unfiltered), reference.similarity_search(unfiltered))
 
 
 @settings(max_examples=20, deadline=None)
@@ -115,5 +132,5 @@ def test_keys_chroma_cannot_index_agree_with_numpy(
     _reset(chroma, docs)
     assert [doc.id for doc in chroma.get(filter=tree)] == [doc.id for doc in reference.get(filter=tree)]
     assert [doc.metadata for doc in chroma.get()] == [doc.metadata for doc in reference.get()]
-    request = SearchRequest(search["query"], search["top_k"], search["threshold"], filter=tree)
-    assert _hits(chroma.similarity_search(request)) == _hits(reference.similarity_search(request))
+    request = _request(search, tree)
+    _assert_same(chroma.similarity_search(request), reference.similarity_search(request))

@@ -1,0 +1,196 @@
+"""The BM25 index beside a Chroma collection, kept equal to it across writes, crashes and processes.
+
+Chroma has no lexical search, so `ChromaVectorStore` keeps a `stores.lexical.LexicalIndex` of the
+collection's texts, updated by the store's own `add` and `delete`. What ties the two together is a
+*state token* in the collection's metadata (`STATE_KEY`), a random string that every write through a
+store changes twice: once before touching any record, once after the index holds the write.
+
+- Embedded (`path=`): the index is saved in `<path>/rag-lexical/<collection>/<token>/`, on `close()`,
+  `flush()` and at interpreter exit. It is loaded only when its token is the collection's current one
+  (and it holds as many documents as the collection); otherwise (no save yet, a collection written
+  before the index existed or by raw chromadb calls, a crash between a write and the save, another
+  tokenizer version) it is rebuilt from the documents Chroma stores, without embedding anything, and
+  saved under the current token. A crash therefore costs a rebuild, never a wrong answer.
+- Server (`url=`) or a given client: the index lives in memory, built from the collection's documents
+  when a lexical or hybrid search first needs it. Before each lexical search and each write the store
+  compares the token with its own, so writes made by other stores (in this or another process) are
+  seen: the index is rebuilt. Writes by raw chromadb calls do not change the token; they are seen on
+  the next open.
+- In-process private store: nobody else can write, so no token is kept; the index is built lazily.
+
+Only one process should write to an embedded folder at a time (chroma's own rule for
+`PersistentClient`); a Chroma server is the way for several.
+
+Example:
+    >>> from rag import Document, HashingEmbedding, SearchRequest
+    >>> from stores import ChromaVectorStore
+    >>> with ChromaVectorStore(HashingEmbedding(), collection="lexical-demo") as store:
+    ...     store.add([Document("a", "reciprocal rank fusion"), Document("b", "vector search")])
+    ...     [d.id for d in store.similarity_search(SearchRequest("fusion", mode="lexical"))]
+    ['a']
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rag.errors import RagError, StoreError
+from stores.chroma_client import Connection
+from stores.chroma_records import decode_text
+from stores.chroma_search import rows_from_get
+from stores.lexical import LexicalIndex
+from stores.lexical_text import TOKENIZER
+
+__all__ = ["FOLDER", "STATE_KEY", "ChromaLexical", "CollectionAccess"]
+
+STATE_KEY = "rag:lexical_state"
+FOLDER = "rag-lexical"
+_log = logging.getLogger(__name__)
+
+
+def _new_token() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass
+class CollectionAccess:
+    """What the lexical index needs from a collection (no reference to the store, so finalizers work)."""
+
+    conn: Connection
+    collection: Any
+    name: str
+    batch_size: int
+    shared: bool
+
+    def metadata(self) -> dict[str, Any]:
+        """The collection's metadata; read afresh when other stores may have changed it."""
+        if not self.shared:
+            return dict(self.collection.metadata or {})
+        with self.conn.errors(f"read the collection {self.name!r}"):
+            return dict(self.conn.client.get_collection(self.name).metadata or {})
+
+    def update_metadata(self, changes: dict[str, Any]) -> None:
+        """Set some metadata keys, keeping the others (chromadb's `modify` replaces the whole dict)."""
+        metadata = {**self.metadata(), **changes}
+        with self.conn.errors(f"update the collection {self.name!r}"):
+            self.collection.modify(metadata=metadata)
+
+    def count(self) -> int:
+        """How many records the collection holds."""
+        with self.conn.errors(f"count the collection {self.name!r}"):
+            return int(self.collection.count())
+
+    def texts(self) -> Iterator[tuple[list[str], list[str]]]:
+        """Every record's (ids, texts), a page at a time."""
+        offset = 0
+        while True:
+            with self.conn.errors(f"read from the collection {self.name!r}"):
+                page = self.collection.get(
+                    include=["documents", "metadatas"], limit=self.batch_size, offset=offset
+                )
+            rows = rows_from_get(page)
+            if not rows:
+                return
+            yield [row.id for row in rows], [decode_text(row.document, row.record) for row in rows]
+            offset += len(rows)
+
+
+class ChromaLexical:
+    """The lexical index of one collection, loaded, rebuilt and saved as the module docstring says.
+
+    Example:
+        >>> # store = ChromaVectorStore(...); store._lexical.index().search("fusion", top_k=5)
+    """
+
+    def __init__(self, access: CollectionAccess, folder: Path | None) -> None:
+        self._access = access
+        self._root = None if folder is None else folder / FOLDER / access.name
+        self._index: LexicalIndex | None = None
+        self._token: str | None = None  # the collection state `_index` equals
+        self._saved = True  # whether `_root / _token` holds `_index`
+        self.rebuilds = 0  # how many times the index was built from the collection's documents
+
+    def _current(self) -> str | None:
+        token = self._access.metadata().get(STATE_KEY) if self._access.shared else None
+        return token if isinstance(token, str) else None
+
+    def index(self) -> LexicalIndex:
+        """The index, equal to the collection: kept, loaded from disk or rebuilt as needed."""
+        if self._index is not None and (not self._access.shared or self._current() == self._token):
+            return self._index
+        token = self._current()
+        if self._root is not None and token is None:
+            token = _new_token()  # a collection written before the index existed gets a state
+            self._access.update_metadata({STATE_KEY: token})
+        loaded = self._load(token)
+        saved = loaded is not None
+        if loaded is None:
+            loaded = LexicalIndex()
+            for ids, texts in self._access.texts():
+                loaded.add(ids, texts)
+            self.rebuilds += 1
+        self._index, self._token, self._saved = loaded, token, saved
+        self.save()  # a rebuilt index is saved at once, so the next open loads it
+        return loaded
+
+    def _load(self, token: str | None) -> LexicalIndex | None:
+        if self._root is None or token is None or not (self._root / token).is_dir():
+            return None
+        folder = self._root / token
+        try:
+            settings = LexicalIndex.saved_settings(folder)
+            if settings is None or settings.tokenizer != TOKENIZER:
+                return None
+            index = LexicalIndex.load(folder)
+        except StoreError:
+            return None  # derived data: a damaged save is rebuilt
+        # Records added or deleted by raw chromadb calls leave the token alone but change the count.
+        return index if len(index) == self._access.count() else None
+
+    @contextmanager
+    def writing(self) -> Iterator[LexicalIndex | None]:
+        """Wrap one write to the collection; yields the index to update, or None (built later).
+
+        The state changes before any record does, so a crash part way leaves every saved index stale,
+        and again after the index holds the write, so other stores that read the collection during the
+        write see that they must rebuild.
+        """
+        index = self.index() if self._index is not None or self._root is not None else None
+        if self._access.shared:
+            self._access.update_metadata({STATE_KEY: _new_token()})
+        try:
+            yield index
+        except BaseException:
+            self._index = None  # how much reached Chroma is unknown: rebuild when next needed
+            raise
+        if self._access.shared:
+            token = _new_token()
+            self._access.update_metadata({STATE_KEY: token})
+            if index is not None:
+                self._token, self._saved = token, False
+
+    def save(self) -> None:
+        """Save the index under the collection's current state (embedded stores; no-op if saved)."""
+        if self._root is None or self._index is None or self._saved or self._token is None:
+            return
+        if self._current() != self._token:
+            return  # another store wrote since: that state is not the one this index holds
+        self._index.save(self._root / self._token)
+        self._saved = True
+        for entry in self._root.iterdir():
+            if entry.name != self._token and entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+
+    def close(self) -> None:
+        """Save before the client closes; at interpreter exit a failure is logged, not raised."""
+        try:
+            self.save()
+        except RagError as exc:
+            _log.warning("the lexical index of %r was not saved: %s", self._access.name, exc)

@@ -1,0 +1,127 @@
+"""Search modes, fusion, the threshold and MMR: one ranking procedure that every store runs.
+
+A store supplies exact candidate lists through `Candidates` (its own vector search, its lexical index,
+and exact cosines and vectors by id); `rank` turns them into the final (id, score) list for any
+`SearchRequest`. Every store calls this one function, so given exact candidates the stores agree by
+construction, ties and scores included.
+
+What each mode returns (the spec in `rag.vectorstore.VectorStore`):
+
+- "vector": the `top_k` best cosine scores among the documents matching the filter whose cosine
+  passes the threshold. Score: cosine similarity.
+- "lexical": the `top_k` best BM25 scores among the documents matching the filter that hold a query
+  term and whose cosine passes the threshold (threshold 0 checks nothing). Score: BM25 (> 0).
+- "hybrid": the vector list and the lexical list above, each cut at `candidate_depth(top_k)`, fused
+  (reciprocal rank fusion with `rrf_k`, or `weighted_fusion` with `vector_weight`); the best `top_k`
+  fused scores. Score: the fused score.
+
+Ties always go to the smaller id (code points). With `diversity` > 0, maximal marginal relevance
+(`rag.retrieval.mmr`, relevance = the mode's score, similarity = cosine between stored vectors) picks
+`top_k` documents from the mode's best `candidate_depth(top_k)`, in selection order, each keeping its
+mode score.
+
+Example:
+    >>> candidate_depth(4), candidate_depth(30)
+    (50, 120)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.documents import SearchRequest
+from rag.retrieval import mmr, reciprocal_rank_fusion, weighted_fusion
+
+__all__ = ["MIN_DEPTH", "Candidates", "Hit", "candidate_depth", "needs_ranking", "rank"]
+
+Hit = tuple[str, float]
+MIN_DEPTH = 50
+"""Each list fused or diversified holds at least this many candidates (when there are that many)."""
+
+
+def candidate_depth(top_k: int) -> int:
+    """How many candidates each list contributes to fusion or MMR: `max(4 * top_k, MIN_DEPTH)`.
+
+    Deep enough that a document ranked moderately in both lists (where RRF puts the documents both
+    rankers agree on) is seen by the fusion, and that MMR has alternatives to choose from.
+    """
+    return max(4 * top_k, MIN_DEPTH)
+
+
+def needs_ranking(request: SearchRequest) -> bool:
+    """Whether the request needs `rank` (anything but a plain vector search)."""
+    return request.mode != "vector" or request.diversity > 0
+
+
+class Candidates(Protocol):
+    """What a store supplies to `rank` for one request (its query text, vector and filter bound in).
+
+    Every list is exact and ordered by score descending, then id ascending.
+    """
+
+    def vector(self, depth: int, threshold: float) -> list[Hit]:
+        """The best `depth` (id, cosine) among filter matches whose cosine passes `threshold`."""
+        ...
+
+    def lexical(self, depth: int) -> list[Hit]:
+        """The best `depth` (id, BM25) among filter matches holding at least one query term."""
+        ...
+
+    def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
+        """The cosine of each id, computed as `stores.numpy_search.exact_scores` does."""
+        ...
+
+    def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        """The stored unit vector of each id, one row each."""
+        ...
+
+
+def _lexical(request: SearchRequest, source: Candidates, depth: int) -> list[Hit]:
+    """The best `depth` lexical hits whose cosine passes the threshold, looking deeper while needed."""
+    if request.similarity_threshold == 0.0:
+        return source.lexical(depth)
+    wanted = depth
+    while True:
+        hits = source.lexical(wanted)
+        cosines = source.cosines([doc_id for doc_id, _ in hits]).tolist()
+        passing = [hit for hit, cosine in zip(hits, cosines, strict=True) if request.accepts(cosine)]
+        # Fewer hits than asked means the lexical ranking is exhausted.
+        if len(passing) >= depth or len(hits) < wanted:
+            return passing[:depth]
+        wanted *= 4
+
+
+def _fuse(request: SearchRequest, vector: list[Hit], lexical: list[Hit]) -> list[Hit]:
+    if request.fusion == "weighted":
+        return weighted_fusion(vector, lexical, request.vector_weight)
+    rankings = [[doc_id for doc_id, _ in vector], [doc_id for doc_id, _ in lexical]]
+    return reciprocal_rank_fusion(rankings, k=request.rrf_k)
+
+
+def _diversify(request: SearchRequest, source: Candidates, ranked: list[Hit]) -> list[Hit]:
+    if len(ranked) <= 1:
+        return ranked[: request.top_k]
+    vectors = source.vectors([doc_id for doc_id, _ in ranked])
+    relevance = [score for _, score in ranked]
+    picked = mmr(None, vectors, relevance, request.top_k, request.diversity)
+    return [ranked[index] for index in picked]
+
+
+def rank(request: SearchRequest, source: Candidates) -> list[Hit]:
+    """The final (id, score) list for `request`, best (or, with diversity, first picked) first."""
+    if request.top_k == 0:
+        return []
+    diverse = request.diversity > 0
+    depth = candidate_depth(request.top_k) if diverse or request.mode == "hybrid" else request.top_k
+    threshold = request.similarity_threshold
+    if request.mode == "vector":
+        ranked = source.vector(depth, threshold)
+    elif request.mode == "lexical":
+        ranked = _lexical(request, source, depth)
+    else:
+        ranked = _fuse(request, source.vector(depth, threshold), _lexical(request, source, depth))[:depth]
+    return _diversify(request, source, ranked) if diverse else ranked[: request.top_k]
