@@ -35,6 +35,7 @@ from ingest.pipeline import IngestPipeline  # noqa: E402
 from ingest.readers import ReaderOptions  # noqa: E402
 from rag.cli._common import DEFAULT_EMBEDDER, build_embedder  # noqa: E402
 from rag.cli.ingest import make_splitter  # noqa: E402
+from rag.config import DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT  # noqa: E402
 from rag.documents import FUSIONS, SEARCH_MODES, SearchMode, SearchRequest  # noqa: E402
 from rag.eval import QuestionSet, evaluate, load_beir, score_ranking  # noqa: E402
 from rag.eval.metrics import units_of  # noqa: E402
@@ -95,8 +96,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--modes", type=_modes, default=list(SEARCH_MODES), help="search modes, comma-separated"
     )
-    parser.add_argument("--fusion", choices=FUSIONS, default="rrf", help="hybrid fusion")
-    parser.add_argument("--vector-weight", type=float, default=0.5, help="vector share in weighted fusion")
+    parser.add_argument("--fusion", choices=FUSIONS, default=DEFAULT_FUSION, help="hybrid fusion")
+    parser.add_argument(
+        "--vector-weight", type=float, default=DEFAULT_VECTOR_WEIGHT, help="vector share in hybrid fusion"
+    )
     parser.add_argument("--diversity", type=float, default=0.0, help="MMR diversity in [0, 1]")
     return parser.parse_args(argv)
 

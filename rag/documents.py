@@ -77,9 +77,10 @@ def check_metadata(doc_id: str, metadata: Mapping[str, object]) -> dict[str, Met
 class Document:
     """A piece of text with metadata, as stored and as retrieved.
 
-    `score` is the cosine similarity to the query (higher is better) on retrieved documents, None
-    otherwise. `embedding`, when present, is a read-only float32 vector. Metadata keys whose value is
-    None are dropped, as stores drop them.
+    `score` is set on retrieved documents (None otherwise): the ranking score of the request's mode, higher
+    is better: cosine similarity (vector), BM25 (lexical) or the fused score (hybrid); see `VectorStore`.
+    `embedding`, when present, is a read-only float32 vector. Metadata keys whose value is None are
+    dropped, as stores drop them.
 
     Example:
         >>> doc = Document("id-1", "text", {"source": "a.md", "tags": ["x", "y"]})
@@ -145,9 +146,11 @@ class SearchRequest:
 
     `mode` chooses the ranking: "vector" (cosine similarity), "lexical" (BM25 over the store's lexical
     index) or "hybrid" (both, fused: reciprocal rank fusion with constant `rrf_k`, or with
-    `fusion="weighted"` a `vector_weight` blend of the two normalised scores). `filter`, `top_k` and
-    `similarity_threshold` mean the same in every mode: the threshold always applies to the cosine
-    similarity of a hit, so a lexical hit whose vector is less similar than the threshold is dropped.
+    `fusion="weighted"` a blend of the two min-max normalised scores). `vector_weight` is the vector
+    ranking's share in either fusion (RRF weighs the rankings 2w and 2(1 - w), so 0.5 is plain RRF).
+    `filter`, `top_k` and `similarity_threshold` mean the same in every mode: the threshold always applies
+    to the cosine similarity of a hit, so a lexical hit whose vector is less similar than the threshold is
+    dropped.
     `diversity` turns on maximal marginal relevance over the candidates: 0 ranks by relevance only,
     1 by novelty only (Spring AI and LangChain call 1 - diversity "lambda").
 

@@ -99,7 +99,9 @@ def _fuse(request: SearchRequest, vector: list[Hit], lexical: list[Hit]) -> list
     if request.fusion == "weighted":
         return weighted_fusion(vector, lexical, request.vector_weight)
     rankings = [[doc_id for doc_id, _ in vector], [doc_id for doc_id, _ in lexical]]
-    return reciprocal_rank_fusion(rankings, k=request.rrf_k)
+    # vector_weight shares the vote in RRF too: 0.5 gives both rankings weight 1, plain RRF.
+    weights = [2.0 * request.vector_weight, 2.0 * (1.0 - request.vector_weight)]
+    return reciprocal_rank_fusion(rankings, k=request.rrf_k, weights=weights)
 
 
 def _diversify(request: SearchRequest, source: Candidates, ranked: list[Hit]) -> list[Hit]:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from rag.config import DEFAULT_SEARCH_MODE, Settings
+from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, DEFAULT_VECTOR_WEIGHT, Settings
 from rag.documents import FUSIONS, SEARCH_MODES, Document, SearchRequest
 from rag.embeddings import EmbeddingModel, HashingEmbedding
 from rag.errors import (
@@ -139,14 +139,15 @@ def search_options(*, several_modes: bool = False) -> Callable[[F], F]:
             "--vector-weight",
             type=click.FloatRange(0.0, 1.0),
             metavar="0..1",
-            help="Share of the vector ranking in --fusion weighted, in [0, 1], e.g. --vector-weight 0.7 "
-            "[env RAG_VECTOR_WEIGHT; default 0.5].",
+            help="Share of the vector ranking in hybrid fusion, in [0, 1], e.g. --vector-weight 0.7 "
+            f"[env RAG_VECTOR_WEIGHT; default {DEFAULT_VECTOR_WEIGHT}].",
         )(func)
         func = click.option(
             "--fusion",
             type=click.Choice(FUSIONS, case_sensitive=False),
             help="How hybrid mode fuses the two rankings: rrf (reciprocal rank fusion) or weighted "
-            "(a blend of normalised scores, see --vector-weight) [env RAG_FUSION; default rrf].",
+            "(a blend of normalised scores, see --vector-weight) "
+            f"[env RAG_FUSION; default {DEFAULT_FUSION}].",
         )(func)
         return _mode_option(several_modes)(func)
 

@@ -143,7 +143,8 @@ class SearchModeConformance:
         vector = _hits(store.similarity_search(base.replace(top_k=depth)))
         lexical = _hits(store.similarity_search(base.replace(top_k=depth, mode="lexical")))
         if fusion == "rrf":
-            expected = reciprocal_rank_fusion([[i for i, _ in vector], [i for i, _ in lexical]], k=7)
+            rankings = [[i for i, _ in vector], [i for i, _ in lexical]]
+            expected = reciprocal_rank_fusion(rankings, k=7, weights=[0.6, 1.4])  # vector_weight 0.3
         else:
             expected = weighted_fusion(vector, lexical, 0.3)
         _assert_hits(store.similarity_search(base.replace(mode="hybrid", fusion=fusion)), expected[:4])

@@ -14,7 +14,7 @@ import pytest
 from click.testing import Result
 
 from rag import Document, SearchRequest
-from rag.config import DEFAULT_SEARCH_MODE
+from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, DEFAULT_VECTOR_WEIGHT
 from stores import InMemoryVectorStore
 
 RunCli = Callable[..., Result]
@@ -57,9 +57,9 @@ def test_query_and_ask_send_the_options(ingested: RunCli, searches: list[SearchR
     result = ingested("ask", "Who logs fog signals?", "--store", "numpy", "--mode", "LEXICAL", "--json")
     assert result.exit_code == 0, result.stderr
     assert [_settings(s) for s in searches] == [
-        (DEFAULT_SEARCH_MODE, "rrf", 0.5, 0.0),
+        (DEFAULT_SEARCH_MODE, DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, 0.0),
         ("hybrid", "weighted", 0.8, 0.3),
-        ("lexical", "rrf", 0.5, 0.0),
+        ("lexical", DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, 0.0),
     ]
     assert (searches[1].query, searches[1].top_k) == ("brass bolts", 2)
     assert searches[2].query == "Who logs fog signals?"

@@ -118,7 +118,7 @@ def test_chinese_and_japanese_queries_find_their_passage() -> None:
 
 
 def test_name_encodes_every_setting() -> None:
-    assert HashingEmbedding().name == "hashing-v2-d1024-logtf-stem-stop"
+    assert HashingEmbedding().name == "hashing-v2-d384-logtf-stem-stop"
     assert HashingEmbedding(384).dimensions == 384
     names = {
         HashingEmbedding(384).name,
