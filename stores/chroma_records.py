@@ -13,6 +13,10 @@ it compares it with an integer value. So each record carries:
   for `CONTAINS` / `NOT CONTAINS` on lists of any type.
 - `_rag_opaque`: a token per key whose value could not be indexed on this record (a huge integer, a
   string Chroma cannot encode); filters on such keys are finished in Python.
+- `_rag_zero`: True on a record whose vector is all zeros (an empty or stopword-only text). Chroma's
+  HNSW graph can lose such records, so search finds them through this key instead (`stores.chroma`).
+- `_rag_vec`: a digest of a non-zero vector (`vector_digest`); records sharing a vector share it, so
+  search completes a group of duplicates HNSW returned only part of.
 
 Keys starting with `_rag_` are reserved for this layout; a user key with that prefix is kept in
 `_rag_meta` only and filtered in Python, like the other keys Chroma refuses.
@@ -20,9 +24,13 @@ Keys starting with `_rag_` are reserved for this layout; a user key with that pr
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from rag.documents import MetadataValue
 
@@ -32,6 +40,8 @@ __all__ = [
     "META",
     "OPAQUE",
     "TEXT",
+    "VECTOR",
+    "ZERO",
     "decode_metadata",
     "decode_text",
     "encode_record",
@@ -40,6 +50,7 @@ __all__ = [
     "indexable_key",
     "item_token",
     "key_token",
+    "vector_digest",
 ]
 
 META = "_rag_meta"
@@ -47,6 +58,8 @@ KEYS = "_rag_keys"
 ITEMS = "_rag_items"
 OPAQUE = "_rag_opaque"
 TEXT = "_rag_text"
+ZERO = "_rag_zero"
+VECTOR = "_rag_vec"
 RESERVED_PREFIX = "_rag_"
 
 # Beyond 2**53 an integer is not exactly a float, and Chroma compares numbers as floats.
@@ -132,6 +145,18 @@ def encode_record(metadata: Mapping[str, MetadataValue]) -> tuple[dict[str, Any]
     if opaque:
         record[OPAQUE] = [key_token(name) for name in opaque]
     return record, opaque
+
+
+def vector_digest(vector: npt.NDArray[np.float32]) -> dict[str, Any]:
+    """The reserved keys for a stored vector: `ZERO` when it is all zeros, else its `VECTOR` digest."""
+    if not vector.any():
+        return {ZERO: True}
+    # 16 bytes of BLAKE2b: a collision would only merge two groups' candidates, never change a score.
+    return {
+        VECTOR: hashlib.blake2b(
+            np.ascontiguousarray(vector, np.float32).tobytes(), digest_size=16
+        ).hexdigest()
+    }
 
 
 def decode_metadata(record: Mapping[str, Any] | None) -> dict[str, MetadataValue]:

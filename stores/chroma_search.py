@@ -11,6 +11,13 @@ enter the top k, equal scores included. What remains approximate is the graph se
 collection is created with a large `ef_search` (the candidate list HNSW keeps, default 400 here), which
 makes it visit every node of collections up to that size and miss a true neighbour only very rarely
 beyond (tests/stores/test_chroma.py checks top-k against brute force on thousands of vectors).
+
+Records that share one vector (the zero vector of empty or stopword-only texts above all) break the
+"fewer than asked means no more" rule: HNSW leaves some of them unreachable, so `query(n_results=174)`
+can return 173 ids. `ChromaVectorStore` therefore reads every match directly when there are at most
+`ef_search` of them (HNSW would visit them all anyway) or when a query returns fewer rows than asked
+though more match, adds the zero-vector records (score 0) by their `_rag_zero` key when one of them
+could enter the result, and completes groups of identical vectors by their `_rag_vec` digest.
 """
 
 from __future__ import annotations

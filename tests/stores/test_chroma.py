@@ -273,7 +273,7 @@ def test_closed_in_process_stores_leave_no_metadata_behind() -> None:
         fresh.add([Document(f"n{i:02d}", "text") for i in range(40)])
         assert fresh.count("year IS NULL") == 40 and fresh.count("tags CONTAINS 'tech'") == 0
         raw = fresh.chroma_collection.get(include=["metadatas"])["metadatas"]
-        assert all(set(record) == {"_rag_meta"} for record in raw)
+        assert all(set(record) == {"_rag_meta", "_rag_vec"} for record in raw)
 
 
 def test_persistent_store_reopens_with_its_data(tmp_path: Path, embedding: HashingEmbedding) -> None:
@@ -379,3 +379,50 @@ def test_top_k_is_exact_on_thousands_of_vectors() -> None:
 def test_importing_stores_does_not_import_chromadb() -> None:
     code = "import sys, stores; assert 'chromadb' not in sys.modules, 'chromadb imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _crowded_documents(query: str) -> list[Document]:
+    """150 zero vectors, 100 copies of one vector close to `query`'s and 60 random ones, ids shuffled."""
+    rng = np.random.default_rng(3)
+    near = MODEL.embed([query])[0] + rng.normal(0, 0.08, MODEL.dimensions)
+    vectors = np.concatenate([np.zeros((150, 64)), np.tile(near, (100, 1)), rng.normal(size=(60, 64))])
+    vectors = normalize_rows(vectors, model="test")
+    order = rng.permutation(len(vectors))
+    return [
+        Document(f"d{int(n):03d}", "text", {"odd": int(n) % 2 == 1}, embedding=vector)
+        for n, vector in zip(order, vectors, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("where", [None, "odd == true"])
+def test_records_sharing_a_vector_are_all_found(where: str | None) -> None:
+    # A small ef_search keeps every search on HNSW, which drops some of the records that share the
+    # zero vector or one repeated vector; the store finds them through their reserved vector keys.
+    from stores import InMemoryVectorStore
+
+    docs = _crowded_documents("river bank")
+    reference = InMemoryVectorStore(MODEL)
+    reference.add(docs)
+    with ChromaVectorStore(MODEL, collection="crowded", ef_search=10) as store:
+        store.add(docs)
+        for top_k in (30, 200):
+            request = SearchRequest("river bank", top_k, filter=where)
+            expected = [(d.id, d.score) for d in reference.similarity_search(request)]
+            assert [(d.id, d.score) for d in store.similarity_search(request)] == expected
+
+
+def test_a_collection_without_vector_keys_gets_them_on_open() -> None:
+    docs = [Document("e", ""), Document("x", "river bank"), Document("y", "river bank")]
+    with ChromaVectorStore(MODEL, collection="unmarked") as first:
+        first.add(docs)
+        raw = first.chroma_collection
+        raw.update(ids=["e", "x", "y"], metadatas=[{"_rag_zero": None, "_rag_vec": None}] * 3)
+        raw.modify(metadata={k: v for k, v in raw.metadata.items() if k != "rag:vectors_marked"})
+        assert all("_rag_zero" not in r and "_rag_vec" not in r for r in raw.get()["metadatas"])
+        second = ChromaVectorStore(MODEL, collection="unmarked", client=first.chroma_client)
+        records = dict(zip(*(second.chroma_collection.get()[k] for k in ("ids", "metadatas")), strict=True))
+        assert records["e"]["_rag_zero"] is True and "_rag_vec" not in records["e"]
+        assert records["x"]["_rag_vec"] == records["y"]["_rag_vec"]
+        hits = second.similarity_search(SearchRequest("bank", top_k=3))
+        assert [(d.id, d.score) for d in hits][-1] == ("e", 0.0) and hits[0].metadata == {}
+        second.close()
