@@ -154,6 +154,20 @@ def search_options(*, several_modes: bool = False) -> Callable[[F], F]:
     return decorate
 
 
+def threshold_and_filter_options(func: F) -> F:
+    """`--threshold` and `--filter` for `rag query` and `rag ask` (parameters `threshold`, `filter_text`)."""
+    func = click.option(
+        "--filter", "filter_text", metavar="EXPR", help="Metadata filter, e.g. \"source == 'guide.md'\"."
+    )(func)
+    return click.option(
+        "--threshold",
+        type=click.FloatRange(0.0, 1.0),
+        default=0.0,
+        show_default=True,
+        help="Minimum cosine similarity (0 accepts everything).",
+    )(func)
+
+
 class RagGroup(click.Group):
     """A click group that turns toolkit errors into one line on stderr and an exit code.
 

@@ -10,7 +10,13 @@ from typing import Any
 import click
 
 from rag.advisors.question_answer import QuestionAnswerAdvisor
-from rag.cli._common import common_options, open_store, search_options, settings_from
+from rag.cli._common import (
+    common_options,
+    open_store,
+    search_options,
+    settings_from,
+    threshold_and_filter_options,
+)
 from rag.cli._models import build_chat_model
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
@@ -50,16 +56,7 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
 @click.option(
     "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages to retrieve."
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0.0, 1.0),
-    default=0.0,
-    show_default=True,
-    help="Minimum cosine similarity (0 accepts everything).",
-)
-@click.option(
-    "--filter", "filter_text", metavar="EXPR", help="Metadata filter, e.g. \"source == 'guide.md'\"."
-)
+@threshold_and_filter_options
 @click.option(
     "--stream/--no-stream", default=None, help="Print the answer as it arrives [default: when a terminal]."
 )

@@ -7,7 +7,13 @@ from typing import Any
 
 import click
 
-from rag.cli._common import common_options, open_store, search_options, settings_from
+from rag.cli._common import (
+    common_options,
+    open_store,
+    search_options,
+    settings_from,
+    threshold_and_filter_options,
+)
 from rag.config import STORE_KINDS
 from rag.documents import Document
 
@@ -42,16 +48,7 @@ def _as_dict(rank: int, doc: Document) -> dict[str, Any]:
 @click.option(
     "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="How many chunks."
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0.0, 1.0),
-    default=0.0,
-    show_default=True,
-    help="Minimum cosine similarity (0 accepts everything).",
-)
-@click.option(
-    "--filter", "filter_text", metavar="EXPR", help="Metadata filter, e.g. \"source == 'guide.md'\"."
-)
+@threshold_and_filter_options
 @click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
 @click.option("--collection", help="Collection name [env RAG_COLLECTION].")
 @click.option(
