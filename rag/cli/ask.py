@@ -13,11 +13,10 @@ from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.cli._common import (
     common_options,
     open_store,
-    search_options,
     settings_from,
-    threshold_and_filter_options,
 )
 from rag.cli._models import build_chat_model
+from rag.cli._options import search_options, threshold_and_filter_options
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import STORE_KINDS

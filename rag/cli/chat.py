@@ -19,8 +19,9 @@ from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.model import ChatModel
-from rag.cli._common import OpenedStore, common_options, open_store, search_options, settings_from
+from rag.cli._common import OpenedStore, common_options, open_store, settings_from
 from rag.cli._models import build_chat_model
+from rag.cli._options import search_options
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import STORE_KINDS, Settings

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from rag.cli._common import common_options, open_store, search_options, settings_from
+from rag.cli._common import common_options, open_store, settings_from
+from rag.cli._options import search_options
 from rag.config import STORE_KINDS
 from rag.eval import QUESTION_FILTER, QuestionSet, evaluate, load_beir, load_questions
 from rag.eval.sweep import FilterSetting

@@ -10,10 +10,9 @@ import click
 from rag.cli._common import (
     common_options,
     open_store,
-    search_options,
     settings_from,
-    threshold_and_filter_options,
 )
+from rag.cli._options import search_options, threshold_and_filter_options
 from rag.config import STORE_KINDS
 from rag.documents import Document
 
