@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -118,29 +119,41 @@ class SQLiteChatMemoryRepository:
 
     def _connect(self) -> sqlite3.Connection:
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: no implicit transactions; every write below opens BEGIN IMMEDIATE itself.
-        conn = sqlite3.connect(
-            self._path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-        )
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version < _SCHEMA_VERSION:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute(_SCHEMA)
-                conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-            elif version > _SCHEMA_VERSION:
-                raise ChatMemoryError(
-                    f"chat memory file {str(self._path)!r} has schema version {version}, newer than this "
-                    f"toolkit's {_SCHEMA_VERSION}; upgrade rag-advisors"
-                )
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            # isolation_level=None: no implicit transactions; every write opens BEGIN IMMEDIATE itself.
+            conn = sqlite3.connect(
+                self._path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            try:
+                self._set_up(conn)
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                # Processes opening a new file at once race to switch it to WAL; SQLite reports that race
+                # as "database is locked" at once, without waiting in the busy handler, so wait here.
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
+            except BaseException:
+                conn.close()
+                raise
+
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < _SCHEMA_VERSION:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(_SCHEMA)
+            conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        elif version > _SCHEMA_VERSION:
+            raise ChatMemoryError(
+                f"chat memory file {str(self._path)!r} has schema version {version}, newer than this "
+                f"toolkit's {_SCHEMA_VERSION}; upgrade rag-advisors"
+            )
 
     def _connection(self) -> sqlite3.Connection:
         held = getattr(self._local, "held", None)

@@ -212,9 +212,8 @@ _WRITER = """
 def test_two_processes_share_one_file_without_losing_a_message(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.sqlite")
     procs = [_run(_WRITER, path, name, "60") for name in ("p1", "p2")]
-    for proc in procs:
-        _out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, err
+    errors = [proc.communicate(timeout=60)[1] for proc in procs]  # reap both before asserting
+    assert [proc.returncode for proc in procs] == [0, 0], errors
     repo = SQLiteChatMemoryRepository(path)
     shared = [m.text for m in repo.find("shared")]
     assert len(shared) == 240
@@ -256,3 +255,15 @@ def test_a_killed_process_leaves_every_completed_turn_readable(tmp_path: Path) -
     assert turns >= completed + 1
     assert shared == [t for i in range(turns) for t in (f"solo q{i}", f"solo a{i}")]
     assert solo[: completed + 1] == [f"q{i}" for i in range(completed + 1)]
+
+
+def test_many_processes_can_create_one_new_file_at_once(tmp_path: Path) -> None:
+    # They race to switch the new file to WAL; SQLite reports that race as "database is locked".
+    path = str(tmp_path / "fresh.sqlite")
+    names = [f"w{i}" for i in range(6)]
+    procs = [_run(_WRITER, path, name, "2") for name in names]
+    errors = [proc.communicate(timeout=60)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * len(names), errors
+    repo = SQLiteChatMemoryRepository(path)
+    assert len(repo.find("shared")) == 4 * len(names)
+    repo.close()
