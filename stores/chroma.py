@@ -51,6 +51,8 @@ __all__ = ["ChromaVectorStore"]
 _OPAQUE_KEYS = "rag:opaque_keys"
 # Set once every record carries its vector keys (`ZERO` or `VECTOR`): new collections, older ones on open.
 _VECTORS_MARKED = "rag:vectors_marked"
+# Set on collections created empty by this version: no record lists its keys in `KEYS` (chroma_records).
+_KEY_FLAGS = "rag:key_flags"
 _ROW_FIELDS = ["embeddings", "metadatas", "documents"]
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
@@ -121,6 +123,10 @@ class ChromaVectorStore:
             with self._conn.errors(f"mark the vectors of the collection {collection!r}"):
                 mark_vectors(self._collection, self._batch_size)
             self._access.update_metadata({_VECTORS_MARKED: True})
+        self._legacy_keys = not self._access.metadata().get(_KEY_FLAGS)
+        if self._legacy_keys and self._access.count() == 0:
+            self._access.update_metadata({_KEY_FLAGS: True})
+            self._legacy_keys = False
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
 
@@ -176,17 +182,13 @@ class ChromaVectorStore:
             return
         vectors = self._vectors(docs)
         metadatas: list[dict[str, Any]] = []
-        texts: list[str] = []
         opaque: set[str] = set()
         for doc, vector in zip(docs, vectors, strict=True):
             record, unindexed = encode_record(doc.metadata)
             record.update(vector_digest(vector))  # see _nearest; `_replacing` drops the stale key
-            text, text_copy = encode_text(doc.text)
-            if text_copy is not None:
-                record[TEXT] = text_copy
+            record[TEXT] = encode_text(doc.text)  # not in `documents`: see chroma_records
             opaque.update(unindexed)
             metadatas.append(record)
-            texts.append(text)
         # Recorded before the records exist, so a filter never misses one of them.
         self._remember_opaque(opaque)
         with self._lexical.writing() as index:
@@ -195,9 +197,7 @@ class ChromaVectorStore:
                 ids = [doc.id for doc in docs[start:stop]]
                 batch = self._replacing(ids, metadatas[start:stop])
                 with self._conn.errors(f"write documents to the collection {self._name!r}"):
-                    self._collection.upsert(
-                        ids=ids, embeddings=vectors[start:stop], metadatas=batch, documents=texts[start:stop]
-                    )
+                    self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
             if index is not None:
                 index.add([doc.id for doc in docs], [doc.text for doc in docs])
 
@@ -261,7 +261,9 @@ class ChromaVectorStore:
 
     def _compile(self, filter: str | Filter | None) -> ChromaFilter:
         tree = as_filter(filter)
-        return compile_filter(tree, self._current_opaque() if tree is not None else ())
+        if tree is None:
+            return compile_filter(None)
+        return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy_keys)
 
     @staticmethod
     def _unique(ids: Iterable[str]) -> list[str]:

@@ -18,7 +18,8 @@ What chromadb 1.5.9 does, measured against its embedded client (tests/stores/tes
   "no match", FILTERS.md compares numbers with numbers only; a string is finished in Python), keys
   starting with `#` or `$`, and lists that are empty or mix types (rejected on write).
 - There is no `$exists` and no `$not`: NOT is pushed down first (`push_not_down`); `IS [NOT] NULL`
-  tests the reserved `_rag_keys` list with `$contains`.
+  tests the record's `_rag_key:<token>` flag (`$eq True` / `$ne True`), and in a collection that may
+  hold records of older versions also their `_rag_keys` list (`$contains` / `$not_contains`).
 
 When part of a tree cannot be evaluated by Chroma, that comparison is replaced by a condition that
 holds for every document it could hold for (a superset), so the compiled `where` selects a superset
@@ -35,7 +36,16 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from rag.filters import And, Comparison, Filter, Op, Or, matches, push_not_down
-from stores.chroma_records import ITEMS, KEYS, OPAQUE, index_value, indexable_key, item_token, key_token
+from stores.chroma_records import (
+    ITEMS,
+    KEYS,
+    OPAQUE,
+    index_value,
+    indexable_key,
+    item_token,
+    key_flag,
+    key_token,
+)
 
 __all__ = ["ChromaFilter", "Where", "compile_filter"]
 
@@ -93,29 +103,41 @@ class ChromaFilter:
         return self.exact or matches(self.tree, metadata)
 
 
-def compile_filter(tree: Filter | None, opaque_keys: Collection[str] = ()) -> ChromaFilter:
+@dataclass(frozen=True)
+class _Context:
+    """What compiling needs to know about the collection."""
+
+    opaque: frozenset[str]
+    legacy_keys: bool
+
+
+def compile_filter(
+    tree: Filter | None, opaque_keys: Collection[str] = (), *, legacy_keys: bool = False
+) -> ChromaFilter:
     """Compile a filter tree for Chroma.
 
     Args:
         tree: The filter, or None for "everything".
         opaque_keys: Keys that hold, on some record, a value Chroma could not index (see
             `stores.chroma_records`); comparisons on them are finished in Python.
+        legacy_keys: The collection may hold records of older versions, which list their keys in
+            `_rag_keys` instead of flagging each one; key tests then read both.
     """
     if tree is None:
         return ChromaFilter(None, False, True, None)
-    part = _compile(push_not_down(tree), frozenset(opaque_keys))
+    part = _compile(push_not_down(tree), _Context(frozenset(opaque_keys), legacy_keys))
     if part.where is None:
         return ChromaFilter(None, not part.constant, part.exact, tree)
     return ChromaFilter(part.where, False, part.exact, tree)
 
 
-def _compile(node: Filter, opaque: frozenset[str]) -> _Part:
+def _compile(node: Filter, context: _Context) -> _Part:
     if isinstance(node, Comparison):
-        return _comparison(node, opaque)
+        return _comparison(node, context)
     if isinstance(node, And):
-        return _combine("$and", [_compile(node.left, opaque), _compile(node.right, opaque)])
+        return _combine("$and", [_compile(node.left, context), _compile(node.right, context)])
     assert isinstance(node, Or), "push_not_down leaves no Not node"
-    return _combine("$or", [_compile(node.left, opaque), _compile(node.right, opaque)])
+    return _combine("$or", [_compile(node.left, context), _compile(node.right, context)])
 
 
 def _combine(op: str, parts: list[_Part]) -> _Part:
@@ -136,29 +158,34 @@ def _combine(op: str, parts: list[_Part]) -> _Part:
     return _Part(clauses[0] if len(clauses) == 1 else {op: clauses}, exact=exact)
 
 
-def _present(key: str) -> _Part:
-    """A superset for a positive comparison Chroma cannot evaluate: the key is present."""
-    return _Part({KEYS: {"$contains": key_token(key)}}, exact=False)
+def _has_key(key: str, present: bool, context: _Context) -> _Part:
+    """The records whose metadata has `key` (`present`), or lacks it."""
+    flag: Where = {key_flag(key): {"$eq": True} if present else {"$ne": True}}
+    if not context.legacy_keys:
+        return _Part(flag)
+    listed: Where = {KEYS: {"$contains" if present else "$not_contains": key_token(key)}}
+    return _combine("$or" if present else "$and", [_Part(flag), _Part(listed)])
 
 
-def _python(node: Comparison) -> _Part:
-    """A comparison left to Python: widened to what Chroma can still tell."""
-    return _present(node.key) if node.op.is_positive else _Part(None, True, exact=False)
+def _python(node: Comparison, context: _Context) -> _Part:
+    """A comparison left to Python, widened to what Chroma can still tell: the key is present."""
+    if not node.op.is_positive:
+        return _Part(None, True, exact=False)
+    return _Part(_has_key(node.key, True, context).where, exact=False)
 
 
-def _comparison(node: Comparison, opaque: frozenset[str]) -> _Part:
+def _comparison(node: Comparison, context: _Context) -> _Part:
     if node.op in (Op.IS_NULL, Op.IS_NOT_NULL):
-        test = "$contains" if node.op is Op.IS_NOT_NULL else "$not_contains"
-        return _Part({KEYS: {test: key_token(node.key)}})
+        return _has_key(node.key, node.op is Op.IS_NOT_NULL, context)
     if node.op in (Op.CONTAINS, Op.NOT_CONTAINS):
         test = "$contains" if node.op is Op.CONTAINS else "$not_contains"
         return _Part({ITEMS: {test: item_token(node.key, node.value)}})
     if node.op in _ORDERING and isinstance(node.value, bool):
         return _NONE  # FILTERS.md orders numbers with numbers only: never true
     if not indexable_key(node.key) or (node.op in _ORDERING and isinstance(node.value, str)):
-        return _python(node)
-    part = _values(node)
-    if node.key in opaque:
+        return _python(node, context)
+    part = _values(node, context)
+    if node.key in context.opaque:
         # Records holding an unindexable value under this key look "missing" to Chroma.
         if node.op.is_positive:
             part = _combine("$or", [part, _Part({OPAQUE: {"$contains": key_token(node.key)}})])
@@ -166,7 +193,7 @@ def _comparison(node: Comparison, opaque: frozenset[str]) -> _Part:
     return part
 
 
-def _values(node: Comparison) -> _Part:
+def _values(node: Comparison, context: _Context) -> _Part:
     """A value comparison on an indexable key; lists are split by type, odd values left to Python."""
     values = node.value if isinstance(node.value, tuple) else (node.value,)
     groups: dict[type, list[object]] = {}
@@ -180,7 +207,7 @@ def _values(node: Comparison) -> _Part:
     op = _CHROMA_OPS[node.op]
     parts = [_Part({node.key: {op: v[0] if not node.op.takes_list else v}}) for v in groups.values()]
     if leftovers:
-        parts.append(_python(node))
+        parts.append(_python(node, context))
     if node.op is Op.NIN or node.op is Op.NE:
         return _combine("$and", parts)
     return _combine("$or", parts)

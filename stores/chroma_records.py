@@ -4,11 +4,17 @@ Chroma cannot hold every metadata value a `Document` allows (empty or mixed-type
 64 bits, keys starting with `#` or `$`, text with lone surrogates) and it truncates a float operand when
 it compares it with an integer value. So each record carries:
 
+- `_rag_text`: the text as JSON. Chroma's `documents` field is left empty: every document Chroma holds
+  is also indexed for its own full-text search (trigrams), which this store never uses and which took
+  about a third of every write (benchmarks/ingest.py). JSON also keeps texts Chroma cannot encode.
 - `_rag_meta`: the exact metadata as JSON. Reads decode this, so values and their types round-trip and
   the reserved keys below never reach the caller.
 - each indexable key under its own name, numbers as floats (exact up to 2**53, and Chroma compares a
   float value with any operand correctly). List values are not stored under their key.
-- `_rag_keys`: a token per key present, for `IS NULL` / `IS NOT NULL` (`$contains` / `$not_contains`).
+- `_rag_key:<token>` = True for each key present (the token is `key_token(key)`), for `IS NULL` /
+  `IS NOT NULL` and to narrow comparisons finished in Python. Single flags cost Chroma far less to
+  write than a list with one element per key, which records of older versions carry (`_rag_keys`,
+  still read by `stores.chroma_filters` in collections that may hold such records).
 - `_rag_items`: a token per (key, list element), numbers normalised so `1` and `1.0` give one token,
   for `CONTAINS` / `NOT CONTAINS` on lists of any type.
 - `_rag_opaque`: a token per key whose value could not be indexed on this record (a huge integer, a
@@ -18,6 +24,8 @@ it compares it with an integer value. So each record carries:
 - `_rag_vec`: a digest of a non-zero vector (`vector_digest`); records sharing a vector share it, so
   search completes a group of duplicates HNSW returned only part of.
 
+Records written by older versions keep their text in `documents` (`_rag_text` only when Chroma could
+not store it) and list their keys in `_rag_keys`; `decode_text` and the filters read both layouts.
 Keys starting with `_rag_` are reserved for this layout; a user key with that prefix is kept in
 `_rag_meta` only and filtered in Python, like the other keys Chroma refuses.
 """
@@ -49,12 +57,14 @@ __all__ = [
     "index_value",
     "indexable_key",
     "item_token",
+    "key_flag",
     "key_token",
     "vector_digest",
 ]
 
 META = "_rag_meta"
-KEYS = "_rag_keys"
+KEYS = "_rag_keys"  # the key list of records written by older versions
+KEY_FLAG = "_rag_key:"
 ITEMS = "_rag_items"
 OPAQUE = "_rag_opaque"
 TEXT = "_rag_text"
@@ -99,8 +109,13 @@ def index_value(value: object) -> str | bool | float | None:
 
 
 def key_token(key: str) -> str:
-    """The element of `_rag_keys` (and `_rag_opaque`) that stands for `key`."""
+    """The element of `_rag_opaque` (and of older records' `_rag_keys`) that stands for `key`."""
     return _dumps(key)
+
+
+def key_flag(key: str) -> str:
+    """The reserved key set to True on every record whose metadata has `key`."""
+    return KEY_FLAG + key_token(key)
 
 
 def _normal(value: object) -> tuple[str, object]:
@@ -123,11 +138,10 @@ def item_token(key: str, element: object) -> str:
 def encode_record(metadata: Mapping[str, MetadataValue]) -> tuple[dict[str, Any], list[str]]:
     """Chroma metadata for a document's metadata, and the keys whose values Chroma cannot index."""
     record: dict[str, Any] = {META: _dumps(metadata)}
-    keys: list[str] = []
     items: dict[str, None] = {}
     opaque: list[str] = []
     for name, value in metadata.items():
-        keys.append(key_token(name))
+        record[key_flag(name)] = True
         if isinstance(value, list):
             items.update((item_token(name, element), None) for element in value)
             continue
@@ -138,8 +152,6 @@ def encode_record(metadata: Mapping[str, MetadataValue]) -> tuple[dict[str, Any]
             opaque.append(name)
         else:
             record[name] = indexed
-    if keys:
-        record[KEYS] = keys
     if items:
         record[ITEMS] = list(items)
     if opaque:
@@ -168,15 +180,13 @@ def decode_metadata(record: Mapping[str, Any] | None) -> dict[str, MetadataValue
     return decoded
 
 
-def encode_text(text: str) -> tuple[str, str | None]:
-    """The Chroma document for a text, and the JSON copy to keep when Chroma cannot store it as is."""
-    if _encodable(text):
-        return text, None
-    return "", _dumps(text)
+def encode_text(text: str) -> str:
+    """The `_rag_text` value that holds a document's text."""
+    return _dumps(text)
 
 
 def decode_text(document: str | None, record: Mapping[str, Any] | None) -> str:
-    """The text stored by `encode_text`."""
+    """The text stored by `encode_text`, or by an older version in the record's Chroma document."""
     if record and TEXT in record:
         text: str = json.loads(record[TEXT])
         return text

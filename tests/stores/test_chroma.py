@@ -223,7 +223,10 @@ def test_compiled_where_rewrites() -> None:
     assert compile_filter(parse("a < true AND b == 1")).matches_nothing
     assert compile_filter(parse("a < true OR b == 1")).where == {"b": {"$eq": 1.0}}
     string_order = compile_filter(parse("a < 'm'"))
-    assert (string_order.exact, string_order.where) == (False, {"_rag_keys": {"$contains": '"a"'}})
+    assert (string_order.exact, string_order.where) == (False, {'_rag_key:"a"': {"$eq": True}})
+    assert compile_filter(parse("a IS NULL")).where == {'_rag_key:"a"': {"$ne": True}}
+    legacy = compile_filter(parse("a IS NOT NULL"), legacy_keys=True)
+    assert legacy.where == {"$or": [{'_rag_key:"a"': {"$eq": True}}, {"_rag_keys": {"$contains": '"a"'}}]}
     assert compile_filter(key("a").not_in([])).where is None
 
 
@@ -273,7 +276,7 @@ def test_closed_in_process_stores_leave_no_metadata_behind() -> None:
         fresh.add([Document(f"n{i:02d}", "text") for i in range(40)])
         assert fresh.count("year IS NULL") == 40 and fresh.count("tags CONTAINS 'tech'") == 0
         raw = fresh.chroma_collection.get(include=["metadatas"])["metadatas"]
-        assert all(set(record) == {"_rag_meta", "_rag_vec"} for record in raw)
+        assert all(set(record) == {"_rag_meta", "_rag_vec", "_rag_text"} for record in raw)
 
 
 def test_persistent_store_reopens_with_its_data(tmp_path: Path, embedding: HashingEmbedding) -> None:
