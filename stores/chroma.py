@@ -32,17 +32,16 @@ from stores.chroma_client import connect, mark_vectors, open_collection, purger
 from stores.chroma_filters import ChromaFilter, Where, compile_filter
 from stores.chroma_hybrid import ChromaCandidates
 from stores.chroma_lexical import ChromaLexical, CollectionAccess
+from stores.chroma_nearest import ExactNearest
 from stores.chroma_records import (
     TEXT,
-    VECTOR,
-    ZERO,
     decode_metadata,
     decode_text,
     encode_record,
     encode_text,
     vector_digest,
 )
-from stores.chroma_search import Row, merge, rows_from_get, rows_from_query, scores, top_rows
+from stores.chroma_search import Row, rows_from_get
 from stores.numpy_embed import document_vectors, embed_queries
 from stores.ranking import needs_ranking, rank
 
@@ -53,7 +52,6 @@ _OPAQUE_KEYS = "rag:opaque_keys"
 _VECTORS_MARKED = "rag:vectors_marked"
 # Set on collections created empty by this version: no record lists its keys in `KEYS` (chroma_records).
 _KEY_FLAGS = "rag:key_flags"
-_ROW_FIELDS = ["embeddings", "metadatas", "documents"]
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 
@@ -100,7 +98,6 @@ class ChromaVectorStore:
         _check_positive("ef_search", ef_search)
         self._embedding = embedding
         self._name = collection
-        self._scan_limit = ef_search
         self._shared = path is not None or url is not None or client is not None
         self._conn = connect(path, url, client)
         self._finalizer = weakref.finalize(self, self._conn.close)
@@ -127,6 +124,15 @@ class ChromaVectorStore:
         if self._legacy_keys and self._access.count() == 0:
             self._access.update_metadata({_KEY_FLAGS: True})
             self._legacy_keys = False
+        self._nearest = ExactNearest(
+            self._conn,
+            self._collection,
+            collection,
+            ef_search,
+            self._batch_size,
+            lambda ids, fields: self._fetch(ids, None, include=fields),
+            self._matching_ids,
+        )
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
 
@@ -185,7 +191,7 @@ class ChromaVectorStore:
         opaque: set[str] = set()
         for doc, vector in zip(docs, vectors, strict=True):
             record, unindexed = encode_record(doc.metadata)
-            record.update(vector_digest(vector))  # see _nearest; `_replacing` drops the stale key
+            record.update(vector_digest(vector))  # see chroma_nearest; `_replacing` drops the stale key
             record[TEXT] = encode_text(doc.text)  # not in `documents`: see chroma_records
             opaque.update(unindexed)
             metadatas.append(record)
@@ -347,12 +353,12 @@ class ChromaVectorStore:
         query = self._embed([req.query])[0]
         if not needs_ranking(req):
             return [
-                self._document(row, False, score) for row, score in self._vector_rows(query, compiled, req)
+                self._document(row, False, score) for row, score in self._nearest.rows(query, compiled, req)
             ]
         source = ChromaCandidates(
             req,
             query,
-            lambda plain: self._vector_rows(query, compiled, plain),
+            lambda plain: self._nearest.rows(query, compiled, plain),
             lambda: None if compiled.where is None and compiled.exact else set(self._matching_ids(compiled)),
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._lexical.index,
@@ -360,84 +366,3 @@ class ChromaVectorStore:
         ranked = rank(req, source)
         rows = source.rows([doc_id for doc_id, _ in ranked])
         return [self._document(row, False, score) for row, (_, score) in zip(rows, ranked, strict=True)]
-
-    def _vector_rows(
-        self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest
-    ) -> list[tuple[Row, float]]:
-        """Exact cosine top-k (with threshold) among the filter's matches, rows with their embeddings."""
-        if compiled.exact:
-            found = top_rows(lambda n: self._nearest(query, n, compiled.where, None), query, req)
-            return self._with_zero_rows(found, query, compiled, req)
-        # Python decides the matches; Chroma ranks only those ids, chunk by chunk.
-        ids = sorted(self._matching_ids(compiled))
-        parts = [
-            top_rows(lambda n, chunk=chunk: self._nearest(query, n, None, chunk), query, req)  # type: ignore[misc]
-            for chunk in (ids[i : i + self._batch_size] for i in range(0, len(ids), self._batch_size))
-        ]
-        return self._with_zero_rows(merge(parts, req.top_k), query, compiled, req)
-
-    def _with_zero_rows(
-        self,
-        found: list[tuple[Row, float]],
-        query: npt.NDArray[np.float32],
-        compiled: ChromaFilter,
-        req: SearchRequest,
-    ) -> list[tuple[Row, float]]:
-        """`found` with the zero-vector records (cosine 0) that belong in it, which HNSW may have lost.
-
-        Many records sharing the zero vector leave some of them unreachable in Chroma's graph, so they
-        are read by their `ZERO` marker instead, and only when one of them could enter the result.
-        """
-        if not req.accepts(0.0) or (len(found) == req.top_k and found[-1][1] > 0.0):
-            return found
-        where: Where = {ZERO: True} if compiled.where is None else {"$and": [compiled.where, {ZERO: True}]}
-        with self._conn.errors(f"read from the collection {self._name!r}"):
-            marked = rows_from_get(self._collection.get(where=where, include=["metadatas"]))
-        # Equal scores go to the smaller id, so the first top_k zero ids by id are all that can enter.
-        known = {row.id for row, _ in found}
-        zero_ids = sorted(r.id for r in marked if compiled.accepts(decode_metadata(r.record)))[: req.top_k]
-        rows = self._fetch([i for i in zero_ids if i not in known], None, include=_ROW_FIELDS)
-        extra = list(zip(rows, scores(rows, query).tolist(), strict=True))
-        return merge([found, extra], req.top_k)
-
-    def _nearest(
-        self, query: npt.NDArray[np.float32], n: int, where: Where | None, ids: list[str] | None
-    ) -> list[Row]:
-        """Chroma's nearest `n` matches, or every match when there are few or its graph lost some."""
-        population = self._population(where, ids)
-        if population > self._scan_limit:
-            with self._conn.errors(f"query the collection {self._name!r}"):
-                result = self._collection.query(
-                    query_embeddings=[query], n_results=n, where=where, ids=ids, include=_ROW_FIELDS
-                )
-            rows = rows_from_query(result)
-            if len(rows) >= min(n, population):
-                return rows + self._duplicates(rows, where, ids)
-        # Up to ef_search matches HNSW visits every node anyway, so reading them all costs no more; and
-        # fewer rows than asked though more match means HNSW lost records (it does with equal vectors).
-        if ids is not None:
-            return self._fetch(ids, None, include=_ROW_FIELDS)
-        with self._conn.errors(f"read from the collection {self._name!r}"):
-            return rows_from_get(self._collection.get(where=where, include=_ROW_FIELDS))
-
-    def _duplicates(self, rows: list[Row], where: Where | None, ids: list[str] | None) -> list[Row]:
-        """The matches sharing a vector with `rows` but missing from them (HNSW loses such twins)."""
-        digests = sorted({row.record[VECTOR] for row in rows if row.record and VECTOR in row.record})
-        if not digests:
-            return []
-        clause: Where = {VECTOR: {"$in": digests}}
-        with self._conn.errors(f"read from the collection {self._name!r}"):
-            result = self._collection.get(
-                where=clause if where is None else {"$and": [where, clause]}, ids=ids, include=_ROW_FIELDS
-            )
-        known = {row.id for row in rows}
-        return [row for row in rows_from_get(result) if row.id not in known]
-
-    def _population(self, where: Where | None, ids: list[str] | None) -> int:
-        """How many records a query with `where` or `ids` (existing ids only) ranks."""
-        if ids is not None:
-            return len(ids)
-        with self._conn.errors(f"count the collection {self._name!r}"):
-            if where is None:
-                return int(self._collection.count())
-            return len(self._collection.get(where=where, include=[])["ids"])
