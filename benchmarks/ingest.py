@@ -2,7 +2,8 @@
 
 The corpus (5,183 abstracts) is ingested twice per store: as the JSON Lines file itself
 (`--id-field _id --text-field title,text`) and as one text file per abstract in a temporary folder.
-Each case runs in its own process, so its peak memory (max RSS) is its own. The hashing embedder and
+Each case runs in its own process, so its peak memory (max RSS) is its own; "disk MB" is the size of
+the store's folder (manifest included) after the first run. The hashing embedder and
 the CLI's default splitter are used, opened the same way `rag ingest` opens them.
 
 Usage:
@@ -86,6 +87,7 @@ def run_case(store_kind: str, layout: str, corpus: Path, limit: int | None, embe
             source = corpus
         first_s, first = _one_run(store_kind, work / "home", source, embedder)
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        disk_mb = sum(f.stat().st_size for f in (work / "home").rglob("*") if f.is_file()) / 2**20
         again_s, again = _one_run(store_kind, work / "home", source, embedder)
     files = sum(first.counts.values())
     return {
@@ -99,6 +101,7 @@ def run_case(store_kind: str, layout: str, corpus: Path, limit: int | None, embe
         "files_per_s": files / first_s,
         "chunks_per_s": first.chunks_written / first_s,
         "peak_mb": peak_mb,
+        "disk_mb": disk_mb,
         "rerun_s": again_s,
         "rerun_pct": 100 * again_s / first_s,
         "rerun_embedded": again.chunks_embedded,
@@ -107,13 +110,14 @@ def run_case(store_kind: str, layout: str, corpus: Path, limit: int | None, embe
 
 def _table(rows: list[dict[str, Any]]) -> str:
     head = f"{'store':<7}{'layout':<7}{'files':>7}{'chunks':>8}{'first s':>9}{'files/s':>9}{'chunks/s':>10}"
-    head += f"{'peak MB':>9}{'rerun s':>9}{'rerun %':>9}{'rerun emb':>10}{'failed':>8}{'trunc':>7}"
+    head += f"{'peak MB':>9}{'disk MB':>9}{'rerun s':>9}{'rerun %':>9}{'rerun emb':>10}"
+    head += f"{'failed':>8}{'trunc':>7}"
     lines = [head, "-" * len(head)]
     for r in rows:
         files_per_s = f"{r['files_per_s']:.0f}" if r["files"] > 1 else "-"
         lines.append(
             f"{r['store']:<7}{r['layout']:<7}{r['files']:>7}{r['chunks']:>8}{r['first_s']:>9.2f}{files_per_s:>9}"
-            f"{r['chunks_per_s']:>10.0f}{r['peak_mb']:>9.0f}{r['rerun_s']:>9.3f}{r['rerun_pct']:>8.1f}%"
+            f"{r['chunks_per_s']:>10.0f}{r['peak_mb']:>9.0f}{r['disk_mb']:>9.0f}{r['rerun_s']:>9.3f}{r['rerun_pct']:>8.1f}%"
             f"{r['rerun_embedded']:>10}{r['failed']:>8}{r['truncated']:>7}"
         )
     return "\n".join(lines)
