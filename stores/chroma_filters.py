@@ -18,7 +18,7 @@ What chromadb 1.5.9 does, measured against its embedded client (tests/stores/tes
   "no match", FILTERS.md compares numbers with numbers only; a string is finished in Python), keys
   starting with `#` or `$`, and lists that are empty or mix types (rejected on write).
 - There is no `$exists` and no `$not`: NOT is pushed down first (`push_not_down`); `IS [NOT] NULL`
-  tests the record's `_rag_key:<token>` flag (`$eq True` / `$ne True`), and in a collection that may
+  tests the record's `_rag_key:<token>` flag (`$eq 1` / `$ne 1`), and in a collection that may
   hold records of older versions also their `_rag_keys` list (`$contains` / `$not_contains`).
 
 When part of a tree cannot be evaluated by Chroma, that comparison is replaced by a condition that
@@ -160,7 +160,7 @@ def _combine(op: str, parts: list[_Part]) -> _Part:
 
 def _has_key(key: str, present: bool, context: _Context) -> _Part:
     """The records whose metadata has `key` (`present`), or lacks it."""
-    flag: Where = {key_flag(key): {"$eq": True} if present else {"$ne": True}}
+    flag: Where = {key_flag(key): {"$eq": 1} if present else {"$ne": 1}}
     if not context.legacy_keys:
         return _Part(flag)
     listed: Where = {KEYS: {"$contains" if present else "$not_contains": key_token(key)}}

@@ -11,10 +11,11 @@ it compares it with an integer value. So each record carries:
   the reserved keys below never reach the caller.
 - each indexable key under its own name, numbers as floats (exact up to 2**53, and Chroma compares a
   float value with any operand correctly). List values are not stored under their key.
-- `_rag_key:<token>` = True for each key present (the token is `key_token(key)`), for `IS NULL` /
+- `_rag_key:<token>` = 1 for each key present (the token is `key_token(key)`), for `IS NULL` /
   `IS NOT NULL` and to narrow comparisons finished in Python. Single flags cost Chroma far less to
   write than a list with one element per key, which records of older versions carry (`_rag_keys`,
-  still read by `stores.chroma_filters` in collections that may hold such records).
+  still read by `stores.chroma_filters` in collections that may hold such records). The flag is an
+  integer, not a boolean, because Chroma indexes integer values and scans for boolean ones.
 - `_rag_items`: a token per (key, list element), numbers normalised so `1` and `1.0` give one token,
   for `CONTAINS` / `NOT CONTAINS` on lists of any type.
 - `_rag_opaque`: a token per key whose value could not be indexed on this record (a huge integer, a
@@ -114,7 +115,7 @@ def key_token(key: str) -> str:
 
 
 def key_flag(key: str) -> str:
-    """The reserved key set to True on every record whose metadata has `key`."""
+    """The reserved key set to 1 on every record whose metadata has `key`."""
     return KEY_FLAG + key_token(key)
 
 
@@ -141,7 +142,7 @@ def encode_record(metadata: Mapping[str, MetadataValue]) -> tuple[dict[str, Any]
     items: dict[str, None] = {}
     opaque: list[str] = []
     for name, value in metadata.items():
-        record[key_flag(name)] = True
+        record[key_flag(name)] = 1
         if isinstance(value, list):
             items.update((item_token(name, element), None) for element in value)
             continue

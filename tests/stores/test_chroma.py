@@ -223,10 +223,10 @@ def test_compiled_where_rewrites() -> None:
     assert compile_filter(parse("a < true AND b == 1")).matches_nothing
     assert compile_filter(parse("a < true OR b == 1")).where == {"b": {"$eq": 1.0}}
     string_order = compile_filter(parse("a < 'm'"))
-    assert (string_order.exact, string_order.where) == (False, {'_rag_key:"a"': {"$eq": True}})
-    assert compile_filter(parse("a IS NULL")).where == {'_rag_key:"a"': {"$ne": True}}
+    assert (string_order.exact, string_order.where) == (False, {'_rag_key:"a"': {"$eq": 1}})
+    assert compile_filter(parse("a IS NULL")).where == {'_rag_key:"a"': {"$ne": 1}}
     legacy = compile_filter(parse("a IS NOT NULL"), legacy_keys=True)
-    assert legacy.where == {"$or": [{'_rag_key:"a"': {"$eq": True}}, {"_rag_keys": {"$contains": '"a"'}}]}
+    assert legacy.where == {"$or": [{'_rag_key:"a"': {"$eq": 1}}, {"_rag_keys": {"$contains": '"a"'}}]}
     assert compile_filter(key("a").not_in([])).where is None
 
 

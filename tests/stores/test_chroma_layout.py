@@ -75,7 +75,7 @@ def test_records_hold_text_and_key_flags_in_metadata() -> None:
     [record] = raw["metadatas"]
     assert raw["documents"] == [None]  # Chroma's full-text index is not fed
     assert json.loads(record["_rag_text"]) == "first text\nwith a line"
-    assert record['_rag_key:"year"'] is True and record['_rag_key:"tags"'] is True
+    assert record['_rag_key:"year"'] == 1 and record['_rag_key:"tags"'] == 1
     assert "_rag_keys" not in record
 
 
@@ -97,7 +97,7 @@ def test_rewritten_older_records_lose_the_key_list(old_store_path: Path) -> None
         [b] = store.get(["b"])
         assert (b.text, b.metadata) == ("beta rewritten", {"year": 1999})
         raw = store.chroma_collection.get(ids=["b"], include=["metadatas"])["metadatas"][0]
-        assert "_rag_keys" not in raw and "title" not in raw and raw['_rag_key:"year"'] is True
+        assert "_rag_keys" not in raw and "title" not in raw and raw['_rag_key:"year"'] == 1
 
 
 def test_an_empty_older_collection_moves_to_key_flags(tmp_path: Path) -> None:
