@@ -33,6 +33,7 @@ Keys starting with `_rag_` are reserved for this layout; a user key with that pr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -114,6 +115,7 @@ def key_token(key: str) -> str:
     return _dumps(key)
 
 
+@functools.lru_cache(maxsize=4096)  # a corpus repeats a few key names on every record
 def key_flag(key: str) -> str:
     """The reserved key set to 1 on every record whose metadata has `key`."""
     return KEY_FLAG + key_token(key)
