@@ -1,4 +1,5 @@
-"""Click options shared by the commands that search: search mode and fusion, threshold and filter."""
+"""Click options shared by several commands: the store, the chat model, search mode and fusion, threshold
+and filter."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from typing import Any, TypeVar
 
 import click
 
-from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, DEFAULT_VECTOR_WEIGHT
+from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, DEFAULT_VECTOR_WEIGHT, STORE_KINDS
 from rag.documents import FUSIONS, SEARCH_MODES
 
-__all__ = ["search_options", "threshold_and_filter_options"]
+__all__ = ["chat_model_options", "search_options", "store_options", "threshold_and_filter_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -101,4 +102,30 @@ def threshold_and_filter_options(func: F) -> F:
         default=0.0,
         show_default=True,
         help="Minimum cosine similarity (0 accepts everything).",
+    )(func)
+
+
+def store_options(*, defaults: bool = False) -> Callable[[F], F]:
+    """`--store` and `--collection` (parameters `store`, `collection`); `defaults` names them in the help."""
+    store_default = "; default chroma" if defaults else ""
+    collection_default = "; default rag" if defaults else ""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--collection", help=f"Collection name [env RAG_COLLECTION{collection_default}]."
+        )(func)
+        return click.option(
+            "--store", type=click.Choice(STORE_KINDS), help=f"Store kind [env RAG_STORE{store_default}]."
+        )(func)
+
+    return decorate
+
+
+def chat_model_options(func: F) -> F:
+    """`--model` and `--base-url` for `rag ask` and `rag chat` (parameters `chat_model`, `base_url`)."""
+    func = click.option(
+        "--base-url", metavar="URL", help="OpenAI-compatible endpoint [env OPENAI_BASE_URL]."
+    )(func)
+    return click.option(
+        "--model", "chat_model", metavar="NAME", help="Chat model name [env RAG_CHAT_MODEL]."
     )(func)

@@ -16,10 +16,14 @@ from rag.cli._common import (
     settings_from,
 )
 from rag.cli._models import build_chat_model
-from rag.cli._options import search_options, threshold_and_filter_options
+from rag.cli._options import (
+    chat_model_options,
+    search_options,
+    store_options,
+    threshold_and_filter_options,
+)
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
-from rag.config import STORE_KINDS
 from rag.documents import Document
 
 __all__ = ["ask", "source_rows"]
@@ -60,10 +64,8 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
     "--stream/--no-stream", default=None, help="Print the answer as it arrives [default: when a terminal]."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {answer, sources} as JSON.")
-@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
-@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
-@click.option("--model", "chat_model", metavar="NAME", help="Chat model name [env RAG_CHAT_MODEL].")
-@click.option("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env OPENAI_BASE_URL].")
+@store_options()
+@chat_model_options
 @search_options()
 @common_options
 @click.pass_context

@@ -21,10 +21,10 @@ from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.model import ChatModel
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
 from rag.cli._models import build_chat_model
-from rag.cli._options import search_options
+from rag.cli._options import chat_model_options, search_options, store_options
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
-from rag.config import STORE_KINDS, Settings
+from rag.config import Settings
 from rag.documents import Document
 from rag.errors import RagError
 from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository, check_conversation_id
@@ -138,10 +138,8 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
 @click.option(
     "--recall", type=click.IntRange(min=1), default=4, show_default=True, help="Past turns recalled."
 )
-@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
-@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
-@click.option("--model", "chat_model", metavar="NAME", help="Chat model name [env RAG_CHAT_MODEL].")
-@click.option("--base-url", metavar="URL", help="OpenAI-compatible endpoint [env OPENAI_BASE_URL].")
+@store_options()
+@chat_model_options
 @search_options()
 @common_options
 @click.pass_context

@@ -7,7 +7,7 @@ from collections import defaultdict
 import click
 
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
-from rag.config import STORE_KINDS
+from rag.cli._options import store_options
 from rag.filters import Filter, as_filter, key
 
 __all__ = ["delete", "delete_matching"]
@@ -47,8 +47,7 @@ def delete_matching(opened: OpenedStore, selection: Filter) -> tuple[int, int]:
 )
 @click.option("--source", metavar="PATH", help="Delete every chunk of this source (as `rag info` lists it).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
-@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
+@store_options()
 @common_options
 @click.pass_context
 def delete(

@@ -9,8 +9,7 @@ from typing import Any
 import click
 
 from rag.cli._common import common_options, open_store, settings_from
-from rag.cli._options import search_options
-from rag.config import STORE_KINDS
+from rag.cli._options import search_options, store_options
 from rag.eval import QUESTION_FILTER, QuestionSet, evaluate, load_beir, load_questions
 from rag.eval.sweep import FilterSetting
 from rag.filters import as_filter
@@ -89,8 +88,7 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     "--beir", is_flag=True, help="QUESTIONS is a BEIR folder (queries.jsonl, qrels/); implied by a folder."
 )
 @click.option("--split", default="test", show_default=True, help="BEIR qrels split (qrels/SPLIT.tsv).")
-@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
-@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
+@store_options()
 @click.option(
     "--embedder", metavar="SPEC", help="Override the embedder the store was built with (must match)."
 )

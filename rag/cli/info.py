@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
-from rag.config import STORE_KINDS
+from rag.cli._options import store_options
 
 __all__ = ["describe", "info"]
 
@@ -35,8 +35,7 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
 
 
 @click.command("info")
-@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
-@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
+@store_options()
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @common_options
 @click.pass_context

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from rag.cli._common import common_options, open_store, settings_from
-from rag.config import STORE_KINDS
+from rag.cli._options import store_options
 from rag.documents import MetadataValue
 from rag.embeddings import EmbeddingModel, TokenCounter
 
@@ -59,8 +59,7 @@ def _print_report(report: Any, as_json: bool) -> None:
 
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE; default chroma].")
-@click.option("--collection", help="Collection name [env RAG_COLLECTION; default rag].")
+@store_options(defaults=True)
 @click.option(
     "--embedder",
     metavar="SPEC",

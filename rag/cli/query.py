@@ -12,8 +12,7 @@ from rag.cli._common import (
     open_store,
     settings_from,
 )
-from rag.cli._options import search_options, threshold_and_filter_options
-from rag.config import STORE_KINDS
+from rag.cli._options import search_options, store_options, threshold_and_filter_options
 from rag.documents import Document
 
 __all__ = ["query", "snippet"]
@@ -48,8 +47,7 @@ def _as_dict(rank: int, doc: Document) -> dict[str, Any]:
     "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="How many chunks."
 )
 @threshold_and_filter_options
-@click.option("--store", type=click.Choice(STORE_KINDS), help="Store kind [env RAG_STORE].")
-@click.option("--collection", help="Collection name [env RAG_COLLECTION].")
+@store_options()
 @click.option(
     "--embedder", metavar="SPEC", help="Override the embedder the store was built with (must match)."
 )
