@@ -26,7 +26,7 @@ from rag.errors import (
 )
 from stores.chroma_records import vector_digest
 
-__all__ = ["Connection", "connect", "open_collection", "parse_url", "purger"]
+__all__ = ["Connection", "close_client", "connect", "open_collection", "parse_url", "purger"]
 
 _MODEL = "rag:embedding_model"
 _DIMENSIONS = "rag:dimensions"
@@ -115,6 +115,8 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
         conn = Connection(None, f"the server {url!r}", url=url)
         with conn.errors("connect"):
             conn.client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
+        server_client = conn.client
+        conn.cleanups.append(lambda: close_client(server_client))
         return conn
     if path is not None:
         folder = Path(path)
@@ -128,6 +130,19 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
         conn.cleanups.append(conn.client.close)
         return conn
     return _ephemeral(chromadb)
+
+
+def close_client(client: Any) -> None:
+    """Close a chromadb `HttpClient` and its HTTP connection pools.
+
+    chromadb 1.5.9's `close()` releases the client and its internal admin client but leaves both httpx
+    pools open, so their sockets would stay open until the interpreter exits.
+    """
+    for each in (client, getattr(client, "_admin_client", None)):
+        session = getattr(getattr(each, "_server", None), "_session", None)
+        if session is not None:
+            session.close()
+    client.close()
 
 
 def _ephemeral(chromadb: Any) -> Connection:

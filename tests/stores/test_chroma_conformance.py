@@ -12,6 +12,7 @@ import pytest
 from rag.embeddings import EmbeddingModel, HashingEmbedding
 from rag.vectorstore import VectorStore
 from stores import ChromaVectorStore
+from stores.chroma_client import close_client
 from stores.testing.conformance import Reopen, VectorStoreConformance
 
 MODEL = HashingEmbedding(dimensions=64)
@@ -83,13 +84,15 @@ class TestPersistentConformance(VectorStoreConformance):
 
 
 @pytest.fixture(scope="module")
-def server_client(chroma_server: str) -> Any:
+def server_client(chroma_server: str) -> Iterator[Any]:
     """One HTTP client for the server suite (each store opening its own would cost a connection each)."""
     import chromadb
     from chromadb.config import Settings
 
     host, port = chroma_server.removeprefix("http://").split(":")
-    return chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
+    client = chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
+    yield client
+    close_client(client)
 
 
 @pytest.mark.server
