@@ -27,6 +27,8 @@ def _sockets_to(url: str) -> set[int]:
         # An exact type check: isinstance() on every gc object can wake lazy modules that warn.
         if type(obj) is not socket.socket or obj.fileno() == -1:
             continue
+        if obj.family not in (socket.AF_INET, socket.AF_INET6):  # Unix sockets name their peer by path
+            continue
         try:
             peer = obj.getpeername()
         except OSError:  # not connected (any more)
