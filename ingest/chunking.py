@@ -22,6 +22,9 @@ from rag.documents import MetadataValue, check_metadata
 __all__ = ["RESERVED_METADATA", "ChunkLike", "PreparedChunk", "Splitter", "chunk_id", "make_chunks"]
 
 RESERVED_METADATA = frozenset({"source", "chunk_index", "char_start", "char_end"})
+# What `json.dumps(value, default=str)` uses, built once: `dumps` builds a new encoder per call when given
+# `default`, which cost more than the encoding of a chunk's metadata.
+_FINGERPRINT_JSON = json.JSONEncoder(default=str)
 
 
 class ChunkLike(Protocol):
@@ -89,7 +92,7 @@ def make_chunks(
             )
             metadata = check_metadata(cid, metadata)
             fingerprint = hashlib.blake2b(
-                json.dumps([cid, sorted(metadata.items())], default=str).encode(), digest_size=12
+                _FINGERPRINT_JSON.encode([cid, sorted(metadata.items())]).encode(), digest_size=12
             ).hexdigest()
             chunks.setdefault(cid, PreparedChunk(cid, piece.text, metadata, fingerprint))
     return list(chunks.values())

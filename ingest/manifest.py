@@ -139,8 +139,11 @@ class Manifest:
 
     def put(self, entry: ManifestEntry) -> None:
         """Record a file whose chunks the store now holds (clears its pending ids)."""
-        self._db.execute(
-            f"INSERT OR REPLACE INTO files ({_COLUMNS}, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+        self.put_many([entry])
+
+    def put_many(self, entries: Iterable[ManifestEntry]) -> None:
+        """`put` for several files in one statement (a batch of small files costs one round trip)."""
+        rows = [
             (
                 entry.source,
                 entry.root,
@@ -150,18 +153,28 @@ class Manifest:
                 entry.settings,
                 json.dumps(list(entry.chunk_ids)),
                 json.dumps(list(entry.digests)),
-            ),
+            )
+            for entry in entries
+        ]
+        self._db.executemany(
+            f"INSERT OR REPLACE INTO files ({_COLUMNS}, pending) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)", rows
         )
 
     def mark_pending(self, source: str, root: str, chunk_ids: Iterable[str]) -> None:
         """Note ids about to be written for `source`, before writing them."""
-        pending = json.dumps(list(chunk_ids))
-        updated = self._db.execute("UPDATE files SET pending = ? WHERE source = ?", (pending, source))
-        if updated.rowcount == 0:
-            self._db.execute(
-                f"INSERT INTO files ({_COLUMNS}, pending) VALUES (?, ?, -1, -1, '', '', '[]', '[]', ?)",
-                (source, root, pending),
-            )
+        self.mark_pending_many([(source, root, chunk_ids)])
+
+    def mark_pending_many(self, files: Iterable[tuple[str, str, Iterable[str]]]) -> None:
+        """`mark_pending` for several `(source, root, chunk_ids)` in two statements."""
+        rows = [(source, root, json.dumps(list(chunk_ids))) for source, root, chunk_ids in files]
+        # A file seen for the first time gets a placeholder row that never matches a real file (size -1);
+        # then every row, new or old, gets its pending ids. Works on any SQLite (no UPSERT needed).
+        self._db.executemany(
+            f"INSERT OR IGNORE INTO files ({_COLUMNS}, pending) VALUES (?, ?, -1, -1, '', '', '[]', '[]', ?)",
+            rows,
+        )
+        updates = [(pending, source) for source, _, pending in rows]
+        self._db.executemany("UPDATE files SET pending = ? WHERE source = ?", updates)
 
     def touch(self, source: str, root: str, size: int, mtime_ns: int) -> None:
         """Update the size, mtime and root of a file whose content hash did not change."""

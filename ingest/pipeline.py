@@ -258,7 +258,9 @@ class _Run:
         status = "new" if old is None or old.settings == "" else "changed"
         report = FileReport(file.source, status)  # type: ignore[arg-type]
         try:
-            result = read_file(file.path, root=file.root, options=self.p.reader_options, data=data)
+            result = read_file(
+                file.path, root=file.root, options=self.p.reader_options, data=data, source=file.source
+            )
             chunks = make_chunks(file.source, result.units, self.p.splitter, self.p.extra_metadata)
         except SkippedFile as exc:
             self.report.add(FileReport(file.source, "skipped", reason=exc.reason))
@@ -299,8 +301,7 @@ class _Run:
             return
         batch, self.batch, self.batch_chunks = self.batch, [], 0
         manifest, store = self.p.manifest, self.p.store
-        for work in batch:
-            manifest.mark_pending(work.file.source, work.entry.root, work.entry.chunk_ids)
+        manifest.mark_pending_many((w.file.source, w.entry.root, w.entry.chunk_ids) for w in batch)
         if self.p.flush is None:
             manifest.commit()  # a store that writes through: the pending ids must be durable first
         fresh = [c for work in batch for c in work.fresh]
@@ -322,7 +323,7 @@ class _Run:
             self.report.chunks_deleted += store.delete(stale)
         for work in batch:
             work.report.embedded = len(work.fresh)
-            manifest.put(work.entry)
+        manifest.put_many(work.entry for work in batch)
         if self.p.flush is None:
             manifest.commit()
         elif time.perf_counter() - self.last_checkpoint >= self.p.checkpoint_s:

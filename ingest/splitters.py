@@ -42,7 +42,9 @@ _WORD_UNIT = re.compile(rf"[{_CJK}]|[^\s{_CJK}]{{1,20}}")
 _LEVELS = (
     re.compile(r"\n[ \t\f\v]*\n\s*"),  # paragraphs
     re.compile(r"\n\s*"),  # lines
-    re.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？]+"),  # sentences
+    # Sentences: ". ", "?) " or a run of "。！？". One leading class rather than two alternatives lets the
+    # regex engine skip ahead to the next candidate character, several times faster on long paragraphs.
+    re.compile(r"[.!?…。！？](?:(?<=[。！？])[。！？]*|[\"'”’)\]]*\s+)"),
     re.compile(r"\s+"),  # words
     _WORD_UNIT,  # runs of at most 20 characters, or one CJK character
     re.compile(r".", re.DOTALL),  # characters
@@ -197,15 +199,21 @@ class RecursiveSplitter:
             spans.append(_trim(text, current[0].start, current[-1].end))
         return [(s, e) for s, e in spans if s < e]
 
-    def _pieces(self, text: str, start: int, end: int, level: int, limit: int) -> Iterator[_Piece]:
-        """Consecutive pieces tiling `text[start:end]`, each cut finer until it costs at most `limit`."""
+    def _pieces(
+        self, text: str, start: int, end: int, level: int, limit: int, known_cost: int = -1
+    ) -> Iterator[_Piece]:
+        """Consecutive pieces tiling `text[start:end]`, each cut finer until it costs at most `limit`.
+
+        `known_cost`, when >= 0, is the measured size of `text[start:end]`.
+        """
         # An explicit stack rather than nested generators: a long run of words would otherwise pass each
-        # word up through one generator frame per level.
-        frames: list[tuple[Iterator[re.Match[str]], list[int], int, int]] = [
-            (_LEVELS[level].finditer(text, start, end), [start], end, level)
+        # word up through one generator frame per level. A frame is (matches, [cut], begin, stop, depth,
+        # cost of text[begin:stop] or -1).
+        frames: list[tuple[Iterator[re.Match[str]], list[int], int, int, int, int]] = [
+            (_LEVELS[level].finditer(text, start, end), [start], start, end, level, known_cost)
         ]
         while frames:
-            matches, cut, stop, depth = frames[-1]
+            matches, cut, begin, stop, depth, span_cost = frames[-1]
             match = next(matches, None)
             if match is None:
                 frames.pop()
@@ -213,12 +221,16 @@ class RecursiveSplitter:
             if piece_end <= cut[0]:
                 continue
             piece_start, cut[0] = cut[0], piece_end
-            cost = self.measure(text[piece_start:piece_end])
+            if span_cost >= 0 and piece_start == begin and piece_end == stop:
+                # A finer level found no cut (a paragraph of one line, say): the span was measured already.
+                cost = span_cost
+            else:
+                cost = self.measure(text[piece_start:piece_end])
             if cost <= limit or depth == _LAST:
                 yield _Piece(piece_start, piece_end, cost, depth)
             else:
                 finer = _LEVELS[depth + 1].finditer(text, piece_start, piece_end)
-                frames.append((finer, [piece_start], piece_end, depth + 1))
+                frames.append((finer, [piece_start], piece_start, piece_end, depth + 1, cost))
 
     def _tail(self, text: str, pieces: list[_Piece], limit: int) -> list[_Piece]:
         """The last pieces costing at most `limit` in all: whole ones, else the end of the last one."""
@@ -237,7 +249,8 @@ class RecursiveSplitter:
         if last.level == _LAST:
             return []
         # Finer pieces have a higher level, so this recursion ends at single characters.
-        return self._tail(text, list(self._pieces(text, last.start, last.end, last.level + 1, limit)), limit)
+        finer = self._pieces(text, last.start, last.end, last.level + 1, limit, last.cost)
+        return self._tail(text, list(finer), limit)
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

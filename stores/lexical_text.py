@@ -195,10 +195,13 @@ class Vocabulary:
         ids = np.where(known, values[at] if keys.size else 0, _MISSING).astype(np.int32)
         new = np.flatnonzero(~known)
         if new.size:
-            for position in new.tolist():
-                begin = int(starts[first[position]])
-                word = joined[begin : begin + int(lengths[first[position]])]
-                ids[position] = self._words[word] if word in self._words else self._learn(word)
+            # Offsets as Python ints in one go: indexing numpy arrays one element at a time costs more
+            # than the dictionary work per new word.
+            begins = starts[first[new]]
+            ends = begins + lengths[first[new]]
+            words = [joined[b:e] for b, e in zip(begins.tolist(), ends.tolist(), strict=True)]
+            cache = self._words
+            ids[new] = [cache[word] if word in cache else self._learn(word) for word in words]
             keys = np.concatenate([keys, distinct[new]])
             order = np.argsort(keys, kind="stable")
             self._hash_keys, self._hash_ids = keys[order], np.concatenate([values, ids[new]])[order]

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile
@@ -22,8 +23,10 @@ __all__ = ["SUPPORTED_SUFFIXES", "Reader", "read_file", "source_name"]
 Reader = Callable[[bytes, str, ReaderOptions], ReadResult]
 
 
+@cache
 def _readers() -> dict[str, Reader]:
-    # Imported here so that `import ingest` stays cheap (pypdf loads with the first PDF).
+    # Imported here so that `import ingest` stays cheap (pypdf loads with the first PDF); built once, since
+    # an ingestion asks for it once per file.
     from ingest.readers.html import read_html
     from ingest.readers.jsonl import read_jsonl
     from ingest.readers.markdown import read_markdown
@@ -61,7 +64,12 @@ def source_name(path: Path, root: Path) -> str:
 
 
 def read_file(
-    path: Path, *, root: Path, options: ReaderOptions | None = None, data: bytes | None = None
+    path: Path,
+    *,
+    root: Path,
+    options: ReaderOptions | None = None,
+    data: bytes | None = None,
+    source: str | None = None,
 ) -> ReadResult:
     """Read one file with the reader its suffix (case-insensitive) selects.
 
@@ -70,12 +78,14 @@ def read_file(
         root: the folder being ingested; `source` metadata is `path` relative to it.
         options: reader settings (PDF password, JSON Lines fields).
         data: the file's bytes when the caller already read them (to hash them), so the file is read once.
+        source: `source_name(path, root)` when the caller already has it (the walker computes it).
 
     Raises:
         SkippedFile: an unsupported suffix or a binary file (`.reason` says which).
         IngestError: the file cannot be read; `.path` is the source name and the message gives the reason.
     """
-    source = source_name(path, root)
+    if source is None:
+        source = source_name(path, root)
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise SkippedFile(source, f"unsupported file type {suffix or '(no suffix)'!r}")

@@ -161,8 +161,12 @@ class HashingEmbedding:
         return normalize_rows(self._scatter(keys, counts, sizes), model=self.name)
 
     def _bag(self, text: str) -> Counter[int]:
-        """Term key -> count for one text."""
-        return Counter(key for key in map(self._keys.__getitem__, terms(text)) if key)
+        """Term key -> count for one text, in order of first occurrence (the order the vector sums in)."""
+        # Counting every key, then dropping the stopwords' 0, keeps the whole loop in C; filtering in a
+        # generator first costs a Python step per word.
+        bag = Counter(map(self._keys.__getitem__, terms(text)))
+        bag.pop(0, None)
+        return bag
 
     def _scatter(self, keys: list[int], counts: list[int], sizes: list[int]) -> npt.NDArray[np.float32]:
         """Add each (text, key, count) into its signed bucket."""

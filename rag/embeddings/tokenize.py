@@ -34,8 +34,14 @@ _UNSPACED = (
 # Combining marks that are part of a word (Indic vowel signs, Hebrew and Arabic points): `\w` excludes them,
 # which would otherwise cut words such as Hindi ones into pieces.
 _MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u0900-\u0dff"
-# ASCII text, the common case, splits fastest with a translation table and str.split.
+# ASCII text, the common case, splits fastest with a translation table and str.split. For ASCII input, case
+# folding is lower-casing, so one table does both in a single pass. Text that becomes ASCII only once folded
+# keeps its case: folding lower-cases before NFKD, which can bring capitals back ("™" -> "TM").
+_ASCII_TERMS = str.maketrans({c: c.lower() if c.isalnum() else " " for c in map(chr, range(128))})
 _ASCII_SEPARATORS = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isascii() and c.isalnum())})
+# Counting needs no list of words: bytes.translate (faster than str.translate) marks word characters "a" and
+# the rest " ", and each word starts where an "a" follows a " ".
+_ASCII_MARKS = bytes(ord("a") if chr(b).isascii() and chr(b).isalnum() else ord(" ") for b in range(256))
 _PLAIN_WORD = re.compile(r"[^\W_]+")
 _NEEDS_FULL = re.compile(f"[{_UNSPACED}{_MARKS}]")
 _WORD = re.compile(rf"([{_UNSPACED}]+)|((?:[^\W_]|[{_MARKS}])+)")
@@ -98,6 +104,8 @@ def fold(text: str) -> str:
 
 def terms(text: str) -> list[str]:
     """Folded words in order; runs of unspaced scripts become overlapping character bigrams."""
+    if text.isascii():
+        return text.translate(_ASCII_TERMS).split()
     text = fold(text)
     if text.isascii():
         return text.translate(_ASCII_SEPARATORS).split()
@@ -116,9 +124,10 @@ def terms(text: str) -> list[str]:
 
 def count_words(text: str) -> int:
     """Number of words in `text`, counting each character of an unspaced script as one word."""
-    text = fold(text)
+    if not text.isascii():
+        text = fold(text)
     if text.isascii():
-        return len(text.translate(_ASCII_SEPARATORS).split())
+        return (b" " + text.encode("ascii").translate(_ASCII_MARKS)).count(b" a")
     if _NEEDS_FULL.search(text) is None:
         return len(_PLAIN_WORD.findall(text))
     return sum(len(unspaced) or 1 for unspaced, _ in _WORD.findall(text))
@@ -141,6 +150,13 @@ _DERIVATIONAL = (
     ("ally", "al"),
     ("ly", ""),
 )
+_DERIVATIONAL_SUFFIXES = tuple(suffix for suffix, _ in _DERIVATIONAL)
+
+
+# Stems already computed: the hashing embedder and the lexical index each map a word to its term once, but
+# both see the same words, so sharing the stems halves the stemming. A plain reset bounds the memory.
+_STEMS: dict[str, str] = {}
+_STEMS_LIMIT = 200_000
 
 
 def stem(word: str) -> str:
@@ -149,14 +165,25 @@ def stem(word: str) -> str:
     Stems are hash keys, not dictionary words ("running" -> "run", "computing" and "computed" -> "comput").
     Words that are not plain ASCII letters, and words of three letters or fewer, come back unchanged.
     """
+    found = _STEMS.get(word)
+    if found is None:
+        found = _stem(word)
+        if len(_STEMS) >= _STEMS_LIMIT:
+            _STEMS.clear()
+        _STEMS[word] = found
+    return found
+
+
+def _stem(word: str) -> str:
     if len(word) <= 3 or not (word.isascii() and word.isalpha()):
         return word
     word = _strip_plural(word)
     word = _strip_verb_ending(word)
-    for suffix, replacement in _DERIVATIONAL:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            word = word[: -len(suffix)] + replacement
-            break
+    if word.endswith(_DERIVATIONAL_SUFFIXES):  # one test rules out most words before the loop
+        for suffix, replacement in _DERIVATIONAL:
+            if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+                word = word[: -len(suffix)] + replacement
+                break
     # A final "e" or "y" varies between forms of one word (compute/computing, study/studies).
     if len(word) > 4 and word[-1] == "e":
         word = word[:-1]
