@@ -32,7 +32,7 @@ from stores.chroma_client import connect, mark_vectors, open_collection, purger
 from stores.chroma_filters import ChromaFilter, Where, compile_filter
 from stores.chroma_hybrid import ChromaCandidates
 from stores.chroma_lexical import ChromaLexical, CollectionAccess
-from stores.chroma_nearest import ExactNearest
+from stores.chroma_nearest import ExactNearest, mark_twins
 from stores.chroma_records import (
     TEXT,
     decode_metadata,
@@ -50,8 +50,10 @@ __all__ = ["ChromaVectorStore"]
 _OPAQUE_KEYS = "rag:opaque_keys"
 # Set once every record carries its vector keys (`ZERO` or `VECTOR`): new collections, older ones on open.
 _VECTORS_MARKED = "rag:vectors_marked"
-# Set on collections created empty by this version: no record lists its keys in `KEYS` (chroma_records).
-_KEY_FLAGS = "rag:key_flags"
+# Set on collections created empty by this version: every record flags its keys (no `KEYS` list) and
+# its shared vector (`TWIN`), see chroma_records.
+_LAYOUT = "rag:layout"
+_CURRENT_LAYOUT = 2
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 
@@ -120,10 +122,10 @@ class ChromaVectorStore:
             with self._conn.errors(f"mark the vectors of the collection {collection!r}"):
                 mark_vectors(self._collection, self._batch_size)
             self._access.update_metadata({_VECTORS_MARKED: True})
-        self._legacy_keys = not self._access.metadata().get(_KEY_FLAGS)
-        if self._legacy_keys and self._access.count() == 0:
-            self._access.update_metadata({_KEY_FLAGS: True})
-            self._legacy_keys = False
+        self._legacy = self._access.metadata().get(_LAYOUT) != _CURRENT_LAYOUT
+        if self._legacy and self._access.count() == 0:
+            self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT})
+            self._legacy = False
         self._nearest = ExactNearest(
             self._conn,
             self._collection,
@@ -132,6 +134,7 @@ class ChromaVectorStore:
             self._batch_size,
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._matching_ids,
+            all_twins=self._legacy,
         )
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
@@ -201,6 +204,7 @@ class ChromaVectorStore:
             for start in range(0, len(docs), self._batch_size):
                 stop = start + self._batch_size
                 ids = [doc.id for doc in docs[start:stop]]
+                mark_twins(self._conn, self._collection, ids, metadatas[start:stop])
                 batch = self._replacing(ids, metadatas[start:stop])
                 with self._conn.errors(f"write documents to the collection {self._name!r}"):
                     self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
@@ -269,7 +273,7 @@ class ChromaVectorStore:
         tree = as_filter(filter)
         if tree is None:
             return compile_filter(None)
-        return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy_keys)
+        return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy)
 
     @staticmethod
     def _unique(ids: Iterable[str]) -> list[str]:

@@ -1,10 +1,12 @@
 """Exact vector top-k on a Chroma collection: HNSW candidates re-scored, with what HNSW can lose.
 
 The re-ranking rule is `stores.chroma_search`'s; this module decides which rows Chroma is asked for.
-Few matches are read directly (HNSW would visit them all anyway); a query that returns fewer rows than
-asked though more match is answered by reading every match; records sharing a vector are completed
-by their `VECTOR` digest; and zero-vector records, which HNSW may lose, are read by their `ZERO`
-marker when one of them could enter the result.
+Chroma is queried first; only when it returns fewer rows than asked are the matches counted, and if
+there are more, HNSW lost some and every match is read. A few ids (up to `ef_search`) are read
+directly. Records sharing a vector are completed by their `VECTOR` digest when a returned record is
+marked `TWIN` (`mark_twins` sets it on writes; collections of older versions are searched for every
+record's twins). Zero-vector records, which HNSW may lose, are read by their `ZERO` marker when one
+of them could enter the result.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ import numpy.typing as npt
 from rag.documents import SearchRequest
 from stores.chroma_client import Connection
 from stores.chroma_filters import ChromaFilter, Where
-from stores.chroma_records import VECTOR, ZERO, decode_metadata
+from stores.chroma_records import TWIN, VECTOR, ZERO, decode_metadata
 from stores.chroma_search import Row, merge, rows_from_get, rows_from_query, scores, top_rows
 
-__all__ = ["ExactNearest"]
+__all__ = ["ExactNearest", "mark_twins"]
 
 _ROW_FIELDS = ["embeddings", "metadatas", "documents"]
 
@@ -42,12 +44,14 @@ class ExactNearest:
     collection: Any
     name: str
     scan_limit: int
-    """Up to this many matches (the collection's `ef_search`) are read and scored directly."""
+    """Up to this many ids (the collection's `ef_search`) are read and scored directly."""
     batch_size: int
     fetch: Callable[[list[str], Sequence[str]], list[Row]]
     """Rows by ids, with the given fields (`ChromaVectorStore._fetch`)."""
     matching_ids: Callable[[ChromaFilter], list[str]]
     """Every id a filter matches, its Python part included."""
+    all_twins: bool = False
+    """The collection may hold duplicates written without `TWIN` (by older versions): look for them all."""
 
     def rows(
         self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest
@@ -92,17 +96,20 @@ class ExactNearest:
         self, query: npt.NDArray[np.float32], n: int, where: Where | None, ids: list[str] | None
     ) -> list[Row]:
         """Chroma's nearest `n` matches, or every match when there are few or its graph lost some."""
-        population = self._population(where, ids)
-        if population > self.scan_limit:
-            with self.conn.errors(f"query the collection {self.name!r}"):
-                result = self.collection.query(
-                    query_embeddings=[query], n_results=n, where=where, ids=ids, include=_ROW_FIELDS
-                )
-            rows = rows_from_query(result)
-            if len(rows) >= min(n, population):
-                return rows + self._duplicates(rows, where, ids)
-        # Up to ef_search matches HNSW visits every node anyway, so reading them all costs no more; and
-        # fewer rows than asked though more match means HNSW lost records (it does with equal vectors).
+        if ids is not None and len(ids) <= self.scan_limit:
+            return self.fetch(ids, _ROW_FIELDS)  # as cheap as a query, and exact
+        # Asking first and counting only when fewer rows come back spares most searches a count (a
+        # `where` evaluation when filtered): n rows back means HNSW lost none of the best.
+        with self.conn.errors(f"query the collection {self.name!r}"):
+            result = self.collection.query(
+                query_embeddings=[query], n_results=n, where=where, ids=ids, include=_ROW_FIELDS
+            )
+        rows = rows_from_query(result)
+        if len(rows) >= n:
+            return rows + self._duplicates(rows, where, ids)
+        # Fewer rows than asked: either every match, or HNSW lost records (it does with equal vectors).
+        if len(rows) >= self._population(where, ids):
+            return rows
         if ids is not None:
             return self.fetch(ids, _ROW_FIELDS)
         with self.conn.errors(f"read from the collection {self.name!r}"):
@@ -110,7 +117,13 @@ class ExactNearest:
 
     def _duplicates(self, rows: list[Row], where: Where | None, ids: list[str] | None) -> list[Row]:
         """The matches sharing a vector with `rows` but missing from them (HNSW loses such twins)."""
-        digests = sorted({row.record[VECTOR] for row in rows if row.record and VECTOR in row.record})
+        digests = sorted(
+            {
+                row.record[VECTOR]
+                for row in rows
+                if row.record and VECTOR in row.record and (self.all_twins or TWIN in row.record)
+            }
+        )
         if not digests:
             return []
         clause: Where = {VECTOR: {"$in": digests}}
@@ -129,3 +142,31 @@ class ExactNearest:
             if where is None:
                 return int(self.collection.count())
             return len(self.collection.get(where=where, include=[])["ids"])
+
+
+def mark_twins(conn: Connection, collection: Any, ids: list[str], records: list[dict[str, Any]]) -> None:
+    """Set `TWIN` on the records about to be written whose vector another record has, and on those others.
+
+    `records` (the Chroma metadata for `ids`, with their `VECTOR` keys) are changed in place; stored
+    records sharing a vector with one of them gain `TWIN` at once. Stored records with the same ids are
+    being replaced, so only their new vectors count.
+    """
+    batch: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        if VECTOR in record:
+            batch.setdefault(record[VECTOR], []).append(i)
+    if not batch:
+        return
+    writing = set(ids)
+    with conn.errors("look for records with the same vectors"):
+        stored = rows_from_get(collection.get(where={VECTOR: {"$in": sorted(batch)}}, include=["metadatas"]))
+    partners = [row for row in stored if row.id not in writing and row.record]
+    shared = {row.record[VECTOR] for row in partners if row.record}
+    shared.update(digest for digest, members in batch.items() if len(members) > 1)
+    for digest in shared:
+        for i in batch[digest]:
+            records[i][TWIN] = 1
+    unmarked = [row.id for row in partners if row.record and TWIN not in row.record]
+    if unmarked:
+        with conn.errors("mark records with the same vectors"):
+            collection.update(ids=unmarked, metadatas=[{TWIN: 1} for _ in unmarked])

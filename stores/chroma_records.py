@@ -24,6 +24,8 @@ it compares it with an integer value. So each record carries:
   HNSW graph can lose such records, so search finds them through this key instead (`stores.chroma`).
 - `_rag_vec`: a digest of a non-zero vector (`vector_digest`); records sharing a vector share it, so
   search completes a group of duplicates HNSW returned only part of.
+- `_rag_twin`: 1 on a record whose vector another record also has (set when either is written), so
+  search looks for missing duplicates only when it found a record that has some.
 
 Records written by older versions keep their text in `documents` (`_rag_text` only when Chroma could
 not store it) and list their keys in `_rag_keys`; `decode_text` and the filters read both layouts.
@@ -50,6 +52,7 @@ __all__ = [
     "META",
     "OPAQUE",
     "TEXT",
+    "TWIN",
     "VECTOR",
     "ZERO",
     "decode_metadata",
@@ -72,6 +75,7 @@ OPAQUE = "_rag_opaque"
 TEXT = "_rag_text"
 ZERO = "_rag_zero"
 VECTOR = "_rag_vec"
+TWIN = "_rag_twin"
 RESERVED_PREFIX = "_rag_"
 
 # Beyond 2**53 an integer is not exactly a float, and Chroma compares numbers as floats.

@@ -276,7 +276,8 @@ def test_closed_in_process_stores_leave_no_metadata_behind() -> None:
         fresh.add([Document(f"n{i:02d}", "text") for i in range(40)])
         assert fresh.count("year IS NULL") == 40 and fresh.count("tags CONTAINS 'tech'") == 0
         raw = fresh.chroma_collection.get(include=["metadatas"])["metadatas"]
-        assert all(set(record) == {"_rag_meta", "_rag_vec", "_rag_text"} for record in raw)
+        # Forty equal texts: equal vectors, so each record is marked as having twins.
+        assert all(set(record) == {"_rag_meta", "_rag_vec", "_rag_text", "_rag_twin"} for record in raw)
 
 
 def test_persistent_store_reopens_with_its_data(tmp_path: Path, embedding: HashingEmbedding) -> None:
