@@ -265,6 +265,7 @@ class ChromaVectorStore:
                     self._collection.delete(ids=targets[start : start + self._batch_size])
             if index is not None:
                 index.delete(targets)
+        self._nearest.forget_size()
         return len(targets)
 
     # -- reading --------------------------------------------------------------------------------------

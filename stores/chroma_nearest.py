@@ -1,12 +1,12 @@
 """Exact vector top-k on a Chroma collection: HNSW candidates re-scored, with what HNSW can lose.
 
 The re-ranking rule is `stores.chroma_search`'s; this module decides which rows Chroma is asked for.
-Chroma is queried first; only when it returns fewer rows than asked are the matches counted, and if
-there are more, HNSW lost some and every match is read. A few ids (up to `ef_search`) are read
-directly. Records sharing a vector are completed by their `VECTOR` digest when a returned record is
-marked `TWIN` (`mark_twins` sets it on writes; collections of older versions are searched for every
-record's twins). Zero-vector records, which HNSW may lose, are read by their `ZERO` marker when one
-of them could enter the result.
+Up to `ef_search` matches (counted with a limited read) are read directly. Beyond, Chroma is
+queried; only when it returns fewer rows than asked are the matches counted, and if there are more,
+HNSW lost some and every match is read. Records sharing a vector are completed by their `VECTOR`
+digest when a returned record is marked `TWIN` (`mark_twins` sets it on writes; collections of
+older versions are searched for every record's twins). Zero-vector records, which HNSW may lose,
+are read by their `ZERO` marker when one of them could enter the result.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class ExactNearest:
     collection: Any
     name: str
     scan_limit: int
-    """Up to this many ids (the collection's `ef_search`) are read and scored directly."""
+    """Up to this many matches (the collection's `ef_search`) are read and scored directly."""
     batch_size: int
     fetch: Callable[[list[str], Sequence[str]], list[Row]]
     """Rows by ids, with the given fields (`ChromaVectorStore._fetch`)."""
@@ -52,6 +52,12 @@ class ExactNearest:
     """Every id a filter matches, its Python part included."""
     all_twins: bool = False
     """The collection may hold duplicates written without `TWIN` (by older versions): look for them all."""
+    large: bool = False
+    """The whole collection was seen holding more than `scan_limit` records (`forget_size` resets it)."""
+
+    def forget_size(self) -> None:
+        """After deletes: the collection may have become small enough to read directly again."""
+        self.large = False
 
     def rows(
         self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest
@@ -96,10 +102,15 @@ class ExactNearest:
         self, query: npt.NDArray[np.float32], n: int, where: Where | None, ids: list[str] | None
     ) -> list[Row]:
         """Chroma's nearest `n` matches, or every match when there are few or its graph lost some."""
-        if ids is not None and len(ids) <= self.scan_limit:
-            return self.fetch(ids, _ROW_FIELDS)  # as cheap as a query, and exact
-        # Asking first and counting only when fewer rows come back spares most searches a count (a
-        # `where` evaluation when filtered): n rows back means HNSW lost none of the best.
+        # Up to ef_search matches are read directly: HNSW would visit them all anyway, and after
+        # upserts and deletes its graph can leave a record unreachable, which a direct read cannot.
+        # The size of the whole collection is remembered: only deletes shrink it (in a collection shared
+        # with other writers, theirs go unseen and such searches stay on HNSW).
+        whole = where is None and ids is None
+        if not (whole and self.large):
+            if self._population(where, ids, limit=self.scan_limit + 1) <= self.scan_limit:
+                return self._every_match(where, ids)
+            self.large = self.large or whole
         with self.conn.errors(f"query the collection {self.name!r}"):
             result = self.collection.query(
                 query_embeddings=[query], n_results=n, where=where, ids=ids, include=_ROW_FIELDS
@@ -110,6 +121,9 @@ class ExactNearest:
         # Fewer rows than asked: either every match, or HNSW lost records (it does with equal vectors).
         if len(rows) >= self._population(where, ids):
             return rows
+        return self._every_match(where, ids)
+
+    def _every_match(self, where: Where | None, ids: list[str] | None) -> list[Row]:
         if ids is not None:
             return self.fetch(ids, _ROW_FIELDS)
         with self.conn.errors(f"read from the collection {self.name!r}"):
@@ -134,14 +148,17 @@ class ExactNearest:
         known = {row.id for row in rows}
         return [row for row in rows_from_get(result) if row.id not in known]
 
-    def _population(self, where: Where | None, ids: list[str] | None) -> int:
-        """How many records a query with `where` or `ids` (existing ids only) ranks."""
+    def _population(self, where: Where | None, ids: list[str] | None, limit: int | None = None) -> int:
+        """How many records a query with `where` or `ids` (existing ids only) ranks, counted up to `limit`.
+
+        A limited count reads at most `limit` ids, so a large collection costs no full count.
+        """
         if ids is not None:
             return len(ids)
         with self.conn.errors(f"count the collection {self.name!r}"):
-            if where is None:
+            if where is None and limit is None:
                 return int(self.collection.count())
-            return len(self.collection.get(where=where, include=[])["ids"])
+            return len(self.collection.get(where=where, limit=limit, include=[])["ids"])
 
 
 def mark_twins(conn: Connection, collection: Any, ids: list[str], records: list[dict[str, Any]]) -> None:

@@ -430,3 +430,19 @@ def test_a_collection_without_vector_keys_gets_them_on_open() -> None:
         hits = second.similarity_search(SearchRequest("bank", top_k=3))
         assert [(d.id, d.score) for d in hits][-1] == ("e", 0.0) and hits[0].metadata == {}
         second.close()
+
+
+def test_a_collection_shrunk_by_deletes_is_read_directly_again() -> None:
+    # Whole-collection searches remember that the collection outgrew ef_search and skip counting it;
+    # a delete must clear that, since small collections are read directly (HNSW can lose records).
+    docs = [Document(f"s{i:02d}", f"text {i}", embedding=np.eye(64, dtype=np.float32)[i]) for i in range(30)]
+    with ChromaVectorStore(MODEL, collection="shrinking", ef_search=10) as store:
+        store.add(docs)
+        assert store._nearest.large is False
+        store.similarity_search(SearchRequest("text", top_k=3))
+        assert store._nearest.large is True
+        store.delete([d.id for d in docs[:25]])
+        assert store._nearest.large is False
+        hits = store.similarity_search(SearchRequest("text", top_k=10))
+        assert sorted(d.id for d in hits) == [d.id for d in docs[25:]]
+        assert store._nearest.large is False  # five records: read directly, not remembered as large
