@@ -1,9 +1,12 @@
 """`VectorStoreChatMemoryAdvisor`: long-term memory, the past turns most similar to the new question.
 
 Each user and assistant turn is written to a vector store as a document tagged `conversation_id`,
-`message_type`, `turn` and `timestamp`. Retrieval is limited to the request's own conversation by the
-filter tree `key("conversation_id") == id`, built in code: the id is a value in the tree, never text in a
-filter expression, so no id, whatever quotes or operators it holds, can reach another conversation.
+`message_type`, `turn` and `timestamp`, and marked as memory with the reserved metadata entry
+`rag:kind = 'chat_memory'` (`MEMORY_MARKER`). Retrieval is limited to the request's own conversation by
+the filter tree `MEMORY_MARKER & (key("conversation_id") == id)`, built in code: the id is a value in the
+tree, never text in a filter expression, so no id, whatever quotes or operators it holds, can reach
+another conversation. `QuestionAnswerAdvisor` excludes every document carrying the marker, so memory
+and documents may share one store without a remembered turn ever being answered as a document.
 """
 
 from __future__ import annotations
@@ -24,7 +27,23 @@ from rag.memory.advising import ChatMemoryAdvisor, fenced_lines, memory_template
 from rag.memory.base import check_conversation_id
 from rag.vectorstore import VectorStore
 
-__all__ = ["DEFAULT_LONG_TERM_MEMORY_TEMPLATE", "MEMORY_DOCUMENTS", "VectorStoreChatMemoryAdvisor"]
+__all__ = [
+    "CHAT_MEMORY_KIND",
+    "DEFAULT_LONG_TERM_MEMORY_TEMPLATE",
+    "KIND_KEY",
+    "MEMORY_DOCUMENTS",
+    "MEMORY_MARKER",
+    "VectorStoreChatMemoryAdvisor",
+]
+
+KIND_KEY = "rag:kind"
+"""Reserved metadata key that says what wrote a document; do not set it on documents of your own."""
+
+CHAT_MEMORY_KIND = "chat_memory"
+"""The `KIND_KEY` value of every document `VectorStoreChatMemoryAdvisor` writes."""
+
+MEMORY_MARKER: Filter = key(KIND_KEY) == CHAT_MEMORY_KIND
+"""The filter tree that selects chat-memory documents (and, negated, keeps them out of answers)."""
 
 MEMORY_DOCUMENTS = "chat_memory_documents"
 """Context key: the memory documents retrieved for the request, oldest turn first."""
@@ -45,8 +64,13 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
     """Recalls the `top_k` past turns of the conversation most similar to the question, into the system text.
 
     Once a reply is complete, the user's text and the reply's text are added to `store` (two documents
-    sharing one `turn` number). Calls to the store are serialised by a lock, since stores need not be
-    safe for concurrent writers. Use a collection of its own, so memory and documents do not mix.
+    sharing one `turn` number), each marked with `rag:kind = 'chat_memory'` (`MEMORY_MARKER`). Calls
+    to the store are serialised by a lock, since stores need not be safe for concurrent writers.
+
+    Memory may share a store with documents: `QuestionAnswerAdvisor` never returns a marked document,
+    whatever filter a request gives it, and recall here reads only marked documents of the request's
+    conversation. Turns written before the marker existed carry no marker; give memory a collection of
+    its own if the store holds such turns.
 
     Example:
         >>> from rag.client import ChatClient
@@ -86,8 +110,8 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
 
     @staticmethod
     def conversation_filter(conversation_id: str) -> Filter:
-        """The filter tree that selects one conversation's memory documents."""
-        return key("conversation_id") == check_conversation_id(conversation_id)
+        """The filter tree that selects one conversation's memory documents (and nothing else)."""
+        return MEMORY_MARKER & (key("conversation_id") == check_conversation_id(conversation_id))
 
     def recall(self, conversation_id: str, question: str) -> list[Document]:
         """The remembered turns most similar to `question`, oldest turn first (user before assistant)."""
@@ -99,7 +123,12 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         with self._lock:
             found = self.store.similarity_search(search)
         # The filter already guarantees this; checking again costs nothing and keeps the promise local.
-        mine = [d for d in found if d.metadata.get("conversation_id") == conversation_id]
+        mine = [
+            d
+            for d in found
+            if d.metadata.get("conversation_id") == conversation_id
+            and d.metadata.get(KIND_KEY) == CHAT_MEMORY_KIND
+        ]
         return sorted(
             mine, key=lambda d: (d.metadata.get("turn", 0), d.metadata.get("message_type") != "user")
         )
@@ -129,6 +158,7 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
                     uuid.uuid4().hex,
                     text,
                     {
+                        KIND_KEY: CHAT_MEMORY_KIND,
                         "conversation_id": conversation_id,
                         "message_type": kind,
                         "turn": turn,
