@@ -162,3 +162,17 @@ def test_text_round_trip_with_spaced_signs(tree: Filter) -> None:
     for start in reversed(signs):
         text = text[: start + 1] + " " + text[start + 1 :]
     assert parse(text) == tree
+
+
+@pytest.mark.parametrize("size", [10, 200_000])
+def test_syntax_errors_in_huge_texts_stay_short_and_point_at_the_column(size: int) -> None:
+    text = "a == 1 AND " * size + "b = 2"
+    with pytest.raises(FilterSyntaxError) as caught:
+        parse(text)
+    error = caught.value
+    assert error.column == len(text) - 2 and error.text == text
+    lines = str(error).split("\n")
+    assert lines[0] == f"unknown operator '=' at column {error.column}"
+    assert len(str(error)) < 400
+    shown, caret = lines[1][2:], lines[2][2:]
+    assert caret.endswith("^") and shown[len(caret) - 1] == "=" and shown.endswith("b = 2")
