@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from rag.errors import FilterError, RagError
 from rag.filters import Filter, Not, key, matches, parse
 from rag.vectorstore import VectorStore
 from stores import ChromaVectorStore, InMemoryVectorStore
+from stores.chroma_filters import MAX_COST, MAX_LEVELS, bounded, compile_filter
 
 MODEL = HashingEmbedding(dimensions=32)
 DOCUMENTS = [
@@ -168,3 +170,40 @@ def test_wide_shallow_trees_beyond_chromas_expression_depth(
     for tree in (every_other, one_of):
         for store in stores.values():
             assert _answers(store, tree)[:3] == (len(expected), sorted(expected), expected)
+
+
+def _shape(where: Any) -> tuple[int, int]:
+    """(nesting, cost) of a Chroma clause: cost sums the widths of the lists along the worst path."""
+    if not isinstance(where, dict) or len(where) != 1 or next(iter(where)) not in ("$and", "$or"):
+        return 0, 1
+    clauses = next(iter(where.values()))
+    inner = [_shape(c) for c in clauses]
+    return 1 + max(n for n, _ in inner), len(clauses) + max(c for _, c in inner)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_clauses_sent_to_chroma_stay_within_its_limits(shape: str) -> None:
+    for levels in (1, 40, 800):
+        compiled = compile_filter(SHAPES[shape](levels))
+        nesting, cost = _shape(compiled.where)
+        assert nesting <= MAX_LEVELS + 2 and cost <= MAX_COST + 2 * MAX_LEVELS
+        if not compiled.exact:
+            # The Python check decides by the whole filter (Chroma's clause only preselects).
+            assert [compiled.accepts(d.metadata) for d in DOCUMENTS] == [
+                matches(compiled.tree, d.metadata) for d in DOCUMENTS
+            ]
+    small = compile_filter(parse("n == 1 OR (lang == 'en' AND n != 3)"))
+    assert small.exact and small.where == {
+        "$or": [{"n": {"$eq": 1.0}}, {"$and": [{"lang": {"$eq": "en"}}, {"n": {"$ne": 3.0}}]}]
+    }
+
+
+def test_bounded_only_widens() -> None:
+    wide_and = {"$and": [{"n": {"$ne": float(i)}} for i in range(1_000)]}
+    trimmed, exact = bounded(wide_and, 100)
+    assert not exact and trimmed is not None and trimmed["$and"] == wide_and["$and"][:50]
+    wide_or = {"$or": [{"n": {"$eq": float(i)}} for i in range(1_000)]}
+    assert bounded(wide_or, 100) == (None, False)
+    assert bounded(wide_or, 2_000) == (wide_or, True)
+    nested = {"$and": [{"a": {"$eq": 1.0}}, wide_or]}
+    assert bounded(nested, 100) == ({"a": {"$eq": 1.0}}, False)
