@@ -15,14 +15,15 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from rag.chat.messages import AssistantMessage, Message, UserMessage
 from rag.chat.template import PromptTemplate
 from rag.client.request import ChatClientRequest
-from rag.documents import Document, SearchRequest
+from rag.documents import Document, MetadataValue, SearchRequest, check_metadata
 from rag.errors import InvalidRequestError
-from rag.filters import Filter, key
+from rag.filters import Filter, as_filter, key, matches
 from rag.memory.advising import ChatMemoryAdvisor, fenced_lines, memory_template, with_system_text
 from rag.memory.base import check_conversation_id
 from rag.vectorstore import VectorStore
@@ -58,6 +59,7 @@ DEFAULT_LONG_TERM_MEMORY_TEMPLATE = PromptTemplate(
 """`{instructions}` is the request's system text, `{long_term_memory}` the fenced turns."""
 
 _TURN_CACHE_SIZE = 10_000
+_RESERVED = frozenset({KIND_KEY, "conversation_id", "message_type", "turn", "timestamp"})
 
 
 class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
@@ -71,6 +73,11 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
     whatever filter a request gives it, and recall here reads only marked documents of the request's
     conversation. Turns written before the marker existed carry no marker; give memory a collection of
     its own if the store holds such turns.
+
+    `scope` (text or tree, e.g. `tenant == 'acme'`) confines recall, `clear` and turn counting to the
+    documents it selects, and `metadata` is added to every document written (it must satisfy `scope`,
+    so what is written can be recalled): two tenants sharing a store and a conversation id never see
+    each other's turns.
 
     Example:
         >>> from rag.client import ChatClient
@@ -94,10 +101,14 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         top_k: int = 4,
         similarity_threshold: float = 0.0,
         template: str | PromptTemplate = DEFAULT_LONG_TERM_MEMORY_TEMPLATE,
+        scope: str | Filter | None = None,
+        metadata: Mapping[str, MetadataValue] | None = None,
         order: int | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(order=order, name=name)
+        self.scope = as_filter(scope)
+        self.metadata = _extra_metadata(metadata, self.scope)
         SearchRequest("check", top_k=top_k, similarity_threshold=similarity_threshold)  # validates both
         if top_k < 1:
             raise InvalidRequestError(f"top_k must be >= 1 for chat memory, got {top_k!r}")
@@ -108,10 +119,10 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         self._lock = threading.RLock()
         self._next_turns: OrderedDict[str, int] = OrderedDict()
 
-    @staticmethod
-    def conversation_filter(conversation_id: str) -> Filter:
-        """The filter tree that selects one conversation's memory documents (and nothing else)."""
-        return MEMORY_MARKER & (key("conversation_id") == check_conversation_id(conversation_id))
+    def conversation_filter(self, conversation_id: str) -> Filter:
+        """The filter tree that selects one conversation's memory documents in scope (and nothing else)."""
+        mine = MEMORY_MARKER & (key("conversation_id") == check_conversation_id(conversation_id))
+        return mine if self.scope is None else self.scope & mine
 
     def recall(self, conversation_id: str, question: str) -> list[Document]:
         """The remembered turns most similar to `question`, oldest turn first (user before assistant)."""
@@ -158,6 +169,7 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
                     uuid.uuid4().hex,
                     text,
                     {
+                        **self.metadata,
                         KIND_KEY: CHAT_MEMORY_KIND,
                         "conversation_id": conversation_id,
                         "message_type": kind,
@@ -184,6 +196,20 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         if len(self._next_turns) > _TURN_CACHE_SIZE:
             self._next_turns.popitem(last=False)  # the least recently used conversation recounts next time
         return turn
+
+
+def _extra_metadata(metadata: Mapping[str, MetadataValue] | None, scope: Filter | None) -> dict[str, Any]:
+    """The metadata added to every memory document, checked against the reserved keys and the scope."""
+    extra = check_metadata("chat memory", metadata or {})
+    reserved = sorted(set(extra) & _RESERVED)
+    if reserved:
+        raise InvalidRequestError(f"metadata may not set the reserved key(s) {reserved!r}: memory sets them")
+    if scope is not None and not matches(scope, {**extra, KIND_KEY: CHAT_MEMORY_KIND}):
+        raise InvalidRequestError(
+            f"memory written with metadata {extra!r} falls outside the scope {str(scope)!r}, so it could "
+            "never be recalled: give metadata the values the scope asks for"
+        )
+    return extra
 
 
 def _record(document: Document) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from rag.advisors.memory_vector import MEMORY_MARKER, VectorStoreChatMemoryAdvis
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.client import ChatClient
 from rag.documents import Document
+from rag.errors import FilterSyntaxError, InvalidRequestError
 from rag.filters import Filter, as_filter, key, matches
 from rag.testing import FakeChatModel, FakeEmbedding
 from rag.vectorstore import VectorStore
@@ -165,3 +166,38 @@ def test_scope_applies_to_the_default_filter_and_is_a_tree(store: VectorStore) -
     assert advisor.effective_filter("lang == 'en'") == (
         (key("tenant") == "globex") & (key("lang") == "en") & ~MEMORY_MARKER
     )
+
+
+def test_memory_scopes_keep_tenants_apart_in_one_store(store: VectorStore) -> None:
+    acme = VectorStoreChatMemoryAdvisor(
+        store, top_k=10, scope="tenant == 'acme'", metadata={"tenant": "acme"}
+    )
+    globex = VectorStoreChatMemoryAdvisor(
+        store, top_k=10, scope=key("tenant") == "globex", metadata={"tenant": "globex"}
+    )
+    for advisor, word in ((acme, "anvil"), (globex, "gizmo")):
+        client = ChatClient(FakeChatModel(default=f"The {word} is noted."), advisors=[advisor])
+        for _ in range(2):
+            client.prompt(f"Remember the {word}.").advisors(conversation_id="c1").call().content()
+    # The same conversation id, two tenants: each recalls only its own turns, numbered on its own.
+    for advisor, word, tenant in ((acme, "anvil", "acme"), (globex, "gizmo", "globex")):
+        recalled = advisor.recall("c1", "anvil gizmo")
+        assert len(recalled) == 4
+        assert all(word in d.text and d.metadata["tenant"] == tenant for d in recalled)
+        assert sorted({d.metadata["turn"] for d in recalled}) == [1, 2]
+    assert acme.clear("c1") == 4
+    assert [d.metadata["tenant"] for d in globex.recall("c1", "gizmo")] == ["globex"] * 4
+    # Memory of either tenant is still never a document, even for a QA advisor scoped to the tenant.
+    qa = QuestionAnswerAdvisor(store, top_k=50, scope="tenant == 'globex'")
+    assert _retrieved(qa, "conversation_id == 'c1'") == []
+
+
+def test_memory_metadata_must_fit_the_scope_and_leave_reserved_keys_alone(store: VectorStore) -> None:
+    with pytest.raises(InvalidRequestError, match=r"falls outside the scope \"tenant == 'acme'\""):
+        VectorStoreChatMemoryAdvisor(store, scope="tenant == 'acme'")
+    with pytest.raises(InvalidRequestError, match=r"reserved key\(s\) \['conversation_id', 'rag:kind'\]"):
+        VectorStoreChatMemoryAdvisor(store, metadata={"rag:kind": "document", "conversation_id": "x"})
+    with pytest.raises(FilterSyntaxError):
+        VectorStoreChatMemoryAdvisor(store, scope="tenant = 'acme'", metadata={"tenant": "acme"})
+    with pytest.raises(FilterSyntaxError):
+        QuestionAnswerAdvisor(store, scope="tenant = 'acme'")
