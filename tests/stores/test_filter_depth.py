@@ -90,13 +90,17 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Vecto
 
 
 def _answers(store: VectorStore, tree: Filter) -> tuple[object, ...]:
-    """count, get and search under `tree`, or the error's type and message."""
+    """count, get, vector and hybrid search under `tree`, or the error's type and message."""
     try:
         return (
             store.count(tree),
             [d.id for d in store.get(filter=tree)],
             sorted(d.id for d in store.similarity_search(SearchRequest("lamp", top_k=12, filter=tree))),
             [d.id for d in store.similarity_search(SearchRequest("lamp 7", top_k=3, filter=tree))],
+            [
+                d.id
+                for d in store.similarity_search(SearchRequest("lamp 7", top_k=3, filter=tree, mode="hybrid"))
+            ],
         )
     except RagError as exc:
         return (type(exc).__name__, str(exc))
