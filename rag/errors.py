@@ -73,8 +73,16 @@ class FilterSyntaxError(FilterError):
         self.text = text
         self.column = column
         self.reason = message
-        caret = " " * (column - 1) + "^"
-        super().__init__(f"{message} at column {column}\n  {text}\n  {caret}")
+        # A long text is shown as the part around the column, so a 1 MB filter gives a short message.
+        start = max(0, column - 1 - _SHOWN // 2) if len(text) > _SHOWN else 0
+        shown = text[start : start + _SHOWN]
+        prefix = "..." if start else ""
+        suffix = "..." if start + _SHOWN < len(text) else ""
+        caret = " " * (len(prefix) + column - 1 - start) + "^"
+        super().__init__(f"{message} at column {column}\n  {prefix}{shown}{suffix}\n  {caret}")
+
+
+_SHOWN = 160
 
 
 class EmbeddingError(RagError):

@@ -27,6 +27,14 @@ of the matches, and `ChromaFilter.accepts` evaluates the whole tree with `rag.fi
 candidate's exact metadata. Because NOT was pushed down first, the tree has only AND and OR above the
 comparisons, and widening a comparison only ever widens the tree. Nothing is dropped or approximated,
 so no filter needs to be refused with a `FilterError`.
+
+Chroma also has limits of size: it refuses a `where` nested about 60 levels deep ("Invalid where clause";
+deeper ones have crashed the process), and its SQLite refuses expressions nested 1,000 deep, which a
+flat `$and` of ~1,000 clauses already is (each clause of a chain adds a level). The tree is therefore
+compiled in its normal form (`rag.filters.normalize`: chains of one operator made one n-ary junction),
+junctions below `MAX_LEVELS` are widened to "everything", and `bounded` trims the clause to a cost
+of `MAX_COST` (an `$and` keeps its first clauses, an `$or` too wide becomes "everything"). Each trim
+only widens, and the Python check finishes the filter exactly, as for the comparisons above.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from rag.filters import And, Comparison, Filter, Op, Or, matches, push_not_down
+from rag.filters import Comparison, Filter, Normal, Op, holds, normalize
 from stores.chroma_records import (
     ITEMS,
     KEYS,
@@ -47,7 +55,14 @@ from stores.chroma_records import (
     key_token,
 )
 
-__all__ = ["ChromaFilter", "Where", "compile_filter"]
+__all__ = ["MAX_COST", "MAX_LEVELS", "ChromaFilter", "Where", "bounded", "compile_filter"]
+
+MAX_LEVELS = 12
+"""AND/OR levels of a filter's normal form sent to Chroma; deeper junctions are finished in Python."""
+
+MAX_COST = 300
+"""Bound on a clause's cost: along any path, the widths of its `$and`/`$or` lists summed (SQLite's
+expression depth grows that way; it refuses 1,000), with a wide margin for the store's own wrappers."""
 
 Where: TypeAlias = dict[str, Any]
 
@@ -97,10 +112,12 @@ class ChromaFilter:
     exact: bool
     """`where` selects exactly the matches; otherwise a superset to check with `accepts`."""
     tree: Filter | None
+    normal: Normal | None = None
+    """The tree's normal form, evaluated by `accepts` (None: no filter)."""
 
     def accepts(self, metadata: Mapping[str, object]) -> bool:
         """Whether a candidate selected by `where` matches (its exact metadata is needed when inexact)."""
-        return self.exact or matches(self.tree, metadata)
+        return self.exact or self.normal is None or holds(self.normal, metadata)
 
 
 @dataclass(frozen=True)
@@ -122,22 +139,63 @@ def compile_filter(
             `stores.chroma_records`); comparisons on them are finished in Python.
         legacy_keys: The collection may hold records of older versions, which list their keys in
             `_rag_keys` instead of flagging each one; key tests then read both.
+
+    Raises:
+        FilterError: the tree nests deeper than `rag.filters.MAX_DEPTH`.
     """
     if tree is None:
         return ChromaFilter(None, False, True, None)
-    part = _compile(push_not_down(tree), _Context(frozenset(opaque_keys), legacy_keys))
+    normal = normalize(tree)
+    part = _compile(normal, _Context(frozenset(opaque_keys), legacy_keys), 0)
     if part.where is None:
-        return ChromaFilter(None, not part.constant, part.exact, tree)
-    return ChromaFilter(part.where, False, part.exact, tree)
+        return ChromaFilter(None, not part.constant, part.exact, tree, normal)
+    where, whole = bounded(part.where, MAX_COST)
+    return ChromaFilter(where, False, part.exact and whole, tree, normal)
 
 
-def _compile(node: Filter, context: _Context) -> _Part:
+def _compile(node: Normal, context: _Context, level: int) -> _Part:
+    """Compile the normal form; recursion stops at `MAX_LEVELS`, so it stays shallow."""
     if isinstance(node, Comparison):
         return _comparison(node, context)
-    if isinstance(node, And):
-        return _combine("$and", [_compile(node.left, context), _compile(node.right, context)])
-    assert isinstance(node, Or), "push_not_down leaves no Not node"
-    return _combine("$or", [_compile(node.left, context), _compile(node.right, context)])
+    items: list[Normal] = list(node.items)
+    if level >= MAX_LEVELS:
+        if not node.conjunction:
+            return _Part(None, True, exact=False)  # everything: Python decides
+        # An AND may still narrow by its comparisons; its deeper junctions are left to Python.
+        items = [item for item in node.items if isinstance(item, Comparison)]
+        parts = [_compile(item, context, level + 1) for item in items]
+        return _combine("$and", [*parts, _Part(None, True, exact=False)])
+    return _combine(
+        "$and" if node.conjunction else "$or", [_compile(item, context, level + 1) for item in items]
+    )
+
+
+def bounded(where: Where, budget: int) -> tuple[Where | None, bool]:
+    """A clause selecting `where`'s records or more, of cost at most about `budget` (see `MAX_COST`).
+
+    Returns the clause (None: no constraint) and whether it is still exactly `where`.
+    """
+    op = next(iter(where))
+    if len(where) != 1 or op not in ("$and", "$or"):
+        return where, True
+    clauses: list[Where] = where[op]
+    if op == "$or" and len(clauses) >= budget:
+        return None, False
+    # Dropping clauses of an $and only widens it; an $or must keep every clause or become "everything".
+    keep = len(clauses) if op == "$or" else min(len(clauses), max(1, budget // 2))
+    kept: list[Where] = []
+    exact = keep == len(clauses)
+    for clause in clauses[:keep]:
+        trimmed, whole = bounded(clause, budget - keep)
+        exact = exact and whole
+        if trimmed is None:
+            if op == "$or":
+                return None, False
+            continue
+        kept.append(trimmed)
+    if not kept:
+        return None, False
+    return (kept[0] if len(kept) == 1 else {op: kept}), exact
 
 
 def _combine(op: str, parts: list[_Part]) -> _Part:

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import bisect
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.filters import And, Comparison, Filter, Not, Op, Or, Scalar, matches, negate
+from rag.filters import Comparison, Filter, Junction, Normal, Op, Scalar, matches, normalize
 
 __all__ = ["MetadataColumns"]
 
@@ -46,6 +46,14 @@ _ORDER: dict[Op, Callable[[Any, Any], Any]] = {
     Op.GT: operator.gt,
     Op.GE: operator.ge,
 }
+
+
+def _merge(junction: Junction, acc: BoolArray, part: BoolArray) -> None:
+    """Combine an item's mask into its junction's mask, in place."""
+    if junction.conjunction:
+        acc &= part
+    else:
+        acc |= part
 
 
 def _is_number(value: object) -> bool:
@@ -226,18 +234,40 @@ class MetadataColumns:
     # -- filtering -------------------------------------------------------------------------------
 
     def mask(self, node: Filter, size: int, metadatas: npt.NDArray[np.object_]) -> BoolArray:
-        """Which of the first `size` rows match `node`; `metadatas[row]` is each row's metadata dict."""
-        if isinstance(node, Comparison):
-            if node.op.is_positive:
-                return self._positive(node, size, metadatas)
-            return ~self._positive(Comparison(node.key, node.op.opposite, node.value), size, metadatas)
-        if isinstance(node, And):
-            return self.mask(node.left, size, metadatas) & self.mask(node.right, size, metadatas)
-        if isinstance(node, Or):
-            return self.mask(node.left, size, metadatas) | self.mask(node.right, size, metadatas)
-        assert isinstance(node, Not)
-        # NOT is not a plain complement (`NOT a < 5` is `a >= 5`, false where `a` is missing).
-        return self.mask(negate(node.operand), size, metadatas)
+        """Which of the first `size` rows match `node`; `metadatas[row]` is each row's metadata dict.
+
+        The filter is evaluated in its normal form (`rag.filters.normalize`: NOT applied to the
+        comparisons, chains flattened) with an explicit stack, so no depth raises `RecursionError`.
+        """
+        normal = normalize(node)
+        if isinstance(normal, Comparison):
+            return self._comparison(normal, size, metadatas)
+        # Each frame: a junction, its items still to combine, and the mask so far.
+        frames: list[tuple[Junction, Iterator[Normal], BoolArray]] = [
+            (normal, iter(normal.items), np.full(size, normal.conjunction))
+        ]
+        done: BoolArray | None = None
+        while frames:
+            junction, items, acc = frames[-1]
+            if done is not None:
+                _merge(junction, acc, done)
+                done = None
+            for item in items:
+                if isinstance(item, Junction):
+                    frames.append((item, iter(item.items), np.full(size, item.conjunction)))
+                    break
+                _merge(junction, acc, self._comparison(item, size, metadatas))
+            else:
+                frames.pop()
+                done = acc
+        assert done is not None
+        return done
+
+    def _comparison(self, node: Comparison, size: int, metadatas: npt.NDArray[np.object_]) -> BoolArray:
+        if node.op.is_positive:
+            return self._positive(node, size, metadatas)
+        # NOT is not a plain complement, but a negative operator is: `a != 1` is `~(a == 1)`.
+        return ~self._positive(Comparison(node.key, node.op.opposite, node.value), size, metadatas)
 
     def _positive(self, node: Comparison, size: int, metadatas: npt.NDArray[np.object_]) -> BoolArray:
         result = np.zeros(size, np.bool_)

@@ -1,9 +1,12 @@
 """`VectorStoreChatMemoryAdvisor`: long-term memory, the past turns most similar to the new question.
 
 Each user and assistant turn is written to a vector store as a document tagged `conversation_id`,
-`message_type`, `turn` and `timestamp`. Retrieval is limited to the request's own conversation by the
-filter tree `key("conversation_id") == id`, built in code: the id is a value in the tree, never text in a
-filter expression, so no id, whatever quotes or operators it holds, can reach another conversation.
+`message_type`, `turn` and `timestamp`, and marked as memory with the reserved metadata entry
+`rag:kind = 'chat_memory'` (`MEMORY_MARKER`). Retrieval is limited to the request's own conversation by
+the filter tree `MEMORY_MARKER & (key("conversation_id") == id)`, built in code: the id is a value in the
+tree, never text in a filter expression, so no id, whatever quotes or operators it holds, can reach
+another conversation. `QuestionAnswerAdvisor` excludes every document carrying the marker, so memory
+and documents may share one store without a remembered turn ever being answered as a document.
 """
 
 from __future__ import annotations
@@ -12,19 +15,36 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from rag.chat.messages import AssistantMessage, Message, UserMessage
 from rag.chat.template import PromptTemplate
 from rag.client.request import ChatClientRequest
-from rag.documents import Document, SearchRequest
+from rag.documents import Document, MetadataValue, SearchRequest, check_metadata
 from rag.errors import InvalidRequestError
-from rag.filters import Filter, key
+from rag.filters import Filter, as_filter, key, matches
 from rag.memory.advising import ChatMemoryAdvisor, fenced_lines, memory_template, with_system_text
 from rag.memory.base import check_conversation_id
 from rag.vectorstore import VectorStore
 
-__all__ = ["DEFAULT_LONG_TERM_MEMORY_TEMPLATE", "MEMORY_DOCUMENTS", "VectorStoreChatMemoryAdvisor"]
+__all__ = [
+    "CHAT_MEMORY_KIND",
+    "DEFAULT_LONG_TERM_MEMORY_TEMPLATE",
+    "KIND_KEY",
+    "MEMORY_DOCUMENTS",
+    "MEMORY_MARKER",
+    "VectorStoreChatMemoryAdvisor",
+]
+
+KIND_KEY = "rag:kind"
+"""Reserved metadata key that says what wrote a document; do not set it on documents of your own."""
+
+CHAT_MEMORY_KIND = "chat_memory"
+"""The `KIND_KEY` value of every document `VectorStoreChatMemoryAdvisor` writes."""
+
+MEMORY_MARKER: Filter = key(KIND_KEY) == CHAT_MEMORY_KIND
+"""The filter tree that selects chat-memory documents (and, negated, keeps them out of answers)."""
 
 MEMORY_DOCUMENTS = "chat_memory_documents"
 """Context key: the memory documents retrieved for the request, oldest turn first."""
@@ -39,14 +59,25 @@ DEFAULT_LONG_TERM_MEMORY_TEMPLATE = PromptTemplate(
 """`{instructions}` is the request's system text, `{long_term_memory}` the fenced turns."""
 
 _TURN_CACHE_SIZE = 10_000
+_RESERVED = frozenset({KIND_KEY, "conversation_id", "message_type", "turn", "timestamp"})
 
 
 class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
     """Recalls the `top_k` past turns of the conversation most similar to the question, into the system text.
 
     Once a reply is complete, the user's text and the reply's text are added to `store` (two documents
-    sharing one `turn` number). Calls to the store are serialised by a lock, since stores need not be
-    safe for concurrent writers. Use a collection of its own, so memory and documents do not mix.
+    sharing one `turn` number), each marked with `rag:kind = 'chat_memory'` (`MEMORY_MARKER`). Calls
+    to the store are serialised by a lock, since stores need not be safe for concurrent writers.
+
+    Memory may share a store with documents: `QuestionAnswerAdvisor` never returns a marked document,
+    whatever filter a request gives it, and recall here reads only marked documents of the request's
+    conversation. Turns written before the marker existed carry no marker; give memory a collection of
+    its own if the store holds such turns.
+
+    `scope` (text or tree, e.g. `tenant == 'acme'`) confines recall, `clear` and turn counting to the
+    documents it selects, and `metadata` is added to every document written (it must satisfy `scope`,
+    so what is written can be recalled): two tenants sharing a store and a conversation id never see
+    each other's turns.
 
     Example:
         >>> from rag.client import ChatClient
@@ -70,10 +101,14 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         top_k: int = 4,
         similarity_threshold: float = 0.0,
         template: str | PromptTemplate = DEFAULT_LONG_TERM_MEMORY_TEMPLATE,
+        scope: str | Filter | None = None,
+        metadata: Mapping[str, MetadataValue] | None = None,
         order: int | None = None,
         name: str | None = None,
     ) -> None:
         super().__init__(order=order, name=name)
+        self.scope = as_filter(scope)
+        self.metadata = _extra_metadata(metadata, self.scope)
         SearchRequest("check", top_k=top_k, similarity_threshold=similarity_threshold)  # validates both
         if top_k < 1:
             raise InvalidRequestError(f"top_k must be >= 1 for chat memory, got {top_k!r}")
@@ -84,10 +119,10 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         self._lock = threading.RLock()
         self._next_turns: OrderedDict[str, int] = OrderedDict()
 
-    @staticmethod
-    def conversation_filter(conversation_id: str) -> Filter:
-        """The filter tree that selects one conversation's memory documents."""
-        return key("conversation_id") == check_conversation_id(conversation_id)
+    def conversation_filter(self, conversation_id: str) -> Filter:
+        """The filter tree that selects one conversation's memory documents in scope (and nothing else)."""
+        mine = MEMORY_MARKER & (key("conversation_id") == check_conversation_id(conversation_id))
+        return mine if self.scope is None else self.scope & mine
 
     def recall(self, conversation_id: str, question: str) -> list[Document]:
         """The remembered turns most similar to `question`, oldest turn first (user before assistant)."""
@@ -99,7 +134,12 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         with self._lock:
             found = self.store.similarity_search(search)
         # The filter already guarantees this; checking again costs nothing and keeps the promise local.
-        mine = [d for d in found if d.metadata.get("conversation_id") == conversation_id]
+        mine = [
+            d
+            for d in found
+            if d.metadata.get("conversation_id") == conversation_id
+            and d.metadata.get(KIND_KEY) == CHAT_MEMORY_KIND
+        ]
         return sorted(
             mine, key=lambda d: (d.metadata.get("turn", 0), d.metadata.get("message_type") != "user")
         )
@@ -129,6 +169,8 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
                     uuid.uuid4().hex,
                     text,
                     {
+                        **self.metadata,
+                        KIND_KEY: CHAT_MEMORY_KIND,
                         "conversation_id": conversation_id,
                         "message_type": kind,
                         "turn": turn,
@@ -154,6 +196,20 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         if len(self._next_turns) > _TURN_CACHE_SIZE:
             self._next_turns.popitem(last=False)  # the least recently used conversation recounts next time
         return turn
+
+
+def _extra_metadata(metadata: Mapping[str, MetadataValue] | None, scope: Filter | None) -> dict[str, Any]:
+    """The metadata added to every memory document, checked against the reserved keys and the scope."""
+    extra = check_metadata("chat memory", metadata or {})
+    reserved = sorted(set(extra) & _RESERVED)
+    if reserved:
+        raise InvalidRequestError(f"metadata may not set the reserved key(s) {reserved!r}: memory sets them")
+    if scope is not None and not matches(scope, {**extra, KIND_KEY: CHAT_MEMORY_KIND}):
+        raise InvalidRequestError(
+            f"memory written with metadata {extra!r} falls outside the scope {str(scope)!r}, so it could "
+            "never be recalled: give metadata the values the scope asks for"
+        )
+    return extra
 
 
 def _record(document: Document) -> dict[str, Any]:

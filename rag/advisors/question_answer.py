@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rag.advisors.base import QUESTION_ANSWER_ORDER, BaseAdvisor
+from rag.advisors.memory_vector import MEMORY_MARKER
 from rag.chat.messages import Prompt, UserMessage
 from rag.chat.template import PromptTemplate
 from rag.client.request import (
@@ -23,7 +24,7 @@ from rag.client.request import (
 from rag.client.response import ChatClientResponse
 from rag.documents import Document, Fusion, SearchMode, SearchRequest
 from rag.errors import InvalidRequestError, TemplateError
-from rag.filters import Filter
+from rag.filters import Filter, as_filter
 from rag.vectorstore import VectorStore
 
 if TYPE_CHECKING:
@@ -96,6 +97,13 @@ class QuestionAnswerAdvisor(BaseAdvisor):
     `qa_diversity` win (`.advisors(top_k=..., filter=..., mode=..., diversity=...)` sets them); a request
     filter *replaces* the default one. Bad values raise `InvalidRequestError` naming the field.
 
+    Two limits no request can lift. `scope` (text or tree, e.g. `tenant == 'acme'`) is ANDed with
+    whatever filter is in effect, so a request filter narrows the scope but never widens it. And
+    documents written by `VectorStoreChatMemoryAdvisor` (marked `rag:kind = 'chat_memory'`) are never
+    retrieved: `NOT` that marker is ANDed in too, as a tree, so no filter (`conversation_id == 'bob'`,
+    an `OR` with something always true, a `NOT`) can bring another user's remembered turns back.
+    The filter actually searched with is `search_request_for(request).filter`.
+
     Example:
         >>> from rag import Document, HashingEmbedding
         >>> from rag.client import ChatClient
@@ -110,6 +118,9 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         >>> hybrid = QuestionAnswerAdvisor(store, mode="hybrid", fusion="weighted", vector_weight=0.7)
         >>> hybrid.search_request.mode, hybrid.search_request.vector_weight
         ('hybrid', 0.7)
+        >>> scoped = QuestionAnswerAdvisor(store, scope="source == 'beacon.md'")
+        >>> str(scoped.effective_filter("lang == 'en'"))
+        "(source == 'beacon.md') AND (lang == 'en') AND (NOT ('rag:kind' == 'chat_memory'))"
     """
 
     order = QUESTION_ANSWER_ORDER
@@ -124,6 +135,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         top_k: int | None = None,
         similarity_threshold: float | None = None,
         filter: str | Filter | None = None,
+        scope: str | Filter | None = None,
         mode: SearchMode | None = None,
         fusion: Fusion | None = None,
         vector_weight: float | None = None,
@@ -145,6 +157,8 @@ class QuestionAnswerAdvisor(BaseAdvisor):
             "diversity": diversity,
         }
         self.search_request = base.replace(**{k: v for k, v in changes.items() if v is not None})
+        self.scope = as_filter(scope)
+        """The fixed scope every search stays inside (None: the whole store, chat memory excepted)."""
         self.template = _template(template, what="template")
         self.empty_template = _template(empty_template, what="empty_template")
         self.document_formatter = document_formatter
@@ -161,7 +175,20 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         for key, field in _OVERRIDES:
             if context.get(key) is not None:
                 changes[field] = context[key]
-        return self.search_request.replace(**changes)
+        search = self.search_request.replace(**changes)
+        return search.replace(filter=self.effective_filter(search.filter))
+
+    def effective_filter(self, filter: str | Filter | None) -> Filter:
+        """`filter` (the default or a request's) confined to `scope`, chat-memory documents excluded.
+
+        Built as a tree, never by pasting text, so nothing inside `filter` can undo either limit.
+        """
+        parts = [part for part in (self.scope, as_filter(filter)) if part is not None]
+        parts.append(~MEMORY_MARKER)
+        combined = parts[0]
+        for part in parts[1:]:
+            combined = combined & part
+        return combined
 
     def render(self, query: str, documents: Sequence[Document]) -> str:
         """The user text the model receives for `query` and the retrieved `documents`."""

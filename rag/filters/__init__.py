@@ -5,27 +5,33 @@ Example:
     >>> f = (key("year") >= 2020) & ~(key("draft") == True)
     >>> f == parse("year >= 2020 AND NOT draft == true")
     True
-    >>> str(f)
-    "(year >= 2020) AND (NOT (draft == true))"
+    >>> print(f)
+    (year >= 2020) AND (NOT (draft == true))
 """
 
-from rag.filters.evaluate import matches
+from rag.filters.evaluate import holds, matches
+from rag.filters.normal import MAX_DEPTH, Junction, Normal, normalize
 from rag.filters.parser import as_filter, parse
 from rag.filters.tree import And, Comparison, Filter, Key, Not, Op, Or, Scalar, key, negate, push_not_down
 
 __all__ = [
+    "MAX_DEPTH",
     "And",
     "Comparison",
     "Filter",
+    "Junction",
     "Key",
+    "Normal",
     "Not",
     "Op",
     "Or",
     "Scalar",
     "as_filter",
+    "holds",
     "key",
     "matches",
     "negate",
+    "normalize",
     "parse",
     "push_not_down",
 ]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from rag.filters.tree import And, Comparison, Filter, Not, Op, Scalar, negate, operands
+from rag.filters.normal import Junction, Normal, normalize
+from rag.filters.tree import Comparison, Filter, Op, Scalar
 
-__all__ = ["matches"]
+__all__ = ["compare", "holds", "matches"]
 
 _ORDER: dict[Op, Callable[[Any, Any], Any]] = {
     Op.LT: operator.lt,
@@ -53,7 +54,8 @@ def _positive(value: object, op: Op, operand: Scalar | tuple[Scalar, ...] | None
     return _ordered(value, op, operand)
 
 
-def _compare(node: Comparison, metadata: Mapping[str, object]) -> bool:
+def compare(node: Comparison, metadata: Mapping[str, object]) -> bool:
+    """Whether a document with this metadata satisfies one comparison."""
     value = metadata.get(node.key)
     if value is None:
         return not node.op.is_positive
@@ -63,15 +65,43 @@ def _compare(node: Comparison, metadata: Mapping[str, object]) -> bool:
 
 
 def matches(node: Filter | None, metadata: Mapping[str, object]) -> bool:
-    """Whether a document with this metadata satisfies `node` (None matches everything)."""
+    """Whether a document with this metadata satisfies `node` (None matches everything).
+
+    NOT is not plain boolean negation: `NOT a < 5` is `a >= 5`, false for a string `a` (FILTERS.md).
+    To test many documents against one filter, `normalize` it once and call `holds`.
+
+    Raises:
+        FilterError: `node` nests deeper than `rag.filters.normal.MAX_DEPTH`.
+    """
     if node is None:
         return True
     if isinstance(node, Comparison):
-        return _compare(node, metadata)
-    if isinstance(node, Not):
-        # Not plain boolean negation: `NOT a < 5` is `a >= 5`, false for a string `a` (FILTERS.md).
-        return matches(negate(node.operand), metadata)
-    # Walk a same-operator chain in a loop, so a long AND/OR chain costs no recursion.
-    if isinstance(node, And):
-        return all(matches(item, metadata) for item in operands(node))
-    return any(matches(item, metadata) for item in operands(node))
+        return compare(node, metadata)
+    return holds(normalize(node), metadata)
+
+
+def holds(normal: Normal, metadata: Mapping[str, object]) -> bool:
+    """Whether a document with this metadata satisfies the normal form (short-circuits, no recursion)."""
+    if isinstance(normal, Comparison):
+        return compare(normal, metadata)
+    frames: list[tuple[bool, Iterator[Normal]]] = [(normal.conjunction, iter(normal.items))]
+    value: bool | None = None  # the value of the junction just finished, for its parent
+    while frames:
+        conjunction, items = frames[-1]
+        if value is not None and value != conjunction:
+            frames.pop()  # False decides an AND, True an OR
+            continue
+        value = None
+        for item in items:
+            if isinstance(item, Junction):
+                frames.append((item.conjunction, iter(item.items)))
+                break
+            if compare(item, metadata) != conjunction:
+                value = not conjunction
+                frames.pop()
+                break
+        else:
+            value = conjunction  # every item agreed
+            frames.pop()
+    assert value is not None
+    return value

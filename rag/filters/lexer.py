@@ -20,7 +20,8 @@ KEYWORDS = frozenset({"and", "or", "not", "in", "nin", "contains", "is", "null",
 
 # Unicode letters may start a name; digits are ASCII only ([0-9]) so that "²" never reads as a number.
 _NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# The sign may stand apart from the digits (`- 7`), as Spring AI's grammar reads it as its own token.
+_NUMBER = re.compile(r"([+-]?)\s*((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 _WORD_TAIL = re.compile(r"[\w.]*")
 _DIGITS = frozenset("0123456789")
 _ESCAPES = {"'": "'", '"': '"', "\\": "\\", "n": "\n", "t": "\t"}
@@ -75,7 +76,7 @@ def _number(text: str, start: int) -> Token:
     match = _NUMBER.match(text, start)
     if match is None:
         raise _fail(f"unexpected character {text[start]!r}", text, start)
-    literal, end = match.group(), match.end()
+    literal, end = match.group(1) + match.group(2), match.end()
     is_integer = not any(c in literal for c in ".eE")
     if is_integer and text[end : end + 1] in ("L", "l"):
         end += 1  # Spring's long suffix: accepted and ignored
@@ -116,7 +117,11 @@ def _symbol(text: str, start: int) -> Token:
 
 
 def _starts_number(text: str, index: int) -> bool:
-    position = index + 1 if text[index] in "+-" else index
+    position = index
+    if text[index] in "+-":
+        position += 1
+        while position < len(text) and text[position].isspace():
+            position += 1
     if text[position : position + 1] == ".":
         position += 1
     return text[position : position + 1] in _DIGITS

@@ -17,14 +17,15 @@ from dataclasses import dataclass
 
 from rag.errors import FilterError, FilterSyntaxError
 from rag.filters.lexer import Token, tokenize
+from rag.filters.normal import MAX_DEPTH
 from rag.filters.tree import And, Comparison, Filter, Not, Op, Or, Scalar
 
 __all__ = ["MAX_NESTING", "as_filter", "parse"]
 
-MAX_NESTING = 100
+MAX_NESTING = MAX_DEPTH
 """How many NOT, AND and OR operators may wait for their right side at once: a bound on the depth of the
-tree, which the recursive tree functions (`matches`, `negate`, store compilers) rely on. Parentheses alone
-cost nothing and are not limited."""
+tree, so that every tree the parser returns is within `rag.filters.normal.MAX_DEPTH` and every store
+answers it. Parentheses alone cost nothing and are not limited."""
 
 _COMPARE = {"==": Op.EQ, "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
 _SIMPLE_WORDS = {"in": Op.IN, "nin": Op.NIN, "contains": Op.CONTAINS}
@@ -94,7 +95,10 @@ class _Parser:
         """Consume the operator token and put it on the stack, refusing trees deeper than MAX_NESTING."""
         depth = (stack[-1].depth if stack else 0) + (kind != "(")
         if depth > MAX_NESTING:
-            raise self.fail(f"filter nested more than {MAX_NESTING} levels deep")
+            raise self.fail(
+                f"filter nested more than {MAX_NESTING} levels deep (NOT, AND and OR waiting for their "
+                f"right side); the limit is {MAX_NESTING}"
+            )
         stack.append(_Pending(kind, self.advance(), left, depth))
 
     def _open_groups(self, stack: list[_Pending]) -> None:

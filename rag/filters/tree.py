@@ -329,21 +329,39 @@ def negate(node: Filter) -> Filter:
     De Morgan's laws for AND/OR, and each comparison replaced by its opposite operator, so the
     result holds no `Not` node. `negate(parse("a == 1"))` is `parse("a != 1")`.
     """
-    if isinstance(node, Comparison):
-        return Comparison(node.key, node.op.opposite, node.value)
-    if isinstance(node, Not):
-        return push_not_down(node.operand)
-    flipped = Or if isinstance(node, And) else And
-    return _chain(flipped, [negate(item) for item in operands(node)])
+    return _without_not(node, True)
 
 
 def push_not_down(node: Filter) -> Filter:
     """The same filter without any `Not` node (each NOT applied through `negate`)."""
-    if isinstance(node, Comparison):
-        return node
-    if isinstance(node, Not):
-        return negate(node.operand)
-    return _chain(type(node), [push_not_down(item) for item in operands(node)])
+    return _without_not(node, False)
+
+
+def _without_not(node: Filter, negated: bool) -> Filter:
+    """`node` (negated if asked) with every NOT applied, the shape of its chains kept.
+
+    A post-order walk with an explicit stack, so trees of any depth are rewritten without recursion.
+    """
+    done: list[Filter] = []
+    # (node, negated, its operands already rewritten onto `done`)
+    stack: list[tuple[Filter, bool, bool]] = [(node, negated, False)]
+    while stack:
+        current, flip, ready = stack.pop()
+        if ready:
+            chain = operands(current)
+            results = done[len(done) - len(chain) :]
+            del done[len(done) - len(chain) :]
+            kind: type[And] | type[Or] = Or if isinstance(current, And) == flip else And
+            done.append(_chain(kind, results))
+            continue
+        while isinstance(current, Not):
+            current, flip = current.operand, not flip
+        if isinstance(current, Comparison):
+            done.append(Comparison(current.key, current.op.opposite, current.value) if flip else current)
+        else:
+            stack.append((current, flip, True))
+            stack.extend((item, flip, False) for item in reversed(operands(current)))
+    return done[0]
 
 
 class Key:

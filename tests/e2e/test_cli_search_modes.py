@@ -14,6 +14,7 @@ import pytest
 from click.testing import Result
 
 from rag import Document, SearchRequest
+from rag.advisors.memory_vector import MEMORY_MARKER
 from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, DEFAULT_VECTOR_WEIGHT
 from stores import InMemoryVectorStore
 
@@ -96,8 +97,9 @@ def test_chat_sends_the_options_every_turn(ingested: RunCli, searches: list[Sear
     script = "Who logs fog signals?\nWhen do spring tides flood?\n/exit\n"
     result = ingested("chat", "--store", "numpy", "--mode", "lexical", "--diversity", "0.4", input=script)
     assert result.exit_code == 0, result.stderr
-    # The document searches; long-term chat memory lives in its own store and searches by vector.
-    documents = [s for s in searches if s.filter is None]
+    # The document searches (which always exclude chat memory); long-term chat memory lives in its own
+    # store and searches by vector.
+    documents = [s for s in searches if s.filter == ~MEMORY_MARKER]
     assert [(s.query, s.mode, s.diversity) for s in documents] == [
         ("Who logs fog signals?", "lexical", 0.4),
         ("When do spring tides flood?", "lexical", 0.4),
