@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, Usage, UserMessage
 from rag.chat.model import ChatModel
 from rag.client.observation import EventKind, Observation, Observer
-from rag.observability.hub import StepSpan
-from rag.observability.steps import advisor_span, end_model_span, model_span
 from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
 from rag.client.response import ChatClientResponse
 from rag.errors import InvalidRequestError
+from rag.observability.hub import StepSpan
+from rag.observability.steps import advisor_span, end_model_span, model_span
 
 if TYPE_CHECKING:
     from rag.advisors.base import Advisor, CallAdvisor, StreamAdvisor

@@ -17,7 +17,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from rag.chat.messages import ChatResponse, Prompt, ToolCall
-from rag.observability.hub import Attributes, StepSpan, active
+from rag.observability.hub import StepSpan, active
 
 if TYPE_CHECKING:
     from rag.documents import Document, SearchRequest
