@@ -7,7 +7,12 @@ each advisor adds, for `call()` and for `stream()` (a 3-chunk reply), as the fas
 (robust to load from other processes), plus a least-squares slope over all counts.
 Target: <= 20 us per advisor per call.
 
-Run: python benchmarks/advisors.py [--iterations 300] [--repeats 40]
+With `--tracing on` (or `both`, the default) the same runs are repeated with OpenTelemetry tracing on:
+the SDK's `TracerProvider` with a span processor that hands every span to an exporter that does nothing,
+and the SDK's `MeterProvider`, so what is measured is rag's instrumentation and the SDK's span
+bookkeeping (each advisor is one span), not an exporter's I/O. Needs the `otel` extra.
+
+Run: python benchmarks/advisors.py [--iterations 300] [--repeats 40] [--tracing off|on|both]
 """
 
 from __future__ import annotations
@@ -67,14 +72,47 @@ def measure(iterations: int, repeats: int) -> list[tuple[int, float, float]]:
     return list(zip(COUNTS, best_call, best_stream, strict=True))
 
 
+def _enable_noop_tracing() -> None:
+    """Tracing on, through the OpenTelemetry SDK, into an exporter that drops every span."""
+    from collections.abc import Sequence
+
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    from rag.observability import enable_tracing
+
+    class NoopExporter(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(NoopExporter()))
+    enable_tracing(tracer_provider=provider, meter_provider=MeterProvider())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--tracing", choices=("off", "on", "both"), default="both")
     args = parser.parse_args()
-    rows = measure(args.iterations, args.repeats)
+    if args.tracing in ("off", "both"):
+        report("tracing off", measure(args.iterations, args.repeats), args.iterations, args.repeats)
+    if args.tracing in ("on", "both"):
+        _enable_noop_tracing()
+        report(
+            "tracing on (SDK, no-op exporter)",
+            measure(args.iterations, args.repeats),
+            args.iterations,
+            args.repeats,
+        )
+
+
+def report(label: str, rows: list[tuple[int, float, float]], iterations: int, repeats: int) -> None:
+    """Print one table: per-call time and per-advisor cost for each advisor count."""
     base_call, base_stream = rows[0][1], rows[0][2]
-    print(f"{args.iterations} requests x best of {args.repeats}; FakeChatModel, pass-through advisors")
+    print(f"{label}: {iterations} requests x best of {repeats}; FakeChatModel, pass-through advisors")
     print(f"{'advisors':>8} {'call us':>9} {'us/advisor':>11} {'stream us':>10} {'us/advisor':>11}")
     for count, call, stream in rows:
         per_call = f"{(call - base_call) / count * 1e6:11.2f}" if count else f"{'-':>11}"

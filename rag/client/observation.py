@@ -132,7 +132,6 @@ class Observation:
         elif kind == "request":
             usage = self.context.get(USAGE)
         if span is not None:  # ended first, so an observer that raises cannot leave it open
-            span.set({"rag.own_time_s": seconds})
             if kind == "request" and usage is not None:
                 span.set(
                     {

@@ -8,7 +8,6 @@ instance, becomes the parent of the client's span.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -42,13 +41,17 @@ _METRIC_KEYS = (
 class OtelSpan:
     """A `StepSpan` over an OpenTelemetry span."""
 
-    __slots__ = ("span",)
+    __slots__ = ("_context", "span")
 
     def __init__(self, span: trace.Span) -> None:
         self.span = span
+        self._context: otel_context.Context | None = None
 
     def attach(self) -> object:
-        return otel_context.attach(trace.set_span_in_context(self.span))
+        # Built once: a stream attaches its span around every chunk.
+        if self._context is None:
+            self._context = trace.set_span_in_context(self.span)
+        return otel_context.attach(self._context)
 
     def detach(self, token: object) -> None:
         otel_context.detach(token)  # type: ignore[arg-type]  # the token attach() returned
@@ -118,8 +121,3 @@ class OtelInstrumentation:
 
     def __repr__(self) -> str:
         return f"OtelInstrumentation(capture_content={self.capture_content!r})"
-
-
-def metric_labels(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    """The attributes a metric keeps from a span's (see `_METRIC_KEYS`)."""
-    return {k: attributes[k] for k in _METRIC_KEYS if k in attributes}
