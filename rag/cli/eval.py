@@ -199,6 +199,10 @@ def eval_command(
         )
     finally:
         opened.close()
+        for model in (answerer, judge.model if judge is not None else None):
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()  # an endpoint's model holds an HTTP connection pool
     click.echo(results.to_json() if as_json else results.table())
     if results.judge is not None:
         click.echo(f"faithfulness and relevance graded by judge {results.judge!r}", err=True)

@@ -8,7 +8,7 @@ import pytest
 
 from rag import Document, HashingEmbedding
 from rag.chat.messages import Prompt
-from rag.errors import InvalidRequestError
+from rag.errors import InvalidRequestError, StructuredOutputError, TemplateError
 from rag.eval import Question, Relevant, evaluate
 from rag.eval.answering import AnswerScorer
 from rag.eval.answers import (
@@ -20,10 +20,11 @@ from rag.eval.answers import (
     quotes_grounded,
     token_f1,
 )
-from rag.eval.judge import LLMJudge
-from rag.models import ExtractiveChatModel
+from rag.eval.judge import JUDGE_TEMPLATE_PATH, LLMJudge
+from rag.models import ExtractiveChatModel, OpenAIChatModel
 from rag.testing import FakeChatModel
 from stores import InMemoryVectorStore
+from tests.openai_server import OpenAIServer, Reply, completion
 
 BEACON = Document("b1", "The harbour beacon is lit at dusk by the keeper.", {"source": "beacon.md"})
 VALVES = Document(
@@ -173,3 +174,33 @@ def test_scorer_answers_from_the_qa_template() -> None:
     assert "[1] (source: beacon.md)" in text and BEACON.text in text and text.startswith("When?")
     AnswerScorer(model).answer("When?", [])
     assert "No passage of the documents matched" in model.prompts[1].user_text
+
+
+def test_llm_judge_over_http_with_scripted_verdicts(openai_server: OpenAIServer) -> None:
+    with OpenAIChatModel(base_url=openai_server.base_url, api_key="sk-j", model="judge-m") as chat:
+        judge = LLMJudge(chat)
+        assert judge.name == "judge-m"
+        openai_server.enqueue(
+            Reply(json=completion('{"faithfulness": 0.9, "relevance": 0.4, "reason": "mostly supported"}')),
+            Reply(json=completion("Looks faithful to me.")),
+            Reply(json=completion('{"faithfulness": 1.5, "relevance": 0.4}')),
+        )
+        assert judge.grade("When is it lit?", "At dusk [1].", [BEACON]) == {
+            "faithfulness": 0.9,
+            "relevance": 0.4,
+        }
+        body = openai_server.requests[0].json
+        assert body["temperature"] == 0.0
+        prompt = body["messages"][0]["content"]
+        assert prompt.startswith(JUDGE_TEMPLATE_PATH.read_text(encoding="utf-8")[:60])
+        assert "When is it lit?" in prompt and BEACON.text in prompt and "At dusk [1]." in prompt
+        for _ in range(2):
+            with pytest.raises(
+                StructuredOutputError, match="judge 'judge-m' did not reply with a JSON object"
+            ):
+                judge.grade("When is it lit?", "At dusk.", [BEACON])
+
+
+def test_judge_template_needs_its_placeholders() -> None:
+    with pytest.raises(TemplateError, match="context"):
+        LLMJudge(FakeChatModel(default="{}"), template="Grade {answer} for {question}.")
