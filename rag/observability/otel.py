@@ -54,13 +54,13 @@ class OtelSpan:
         return otel_context.attach(self._context)
 
     def detach(self, token: object) -> None:
-        otel_context.detach(token)  # type: ignore[arg-type]  # the token attach() returned
+        otel_context.detach(token)  # type: ignore[arg-type]
 
     def set(self, attributes: Attributes) -> None:
-        self.span.set_attributes(attributes)  # type: ignore[arg-type]  # same value types
+        self.span.set_attributes(attributes)
 
     def event(self, name: str, attributes: Attributes) -> None:
-        self.span.add_event(name, attributes)  # type: ignore[arg-type]
+        self.span.add_event(name, attributes)
 
     def end(self, error: BaseException | None = None) -> None:
         if error is not None:
@@ -94,7 +94,7 @@ class OtelInstrumentation:
             own_version = None
         self.capture_content = capture_content
         self.tracer = trace.get_tracer(SCOPE, own_version, tracer_provider=tracer_provider)
-        meter = metrics.get_meter(SCOPE, own_version, meter_provider=meter_provider)
+        meter = metrics.get_meter(SCOPE, own_version or "", meter_provider=meter_provider)
         self.token_usage = meter.create_histogram(
             TOKEN_USAGE_METRIC,
             unit="{token}",
@@ -110,7 +110,7 @@ class OtelInstrumentation:
 
     def start(self, name: str, attributes: Attributes, kind: SpanKind = "internal") -> OtelSpan:
         span_kind = OtelSpanKind.CLIENT if kind == "client" else OtelSpanKind.INTERNAL
-        return OtelSpan(self.tracer.start_span(name, kind=span_kind, attributes=attributes))  # type: ignore[arg-type]
+        return OtelSpan(self.tracer.start_span(name, kind=span_kind, attributes=attributes))
 
     def record_operation(self, seconds: float, usage: Usage | None, attributes: Attributes) -> None:
         labels: dict[str, Any] = {k: attributes[k] for k in _METRIC_KEYS if k in attributes}
