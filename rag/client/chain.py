@@ -24,11 +24,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, Usage, UserMessage
+from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, UserMessage
 from rag.chat.model import ChatModel
 from rag.client.observation import EventKind, Observation, Observer
 from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
 from rag.client.response import ChatClientResponse
+from rag.client.stream_step import StreamStep, StreamSummary
 from rag.errors import InvalidRequestError
 from rag.observability.hub import StepSpan
 from rag.observability.steps import advisor_span, end_model_span, model_span
@@ -307,17 +308,12 @@ class AdvisorChain:
         # Each next() of this step nests the next() calls of the steps after it, as calls do, so the same
         # enter/leave bracketing gives the step's own time; it is summed over the chunks. The step's span
         # is current only inside each next(), never across a yield, so the caller's context stays its own.
-        observation = self._core.observation
-        own = total = 0.0
+        step = StreamStep(self._core.observation, open_span(), StreamSummary() if kind == "model" else None)
         error: BaseException | None = None
-        chunks = _StreamSummary() if kind == "model" else None
         iterator: Iterator[ChatClientResponse] | None = None
-        span = open_span()
         try:
             while True:
-                token = span.attach() if span is not None else None
-                saved = observation.enter()
-                start = perf_counter()
+                step.resume()
                 try:
                     if iterator is None:
                         iterator = iter(start_stream())
@@ -325,13 +321,9 @@ class AdvisorChain:
                 except StopIteration:
                     return
                 finally:
-                    elapsed = perf_counter() - start
-                    total += elapsed
-                    own += observation.leave(saved, elapsed)
-                    if span is not None:
-                        span.detach(token)
-                if chunks is not None:
-                    chunks.add(item.chat_response)
+                    step.pause()
+                if step.summary is not None:
+                    step.summary.add(item.chat_response)
                 yield item
         except GeneratorExit:
             raise  # the caller stopped reading: not a failure of this step
@@ -342,33 +334,4 @@ class AdvisorChain:
             close = getattr(iterator, "close", None)
             if close is not None:
                 close()
-            usage = chunks.usage if chunks is not None else None
-            if span is not None and chunks is not None:
-                end_model_span(span, chunks.response(), total, error, text=chunks.text())
-                span = None
-            observation.record(kind, name, own, usage=usage, error=error, span=span)
-
-
-class _StreamSummary:
-    """What a model span reports of a stream: the last usage, finish reason and model seen, and the text."""
-
-    __slots__ = ("finish_reason", "model", "parts", "usage")
-
-    def __init__(self) -> None:
-        self.usage: Usage | None = None
-        self.finish_reason: str | None = None
-        self.model: str | None = None
-        self.parts: list[str] = []
-
-    def add(self, chunk: ChatResponse) -> None:
-        self.usage = chunk.usage or self.usage
-        self.finish_reason = chunk.finish_reason or self.finish_reason
-        self.model = chunk.model or self.model
-        if chunk.message.text:
-            self.parts.append(chunk.message.text)
-
-    def text(self) -> str:
-        return "".join(self.parts)
-
-    def response(self) -> ChatResponse:
-        return ChatResponse(AssistantMessage(None), self.finish_reason, self.usage, self.model)
+            step.finish(kind, name, error)
