@@ -297,3 +297,30 @@ def test_disable_tracing_stops_spans(traces: Traces) -> None:
     assert not tracing_enabled()
     ChatClient(FakeChatModel(default="ok")).prompt("q").call().content()
     assert traces.spans() == []
+
+
+def test_the_observer_and_the_spans_report_the_same_steps(traces: Traces) -> None:
+    from rag.advisors import BaseAdvisor
+    from rag.client import ObservationEvent
+    from rag.testing import FakeChatModel
+
+    events: list[ObservationEvent] = []
+    model = FakeChatModel([RuntimeError("model down"), ["a", "b"]])
+    client = ChatClient(
+        model, advisors=[BaseAdvisor(name="first"), BaseAdvisor(name="second")], observer=events.append
+    )
+    with pytest.raises(RuntimeError):
+        client.prompt("q").call().content()
+    assert "".join(client.prompt("q").stream().content()) == "ab"
+    observed = [(e.kind, e.name, e.error is not None) for e in events]
+    assert observed == [
+        ("model", "model:call", True), ("advisor", "second", True), ("advisor", "first", True),
+        ("request", "request", True),
+        ("model", "model:stream", False), ("advisor", "second", False), ("advisor", "first", False),
+        ("request", "request", False),
+    ]  # fmt: skip
+    spans = sorted(traces.spans(), key=lambda s: s.end_time or 0)
+    assert [(s.name, s.status.status_code == StatusCode.ERROR) for s in spans] == [
+        ("chat", True), ("advisor second", True), ("advisor first", True), ("chat_client call", True),
+        ("chat", False), ("advisor second", False), ("advisor first", False), ("chat_client stream", False),
+    ]  # fmt: skip
