@@ -324,3 +324,20 @@ def test_the_observer_and_the_spans_report_the_same_steps(traces: Traces) -> Non
         ("chat", True), ("advisor second", True), ("advisor first", True), ("chat_client call", True),
         ("chat", False), ("advisor second", False), ("advisor first", False), ("chat_client stream", False),
     ]  # fmt: skip
+
+
+def test_a_failing_tool_is_marked_on_its_span(traces: Traces) -> None:
+    from rag.chat import AssistantMessage, ToolCall
+    from rag.testing import FakeChatModel
+
+    @tool
+    def explode(reason: str) -> str:
+        """Always fails."""
+        raise OSError(f"disk full: {reason}")
+
+    ask = AssistantMessage(tool_calls=[ToolCall("c9", "explode", '{"reason": "secret-path"}')])
+    client = ChatClient(FakeChatModel([ask, "Sorry."]), tools=[explode])
+    assert client.prompt("go").call().content() == "Sorry."
+    span = traces.one("execute_tool explode")
+    assert (span.attributes or {})["error.type"] == "tool_error"
+    assert "secret-path" not in _every_value(traces.spans())  # arguments are content: not recorded
