@@ -341,3 +341,17 @@ def test_a_failing_tool_is_marked_on_its_span(traces: Traces) -> None:
     span = traces.one("execute_tool explode")
     assert (span.attributes or {})["error.type"] == "tool_error"
     assert "secret-path" not in _every_value(traces.spans())  # arguments are content: not recorded
+
+
+def test_a_stream_the_reader_abandons_still_ends_every_span(traces: Traces) -> None:
+    from rag.advisors import BaseAdvisor
+    from rag.testing import FakeChatModel
+
+    client = ChatClient(FakeChatModel([["one ", "two ", "three"]]), advisors=[BaseAdvisor(name="outer")])
+    chunks = client.prompt("count").stream().content()
+    assert next(chunks) == "one "
+    chunks.close()  # type: ignore[attr-defined]  # a generator: the reader stops early
+    names = sorted(s.name for s in traces.spans())
+    assert names == ["advisor outer", "chat", "chat_client stream"]
+    assert all(s.status.status_code != StatusCode.ERROR for s in traces.spans())
+    assert trace.get_current_span() is trace.INVALID_SPAN  # nothing left attached in the caller
