@@ -179,6 +179,10 @@ def eval_command(
     )
     chosen = modes or [settings.search_mode]
     answerer, judge = answer_models(settings, qset, answers, answer_with, judge_model)
+    if answerer is not None:
+        labelled = sum(q.answer is not None for q in qset)
+        graded = f", graded by {judge.name!r}" if judge is not None else ""
+        click.echo(f"answering the {labelled} questions with an answer using {answerer!r}{graded}", err=True)
     opened = open_store(settings)
     click.echo(
         f"evaluating {len(qset)} questions x {len(filter_settings)} filter setting(s) x {len(chosen)} "

@@ -62,6 +62,7 @@ def test_judge_on_a_loopback_server_grades_each_answer(
     assert row["answer_contains"] == pytest.approx(1.0)  # the extractive answers quote the gold text
     assert [r.json["model"] for r in openai_server.requests] == ["judge-model", "judge-model"]
     assert "graded by judge 'judge-model'" in result.stderr
+    assert "answering the 2 questions with an answer using ExtractiveChatModel" in result.stderr
 
 
 def test_no_answers_and_judge_usage_errors(cli: Cli, docs: Path, questions: Path) -> None:
