@@ -36,6 +36,7 @@ from ingest.report import FileReport, IngestReport
 from ingest.walk import Walk, WalkedFile, walk
 from rag.documents import Document, MetadataValue, check_metadata
 from rag.errors import IngestError
+from rag.observability.steps import traced_ingest
 from rag.vectorstore import VectorStore
 
 __all__ = ["IngestPipeline"]
@@ -123,6 +124,15 @@ class IngestPipeline:
             IngestError: a path that does not exist.
             StoreError, EmbeddingError: the store or the model failed (the run stops; the next one resumes).
         """
+        return traced_ingest(paths, lambda: self._run(paths, include, exclude, prune))
+
+    def _run(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        include: Iterable[str],
+        exclude: Iterable[str],
+        prune: bool,
+    ) -> IngestReport:
         run = _Run(self, walk(paths, include, exclude))
         try:
             run.execute(prune=prune)

@@ -39,3 +39,22 @@ def test_exports_are_sorted_and_resolve() -> None:
 def test_public_names_are_pinned() -> None:
     assert stores.__all__ == ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
+
+
+def test_observability_and_eval_exports_are_pinned() -> None:
+    import rag.eval
+    import rag.observability
+
+    assert rag.observability.__all__ == [
+        "Instrumentation",
+        "disable_tracing",
+        "enable_tracing",
+        "tracing_enabled",
+    ]
+    assert {"ANSWER_METRICS", "JUDGE_METRICS", "AnswerScorer", "LLMJudge", "token_f1", "evaluate"} <= set(
+        rag.eval.__all__
+    )
+    for package in (rag.observability, rag.eval):
+        names = list(package.__all__)
+        assert names == sorted(names, key=_isort_key), package.__name__
+        assert all(getattr(package, name) is not None for name in names)

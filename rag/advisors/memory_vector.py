@@ -26,6 +26,7 @@ from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter, key, matches
 from rag.memory.advising import ChatMemoryAdvisor, fenced_lines, memory_template, with_system_text
 from rag.memory.base import check_conversation_id
+from rag.observability.steps import traced_search
 from rag.vectorstore import VectorStore
 
 __all__ = [
@@ -132,7 +133,7 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
             question, self.top_k, self.similarity_threshold, filter=self.conversation_filter(conversation_id)
         )
         with self._lock:
-            found = self.store.similarity_search(search)
+            found = traced_search(self.store, search)
         # The filter already guarantees this; checking again costs nothing and keeps the promise local.
         mine = [
             d

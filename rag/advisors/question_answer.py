@@ -25,6 +25,7 @@ from rag.client.response import ChatClientResponse
 from rag.documents import Document, Fusion, SearchMode, SearchRequest
 from rag.errors import InvalidRequestError, TemplateError
 from rag.filters import Filter, as_filter
+from rag.observability.steps import traced_search
 from rag.vectorstore import VectorStore
 
 if TYPE_CHECKING:
@@ -199,7 +200,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
 
     def before(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientRequest:
         search = self.search_request_for(request)
-        documents = self.store.similarity_search(search)
+        documents = traced_search(self.store, search)
         request.context[RETRIEVED_DOCUMENTS] = documents
         return request.with_prompt(
             _augment(request.prompt, self.render(search.query, documents), search.query)

@@ -15,6 +15,7 @@ from rag.cli.eval import eval_command
 from rag.cli.info import info
 from rag.cli.ingest import ingest
 from rag.cli.query import query
+from rag.observability.setup import tracing_from_env
 
 __all__ = ["main"]
 
@@ -22,14 +23,20 @@ __all__ = ["main"]
 @click.group(cls=RagGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="rag-advisors", prog_name="rag")
 @common_options
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """rag-advisors: ingest documents, then ask questions about them.
+
+    Set RAG_OTEL=otlp (or console) to export OpenTelemetry traces and metrics.
 
     \b
     Example:
         rag ingest data/
         rag ask "How do I install it?"
     """
+    shutdown = tracing_from_env()
+    if shutdown is not None:
+        ctx.call_on_close(shutdown)
 
 
 main.add_command(ingest)

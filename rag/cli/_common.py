@@ -228,6 +228,13 @@ class LazyStore:
         return self._store is not None
 
     @property
+    def kind(self) -> str:
+        """The family of the store behind this one (`chroma`, `inmemory`), for traces; opens it."""
+        from rag.observability.steps import store_kind
+
+        return store_kind(self.real)
+
+    @property
     def real(self) -> VectorStore:
         """The store itself, opened now if it was not yet."""
         if self._store is None:

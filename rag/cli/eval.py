@@ -8,13 +8,17 @@ from typing import Any
 
 import click
 
+from rag.chat.model import ChatModel
 from rag.cli._common import common_options, open_store, settings_from
+from rag.cli._models import build_chat_model
 from rag.cli._options import search_options, store_options
+from rag.config import Settings
 from rag.eval import QUESTION_FILTER, QuestionSet, evaluate, load_beir, load_questions
+from rag.eval.judge import LLMJudge
 from rag.eval.sweep import FilterSetting
 from rag.filters import as_filter
 
-__all__ = ["eval_command", "parse_filter_options"]
+__all__ = ["answer_models", "eval_command", "parse_filter_options"]
 
 
 def _number_list(
@@ -102,6 +106,27 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     type=click.Path(dir_okay=False, path_type=Path),
     help="Draw recall@k, nDCG@k (PNG).",
 )
+@click.option(
+    "--answers/--no-answers",
+    "answers",
+    default=None,
+    help="Generate and score an answer per question and setting (containment, token F1, citations, quotes). "
+    "Default: on when some question has an 'answer'.",
+)
+@click.option(
+    "--answer-with",
+    type=click.Choice(["chat", "extractive"]),
+    default="chat",
+    show_default=True,
+    help="'chat': the configured chat model (extractive when none is); 'extractive': always the offline one.",
+)
+@click.option(
+    "--judge",
+    "judge_model",
+    metavar="MODEL",
+    help="Also grade answers (faithfulness, relevance) with MODEL on the OpenAI-compatible endpoint "
+    "(OPENAI_BASE_URL, OPENAI_API_KEY).",
+)
 @search_options(several_modes=True)
 @common_options
 @click.pass_context
@@ -123,6 +148,9 @@ def eval_command(
     fusion: str | None,
     vector_weight: float | None,
     diversity: float | None,
+    answers: bool | None,
+    answer_with: str,
+    judge_model: str | None,
 ) -> None:
     """Evaluate retrieval on labelled QUESTIONS for every mode x filter x threshold x top-k setting.
 
@@ -136,6 +164,7 @@ def eval_command(
         rag ingest data/docs
         rag eval data/questions.jsonl --top-k 1,5,10 --threshold 0,0.3 --plot eval.png
         rag eval scifact/ --top-k 10,100 --filter none --mode vector,lexical,hybrid
+        rag eval data/questions.jsonl --top-k 3 --judge gpt-4o-mini
     """
     qset = load_beir(questions, split) if beir or questions.is_dir() else load_questions(questions)
     filter_settings = parse_filter_options(filters, qset)
@@ -149,6 +178,11 @@ def eval_command(
         diversity=diversity,
     )
     chosen = modes or [settings.search_mode]
+    answerer, judge = answer_models(settings, qset, answers, answer_with, judge_model)
+    if answerer is not None:
+        labelled = sum(q.answer is not None for q in qset)
+        graded = f", graded by {judge.name!r}" if judge is not None else ""
+        click.echo(f"answering the {labelled} questions with an answer using {answerer!r}{graded}", err=True)
     opened = open_store(settings)
     click.echo(
         f"evaluating {len(qset)} questions x {len(filter_settings)} filter setting(s) x {len(chosen)} "
@@ -164,13 +198,57 @@ def eval_command(
             filters=filter_settings,
             modes=chosen,  # type: ignore[arg-type]  # checked by the --mode callback
             search_request=settings.search_request(),
+            answerer=answerer,
+            judge=judge,
         )
     finally:
         opened.close()
+        for model in (answerer, judge.model if judge is not None else None):
+            close = getattr(model, "close", None)
+            if callable(close):
+                close()  # an endpoint's model holds an HTTP connection pool
     click.echo(results.to_json() if as_json else results.table())
+    if results.judge is not None:
+        click.echo(f"faithfulness and relevance graded by judge {results.judge!r}", err=True)
     if csv_path is not None:
         results.to_csv(csv_path)
         click.echo(f"wrote {csv_path}", err=True)
     if plot_path is not None:
         results.plot(plot_path)
         click.echo(f"wrote {plot_path}", err=True)
+
+
+def answer_models(
+    settings: Settings,
+    questions: QuestionSet,
+    answers: bool | None,
+    answer_with: str,
+    judge_model: str | None,
+) -> tuple[ChatModel | None, LLMJudge | None]:
+    """The answering model (None: answers are not scored) and the judge, from the command's options.
+
+    Raises:
+        click.UsageError: `--judge` with `--no-answers`, or with no question holding an answer.
+    """
+    labelled = any(q.answer is not None for q in questions)
+    wanted = labelled if answers is None else answers
+    if judge_model is not None and not (wanted and labelled):
+        raise click.UsageError("--judge grades generated answers: it needs questions with an 'answer'")
+    if not wanted:
+        return None, None
+    if answer_with == "extractive":
+        from rag.models import ExtractiveChatModel
+
+        answerer: ChatModel = ExtractiveChatModel()
+    else:
+        answerer = build_chat_model(settings)
+    judge = None
+    if judge_model is not None:
+        from rag.models import OpenAIChatModel
+
+        judge = LLMJudge(
+            OpenAIChatModel(
+                base_url=settings.openai_base_url, api_key=settings.openai_api_key, model=judge_model
+            )
+        )
+    return answerer, judge

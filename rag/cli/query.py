@@ -14,6 +14,7 @@ from rag.cli._common import (
 )
 from rag.cli._options import search_options, store_options, threshold_and_filter_options
 from rag.documents import Document
+from rag.observability.steps import traced_search
 
 __all__ = ["query", "snippet"]
 
@@ -91,7 +92,7 @@ def query(
     request = settings.search_request(text, top_k=top_k, similarity_threshold=threshold, filter=filter_text)
     opened = open_store(settings)
     try:
-        hits = opened.store.similarity_search(request)
+        hits = traced_search(opened.store, request)
     finally:
         opened.close()
     if as_json:

@@ -24,12 +24,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, Usage, UserMessage
+from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, UserMessage
 from rag.chat.model import ChatModel
 from rag.client.observation import EventKind, Observation, Observer
 from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
 from rag.client.response import ChatClientResponse
+from rag.client.stream_step import StreamStep, StreamSummary
 from rag.errors import InvalidRequestError
+from rag.observability.hub import StepSpan
+from rag.observability.steps import advisor_span, end_model_span, model_span
 
 if TYPE_CHECKING:
     from rag.advisors.base import Advisor, CallAdvisor, StreamAdvisor
@@ -100,11 +103,12 @@ def _check_capability(advisors: Sequence[Advisor], mode: Literal["call", "stream
 class _Core:
     """What every position of one chain shares."""
 
-    __slots__ = ("advisors", "model", "names", "observation")
+    __slots__ = ("advisors", "model", "names", "observation", "orders")
 
     def __init__(self, advisors: tuple[Advisor, ...], model: ChatModel, observation: Observation) -> None:
         self.advisors = advisors
         self.names = tuple(advisor_name(advisor) for advisor in advisors)
+        self.orders = tuple(_order_of(advisor) for advisor in advisors)
         self.model = model
         self.observation = observation
 
@@ -161,6 +165,11 @@ class AdvisorChain:
         return self._core.advisors
 
     @property
+    def names(self) -> tuple[str, ...]:
+        """The names of every advisor, in running order."""
+        return self._core.names
+
+    @property
     def remaining(self) -> tuple[Advisor, ...]:
         """The advisors still to run from this position (the model call follows them)."""
         return self._core.advisors[self._index :]
@@ -199,6 +208,8 @@ class AdvisorChain:
         if index >= len(core.advisors):
             return self._call_model(request)
         advisor = core.advisors[index]
+        span = advisor_span(core.names[index], core.orders[index])
+        token = span.attach() if span is not None else None
         saved = observation.enter()
         start = perf_counter()
         error: BaseException | None = None
@@ -209,7 +220,9 @@ class AdvisorChain:
             raise
         finally:
             own = observation.leave(saved, perf_counter() - start)
-            observation.record("advisor", core.names[index], own, error=error)
+            if span is not None:
+                span.detach(token)
+            observation.record("advisor", core.names[index], own, error=error, span=span)
         if not isinstance(response, ChatClientResponse):
             raise InvalidRequestError(
                 f"advisor {core.names[index]!r} returned {response!r} from advise_call; "
@@ -235,6 +248,8 @@ class AdvisorChain:
 
     def _timed_model_call(self, prompt: Prompt) -> ChatResponse:
         observation = self._core.observation
+        span = model_span(self._core.model, prompt, "call")
+        token = span.attach() if span is not None else None
         saved = observation.enter()
         start = perf_counter()
         response: ChatResponse | None = None
@@ -246,8 +261,12 @@ class AdvisorChain:
             error = exc
             raise
         finally:
-            own = observation.leave(saved, perf_counter() - start)
+            elapsed = perf_counter() - start
+            own = observation.leave(saved, elapsed)
             usage = response.usage if response is not None else None
+            if span is not None:
+                span.detach(token)
+                end_model_span(span, response, elapsed, error)
             observation.record("model", "model:call", own, usage=usage, error=error)
 
     # -- streams -----------------------------------------------------------------------------------
@@ -264,27 +283,37 @@ class AdvisorChain:
                 for chunk in core.model.stream(request.prompt):
                     yield ChatClientResponse(chunk, context)
 
-            return self._timed_stream("model", "model:stream", model_chunks)
+            return self._timed_stream(
+                "model",
+                "model:stream",
+                model_chunks,
+                lambda: model_span(core.model, request.prompt, "stream"),
+            )
         advisor = core.advisors[index]
         _check_capability([advisor], "stream")  # chains built for calls can still be streamed by hand
         following = AdvisorChain(core, index + 1)
         advise = cast("StreamAdvisor", advisor).advise_stream
-        return self._timed_stream("advisor", core.names[index], lambda: advise(request, following))
+        name, order = core.names[index], core.orders[index]
+        return self._timed_stream(
+            "advisor", name, lambda: advise(request, following), lambda: advisor_span(name, order)
+        )
 
     def _timed_stream(
-        self, kind: EventKind, name: str, start_stream: Callable[[], Iterable[ChatClientResponse]]
+        self,
+        kind: EventKind,
+        name: str,
+        start_stream: Callable[[], Iterable[ChatClientResponse]],
+        open_span: Callable[[], StepSpan | None],
     ) -> Iterator[ChatClientResponse]:
         # Each next() of this step nests the next() calls of the steps after it, as calls do, so the same
-        # enter/leave bracketing gives the step's own time; it is summed over the chunks.
-        observation = self._core.observation
-        own = 0.0
+        # enter/leave bracketing gives the step's own time; it is summed over the chunks. The step's span
+        # is current only inside each next(), never across a yield, so the caller's context stays its own.
+        step = StreamStep(self._core.observation, open_span(), StreamSummary() if kind == "model" else None)
         error: BaseException | None = None
-        usage: Usage | None = None
         iterator: Iterator[ChatClientResponse] | None = None
         try:
             while True:
-                saved = observation.enter()
-                start = perf_counter()
+                step.resume()
                 try:
                     if iterator is None:
                         iterator = iter(start_stream())
@@ -292,9 +321,9 @@ class AdvisorChain:
                 except StopIteration:
                     return
                 finally:
-                    own += observation.leave(saved, perf_counter() - start)
-                if kind == "model":
-                    usage = item.chat_response.usage or usage
+                    step.pause()
+                if step.summary is not None:
+                    step.summary.add(item.chat_response)
                 yield item
         except GeneratorExit:
             raise  # the caller stopped reading: not a failure of this step
@@ -305,4 +334,4 @@ class AdvisorChain:
             close = getattr(iterator, "close", None)
             if close is not None:
                 close()
-            observation.record(kind, name, own, usage=usage, error=error)
+            step.finish(kind, name, error)

@@ -22,6 +22,7 @@ from rag.client.request import TOOLS, ChatClientRequest, context_entries
 from rag.client.response import ChatClientResponse
 from rag.client.specs import CallResponseSpec, StreamResponseSpec
 from rag.errors import InvalidRequestError
+from rag.observability.steps import client_span
 
 if TYPE_CHECKING:
     from rag.advisors.base import AnyAdvisor
@@ -218,6 +219,8 @@ class ChatClientRequestSpec:
         request = self.build_request(extra_options)
         request.context.update(extra_context)
         chain = self._chain(request, "call")
+        span = client_span("call", chain.names)
+        token = span.attach() if span is not None else None
         start = perf_counter()
         error: BaseException | None = None
         try:
@@ -226,7 +229,10 @@ class ChatClientRequestSpec:
             error = exc
             raise
         finally:
-            chain.observation.record("request", "request", perf_counter() - start, error=error)
+            elapsed = perf_counter() - start
+            if span is not None:
+                span.detach(token)
+            chain.observation.record("request", "request", elapsed, error=error, span=span)
 
     def call(self) -> CallResponseSpec:
         """Send the request; it runs when the result is first read (`content()`, `entity()`...)."""

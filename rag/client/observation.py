@@ -23,6 +23,7 @@ from typing import Any, Literal, NamedTuple, TypeAlias
 
 from rag.chat.messages import Usage
 from rag.client.request import MODEL_CALLS, TIMINGS, USAGE
+from rag.observability.hub import StepSpan
 
 __all__ = ["EventKind", "Observation", "ObservationEvent", "Observer", "Timing"]
 
@@ -115,8 +116,13 @@ class Observation:
         *,
         usage: Usage | None = None,
         error: BaseException | None = None,
+        span: StepSpan | None = None,
     ) -> None:
-        """Keep a step's time (and a model call's usage) in the context, then report the event."""
+        """Keep a step's time (and a model call's usage) in the context, then report the event.
+
+        The same event ends the step's span, when tracing is on (see `rag.observability`): the observer,
+        the log line and the trace all come from this one place.
+        """
         if kind != "request":
             self.timings.append(Timing(name, seconds))
         if kind == "model":
@@ -125,6 +131,15 @@ class Observation:
                 self.context[USAGE] = self.context.get(USAGE, Usage()) + usage
         elif kind == "request":
             usage = self.context.get(USAGE)
+        if span is not None:  # ended first, so an observer that raises cannot leave it open
+            if kind == "request" and usage is not None:
+                span.set(
+                    {
+                        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+                        "gen_ai.usage.output_tokens": usage.completion_tokens,
+                    }
+                )
+            span.end(error)
         if self.observer is not None:
             self.observer(ObservationEvent(kind, name, self.mode, seconds, usage, error, self.context))
         if logger.isEnabledFor(logging.DEBUG):

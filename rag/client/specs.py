@@ -12,6 +12,7 @@ from rag.chat.messages import ChatOptions, ChatResponse
 from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
 from rag.client.response import ChatClientResponse
 from rag.errors import InvalidRequestError, StructuredOutputError
+from rag.observability.steps import client_span
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -157,17 +158,32 @@ class StreamResponseSpec:
 
     def _run(self) -> Iterator[ChatClientResponse]:
         observation = self._chain.observation
+        span = client_span("stream", self._chain.names)
         start = perf_counter()
         error: BaseException | None = None
+        chunks = self._chain.next_stream(self._request)
         try:
-            yield from self._chain.next_stream(self._request)
+            while True:
+                # Current only inside next(): a span attached across a yield would leak into the caller.
+                token = span.attach() if span is not None else None
+                try:
+                    item = next(chunks)
+                except StopIteration:
+                    return
+                finally:
+                    if span is not None:
+                        span.detach(token)
+                yield item
         except GeneratorExit:
             raise
         except BaseException as exc:
             error = exc
             raise
         finally:
-            observation.record("request", "request", perf_counter() - start, error=error)
+            close = getattr(chunks, "close", None)
+            if close is not None:
+                close()
+            observation.record("request", "request", perf_counter() - start, error=error, span=span)
 
     def chat_response(self) -> Iterator[ChatResponse]:
         """The `ChatResponse` chunks: new text in each, tool calls, usage and finish reason at the end."""

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from rag.embeddings.base import normalize_rows
 from rag.embeddings.tokenize import COMMON_WORDS, STOPWORDS, count_words, stem, terms
 from rag.errors import InvalidRequestError
+from rag.observability.steps import traced_embedding
 
 __all__ = ["HashingEmbedding"]
 
@@ -144,6 +145,7 @@ class HashingEmbedding:
         """Words in `text` (each character of Chinese, Japanese, Thai... counts as one)."""
         return count_words(text)
 
+    @traced_embedding
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """An (n, dimensions) float32 array of unit rows; a text without words gets a zero row."""
         if isinstance(texts, str):

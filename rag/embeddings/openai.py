@@ -12,6 +12,7 @@ import numpy.typing as npt
 from rag.embeddings.base import normalize_rows
 from rag.errors import EmbeddingError, InvalidRequestError
 from rag.http import RetryPolicy, resolve_openai_endpoint, send_with_retries
+from rag.observability.steps import traced_embedding
 
 __all__ = ["OpenAIEmbedding"]
 
@@ -77,6 +78,7 @@ class OpenAIEmbedding:
         assert self._dimensions is not None  # set by every successful batch
         return self._dimensions
 
+    @traced_embedding
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Float32 rows of unit length, one per text. Raises `EmbeddingError` when the server fails."""
         if isinstance(texts, str):

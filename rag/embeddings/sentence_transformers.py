@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from rag.embeddings.base import normalize_rows
 from rag.errors import ConfigError, EmbeddingError, InvalidRequestError
+from rag.observability.steps import traced_embedding
 
 __all__ = ["SentenceTransformerEmbedding"]
 
@@ -105,6 +106,7 @@ class SentenceTransformerEmbedding:
         encoded = self.tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)
         return len(encoded["input_ids"])
 
+    @traced_embedding
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """An (n, dimensions) float32 array; rows have unit length unless `normalize=False`."""
         if isinstance(texts, str):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ from rag.eval.metrics import METRICS
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from rag.eval.results import EvalResults
+    from rag.eval.results import EvalResults, SettingResult
 
 __all__ = ["plot_results"]
 
@@ -25,6 +26,12 @@ _NAMES = {
     "mrr": "MRR",
     "ndcg": "nDCG",
     "map": "MAP",
+    "answer_contains": "answer contains gold",
+    "answer_f1": "answer token F1",
+    "cited_answer": "cited passage holds gold",
+    "quotes_grounded": "quotes grounded",
+    "faithfulness": "faithfulness (judge)",
+    "relevance": "relevance (judge)",
 }
 
 
@@ -40,6 +47,11 @@ def _line_label(
     return ", ".join(parts)
 
 
+def _value(row: SettingResult, metric: str) -> float:
+    value = row.metrics[metric] if metric in row.metrics else row.answers.get(metric)
+    return math.nan if value is None else value  # a gap in the line: the metric applied to no question
+
+
 def plot_results(
     results: EvalResults,
     path: str | os.PathLike[str] | None = None,
@@ -51,11 +63,10 @@ def plot_results(
         ConfigError: matplotlib is not installed.
         InvalidRequestError: an unknown metric, or no rows to draw.
     """
-    unknown = [m for m in metrics if m not in METRICS]
+    known = (*METRICS, *results.answer_metrics)
+    unknown = [m for m in metrics if m not in known]
     if unknown or not metrics:
-        raise InvalidRequestError(
-            f"metrics to plot must be among {', '.join(METRICS)}; got {list(metrics)!r}"
-        )
+        raise InvalidRequestError(f"metrics to plot must be among {', '.join(known)}; got {list(metrics)!r}")
     if not results.rows:
         raise InvalidRequestError("no results to plot")
     try:
@@ -85,13 +96,13 @@ def plot_results(
             # a grid of settings stays readable.
             ax.plot(
                 [r.top_k for r in rows],
-                [r.metrics[metric] for r in rows],
+                [_value(r, metric) for r in rows],
                 marker=_MARKERS[modes.index(mode) % len(_MARKERS)],
                 color=f"C{colours.index((mode, threshold)) % 10}",
                 linestyle=_STYLES[filters.index(filter_label) % len(_STYLES)],
                 label=_line_label(mode, filter_label, threshold, len(modes), len(filters), len(thresholds)),
             )
-        name = _NAMES[metric]
+        name = _NAMES.get(metric, metric)
         ax.set_title(f"{name}@k")
         ax.set_xlabel("k (chunks retrieved)")
         ax.set_ylabel(f"mean {name}@k")

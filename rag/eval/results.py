@@ -16,7 +16,7 @@ import io
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rag.errors import ConfigError
@@ -49,9 +49,11 @@ class SettingResult:
     latency_p50_ms: float
     latency_p95_ms: float
     mode: str = "vector"
+    answers: dict[str, float | None] = field(default_factory=dict)
+    """Mean answer metrics over the questions with a gold answer (None: applies to none of them)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """A flat record: setting, question count, each metric, latencies."""
+        """A flat record: setting, question count, each metric, latencies, then the answer metrics."""
         return {
             "mode": self.mode,
             "filter": self.filter,
@@ -61,6 +63,7 @@ class SettingResult:
             **self.metrics,
             "p50_ms": self.latency_p50_ms,
             "p95_ms": self.latency_p95_ms,
+            **self.answers,
         }
 
 
@@ -79,9 +82,11 @@ class QuestionResult:
     question: str
     metrics: dict[str, float]
     mode: str = "vector"
+    answers: dict[str, float | None] = field(default_factory=dict)
+    """The answer metrics (empty when the question has no gold answer or answers were not scored)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """A flat record: setting, question id, each metric."""
+        """A flat record: setting, question id, each metric, then the answer metrics."""
         return {
             "mode": self.mode,
             "filter": self.filter,
@@ -89,10 +94,13 @@ class QuestionResult:
             "top_k": self.top_k,
             "question": self.question,
             **self.metrics,
+            **self.answers,
         }
 
 
 def _cell(name: str, value: Any) -> str:
+    if value is None:
+        return "-"
     if name == "threshold":
         return f"{value:g}"
     if isinstance(value, float):
@@ -113,16 +121,26 @@ class EvalResults:
 
     rows: tuple[SettingResult, ...]
     per_question: tuple[QuestionResult, ...] = ()
+    answer_metrics: tuple[str, ...] = ()
+    """The answer metric columns, when answers were generated and scored."""
+    judge: str | None = None
+    """The name of the judge whose `faithfulness` and `relevance` scores the rows hold."""
 
     def records(self) -> list[dict[str, Any]]:
         """One flat dict per setting (see `SettingResult.to_dict`)."""
         return [row.to_dict() for row in self.rows]
 
     def table(self) -> str:
-        """The rows as an aligned text table (metrics with three decimals, latencies in ms)."""
+        """The rows as an aligned text table (metrics with three decimals, latencies in ms).
+
+        Answer metrics, when scored, follow the latencies; `-` marks one that applied to no question.
+        """
         records = self.records()
-        header = ["mode", "filter", "threshold", "top_k", "questions", *METRICS, "p50_ms", "p95_ms"]
-        cells = [header, *([_cell(name, record[name]) for name in header] for record in records)]
+        header = [
+            "mode", "filter", "threshold", "top_k", "questions", *METRICS, "p50_ms", "p95_ms",
+            *self.answer_metrics,
+        ]  # fmt: skip
+        cells = [header, *([_cell(name, record.get(name)) for name in header] for record in records)]
         widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
         lines = []
         for line in cells:
@@ -136,6 +154,9 @@ class EvalResults:
     def to_json(self, *, per_question: bool = False, indent: int | None = 2) -> str:
         """The rows (and the per-question scores, when asked) as JSON."""
         payload: dict[str, Any] = {"metrics": list(METRICS), "settings": self.records()}
+        if self.answer_metrics:
+            payload["answer_metrics"] = list(self.answer_metrics)
+            payload["judge"] = self.judge
         if per_question:
             payload["questions"] = [r.to_dict() for r in self.per_question]
         return json.dumps(payload, indent=indent)
@@ -174,9 +195,11 @@ class EvalResults:
         return list(dict.fromkeys((row.mode, row.filter, row.threshold) for row in self.rows))
 
     def plot(
-        self, path: str | os.PathLike[str] | None = None, metrics: Sequence[str] = ("recall", "ndcg")
+        self, path: str | os.PathLike[str] | None = None, metrics: Sequence[str] | None = None
     ) -> Figure:
         """Each metric against k, one line per (mode, filter, threshold); saved to `path` when given.
+
+        By default recall and nDCG, plus answer containment and token F1 when answers were scored.
 
         Draws on a standalone matplotlib `Figure` (Agg canvas), so it needs no display and leaves
         pyplot's global state alone. In a notebook, the returned figure displays itself.
@@ -187,4 +210,7 @@ class EvalResults:
         """
         from rag.eval.plotting import plot_results
 
+        if metrics is None:
+            answers = [m for m in ("answer_contains", "answer_f1") if m in self.answer_metrics]
+            metrics = ("recall", "ndcg", *answers)
         return plot_results(self, path, metrics)

@@ -31,8 +31,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from rag.chat.model import ChatModel
 from rag.documents import SEARCH_MODES, Document, SearchMode, SearchRequest
 from rag.errors import InvalidRequestError
+from rag.eval.answering import AnswerScorer
+from rag.eval.judge import LLMJudge
 from rag.eval.metrics import METRICS, latency_percentiles, score_ranking, units_of
 from rag.eval.questions import Question, QuestionSet
 from rag.eval.results import EvalResults, QuestionResult, SettingResult
@@ -128,6 +131,7 @@ def _sweep_filter(
     base: SearchRequest,
     ks: list[int],
     thresholds: list[float],
+    scorer: AnswerScorer | None,
 ) -> tuple[list[SettingResult], list[QuestionResult]]:
     latencies: list[float] = []
     per_question: list[QuestionResult] = []
@@ -139,21 +143,32 @@ def _sweep_filter(
         qrels = question.qrels()
         for threshold in thresholds:
             for k in ks:
-                units = units_of(rankings[threshold][:k], qrels, questions.unit_field)
-                scores = score_ranking(units, qrels, k)
+                hits = rankings[threshold][:k]
+                scores = score_ranking(units_of(hits, qrels, questions.unit_field), qrels, k)
+                answers = scorer.score(question, hits) if scorer is not None else {}
                 per_question.append(
-                    QuestionResult(setting.label, threshold, k, question.id, scores, mode=base.mode)
+                    QuestionResult(setting.label, threshold, k, question.id, scores, base.mode, answers)
                 )
     p50, p95 = latency_percentiles(latencies)
     rows = []
     for threshold in thresholds:
         for k in ks:
-            mine = [r.metrics for r in per_question if r.threshold == threshold and r.top_k == k]
-            means = {name: sum(m[name] for m in mine) / len(mine) for name in METRICS}
+            mine = [r for r in per_question if r.threshold == threshold and r.top_k == k]
+            means = {name: sum(r.metrics[name] for r in mine) / len(mine) for name in METRICS}
+            answers = _answer_means(mine, scorer.metric_names) if scorer is not None else {}
             rows.append(
-                SettingResult(setting.label, threshold, k, len(mine), means, p50, p95, mode=base.mode)
+                SettingResult(setting.label, threshold, k, len(mine), means, p50, p95, base.mode, answers)
             )
     return rows, per_question
+
+
+def _answer_means(results: Sequence[QuestionResult], names: Sequence[str]) -> dict[str, float | None]:
+    """Each answer metric's mean over the questions it applies to (None where it applies to none)."""
+    means: dict[str, float | None] = {}
+    for name in names:
+        values = [v for r in results if (v := r.answers.get(name)) is not None]
+        means[name] = sum(values) / len(values) if values else None
+    return means
 
 
 def evaluate(
@@ -165,6 +180,8 @@ def evaluate(
     filters: Iterable[FilterSetting] = (None,),
     modes: Iterable[SearchMode] | None = None,
     search_request: SearchRequest | None = None,
+    answerer: ChatModel | None = None,
+    judge: LLMJudge | None = None,
 ) -> EvalResults:
     """Evaluate every (mode, filter, threshold, top-k) setting, searching once per question, filter, mode.
 
@@ -180,6 +197,9 @@ def evaluate(
             `search_request` (vector when there is none).
         search_request: the fusion, vector weight, RRF constant and diversity to search with (its query,
             top-k, threshold and filter are replaced by the sweep's).
+        answerer: a chat model that answers each question with a gold `answer` from each setting's
+            passages; its answers are scored (see `rag.eval.answers`) into the answer columns.
+        judge: an `LLMJudge` grading those answers too (needs `answerer`).
 
     Raises:
         InvalidRequestError: bad k, threshold or mode values, or no questions.
@@ -192,13 +212,22 @@ def evaluate(
     base = search_request or SearchRequest("defaults")
     chosen = _check_modes([base.mode] if modes is None else list(modes))
     settings = [_filter_setting(f) for f in filters] or [_filter_setting(None)]
+    if judge is not None and answerer is None:
+        raise InvalidRequestError("a judge grades generated answers: pass answerer= as well")
+    scorer = AnswerScorer(answerer, judge) if answerer is not None else None
     rows: list[SettingResult] = []
     details: list[QuestionResult] = []
     for mode in chosen:
         for setting in settings:
             setting_rows, setting_details = _sweep_filter(
-                store, qset, setting, base.replace(mode=mode), ks, values
+                store, qset, setting, base.replace(mode=mode), ks, values, scorer
             )
             rows.extend(setting_rows)
             details.extend(setting_details)
-    return EvalResults(tuple(rows), tuple(details))
+    answered = scorer is not None and any(q.answer is not None for q in qset)
+    return EvalResults(
+        tuple(rows),
+        tuple(details),
+        answer_metrics=scorer.metric_names if scorer is not None and answered else (),
+        judge=judge.name if judge is not None else None,
+    )

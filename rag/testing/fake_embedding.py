@@ -10,6 +10,7 @@ import numpy.typing as npt
 
 from rag.embeddings.base import normalize_rows
 from rag.errors import InvalidRequestError
+from rag.observability.steps import traced_embedding
 
 __all__ = ["FakeEmbedding"]
 
@@ -44,6 +45,7 @@ class FakeEmbedding:
     def dimensions(self) -> int:
         return self._dimensions
 
+    @traced_embedding
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         batch = list(texts)
         self.calls.append(batch)

@@ -27,6 +27,7 @@ import pydantic
 
 from rag.chat.messages import ToolCall, ToolDefinition, ToolMessage
 from rag.errors import ToolError
+from rag.observability.steps import tool_span
 from rag.tools.context import ToolContext
 from rag.tools.decorator import Tool, result_text
 
@@ -135,7 +136,10 @@ class ToolCallingManager:
         malformed: list[ToolCall] = []
         direct = bool(calls)
         for call in calls:
-            message = self._run_one(call, known, context)
+            with tool_span(call) as span:
+                message = self._run_one(call, known, context)
+                if span is not None and ERROR_KEY in message.metadata:
+                    span.set({"error.type": str(message.metadata[ERROR_KEY])})
             if message.metadata.get(ERROR_KEY) == "malformed_arguments":
                 malformed.append(call)
             entry = known.get(call.name)

@@ -26,6 +26,9 @@ def test_eval_sample_questions_after_ingest(cli: Cli, tmp_path: Path) -> None:
         [DEFAULT_SEARCH_MODE, f, "0", k] for f in ("none", "question") for k in ("1", "5", "10")
     ]
     assert all(line.split()[4] == "74" for line in lines[1:])
+    # The questions carry gold answers: the offline answerer's answers are scored beside retrieval.
+    assert lines[0].split()[-4:] == ["answer_contains", "answer_f1", "cited_answer", "quotes_grounded"]
+    assert all(0.0 <= float(value) <= 1.0 for line in lines[1:] for value in line.split()[-4:-2])
     assert (
         f"evaluating 74 questions x 2 filter setting(s) x 1 mode(s) ({DEFAULT_SEARCH_MODE})" in result.stderr
     )
