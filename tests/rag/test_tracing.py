@@ -177,7 +177,8 @@ def test_call_with_qa_memory_and_a_tool_round(
     memory_query = dict(
         next(s for s in traces.by_name("query inmemory") if s is not qa_query[0]).attributes or {}
     )
-    assert memory_query["rag.search.filter"] == "conversation_id == 'c1'"
+    # Memory recall reads only the turns the memory advisor marked, of this conversation.
+    assert memory_query["rag.search.filter"] == "('rag:kind' == 'chat_memory') AND (conversation_id == 'c1')"
     assert traces.children(qa_query[0]) == [f"embeddings {docs.embedding.name}"]
 
     # No prompt, reply, query or document text, and no key, unless the user opts in.
