@@ -265,7 +265,8 @@ def test_metadata_ids_progress_and_single_file(tmp_path: Path) -> None:
     assert meta["source"] == "guide.md" and meta["project"] == "atlas" and meta["year"] == 2024
     assert {"chunk_index", "char_start", "char_end"} <= meta.keys() and meta.get("section") == "Install"
     first = min(docs, key=lambda d: d.metadata["chunk_index"])
-    assert first.id == chunk_id("guide.md", 0, first.text, bench.splitter.settings_key)
+    assert meta["root"] == "docs"  # the folder of a file given directly is its root
+    assert first.id == chunk_id("docs/guide.md", 0, first.text, bench.splitter.settings_key)
     assert events[0].phase == "start" and events[-1].phase == "done"
     assert events[-1].files_done == events[-1].files_total == 1
     with pytest.raises(Exception, match="'source' is set by the pipeline"):

@@ -51,12 +51,25 @@ def test_glob_set_semantics() -> None:
     assert not GlobSet([])
 
 
-def test_walk_survives_symlink_loops_and_follows_links(tmp_path: Path) -> None:
+def test_walk_survives_symlink_loops_and_follows_links_on_request(tmp_path: Path) -> None:
     _tree(tmp_path, ["docs/a.md", "docs/sub/b.md", "elsewhere/c.md"])
     os.symlink(tmp_path / "docs", tmp_path / "docs" / "sub" / "loop")  # points back up: a loop
     os.symlink(tmp_path / "elsewhere", tmp_path / "docs" / "linked")
-    sources = [f.source for f in walk([tmp_path / "docs"]).files]
+    sources = [f.source for f in walk([tmp_path / "docs"], follow_symlinks=True).files]
     assert sources == ["a.md", "linked/c.md", "sub/b.md"]
+
+
+def test_walk_skips_links_that_leave_the_root(tmp_path: Path) -> None:
+    _tree(tmp_path, ["docs/a.md", "docs/inner/b.md", "elsewhere/c.md", "secret/id_rsa.txt"])
+    docs = tmp_path / "docs"
+    os.symlink(tmp_path / "elsewhere", docs / "linked")  # a folder outside
+    os.symlink(tmp_path / "secret" / "id_rsa.txt", docs / "key.txt")  # a file outside
+    os.symlink(docs / "inner" / "b.md", docs / "alias.md")  # a file inside: kept
+    os.symlink(docs / "inner", docs / "sub")  # a folder inside: already walked as inner/
+    found = walk([docs])
+    assert [f.source for f in found.files] == ["a.md", "alias.md", "inner/b.md"]
+    assert sorted(source for _, source, _ in found.skipped) == ["key.txt", "linked"]
+    assert all("outside the folder" in reason for _, _, reason in found.skipped)
 
 
 def test_walk_single_file_and_missing_path(tmp_path: Path) -> None:
