@@ -116,12 +116,18 @@ class Manifest:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the ingestion manifest {self.path!r}: {exc}") from exc
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             self._migrate()
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the ingestion manifest {self.path!r}: {exc}") from exc
+        except BaseException as exc:
+            self._db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"cannot open the ingestion manifest {self.path!r}: {exc}") from exc
+            raise
 
     def _migrate(self) -> None:
         """Bring a manifest of an older layout to `SCHEMA_VERSION`, in one transaction."""
