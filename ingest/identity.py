@@ -19,16 +19,38 @@ Example:
 from __future__ import annotations
 
 import os
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 from ingest.manifest import Manifest
 
-__all__ = ["Base", "RootResolver", "source_id"]
+__all__ = ["Base", "RootResolver", "prunable", "source_id"]
 
 
 def source_id(root: str, relative: str) -> str:
     """The identity of a file: `<root label>/<relative path>`."""
     return f"{root}/{relative}"
+
+
+def prunable(
+    known: Iterable[str],
+    seen: Container[str],
+    scopes: Iterable[tuple[str, str]],
+    unreadable: Iterable[tuple[str, str]],
+) -> list[str]:
+    """The recorded source ids to delete after a run: inside a walked scope `(label, prefix)`, not seen,
+    and not under a folder that could not be read (its files may still exist).
+
+    Only the folders walked count, each within its own root: ingesting one folder never deletes
+    another's files, and a subfolder only prunes inside itself.
+    """
+    prefixes = tuple(source_id(label, prefix) for label, prefix in scopes)
+    blocked = tuple(source_id(label, rel) + "/" for label, rel in unreadable)
+    return [
+        source
+        for source in known
+        if source not in seen and source.startswith(prefixes) and not (blocked and source.startswith(blocked))
+    ]
 
 
 def _relative(path: str, folder: str) -> str | None:

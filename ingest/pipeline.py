@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.chunking import RESERVED_METADATA, PreparedChunk, Splitter, make_chunks
-from ingest.identity import Base, RootResolver, source_id
+from ingest.identity import Base, RootResolver, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions, SkippedFile, read_file
@@ -189,9 +189,9 @@ class _Run:
             label, rel = self._base(root).identify(walked)
             self.report.add(FileReport(rel, "skipped", reason=reason, root=label))
         seen: set[str] = set()
-        for walked in self.found.files:
-            label, rel = self._base(walked.root).identify(walked.source)
-            file = _File(walked.fspath, label, rel)
+        for found in self.found.files:
+            label, rel = self._base(found.root).identify(found.source)
+            file = _File(found.fspath, label, rel)
             if file.id not in seen:  # the same file reached from two paths given: one source
                 seen.add(file.id)
                 self._examine(file, states.get(file.id))
@@ -383,20 +383,9 @@ class _Run:
         self.p.manifest.remove(old.source)
 
     def _prune(self, states: dict[str, ManifestState], seen: set[str]) -> None:
-        # Only the folders walked in this run, each within its own root: ingesting one folder never
-        # deletes another's files, and a subfolder only prunes inside itself.
-        scopes = [self._base(root).scopes() for root in self.found.folder_roots]
-        prefixes = {source_id(label, prefix) for scope in scopes for label, prefix in scope}
-        unreadable = {
-            source_id(*self._base(root).identify(walked)) + "/" for root, walked, _ in self.found.errors
-        }
-        gone = [
-            s.source
-            for s in states.values()
-            if s.source not in seen
-            and any(s.source.startswith(p) for p in prefixes)
-            and not any(s.source.startswith(u) for u in unreadable)
-        ]
+        scopes = [scope for root in self.found.folder_roots for scope in self._base(root).scopes()]
+        unreadable = [self._base(root).identify(walked) for root, walked, _ in self.found.errors]
+        gone = prunable(states, seen, scopes, unreadable)
         for source in gone:
             entry = self.p.manifest.get(source)
             if entry is not None:

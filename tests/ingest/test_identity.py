@@ -34,7 +34,11 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 def _pipeline(tmp: Path) -> IngestPipeline:
     store = InMemoryVectorStore(EMBEDDING, path=tmp / "store")
-    return IngestPipeline(store, SPLITTER, manifest=tmp / "manifest.sqlite", flush=store.save)
+
+    def flush() -> None:
+        store.save()
+
+    return IngestPipeline(store, SPLITTER, manifest=tmp / "manifest.sqlite", flush=flush)
 
 
 def _by_id(pipeline: IngestPipeline) -> dict[str, set[str]]:
