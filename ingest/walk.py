@@ -133,39 +133,56 @@ class _Folder:
         rel = where.relative_to(self.root).as_posix() if where.is_relative_to(self.root) else str(where)
         self.found.errors.append((self.root, rel, exc.strerror or str(exc)))
 
-    def allowed(self, path: str, relative: str) -> bool:
-        """False (and the link noted as skipped) for a link leaving the root, unless links are followed."""
-        if self.follow or not os.path.islink(path) or _inside(path, self.real_root):
+    def allowed(self, entry: os.DirEntry[str], relative: str) -> bool:
+        """False (and the link noted as skipped) for a link leaving the root, unless links are followed.
+
+        `DirEntry.is_symlink` comes from the directory listing: only links cost a system call.
+        """
+        if self.follow or not entry.is_symlink() or _inside(entry.path, self.real_root):
             return True
         self.found.skipped.append((self.root, relative, LEAVES_ROOT))
         return False
 
+    def _list(self, dirpath: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
+        """A folder's visible entries as (folders, files), each sorted by name; links are followed."""
+        folders: list[os.DirEntry[str]] = []
+        files: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(dirpath) as listing:
+                entries = [e for e in listing if not e.name.startswith(".")]
+        except OSError as exc:
+            self.on_error(exc)
+            return [], []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False  # as os.walk: an entry that cannot be examined counts as a file
+            (folders if is_dir else files).append(entry)
+        return sorted(folders, key=lambda e: e.name), sorted(files, key=lambda e: e.name)
+
     def run(self) -> None:
         seen_dirs: set[str] = set()
-        for dirpath, dirnames, filenames in os.walk(self.root, onerror=self.on_error, followlinks=True):
+        stack: list[tuple[str, str]] = [(str(self.root), "")]
+        while stack:  # depth first, in name order, as os.walk(topdown=True) with sorted folders
+            dirpath, prefix = stack.pop()
             real = os.path.realpath(dirpath)
             if real in seen_dirs:  # a symlink back to a folder already walked: a loop or a duplicate
-                dirnames.clear()
                 continue
             seen_dirs.add(real)
-            rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
-            prefix = "" if rel_dir == "." else rel_dir + "/"
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if not d.startswith(".")
-                and not self.exclude.matches(prefix + d)
-                and self.allowed(os.path.join(dirpath, d), prefix + d)
-            )
-            for name in sorted(filenames):
-                relative = prefix + name
-                if name.startswith(".") or self.exclude.matches(relative):
+            folders, files = self._list(dirpath)
+            for entry in files:
+                relative = prefix + entry.name
+                if self.exclude.matches(relative) or (self.include and not self.include.matches(relative)):
                     continue
-                if self.include and not self.include.matches(relative):
-                    continue
-                path = os.path.join(dirpath, name)
-                if self.allowed(path, relative):
-                    self.found.files.append(WalkedFile(path, self.root, relative))
+                if self.allowed(entry, relative):
+                    self.found.files.append(WalkedFile(entry.path, self.root, relative))
+            below = [
+                (entry.path, prefix + entry.name + "/")
+                for entry in folders
+                if not self.exclude.matches(prefix + entry.name) and self.allowed(entry, prefix + entry.name)
+            ]
+            stack.extend(reversed(below))
 
 
 def walk(
