@@ -10,7 +10,7 @@ import pytest
 from ingest.manifest import Manifest, ManifestEntry
 from ingest.progress import ProgressEvent, TerminalProgress
 from ingest.report import FileReport, IngestReport
-from ingest.walk import GlobSet, walk
+from ingest.walk import LEAVES_ROOT, GlobSet, walk
 from rag.errors import IngestError
 
 
@@ -122,6 +122,33 @@ def test_report_counts_json_and_lines() -> None:
     assert report.files[2].line() == "failed    bad.pdf  damaged"
     assert "2 page(s) without text" in report.files[1].line()
     assert "files: 2 new" in report.summary()
+
+
+def test_report_counts_warnings_names_errors_and_skipped_types() -> None:
+    report = IngestReport()
+    noisy = FileReport(
+        "log.pdf", "new", chunks=2, root="docs", warnings=[f"pypdf: Object {n} 0 found" for n in range(90)]
+    )
+    partial = FileReport("c.jsonl", "new", chunks=3, root="docs", errors=["'c.jsonl' line 2: invalid JSON"])
+    report.add(noisy)
+    report.add(partial)
+    for name in ("a.png", "b.PNG", "c.docx", "Makefile"):
+        report.add(FileReport(name, "skipped", reason="unsupported file type", root="docs"))
+    report.add(FileReport("key.txt", "skipped", reason=LEAVES_ROOT, root="docs"))
+    assert noisy.line() == "new       docs/log.pdf  (2 chunks); 90 warnings (see --verbose)"
+    verbose = noisy.line(verbose=True).splitlines()
+    assert len(verbose) == 91 and verbose[1] == "    warning: pypdf: Object 0 0 found"
+    assert partial.line() == "new       docs/c.jsonl  (3 chunks); 1 error: 'c.jsonl' line 2: invalid JSON"
+    assert not report.ok and report.read_anything
+    assert report.skipped_by_type() == (
+        "skipped 5 files: .png x2, (no suffix) x1, .docx x1, link outside the folder x1"
+    )
+    data = report.to_dict()
+    assert (
+        data["details"][1]["errors"] == partial.errors and data["details"][0]["source_id"] == "docs/log.pdf"
+    )
+    assert data["skipped_by_type"] == report.skipped_by_type()
+    assert IngestReport().skipped_by_type() is None and not IngestReport().read_anything
 
 
 class _Tty:
