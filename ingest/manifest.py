@@ -137,7 +137,8 @@ class Manifest:
         if version is None:
             old_roots = [row[0] for row in self._db.execute("SELECT DISTINCT root FROM files ORDER BY root")]
             for path in old_roots:
-                label = self.add_root(path)
+                # Roots are compared with links resolved now; the old code kept the path as given.
+                label = self.add_root(os.path.realpath(path))
                 self._db.execute(
                     "UPDATE files SET source = ? || '/' || source, root = ? WHERE root = ?",
                     (label, label, path),

@@ -34,7 +34,7 @@ from ingest.identity import Base, RootResolver, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions, SkippedFile, read_file
-from ingest.report import FileReport, IngestReport
+from ingest.report import FileReport, FileStatus, IngestReport
 from ingest.walk import Walk, walk
 from rag.documents import Document, MetadataValue, check_metadata
 from rag.errors import IngestError
@@ -246,10 +246,10 @@ class _Run:
         except OSError as exc:
             status = "skipped" if os.path.islink(file.fspath) else "failed"
             reason = "broken symbolic link" if status == "skipped" else f"cannot read: {exc.strerror or exc}"
-            self.report.add(FileReport(file.rel, status, reason=reason, root=file.root))  # type: ignore[arg-type]
+            self._note(file, status, reason)  # type: ignore[arg-type]
             return
         if not stat.S_ISREG(info.st_mode):
-            self.report.add(FileReport(file.rel, "skipped", reason="not a regular file", root=file.root))
+            self._note(file, "skipped", "not a regular file")
             return
         root = file.root
         if (
@@ -267,8 +267,7 @@ class _Run:
             with open(file.fspath, "rb") as handle:
                 data = handle.read()
         except OSError as exc:
-            reason = f"cannot read: {exc.strerror or exc}"
-            self.report.add(FileReport(file.rel, "failed", reason=reason, root=file.root))
+            self._note(file, "failed", f"cannot read: {exc.strerror or exc}")
             return
         sha = hashlib.sha256(data).hexdigest()
         if old is not None and old.settings == self.p.settings_key and old.sha256 == sha:
@@ -276,6 +275,12 @@ class _Run:
             return
         entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, self.p.settings_key, (), ())
         self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.id), data)
+
+    def _note(self, file: _File, status: FileStatus, reason: str) -> FileReport:
+        """Report a file that was not read (failed or skipped), with why."""
+        report = FileReport(file.rel, status, reason=reason, root=file.root)
+        self.report.add(report)
+        return report
 
     def _unchanged(self, file: _File, old: ManifestState, root: str, info: os.stat_result) -> None:
         if (old.root, old.size, old.mtime_ns) != (root, info.st_size, info.st_mtime_ns):
@@ -297,24 +302,19 @@ class _Run:
                 file.rel, result.units, self.p.splitter, self.p.extra_metadata, root=file.root
             )
         except SkippedFile as exc:
-            self.report.add(FileReport(file.rel, "skipped", reason=exc.reason, root=file.root))
+            self._note(file, "skipped", exc.reason)
             if old is not None:
                 self._forget(old)
             return
         except IngestError as exc:
-            self.report.add(FileReport(file.rel, "failed", reason=str(exc), root=file.root))
+            self._note(file, "failed", str(exc))
             return
         except Exception as exc:  # a splitter or metadata bug on one file must not end the run
-            reason = f"{type(exc).__name__}: {exc}"
-            self.report.add(FileReport(file.rel, "failed", reason=reason, root=file.root))
+            self._note(file, "failed", f"{type(exc).__name__}: {exc}")
             return
-        if result.errors and not result.units:
-            reason = f"{result.errors[0]}" + (
-                f" (+{len(result.errors) - 1} more)" if len(result.errors) > 1 else ""
-            )
-            self.report.add(
-                FileReport(file.rel, "failed", reason=reason, root=file.root, errors=result.errors)
-            )
+        if result.errors and not result.units:  # nothing readable: the file failed
+            more = f" (+{len(result.errors) - 1} more)" if len(result.errors) > 1 else ""
+            self._note(file, "failed", result.errors[0] + more).errors = list(result.errors)
             return
         report.pages_without_text = result.pages_without_text
         report.warnings = list(result.warnings)

@@ -140,7 +140,7 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-def _old_home(tmp: Path, docs: Path, settings_key: str) -> None:
+def _old_home(tmp: Path, docs: Path, settings_key: str, recorded: Path | None = None) -> None:
     """A store and manifest as the code before source ids wrote them: rows keyed by the relative path,
     the root's absolute path beside it, chunk ids hashed from the relative path, no `root` metadata."""
     store = InMemoryVectorStore(EMBEDDING, path=tmp / "store")
@@ -157,7 +157,7 @@ def _old_home(tmp: Path, docs: Path, settings_key: str) -> None:
         info = path.stat()
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
         ids, digests = json.dumps([c.id for c in chunks]), json.dumps([c.digest for c in chunks])
-        row = (rel, str(docs), info.st_size, info.st_mtime_ns, sha, settings_key, ids, digests)
+        row = (rel, str(recorded or docs), info.st_size, info.st_mtime_ns, sha, settings_key, ids, digests)
         db.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)", row)
     db.commit()
     db.close()
@@ -195,6 +195,19 @@ def test_an_old_manifest_is_migrated_and_its_store_stays_readable(tmp_path: Path
     assert [d.text for d in readme] == ["New readme about the beacon."]
     assert readme[0].id == chunk_id("docs/README.md", 0, readme[0].text, SPLITTER.settings_key)
     assert not old_ids & {d.id for d in readme}
+
+
+def test_an_old_root_reached_through_a_link_is_the_same_root(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    _write(docs, "a.md", "Alpha.")
+    alias = tmp_path / "alias"
+    os.symlink(docs, alias)  # the old code recorded the path as typed, links unresolved
+    settings_key = IngestPipeline(InMemoryVectorStore(EMBEDDING), SPLITTER).settings_key
+    _old_home(tmp_path, docs, settings_key, recorded=alias)
+    pipeline = _pipeline(tmp_path)
+    assert pipeline.manifest.roots() == {"docs": os.path.realpath(docs)}
+    report = pipeline.run([docs])
+    assert report.counts["unchanged"] == 1 and report.counts["new"] == report.counts["deleted"] == 0
 
 
 def test_a_manifest_from_a_newer_version_is_refused(tmp_path: Path) -> None:
