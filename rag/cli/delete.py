@@ -78,24 +78,33 @@ def delete(
 ) -> None:
     """Delete chunks by metadata filter or by source; give exactly one of --filter and --source.
 
+    Waits while a `rag ingest` writes to the same home.
+
     \b
     Example:
         rag delete --source drafts/old.md --yes
         rag delete --filter "year < 2020"
     """
+    from ingest.lock import HomeLock
+
     if (filter_text is None) == (source is None):
         raise click.UsageError("give exactly one of --filter and --source")
-    opened = open_store(settings_from(ctx, store=store, collection=collection))
+    parsed = as_filter(filter_text) if filter_text is not None else None
+    settings = settings_from(ctx, store=store, collection=collection)
+    opened = open_store(settings)
+    # The store and the manifest change together: never beside a running `rag ingest` on this home.
+    lock = HomeLock(settings.home / "ingest.lock", on_wait=lambda m: click.echo(m, err=True))
     try:
-        selection = _source_selection(opened, source) if source is not None else as_filter(filter_text)
-        assert selection is not None  # one of the two was given, checked above
-        count = opened.store.count(selection)
-        if count == 0:
-            click.echo("nothing matches; nothing deleted", err=True)
-            return
-        if not yes:
-            click.confirm(f"Delete {count} chunk(s) matching {str(selection)!r}?", abort=True, err=True)
-        removed, sources = delete_matching(opened, selection)
+        with lock:
+            selection = parsed if source is None else _source_selection(opened, source)
+            assert selection is not None  # one of the two was given, checked above
+            count = opened.store.count(selection)
+            if count == 0:
+                click.echo("nothing matches; nothing deleted", err=True)
+                return
+            if not yes:
+                click.confirm(f"Delete {count} chunk(s) matching {str(selection)!r}?", abort=True, err=True)
+            removed, sources = delete_matching(opened, selection)
     finally:
         opened.close()
     click.echo(f"deleted {removed} chunk(s) from {sources} source(s)")

@@ -156,6 +156,11 @@ def test_a_held_home_makes_ingest_wait_or_stop_with_one_line(cli: RunCli, docs: 
         waited = cli("ingest", docs, "--store", "numpy", "--json")
         assert waited.exit_code == 0, waited.stderr
         assert "waiting for another ingestion" in waited.stderr and _json(waited)["files"]["new"] == 3
+        lock.acquire()  # `rag delete` changes the store and the manifest too: it waits as well
+        threading.Timer(0.5, lock.release).start()
+        deleted = cli("delete", "--store", "numpy", "--source", "docs/tides.md", "--yes")
+        assert deleted.exit_code == 0 and "waiting for another ingestion" in deleted.stderr
+        assert "deleted 1 chunk(s) from 1 source(s)" in deleted.stdout
     finally:
         lock.release()
 
