@@ -50,10 +50,7 @@ class _File:
     fspath: str
     root: str
     rel: str
-
-    @property
-    def id(self) -> str:
-        return source_id(self.root, self.rel)
+    id: str  # source_id(root, rel), computed once: it is read several times per file
 
 
 @dataclass
@@ -191,7 +188,7 @@ class _Run:
         seen: set[str] = set()
         for found in self.found.files:
             label, rel = self._base(found.root).identify(found.source)
-            file = _File(found.fspath, label, rel)
+            file = _File(found.fspath, label, rel, source_id(label, rel))
             if file.id not in seen:  # the same file reached from two paths given: one source
                 seen.add(file.id)
                 self._examine(file, states.get(file.id))
