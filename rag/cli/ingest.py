@@ -62,14 +62,15 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...]) -> None:
     if report.truncated_chunks:
         click.echo(f"warning: {report.truncated_chunks} chunk(s) were cut to fit the model's input", err=True)
     skipped = report.skipped_by_type()
+    failed = report.counts["failed"]
     if not report.read_anything:
         where = ", ".join(repr(str(p)) for p in paths)
-        click.echo(f"error: nothing could be read from {where}: {skipped or 'no files found'}", err=True)
+        why = "; ".join(([f"{failed} file(s) failed"] if failed else []) + ([skipped] if skipped else []))
+        click.echo(f"error: nothing could be read from {where}: {why or 'no files found'}", err=True)
         ctx.exit(1)
     if skipped:
         click.echo(f"warning: {skipped}", err=True)
     if not report.ok:
-        failed = report.counts["failed"]
         partial = sum(1 for f in report.files if f.errors and f.status != "failed")
         parts = [f"{failed} file(s) failed"] if failed else []
         parts += [f"{partial} file(s) had parts that could not be read"] if partial else []

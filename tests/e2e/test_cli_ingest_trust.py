@@ -119,6 +119,12 @@ def test_nothing_readable_warns_by_type_and_exits_1(cli: RunCli, docs: Path, tmp
     assert nothing.exit_code == 1 and "no files found" in nothing.stderr
     assert _json(nothing)["files"]["new"] == 0
 
+    (assets / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
+    failing = cli("ingest", assets, "--store", "numpy")
+    assert failing.exit_code == 1 and failing.stderr.strip().splitlines()[-1].endswith(
+        ": 1 file(s) failed; skipped 3 files: .png x2, .docx x1"
+    )
+
     (docs / "diagram.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     mixed = cli("ingest", docs, "--store", "numpy")
     assert mixed.exit_code == 0 and "warning: skipped 1 file: .png x1" in mixed.stderr
