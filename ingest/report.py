@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ingest.walk import LEAVES_ROOT
+
 __all__ = ["STATUSES", "FileReport", "FileStatus", "IngestReport"]
 
 FileStatus = Literal["new", "changed", "unchanged", "deleted", "failed", "skipped"]
@@ -134,7 +136,7 @@ class IngestReport:
         """
         kinds: dict[str, int] = {}
         for file in self.by_status("skipped"):
-            if file.reason and file.reason.startswith("symbolic link to a path outside"):
+            if file.reason == LEAVES_ROOT:
                 kind = "link outside the folder"
             else:
                 name = file.source.rsplit("/", 1)[-1]
