@@ -7,6 +7,7 @@ Example:
     >>> pipeline = IngestPipeline(InMemoryVectorStore(HashingEmbedding()), RecursiveSplitter())
 """
 
+from ingest.lock import HomeLock, HomeLockedError
 from ingest.manifest import Manifest
 from ingest.pipeline import IngestPipeline
 from ingest.progress import ProgressEvent, TerminalProgress
@@ -19,6 +20,8 @@ __all__ = [
     "SUPPORTED_SUFFIXES",
     "Chunk",
     "FileReport",
+    "HomeLock",
+    "HomeLockedError",
     "IngestPipeline",
     "IngestReport",
     "Manifest",

@@ -21,7 +21,7 @@ from rag.documents import MetadataValue, check_metadata
 
 __all__ = ["RESERVED_METADATA", "ChunkLike", "PreparedChunk", "Splitter", "chunk_id", "make_chunks"]
 
-RESERVED_METADATA = frozenset({"source", "chunk_index", "char_start", "char_end"})
+RESERVED_METADATA = frozenset({"source", "root", "chunk_index", "char_start", "char_end"})
 # What `json.dumps(value, default=str)` uses, built once: `dumps` builds a new encoder per call when given
 # `default`, which cost more than the encoding of a chunk's metadata.
 _FINGERPRINT_JSON = json.JSONEncoder(default=str)
@@ -68,18 +68,29 @@ class PreparedChunk:
 
 
 def make_chunks(
-    source: str, units: Sequence[Unit], splitter: Splitter, extra: Mapping[str, MetadataValue] | None = None
+    source: str,
+    units: Sequence[Unit],
+    splitter: Splitter,
+    extra: Mapping[str, MetadataValue] | None = None,
+    *,
+    root: str | None = None,
 ) -> list[PreparedChunk]:
-    """Split a file's units into chunks carrying `source`, `chunk_index`, offsets and `extra` metadata.
+    """Split a file's units into chunks carrying `source`, `root`, `chunk_index`, offsets and `extra`.
 
+    `source` is the path relative to the root and `root` the root's label; ids hash the source id
+    `<root>/<source>` (just `source` without a root), so equal paths under two roots never share ids.
     A unit with its own record id (JSON Lines) numbers its chunks alone and adds `doc_id`, so editing one
     record leaves the ids of the others unchanged. Repeated ids (identical records) are kept once.
     """
     settings = splitter.settings_key
     chunks: dict[str, PreparedChunk] = {}
     running = 0
+    file_id = source if root is None else f"{root}/{source}"
+    placed: dict[str, MetadataValue] = (
+        {"source": source} if root is None else {"source": source, "root": root}
+    )
     for unit in units:
-        source_id = source if unit.id is None else f"{source}#{unit.id}"
+        source_id = file_id if unit.id is None else f"{file_id}#{unit.id}"
         for local, piece in enumerate(splitter.split(unit)):
             index = running if unit.id is None else local
             running += 1
@@ -87,9 +98,8 @@ def make_chunks(
             metadata: dict[str, MetadataValue] = {**unit.metadata, **piece.metadata, **(extra or {})}
             if unit.id is not None:
                 metadata.setdefault("doc_id", unit.id)
-            metadata.update(
-                source=source, chunk_index=index, char_start=piece.char_start, char_end=piece.char_end
-            )
+            metadata.update(placed)
+            metadata.update(chunk_index=index, char_start=piece.char_start, char_end=piece.char_end)
             metadata = check_metadata(cid, metadata)
             fingerprint = hashlib.blake2b(
                 _FINGERPRINT_JSON.encode([cid, sorted(metadata.items())]).encode(), digest_size=12

@@ -5,12 +5,19 @@ ids a file is about to write as *pending* before writing them, and replaces the 
 store holds them, so a run killed at any point leaves a manifest the next run can reconcile: pending ids
 are merged into the file's ids and the file is processed again, which removes whatever is stale.
 
+Source identity: every folder ingested is recorded as a *root* with a short label (its folder name,
+made unique: `docs`, `docs-2`), and a file's source id is `<label>/<path relative to the root>`. So two
+folders that both hold `README.md` stay two sources, and one file reached from two starting paths is
+one. A manifest written before roots existed (keyed by the relative path alone, with the root's
+absolute path beside it) is migrated when opened: each old root becomes a recorded root.
+
 Example:
     >>> m = Manifest(":memory:")
-    >>> m.put(ManifestEntry("a.md", "/docs", 10, 1, "ab12", "k", ("id1",), ("d1",)))
+    >>> label = m.add_root("/srv/docs")
+    >>> m.put(ManifestEntry(f"{label}/a.md", label, 10, 1, "ab12", "k", ("id1",), ("d1",)))
     >>> m.commit()
-    >>> m.get("a.md").chunk_ids
-    ('id1',)
+    >>> m.get("docs/a.md").chunk_ids, m.roots()
+    (('id1',), {'docs': '/srv/docs'})
 """
 
 from __future__ import annotations
@@ -41,15 +48,21 @@ CREATE TABLE IF NOT EXISTS files (
     pending   TEXT
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS roots (label TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE);
 """
+# Version 1 (no `roots` table): `files.source` was the path relative to the root and `files.root` the
+# root's absolute path. Version 2: `files.source` is `<label>/<relative path>` and `files.root` the label.
+SCHEMA_VERSION = 2
 _COLUMNS = "source, root, size, mtime_ns, sha256, settings, chunk_ids, digests"
 
 
 @dataclass(frozen=True)
 class ManifestEntry:
-    """One ingested file: where it was, its size, mtime and hash, the settings used, and its chunks.
+    """One ingested file: its source id and root label, its size, mtime and hash, the settings used,
+    and its chunks.
 
-    `digests[i]` fingerprints chunk `chunk_ids[i]` with its metadata, so a changed file rewrites only
+    `source` is the source id `<root label>/<relative path>`; `digests[i]` fingerprints chunk
+    `chunk_ids[i]` with its metadata, so a changed file rewrites only
     the chunks that really changed.
     """
 
@@ -61,6 +74,11 @@ class ManifestEntry:
     settings: str
     chunk_ids: tuple[str, ...]
     digests: tuple[str, ...]
+
+    @property
+    def relative(self) -> str:
+        """The path relative to the root (the chunks' `source` metadata)."""
+        return self.source[len(self.root) + 1 :] if self.source.startswith(self.root + "/") else self.source
 
 
 class ManifestState(NamedTuple):
@@ -98,11 +116,74 @@ class Manifest:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open the ingestion manifest {self.path!r}: {exc}") from exc
+        try:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open the ingestion manifest {self.path!r}: {exc}") from exc
+            self._migrate()
+        except BaseException as exc:
+            self._db.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"cannot open the ingestion manifest {self.path!r}: {exc}") from exc
+            raise
+
+    def _migrate(self) -> None:
+        """Bring a manifest of an older layout to `SCHEMA_VERSION`, in one transaction."""
+        version = self.get_meta("schema_version")
+        if version == str(SCHEMA_VERSION):
+            return
+        if version is None:
+            old_roots = [row[0] for row in self._db.execute("SELECT DISTINCT root FROM files ORDER BY root")]
+            for path in old_roots:
+                # Roots are compared with links resolved now; the old code kept the path as given.
+                label = self.add_root(os.path.realpath(path))
+                self._db.execute(
+                    "UPDATE files SET source = ? || '/' || source, root = ? WHERE root = ?",
+                    (label, label, path),
+                )
+        else:
+            raise StoreError(
+                f"the ingestion manifest {self.path!r} has schema version {version}; this version of "
+                f"rag-advisors reads version {SCHEMA_VERSION} and older"
+            )
+        self.set_meta("schema_version", str(SCHEMA_VERSION))
+        self._db.commit()
+
+    def roots(self) -> dict[str, str]:
+        """Every recorded root: label -> absolute folder path."""
+        return dict(self._db.execute("SELECT label, path FROM roots ORDER BY label").fetchall())
+
+    def add_root(self, path: str) -> str:
+        """Record `path` (an absolute folder) as a root and return its label (the existing one if known).
+
+        The label is the folder's name, with `-2`, `-3`... added when another root has that name.
+        """
+        row = self._db.execute("SELECT label FROM roots WHERE path = ?", (path,)).fetchone()
+        if row is not None:
+            return str(row[0])
+        base = os.path.basename(path.rstrip("/\\")) or "root"
+        taken = {label for (label,) in self._db.execute("SELECT label FROM roots")}
+        label, n = base, 1
+        while label in taken:
+            n += 1
+            label = f"{base}-{n}"
+        self._db.execute("INSERT INTO roots (label, path) VALUES (?, ?)", (label, path))
+        return label
+
+    def find(self, relative: str, root: str | None = None) -> list[ManifestEntry]:
+        """The records whose relative path is `relative` (under the root labelled `root`, when given).
+
+        Chunks written before roots existed carry no `root` metadata; this finds their file anyway.
+        """
+        if root is not None:
+            entry = self.get(f"{root}/{relative}")
+            return [] if entry is None else [entry]
+        rows = self._db.execute(
+            f"SELECT {_COLUMNS} FROM files WHERE source = root || '/' || ? ORDER BY source", (relative,)
+        )
+        return [_entry(row) for row in rows]
 
     def __enter__(self) -> Manifest:
         return self

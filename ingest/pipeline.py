@@ -26,14 +26,16 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ingest.chunking import RESERVED_METADATA, PreparedChunk, Splitter, make_chunks
+from ingest.identity import Base, RootResolver, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions, SkippedFile, read_file
-from ingest.report import FileReport, IngestReport
-from ingest.walk import Walk, WalkedFile, walk
+from ingest.report import FileReport, FileStatus, IngestReport
+from ingest.walk import Walk, walk
 from rag.documents import Document, MetadataValue, check_metadata
 from rag.errors import IngestError
 from rag.observability.steps import traced_ingest
@@ -42,11 +44,21 @@ from rag.vectorstore import VectorStore
 __all__ = ["IngestPipeline"]
 
 
+@dataclass(frozen=True)
+class _File:
+    """A walked file with its identity: the root's label and its path relative to that root."""
+
+    fspath: str
+    root: str
+    rel: str
+    id: str  # source_id(root, rel), computed once: it is read several times per file
+
+
 @dataclass
 class _Work:
     """A new or changed file, read and split, waiting to be embedded and written."""
 
-    file: WalkedFile
+    file: _File
     entry: ManifestEntry
     chunks: list[PreparedChunk]
     old: ManifestEntry | None
@@ -117,14 +129,20 @@ class IngestPipeline:
         include: Iterable[str] = (),
         exclude: Iterable[str] = (),
         prune: bool = True,
+        follow_symlinks: bool = False,
     ) -> IngestReport:
         """Bring the store up to date with `paths`; returns what was done.
+
+        Each file is identified by its root and its path in it (see `ingest.identity`): a folder given
+        becomes a root unless a recorded root contains it. Pruning (files gone since the last run) only
+        touches the folders walked. Symbolic links leaving a folder are skipped and reported unless
+        `follow_symlinks`.
 
         Raises:
             IngestError: a path that does not exist.
             StoreError, EmbeddingError: the store or the model failed (the run stops; the next one resumes).
         """
-        return traced_ingest(paths, lambda: self._run(paths, include, exclude, prune))
+        return traced_ingest(paths, lambda: self._run(paths, include, exclude, prune, follow_symlinks))
 
     def _run(
         self,
@@ -132,8 +150,9 @@ class IngestPipeline:
         include: Iterable[str],
         exclude: Iterable[str],
         prune: bool,
+        follow_symlinks: bool,
     ) -> IngestReport:
-        run = _Run(self, walk(paths, include, exclude))
+        run = _Run(self, walk(paths, include, exclude, follow_symlinks=follow_symlinks))
         try:
             run.execute(prune=prune)
         except BaseException:
@@ -159,6 +178,9 @@ class _Run:
         self.files_done = 0
         self.dirty = False  # the store changed since the last flush
         self.truncated_before = int(getattr(pipeline.splitter, "truncated_chunks", 0))
+        self.resolver = RootResolver(pipeline.manifest)
+        self.folder_roots = set(found.folder_roots)
+        self.bases: dict[str, Base] = {}
 
     # -- driving ---------------------------------------------------------------------------------------
 
@@ -168,28 +190,36 @@ class _Run:
             manifest.commit()
         states = manifest.states()
         self._emit("start")
-        for source, reason in self.found.errors:
-            self.report.add(FileReport(source, "failed", reason=reason))
-        seen: dict[str, WalkedFile] = {}
-        for file in self.found.files:
-            if file.source in seen:
-                other = seen[file.source].root
-                self.report.add(
-                    FileReport(
-                        file.source, "failed", reason=f"same source already ingested from {str(other)!r}"
-                    )
-                )
-            else:
-                seen[file.source] = file
-                self._examine(file, states.get(file.source))
+        for root, walked, reason in self.found.errors:
+            label, rel = self._base(root).identify(walked)
+            self.report.add(FileReport(rel, "failed", reason=reason, root=label))
+        for root, walked, reason in self.found.skipped:
+            label, rel = self._base(root).identify(walked)
+            self.report.add(FileReport(rel, "skipped", reason=reason, root=label))
+        seen: set[str] = set()
+        for found in self.found.files:
+            label, rel = self._base(found.root).identify(found.source)
+            file = _File(found.fspath, label, rel, source_id(label, rel))
+            if file.id not in seen:  # the same file reached from two paths given: one source
+                seen.add(file.id)
+                self._examine(file, states.get(file.id))
             self.files_done += 1
-            self._emit("file", file.source)
+            self._emit("file", file.id)
         self._write_batch()
         if prune:
             self._prune(states, seen)
         self.report.truncated_chunks = (
             int(getattr(self.p.splitter, "truncated_chunks", 0)) - self.truncated_before
         )
+
+    def _base(self, walked_root: Path) -> Base:
+        """The identity of a walked folder (or of a file's folder), resolved once per run."""
+        key = str(walked_root)
+        base = self.bases.get(key)
+        if base is None:
+            base = self.resolver.base(walked_root, folder=walked_root in self.folder_roots)
+            self.bases[key] = base
+        return base
 
     def checkpoint(self, *, final: bool = False) -> None:
         """Make the store durable, then commit the manifest (in that order: the store may hold more
@@ -218,18 +248,18 @@ class _Run:
 
     # -- one file --------------------------------------------------------------------------------------
 
-    def _examine(self, file: WalkedFile, old: ManifestState | None) -> None:
+    def _examine(self, file: _File, old: ManifestState | None) -> None:
         try:
             info = os.stat(file.fspath)
         except OSError as exc:
             status = "skipped" if os.path.islink(file.fspath) else "failed"
             reason = "broken symbolic link" if status == "skipped" else f"cannot read: {exc.strerror or exc}"
-            self.report.add(FileReport(file.source, status, reason=reason))  # type: ignore[arg-type]
+            self._note(file, status, reason)  # type: ignore[arg-type]
             return
         if not stat.S_ISREG(info.st_mode):
-            self.report.add(FileReport(file.source, "skipped", reason="not a regular file"))
+            self._note(file, "skipped", "not a regular file")
             return
-        root = str(file.root)
+        root = file.root
         if (
             old is not None
             and old.settings == self.p.settings_key
@@ -245,53 +275,67 @@ class _Run:
             with open(file.fspath, "rb") as handle:
                 data = handle.read()
         except OSError as exc:
-            self.report.add(FileReport(file.source, "failed", reason=f"cannot read: {exc.strerror or exc}"))
+            self._note(file, "failed", f"cannot read: {exc.strerror or exc}")
             return
         sha = hashlib.sha256(data).hexdigest()
         if old is not None and old.settings == self.p.settings_key and old.sha256 == sha:
             self._unchanged(file, old, root, info)
             return
-        entry = ManifestEntry(
-            file.source, root, info.st_size, info.st_mtime_ns, sha, self.p.settings_key, (), ()
-        )
-        self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.source), data)
+        entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, self.p.settings_key, (), ())
+        self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.id), data)
 
-    def _unchanged(self, file: WalkedFile, old: ManifestState, root: str, info: os.stat_result) -> None:
+    def _note(self, file: _File, status: FileStatus, reason: str) -> FileReport:
+        """Report a file that was not read (failed or skipped), with why."""
+        report = FileReport(file.rel, status, reason=reason, root=file.root)
+        self.report.add(report)
+        return report
+
+    def _unchanged(self, file: _File, old: ManifestState, root: str, info: os.stat_result) -> None:
         if (old.root, old.size, old.mtime_ns) != (root, info.st_size, info.st_mtime_ns):
-            self.p.manifest.touch(file.source, root, info.st_size, info.st_mtime_ns)
-        self.report.add(FileReport(file.source, "unchanged", chunks=old.n_chunks))
+            self.p.manifest.touch(file.id, root, info.st_size, info.st_mtime_ns)
+        self.report.add(FileReport(file.rel, "unchanged", chunks=old.n_chunks, root=file.root))
 
     def _read_and_split(
-        self, file: WalkedFile, entry: ManifestEntry, old: ManifestEntry | None, data: bytes
+        self, file: _File, entry: ManifestEntry, old: ManifestEntry | None, data: bytes
     ) -> None:
         # A row never committed (only pending ids from an interrupted run) still counts as new.
         status = "new" if old is None or old.settings == "" else "changed"
-        report = FileReport(file.source, status)  # type: ignore[arg-type]
+        report = FileReport(file.rel, status, root=file.root)  # type: ignore[arg-type]
         try:
+            path = Path(file.fspath)
             result = read_file(
-                file.path, root=file.root, options=self.p.reader_options, data=data, source=file.source
+                path, root=path.parent, options=self.p.reader_options, data=data, source=file.rel
             )
-            chunks = make_chunks(file.source, result.units, self.p.splitter, self.p.extra_metadata)
+            chunks = make_chunks(
+                file.rel, result.units, self.p.splitter, self.p.extra_metadata, root=file.root
+            )
         except SkippedFile as exc:
-            self.report.add(FileReport(file.source, "skipped", reason=exc.reason))
+            self._note(file, "skipped", exc.reason)
             if old is not None:
                 self._forget(old)
             return
         except IngestError as exc:
-            self.report.add(FileReport(file.source, "failed", reason=str(exc)))
+            self._note(file, "failed", str(exc))
             return
         except Exception as exc:  # a splitter or metadata bug on one file must not end the run
-            self.report.add(FileReport(file.source, "failed", reason=f"{type(exc).__name__}: {exc}"))
+            self._note(file, "failed", f"{type(exc).__name__}: {exc}")
+            return
+        if result.errors and not result.units:  # nothing readable: the file failed
+            more = f" (+{len(result.errors) - 1} more)" if len(result.errors) > 1 else ""
+            self._note(file, "failed", result.errors[0] + more).errors = list(result.errors)
             return
         report.pages_without_text = result.pages_without_text
         report.warnings = list(result.warnings)
+        report.errors = list(result.errors)
         report.chunks = len(chunks)
         entry = ManifestEntry(
             entry.source,
             entry.root,
-            entry.size,
+            # A file with unreadable parts is read again next run (no size or hash recorded), so its
+            # errors are reported until it is fixed; its unchanged chunks are not embedded again.
+            -1 if result.errors else entry.size,
             entry.mtime_ns,
-            entry.sha256,
+            "" if result.errors else entry.sha256,
             entry.settings,
             tuple(c.id for c in chunks),
             tuple(c.digest for c in chunks),
@@ -311,7 +355,7 @@ class _Run:
             return
         batch, self.batch, self.batch_chunks = self.batch, [], 0
         manifest, store = self.p.manifest, self.p.store
-        manifest.mark_pending_many((w.file.source, w.entry.root, w.entry.chunk_ids) for w in batch)
+        manifest.mark_pending_many((w.entry.source, w.entry.root, w.entry.chunk_ids) for w in batch)
         if self.p.flush is None:
             manifest.commit()  # a store that writes through: the pending ids must be durable first
         fresh = [c for work in batch for c in work.fresh]
@@ -346,20 +390,16 @@ class _Run:
             self.report.chunks_deleted += self.p.store.delete(list(old.chunk_ids))
         self.p.manifest.remove(old.source)
 
-    def _prune(self, states: dict[str, ManifestState], seen: Mapping[str, WalkedFile]) -> None:
-        roots = {str(r) for r in self.found.folder_roots}
-        unreadable = [source + "/" for source, _ in self.found.errors]
-        gone = [
-            s.source
-            for s in states.values()
-            if s.root in roots
-            and s.source not in seen
-            and not any(s.source.startswith(u) for u in unreadable)
-        ]
+    def _prune(self, states: dict[str, ManifestState], seen: set[str]) -> None:
+        scopes = [scope for root in self.found.folder_roots for scope in self._base(root).scopes()]
+        unreadable = [self._base(root).identify(walked) for root, walked, _ in self.found.errors]
+        gone = prunable(states, seen, scopes, unreadable)
         for source in gone:
             entry = self.p.manifest.get(source)
             if entry is not None:
                 self._forget(entry)
-                self.report.add(FileReport(source, "deleted", chunks=len(entry.chunk_ids)))
+                self.report.add(
+                    FileReport(entry.relative, "deleted", chunks=len(entry.chunk_ids), root=entry.root)
+                )
         if gone:
             self._emit("prune")

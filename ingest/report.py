@@ -13,18 +13,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ingest.walk import LEAVES_ROOT
+
 __all__ = ["STATUSES", "FileReport", "FileStatus", "IngestReport"]
 
 FileStatus = Literal["new", "changed", "unchanged", "deleted", "failed", "skipped"]
 STATUSES: tuple[FileStatus, ...] = ("new", "changed", "unchanged", "deleted", "failed", "skipped")
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 @dataclass
 class FileReport:
     """What happened to one file. `reason` says why a file failed or was skipped.
 
-    `chunks` is how many chunks the file has now (or had, when deleted); `embedded` how many of them
-    were embedded and written in this run.
+    `source` is the path relative to the root labelled `root`; `source_id` (`root/source`) is the
+    file's identity in the store. `chunks` is how many chunks the file has now (or had, when deleted);
+    `embedded` how many of them were embedded and written in this run. `warnings` are notes (a PDF
+    repaired by pypdf, records without text); `errors` are parts of the file that could not be read
+    (a JSON Lines line that is not JSON): the rest of the file is ingested, the run exits 1.
     """
 
     source: str
@@ -34,25 +43,45 @@ class FileReport:
     reason: str | None = None
     pages_without_text: int = 0
     warnings: list[str] = field(default_factory=list)
+    root: str = ""
+    errors: list[str] = field(default_factory=list)
 
-    def line(self) -> str:
-        """One human-readable line, such as `new       guide.md  (12 chunks)`."""
-        detail = f"({self.chunks} chunk{'s' if self.chunks != 1 else ''})"
+    @property
+    def source_id(self) -> str:
+        """`root/source`, or `source` alone when no root is known."""
+        return f"{self.root}/{self.source}" if self.root else self.source
+
+    def line(self, *, verbose: bool = False) -> str:
+        """One human-readable line, such as `new       docs/guide.md  (12 chunks)`.
+
+        Warnings and errors are counted on the line; `verbose` adds one indented line for each.
+        """
+        detail = f"({_plural(self.chunks, 'chunk')})"
         if self.reason:
             detail = self.reason
-        extra = f"; {self.pages_without_text} page(s) without text" if self.pages_without_text else ""
-        warn = "".join(f"; {w}" for w in self.warnings)
-        return f"{self.status:<9} {self.source}  {detail}{extra}{warn}"
+        notes = [f"{self.pages_without_text} page(s) without text"] if self.pages_without_text else []
+        if self.errors:
+            notes.append(f"{_plural(len(self.errors), 'error')}: {self.errors[0]}")
+        if self.warnings:
+            notes.append(_plural(len(self.warnings), "warning") + ("" if verbose else " (see --verbose)"))
+        text = f"{self.status:<9} {self.source_id}  {detail}" + "".join(f"; {n}" for n in notes)
+        if verbose:
+            text += "".join(f"\n    error: {e}" for e in self.errors)
+            text += "".join(f"\n    warning: {w}" for w in self.warnings)
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
+            "root": self.root,
+            "source_id": self.source_id,
             "status": self.status,
             "chunks": self.chunks,
             "embedded": self.embedded,
             "reason": self.reason,
             "pages_without_text": self.pages_without_text,
             "warnings": list(self.warnings),
+            "errors": list(self.errors),
         }
 
 
@@ -92,8 +121,32 @@ class IngestReport:
 
     @property
     def ok(self) -> bool:
-        """True when no file failed."""
-        return all(f.status != "failed" for f in self.files)
+        """True when no file failed and no file had parts that could not be read."""
+        return all(f.status != "failed" and not f.errors for f in self.files)
+
+    @property
+    def read_anything(self) -> bool:
+        """True when at least one file was read (new, changed or unchanged)."""
+        return any(f.status in ("new", "changed", "unchanged") for f in self.files)
+
+    def skipped_by_type(self) -> str | None:
+        """Skipped files counted by suffix, e.g. `skipped 3 files: .png x2, .docx x1`; None if none.
+
+        Links left out for leaving their folder are counted as `link outside the folder`.
+        """
+        kinds: dict[str, int] = {}
+        for file in self.by_status("skipped"):
+            if file.reason == LEAVES_ROOT:
+                kind = "link outside the folder"
+            else:
+                name = file.source.rsplit("/", 1)[-1]
+                kind = "." + name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else "(no suffix)"
+            kinds[kind] = kinds.get(kind, 0) + 1
+        if not kinds:
+            return None
+        ordered = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
+        total = sum(kinds.values())
+        return f"skipped {_plural(total, 'file')}: " + ", ".join(f"{k} x{n}" for k, n in ordered)
 
     def by_status(self, status: FileStatus) -> list[FileReport]:
         return [f for f in self.files if f.status == status]
@@ -109,6 +162,7 @@ class IngestReport:
             "truncated_chunks": self.truncated_chunks,
             "elapsed_s": round(self.elapsed_s, 3),
             "ok": self.ok,
+            "skipped_by_type": self.skipped_by_type(),
             "details": [f.to_dict() for f in self.files],
         }
 

@@ -1,4 +1,8 @@
-"""Finding the files to ingest: folders walked in a fixed order, globs, hidden files, symlink loops.
+"""Finding the files to ingest: folders walked in a fixed order, globs, hidden files, symbolic links.
+
+A symbolic link (to a file or a folder) whose target lies outside the folder being walked is not
+followed: it is listed in `Walk.skipped`, so an untrusted folder cannot pull `/etc/...` or a private key
+into the index. `follow_symlinks=True` (`rag ingest --follow-symlinks`) follows every link.
 
 Example:
     >>> from pathlib import Path
@@ -21,7 +25,7 @@ from pathlib import Path
 
 from rag.errors import IngestError
 
-__all__ = ["GlobSet", "Walk", "WalkedFile", "walk"]
+__all__ = ["LEAVES_ROOT", "GlobSet", "Walk", "WalkedFile", "walk"]
 
 
 @dataclass(frozen=True)
@@ -42,11 +46,13 @@ class WalkedFile:
 
 @dataclass
 class Walk:
-    """What a walk found: files in order, folder roots (pruning applies to them), unreadable folders."""
+    """What a walk found: files in order, folder roots (pruning applies to them), and, as
+    `(root, source, reason)`, unreadable folders (`errors`) and links not followed (`skipped`)."""
 
     files: list[WalkedFile] = field(default_factory=list)
     folder_roots: list[Path] = field(default_factory=list)
-    errors: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[tuple[Path, str, str]] = field(default_factory=list)
+    skipped: list[tuple[Path, str, str]] = field(default_factory=list)
 
 
 @lru_cache(maxsize=256)
@@ -106,40 +112,92 @@ class GlobSet:
         return False
 
 
-def _walk_folder(root: Path, include: GlobSet, exclude: GlobSet, found: Walk) -> None:
-    seen_dirs: set[str] = set()
+LEAVES_ROOT = "symbolic link to a path outside the folder (--follow-symlinks follows it)"
 
-    def on_error(exc: OSError) -> None:
-        where = Path(exc.filename or root)
-        rel = where.relative_to(root).as_posix() if where.is_relative_to(root) else str(where)
-        found.errors.append((rel, exc.strerror or str(exc)))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=True):
-        real = os.path.realpath(dirpath)
-        if real in seen_dirs:  # a symlink back to a folder already walked: a loop or a duplicate
-            dirnames.clear()
-            continue
-        seen_dirs.add(real)
-        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not exclude.matches(prefix + d))
-        for name in sorted(filenames):
-            relative = prefix + name
-            if name.startswith(".") or exclude.matches(relative):
+def _inside(path: str, real_root: str) -> bool:
+    """Whether `path`, with every link resolved, lies in `real_root` (itself resolved)."""
+    real = os.path.realpath(path)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+class _Folder:
+    """One folder walk: its filters, the links policy, and what it found."""
+
+    def __init__(self, root: Path, include: GlobSet, exclude: GlobSet, follow: bool, found: Walk) -> None:
+        self.root, self.include, self.exclude, self.follow, self.found = root, include, exclude, follow, found
+        self.real_root = os.path.realpath(root)
+
+    def on_error(self, exc: OSError) -> None:
+        where = Path(exc.filename or self.root)
+        rel = where.relative_to(self.root).as_posix() if where.is_relative_to(self.root) else str(where)
+        self.found.errors.append((self.root, rel, exc.strerror or str(exc)))
+
+    def allowed(self, entry: os.DirEntry[str], relative: str) -> bool:
+        """False (and the link noted as skipped) for a link leaving the root, unless links are followed.
+
+        `DirEntry.is_symlink` comes from the directory listing: only links cost a system call.
+        """
+        if self.follow or not entry.is_symlink() or _inside(entry.path, self.real_root):
+            return True
+        self.found.skipped.append((self.root, relative, LEAVES_ROOT))
+        return False
+
+    def _list(self, dirpath: str) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
+        """A folder's visible entries as (folders, files), each sorted by name; links are followed."""
+        folders: list[os.DirEntry[str]] = []
+        files: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(dirpath) as listing:
+                entries = [e for e in listing if not e.name.startswith(".")]
+        except OSError as exc:
+            self.on_error(exc)
+            return [], []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False  # as os.walk: an entry that cannot be examined counts as a file
+            (folders if is_dir else files).append(entry)
+        return sorted(folders, key=lambda e: e.name), sorted(files, key=lambda e: e.name)
+
+    def run(self) -> None:
+        seen_dirs: set[str] = set()
+        stack: list[tuple[str, str]] = [(str(self.root), "")]
+        while stack:  # depth first, in name order, as os.walk(topdown=True) with sorted folders
+            dirpath, prefix = stack.pop()
+            real = os.path.realpath(dirpath)
+            if real in seen_dirs:  # a symlink back to a folder already walked: a loop or a duplicate
                 continue
-            if include and not include.matches(relative):
-                continue
-            found.files.append(WalkedFile(os.path.join(dirpath, name), root, relative))
+            seen_dirs.add(real)
+            folders, files = self._list(dirpath)
+            for entry in files:
+                relative = prefix + entry.name
+                if self.exclude.matches(relative) or (self.include and not self.include.matches(relative)):
+                    continue
+                if self.allowed(entry, relative):
+                    self.found.files.append(WalkedFile(entry.path, self.root, relative))
+            below = [
+                (entry.path, prefix + entry.name + "/")
+                for entry in folders
+                if not self.exclude.matches(prefix + entry.name) and self.allowed(entry, prefix + entry.name)
+            ]
+            stack.extend(reversed(below))
 
 
 def walk(
-    paths: Sequence[str | os.PathLike[str]], include: Iterable[str] = (), exclude: Iterable[str] = ()
+    paths: Sequence[str | os.PathLike[str]],
+    include: Iterable[str] = (),
+    exclude: Iterable[str] = (),
+    *,
+    follow_symlinks: bool = False,
 ) -> Walk:
     """The files under `paths`, in a deterministic order.
 
-    Each folder's files come sorted by `source`. Folders are walked following symbolic links, but
-    never into a folder already walked (so link loops end). Names starting with `.` (hidden files,
-    `.git`) are skipped. A file named directly is always taken, with its folder as root.
+    Each folder's files come sorted by `source`. Symbolic links that stay inside the folder are
+    followed, but never into a folder already walked (so link loops end); links whose target lies
+    outside it are skipped and listed in `Walk.skipped`, unless `follow_symlinks`. Names starting with
+    `.` (hidden files, `.git`) are skipped. A file named directly is always taken, with its folder as root.
 
     Raises:
         IngestError: a path that does not exist.
@@ -151,7 +209,7 @@ def walk(
         if path.is_dir():
             found.folder_roots.append(path)
             first = len(found.files)
-            _walk_folder(path, include_set, exclude_set, found)
+            _Folder(path, include_set, exclude_set, follow_symlinks, found).run()
             found.files[first:] = sorted(found.files[first:], key=lambda f: f.source)
         elif path.exists():
             found.files.append(WalkedFile(str(path), path.parent, path.name))

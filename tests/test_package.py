@@ -39,6 +39,7 @@ def test_exports_are_sorted_and_resolve() -> None:
 def test_public_names_are_pinned() -> None:
     assert stores.__all__ == ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
+    assert {"HomeLock", "HomeLockedError", "IngestPipeline", "Manifest", "walk"} <= set(ingest.__all__)
 
 
 def test_observability_and_eval_exports_are_pinned() -> None:

@@ -47,7 +47,10 @@ class Unit:
 
 @dataclass
 class ReadResult:
-    """What reading one file produced: its units, pages without a text layer, and warnings.
+    """What reading one file produced: its units, pages without a text layer, warnings, and errors.
+
+    `errors` name the parts of the file that could not be read (a JSON Lines line that is not JSON):
+    the units hold everything else, and the run reports the file with its errors and exits 1.
 
     Example:
         >>> r = ReadResult([], pages_without_text=2, warnings=["2 of 2 pages have no text layer (scanned?)"])
@@ -58,6 +61,7 @@ class ReadResult:
     units: list[Unit]
     pages_without_text: int = 0
     warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,16 @@
   that order (`"title,text"` for BEIR corpora, whose titles carry meaning). Missing, null or empty
   fields are left out; a record with no text at all is skipped and counted in one warning.
 - Id: `ReaderOptions.id_field` (`"_id"` for BEIR); a string or an integer. A record without it, or
-  with an id an earlier line already used, fails the file: ids are what the store keys on, and
+  with an id an earlier line already used, is a bad line (below): ids are what the store keys on, and
   guessing would merge or lose records.
 - Metadata: `ReaderOptions.metadata_fields`, or by default every other field whose value is a scalar
   or a list of scalars (plus `title`, even when it is a text field, unless empty); nested objects are
   flattened into dotted keys. `line` is the record's line
   number (1-based). A record's own `source` or `line` field is dropped: the reader sets those.
-- A line that is not valid JSON, or not a JSON object, fails the file with its line number: a corpus
-  with a broken line is better fixed than silently ingested without it. Blank lines are ignored.
+- A bad line (not valid JSON, not a JSON object, or a missing or repeated id) is left out and named,
+  with the file and its line number, in `ReadResult.errors`; every other record is read. The pipeline
+  reports the file with its errors and the run exits 1, so a broken line is never lost silently.
+  Blank lines are ignored.
 - Encoding: UTF-8 (a BOM is allowed), as the JSON Lines format requires.
 - Chunk offsets count in each record's own text (`char_offset` is 0): a record is its own document.
 
@@ -80,6 +82,17 @@ def _parse(line: bytes, where: str, source: str) -> dict[str, object] | None:
     return record
 
 
+def _checked_id(
+    record: Mapping[str, object], options: ReaderOptions, where: str, source: str, seen: Mapping[str, int]
+) -> str | None:
+    if not options.id_field:
+        return None
+    record_id = _record_id(record, options.id_field, where, source)
+    if record_id in seen:
+        raise IngestError(f"{where}: id {record_id!r} already used on line {seen[record_id]}", path=source)
+    return record_id
+
+
 def read_jsonl(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
     """A JSON Lines file as one unit per record (see the module docstring)."""
     if not options.text_fields:
@@ -91,16 +104,15 @@ def read_jsonl(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
         data = data[3:]
     for number, line in enumerate(data.split(b"\n"), start=1):
         where = f"{source!r} line {number}"
-        record = _parse(line, where, source)
-        if record is None:
+        try:
+            record = _parse(line, where, source)
+            if record is None:
+                continue
+            record_id = _checked_id(record, options, where, source, seen)
+        except IngestError as exc:
+            result.errors.append(str(exc))
             continue
-        record_id = None
-        if options.id_field:
-            record_id = _record_id(record, options.id_field, where, source)
-            if record_id in seen:
-                raise IngestError(
-                    f"{where}: id {record_id!r} already used on line {seen[record_id]}", path=source
-                )
+        if record_id is not None:
             seen[record_id] = number
         text = _text(record, options.text_fields)
         if not text:

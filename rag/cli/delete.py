@@ -22,30 +22,48 @@ def delete_matching(opened: OpenedStore, selection: Filter) -> tuple[int, int]:
     from ingest.manifest import Manifest
 
     matches = opened.store.get(filter=selection)
-    by_source: dict[str, set[str]] = defaultdict(set)
+    # Chunks are grouped by their file: (root label, path in the root); older chunks have no root.
+    by_source: dict[tuple[str | None, str], set[str]] = defaultdict(set)
     for doc in matches:
-        by_source[str(doc.metadata.get("source", ""))].add(doc.id)
+        root = doc.metadata.get("root")
+        by_source[(None if root is None else str(root), str(doc.metadata.get("source", "")))].add(doc.id)
     removed = opened.store.delete([doc.id for doc in matches]) if matches else 0
     if opened.flush is not None:
         opened.flush()
     with Manifest(opened.manifest_path) as manifest:
-        for source, ids in by_source.items():
-            entry = manifest.get(source)
-            if entry is None:
-                continue
-            if set(entry.chunk_ids) <= ids:
-                manifest.remove(source)
-            else:
-                manifest.forget_ids(source, ids)
+        for (root, source), ids in by_source.items():
+            for entry in manifest.find(source, root):
+                if set(entry.chunk_ids) <= ids:
+                    manifest.remove(entry.source)
+                else:
+                    manifest.forget_ids(entry.source, ids)
         manifest.commit()
     return removed, len(by_source)
+
+
+def _source_selection(opened: OpenedStore, source: str) -> Filter:
+    """The chunks of one source: a source id as `rag info` lists it (`docs/guide.md`: that root only),
+    else a path matched in every root."""
+    from ingest.manifest import Manifest
+
+    with Manifest(opened.manifest_path) as manifest:
+        entry = manifest.get(source)
+    if entry is None or entry.relative == entry.source:
+        return key("source") == source
+    scoped = (key("root") == entry.root) & (key("source") == entry.relative)
+    # Chunks written before roots were recorded carry no `root`: their path alone names them.
+    return scoped if opened.store.count(scoped) else key("source") == entry.relative
 
 
 @click.command("delete")
 @click.option(
     "--filter", "filter_text", metavar="EXPR", help="Delete the chunks matching this metadata filter."
 )
-@click.option("--source", metavar="PATH", help="Delete every chunk of this source (as `rag info` lists it).")
+@click.option(
+    "--source",
+    metavar="PATH",
+    help="Delete every chunk of this source: its id as `rag info` lists it (root/path), or a path.",
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @store_options()
 @common_options
@@ -60,24 +78,33 @@ def delete(
 ) -> None:
     """Delete chunks by metadata filter or by source; give exactly one of --filter and --source.
 
+    Waits while a `rag ingest` writes to the same home.
+
     \b
     Example:
         rag delete --source drafts/old.md --yes
         rag delete --filter "year < 2020"
     """
+    from ingest.lock import HomeLock
+
     if (filter_text is None) == (source is None):
         raise click.UsageError("give exactly one of --filter and --source")
-    selection = key("source") == source if source is not None else as_filter(filter_text)
-    assert selection is not None  # one of the two was given, checked above
-    opened = open_store(settings_from(ctx, store=store, collection=collection))
+    parsed = as_filter(filter_text) if filter_text is not None else None
+    settings = settings_from(ctx, store=store, collection=collection)
+    opened = open_store(settings)
+    # The store and the manifest change together: never beside a running `rag ingest` on this home.
+    lock = HomeLock(settings.home / "ingest.lock", on_wait=lambda m: click.echo(m, err=True))
     try:
-        count = opened.store.count(selection)
-        if count == 0:
-            click.echo("nothing matches; nothing deleted", err=True)
-            return
-        if not yes:
-            click.confirm(f"Delete {count} chunk(s) matching {str(selection)!r}?", abort=True, err=True)
-        removed, sources = delete_matching(opened, selection)
+        with lock:
+            selection = parsed if source is None else _source_selection(opened, source)
+            assert selection is not None  # one of the two was given, checked above
+            count = opened.store.count(selection)
+            if count == 0:
+                click.echo("nothing matches; nothing deleted", err=True)
+                return
+            if not yes:
+                click.confirm(f"Delete {count} chunk(s) matching {str(selection)!r}?", abort=True, err=True)
+            removed, sources = delete_matching(opened, selection)
     finally:
         opened.close()
     click.echo(f"deleted {removed} chunk(s) from {sources} source(s)")

@@ -14,11 +14,16 @@ __all__ = ["describe", "info"]
 
 
 def describe(opened: OpenedStore) -> dict[str, Any]:
-    """The store's collection, location, size, model and sources (from the ingestion manifest)."""
+    """The store's collection, location, size, model, roots and sources (from the ingestion manifest).
+
+    `roots` maps each root's label to its folder; `sources` maps each source id (`label/path`) to its
+    number of chunks.
+    """
     from ingest.manifest import Manifest
 
     with Manifest(opened.manifest_path) as manifest:
         sources = {source: len(entry.chunk_ids) for source, entry in manifest.entries().items()}
+        roots = manifest.roots()
     settings, record = opened.settings, opened.record
     return {
         "store": settings.store,
@@ -30,6 +35,7 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
         "dimensions": record.dimensions,
         "chunk_size": record.chunk_size,
         "chunk_overlap": record.chunk_overlap,
+        "roots": roots,
         "sources": sources,
     }
 
@@ -40,7 +46,10 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
 @common_options
 @click.pass_context
 def info(ctx: click.Context, store: str | None, collection: str | None, as_json: bool) -> None:
-    """Show the collection, its chunk count, embedding model and ingested sources.
+    """Show the collection, its chunk count, embedding model, roots and ingested sources.
+
+    Sources are listed by identity: the label of the root they were ingested from, then their path
+    in it (`docs/guide/install.md`); each root's folder is listed under `roots`.
 
     \b
     Example:
@@ -59,6 +68,9 @@ def info(ctx: click.Context, store: str | None, collection: str | None, as_json:
     size, overlap = (("default" if facts[k] is None else facts[k]) for k in ("chunk_size", "chunk_overlap"))
     chunking = f"size {size}, overlap {overlap}"
     click.echo(f"{'chunking:':<17}{chunking}")
+    click.echo(f"{'roots:':<17}{len(facts['roots'])}")
+    for label, path in facts["roots"].items():
+        click.echo(f"  {label}  {path}")
     click.echo(f"{'sources:':<17}{len(facts['sources'])}")
     for source, chunks in facts["sources"].items():
         click.echo(f"  {source}  ({chunks} chunk{'' if chunks == 1 else 's'})")

@@ -47,14 +47,35 @@ def make_splitter(model: EmbeddingModel, chunk_size: int | None, chunk_overlap: 
     return RecursiveSplitter(size, overlap, counter)
 
 
-def _print_report(report: Any, as_json: bool) -> None:
+def _print_report(report: Any, as_json: bool, verbose: bool) -> None:
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
         return
     for file in report.files:
-        if file.status != "unchanged":
-            click.echo(file.line())
+        if file.status != "unchanged" or file.errors or (verbose and file.warnings):
+            click.echo(file.line(verbose=verbose))
     click.echo(report.summary())
+
+
+def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...]) -> None:
+    """Warnings on stderr, and exit 1 when a file failed, lost a part, or nothing could be read."""
+    if report.truncated_chunks:
+        click.echo(f"warning: {report.truncated_chunks} chunk(s) were cut to fit the model's input", err=True)
+    skipped = report.skipped_by_type()
+    failed = report.counts["failed"]
+    if not report.read_anything:
+        where = ", ".join(repr(str(p)) for p in paths)
+        why = "; ".join(([f"{failed} file(s) failed"] if failed else []) + ([skipped] if skipped else []))
+        click.echo(f"error: nothing could be read from {where}: {why or 'no files found'}", err=True)
+        ctx.exit(1)
+    if skipped:
+        click.echo(f"warning: {skipped}", err=True)
+    if not report.ok:
+        partial = sum(1 for f in report.files if f.errors and f.status != "failed")
+        parts = [f"{failed} file(s) failed"] if failed else []
+        parts += [f"{partial} file(s) had parts that could not be read"] if partial else []
+        click.echo(f"error: {'; '.join(parts)}; see the report above", err=True)
+        ctx.exit(1)
 
 
 @click.command("ingest")
@@ -79,12 +100,25 @@ def _print_report(report: Any, as_json: bool) -> None:
     "--meta", multiple=True, metavar="KEY=VALUE", help="Metadata added to every chunk (repeatable)."
 )
 @click.option("--no-prune", is_flag=True, help="Keep the chunks of files that were deleted.")
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Follow symbolic links that lead outside the folder (skipped and reported by default).",
+)
 @click.option("--pdf-password", help="Password for encrypted PDFs (the empty one is always tried).")
 @click.option(
     "--text-field", default="text", show_default=True, help="JSON Lines text field(s), comma-separated."
 )
 @click.option("--id-field", help="JSON Lines record id field, e.g. _id.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--lock-timeout",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="How long to wait for another ingestion into the same home (default: as long as it takes; "
+    "0: do not wait).",
+)
+@click.option("--verbose", "-v", is_flag=True, help="List each file's warnings (a repaired PDF, ...).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (warnings included).")
 @common_options
 @click.pass_context
 def ingest(
@@ -99,22 +133,31 @@ def ingest(
     exclude: tuple[str, ...],
     meta: tuple[str, ...],
     no_prune: bool,
+    follow_symlinks: bool,
     pdf_password: str | None,
     text_field: str,
     id_field: str | None,
+    lock_timeout: float | None,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     """Ingest files and folders into the store; only what changed since the last run is embedded.
 
-    Exits 1 when any file failed (the others are ingested all the same).
+    Each folder given becomes a root, and a file's identity is the root's label plus its path in the
+    root (`docs/guide/install.md`): two folders never replace each other's files, and a file reached
+    through a folder or given directly is one source. Files deleted from a folder are removed from
+    the store (only within the folders given). Symbolic links leading outside a folder are skipped
+    unless --follow-symlinks. One run at a time writes a home: a second one waits (--lock-timeout).
+
+    Exits 1 when any file failed or had unreadable parts (a bad JSON Lines line; the rest of the file
+    is ingested), or when nothing at all could be read; skipped files are counted by type.
 
     \b
     Example:
         rag ingest docs/ --exclude 'drafts/**' --meta project=atlas
         rag ingest corpus.jsonl --text-field title,text --id-field _id --store numpy
     """
-    from ingest.pipeline import IngestPipeline
-    from ingest.progress import TerminalProgress
+    from ingest.lock import HomeLock
     from ingest.readers import ReaderOptions
 
     extra = parse_meta(meta)
@@ -126,30 +169,47 @@ def ingest(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
     )
-    opened = open_store(settings, create=True)
-    try:
-        splitter = make_splitter(
-            opened.store.embedding, opened.record.chunk_size, opened.record.chunk_overlap
-        )
-        pipeline = IngestPipeline(
-            opened.store,
-            splitter,
-            manifest=opened.manifest_path,
-            flush=opened.flush,
-            reader_options=ReaderOptions(pdf_password=pdf_password, text_field=text_field, id_field=id_field),
-            extra_metadata=extra,
-            on_progress=TerminalProgress(),
-        )
+    options = ReaderOptions(pdf_password=pdf_password, text_field=text_field, id_field=id_field)
+    wait = HomeLock(
+        settings.home / "ingest.lock", timeout_s=lock_timeout, on_wait=lambda m: click.echo(m, err=True)
+    )
+    with wait:
+        opened = open_store(settings, create=True)
         try:
-            report = pipeline.run(paths, include=include, exclude=exclude, prune=not no_prune)
+            report = _run(opened, options, extra, paths, include, exclude, not no_prune, follow_symlinks)
         finally:
-            pipeline.manifest.close()
+            opened.close()
+    _print_report(report, as_json, verbose)
+    _finish(ctx, report, paths)
+
+
+def _run(
+    opened: Any,
+    options: Any,
+    extra: dict[str, MetadataValue],
+    paths: tuple[Path, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    prune: bool,
+    follow_symlinks: bool,
+) -> Any:
+    """One pipeline run on an opened store (the home's lock is held)."""
+    from ingest.pipeline import IngestPipeline
+    from ingest.progress import TerminalProgress
+
+    splitter = make_splitter(opened.store.embedding, opened.record.chunk_size, opened.record.chunk_overlap)
+    pipeline = IngestPipeline(
+        opened.store,
+        splitter,
+        manifest=opened.manifest_path,
+        flush=opened.flush,
+        reader_options=options,
+        extra_metadata=extra,
+        on_progress=TerminalProgress(),
+    )
+    try:
+        return pipeline.run(
+            paths, include=include, exclude=exclude, prune=prune, follow_symlinks=follow_symlinks
+        )
     finally:
-        opened.close()
-    _print_report(report, as_json)
-    if report.truncated_chunks:
-        click.echo(f"warning: {report.truncated_chunks} chunk(s) were cut to fit the model's input", err=True)
-    if not report.ok:
-        failed = report.counts["failed"]
-        click.echo(f"error: {failed} file(s) failed; see the report above", err=True)
-        ctx.exit(1)
+        pipeline.manifest.close()

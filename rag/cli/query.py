@@ -16,7 +16,7 @@ from rag.cli._options import search_options, store_options, threshold_and_filter
 from rag.documents import Document
 from rag.observability.steps import traced_search
 
-__all__ = ["query", "snippet"]
+__all__ = ["query", "snippet", "source_label"]
 
 
 def snippet(text: str, width: int = 100) -> str:
@@ -30,12 +30,23 @@ def _page(doc: Document) -> str:
     return "-" if page is None else str(page)
 
 
+def source_label(doc: Document) -> str:
+    """A hit's source identity: `root/source` (the root's label, then the path in it), or `source`
+    alone for chunks ingested before roots were recorded."""
+    source, root = doc.metadata.get("source"), doc.metadata.get("root")
+    if source is None:
+        return "-"
+    return f"{root}/{source}" if root else str(source)
+
+
 def _as_dict(rank: int, doc: Document) -> dict[str, Any]:
     return {
         "rank": rank,
         "score": doc.score,
         "id": doc.id,
         "source": doc.metadata.get("source"),
+        "root": doc.metadata.get("root"),
+        "source_id": source_label(doc),
         "page": doc.metadata.get("page"),
         "text": doc.text,
         "metadata": doc.metadata,
@@ -73,6 +84,9 @@ def query(
 ) -> None:
     """Show the chunks most similar to TEXT: rank, score, source, page and a snippet.
 
+    The source column is the file's identity, `root/path` (filter on `source` for the path and
+    `root` for the root's label).
+
     \b
     Example:
         rag query "how do I rotate the keys?" --top-k 5 --filter "source == 'guide.md'"
@@ -103,6 +117,4 @@ def query(
         return
     for rank, doc in enumerate(hits, 1):
         score = f"{doc.score:.3f}" if doc.score is not None else "-"
-        click.echo(
-            f"{rank:>3}  {score}  {doc.metadata.get('source', '-')}  p.{_page(doc)}  {snippet(doc.text)}"
-        )
+        click.echo(f"{rank:>3}  {score}  {source_label(doc)}  p.{_page(doc)}  {snippet(doc.text)}")

@@ -45,20 +45,21 @@ def test_ingest_query_info_delete(cli: RunCli, docs: Path, store: str) -> None:
         and rows[0]["metadata"]["project"] == "beacon"
     )
     table = cli("query", "brass bolts", "--store", store, "--filter", "source == 'guide/install.md'")
-    assert table.exit_code == 0 and table.stdout.splitlines()[0].split()[:4][2] == "guide/install.md"
+    assert table.exit_code == 0 and table.stdout.splitlines()[0].split()[:4][2] == "docs/guide/install.md"
 
     info = as_json(cli("info", "--store", store, "--json"))
     assert info["collection"] == "rag" and info["store"] == store and info["embedder"] == "hashing"
     assert info["count"] == report["chunks_written"] and set(info["sources"]) == {
-        "guide/install.md",
-        "keepers.txt",
-        "tides.md",
+        "docs/guide/install.md",
+        "docs/keepers.txt",
+        "docs/tides.md",
     }
+    assert info["roots"] == {"docs": os.path.realpath(docs)}
 
-    gone = cli("delete", "--store", store, "--source", "tides.md", "--yes")
+    gone = cli("delete", "--store", store, "--source", "docs/tides.md", "--yes")
     assert gone.exit_code == 0 and "deleted 1 chunk(s) from 1 source(s)" in gone.stdout
     info = as_json(cli("info", "--store", store, "--json"))
-    assert "tides.md" not in info["sources"] and info["count"] == report["chunks_written"] - 1
+    assert "docs/tides.md" not in info["sources"] and info["count"] == report["chunks_written"] - 1
     # The manifest forgot it, so the next ingest restores it.
     restored = as_json(cli("ingest", docs, "--store", store, "--meta", "project=beacon", "--json"))
     assert restored["files"]["new"] == 1 and restored["chunks_written"] == 1

@@ -113,8 +113,10 @@ def rotated_pdf(text: str, degrees: int = 90) -> bytes:
 
 
 def damaged_pdf(kind: str = "truncated") -> bytes:
-    """A broken PDF: `truncated` (cut mid-file), `garbage` (a header and noise), `empty` (0 bytes), or
-    `bad-xref` (a wrong cross-reference offset, which pypdf repairs, logging a warning).
+    """A broken PDF: `truncated` (cut mid-file), `garbage` (a header and noise), `empty` (0 bytes),
+    `bad-xref` (a wrong cross-reference offset, which pypdf repairs, logging a warning), or `lost-xref`
+    (30 readable pages whose cross-reference entries all say "free": pypdf finds each object by
+    scanning the file and logs "Object N 0 found" for every one, about 90 warnings).
     """
     if kind == "truncated":
         data = text_pdf(["This file will be cut in half."] * 3)
@@ -126,4 +128,8 @@ def damaged_pdf(kind: str = "truncated") -> bytes:
     if kind == "bad-xref":
         data = text_pdf(["Readable after repair."])
         return data[: data.rindex(b"startxref")] + b"startxref\n999\n%%EOF\n"
+    if kind == "lost-xref":
+        data = text_pdf([f"Page {n} of the lantern log." for n in range(1, 31)])
+        start, end = data.rindex(b"\nxref\n"), data.rindex(b"trailer")
+        return data[:start] + data[start:end].replace(b" 00000 n", b" 00000 f") + data[end:]
     raise ValueError(f"unknown kind of damage: {kind!r}")

@@ -265,7 +265,8 @@ def test_metadata_ids_progress_and_single_file(tmp_path: Path) -> None:
     assert meta["source"] == "guide.md" and meta["project"] == "atlas" and meta["year"] == 2024
     assert {"chunk_index", "char_start", "char_end"} <= meta.keys() and meta.get("section") == "Install"
     first = min(docs, key=lambda d: d.metadata["chunk_index"])
-    assert first.id == chunk_id("guide.md", 0, first.text, bench.splitter.settings_key)
+    assert meta["root"] == "docs"  # the folder of a file given directly is its root
+    assert first.id == chunk_id("docs/guide.md", 0, first.text, bench.splitter.settings_key)
     assert events[0].phase == "start" and events[-1].phase == "done"
     assert events[-1].files_done == events[-1].files_total == 1
     with pytest.raises(Exception, match="'source' is set by the pipeline"):
@@ -287,6 +288,25 @@ def test_jsonl_records_keep_their_ids_when_another_record_changes(tmp_path: Path
     report = pipeline.run([bench.docs])
     assert report.counts["changed"] == 1 and report.chunks_embedded == 1 and len(store.deleted) == 1
     assert store.count() == 5
+
+
+def test_jsonl_with_only_bad_lines_fails_and_a_partly_bad_one_is_read_again(tmp_path: Path) -> None:
+    bench = Bench(tmp_path, "numpy")
+    bench.write("broken.jsonl", '{"text": \n[1]\n')
+    bench.write("partial.jsonl", '{"text": "A good record about lamps."}\nnot json\n')
+    pipeline, store = bench.pipeline()
+    report = pipeline.run([bench.docs])
+    by_source = {r.source: r for r in report.files}
+    assert by_source["broken.jsonl"].status == "failed" and len(by_source["broken.jsonl"].errors) == 2
+    assert "'broken.jsonl' line 1: invalid JSON" in (by_source["broken.jsonl"].reason or "")
+    assert by_source["partial.jsonl"].status == "new" and by_source["partial.jsonl"].chunks == 1
+    assert by_source["partial.jsonl"].errors == [
+        "'partial.jsonl' line 2: invalid JSON: Expecting value: line 1 column 1 (char 0)"
+    ]
+    assert not report.ok and store.count() == 1
+    pipeline, store = bench.pipeline()
+    again = {r.source: r for r in pipeline.run([bench.docs]).files}
+    assert again["partial.jsonl"].errors and again["partial.jsonl"].embedded == 0 and store.added == 0
 
 
 def test_hard_kill_of_a_saving_store_loses_only_the_last_checkpoint(tmp_path: Path) -> None:

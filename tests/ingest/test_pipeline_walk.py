@@ -10,7 +10,7 @@ import pytest
 from ingest.manifest import Manifest, ManifestEntry
 from ingest.progress import ProgressEvent, TerminalProgress
 from ingest.report import FileReport, IngestReport
-from ingest.walk import GlobSet, walk
+from ingest.walk import LEAVES_ROOT, GlobSet, walk
 from rag.errors import IngestError
 
 
@@ -51,12 +51,25 @@ def test_glob_set_semantics() -> None:
     assert not GlobSet([])
 
 
-def test_walk_survives_symlink_loops_and_follows_links(tmp_path: Path) -> None:
+def test_walk_survives_symlink_loops_and_follows_links_on_request(tmp_path: Path) -> None:
     _tree(tmp_path, ["docs/a.md", "docs/sub/b.md", "elsewhere/c.md"])
     os.symlink(tmp_path / "docs", tmp_path / "docs" / "sub" / "loop")  # points back up: a loop
     os.symlink(tmp_path / "elsewhere", tmp_path / "docs" / "linked")
-    sources = [f.source for f in walk([tmp_path / "docs"]).files]
+    sources = [f.source for f in walk([tmp_path / "docs"], follow_symlinks=True).files]
     assert sources == ["a.md", "linked/c.md", "sub/b.md"]
+
+
+def test_walk_skips_links_that_leave_the_root(tmp_path: Path) -> None:
+    _tree(tmp_path, ["docs/a.md", "docs/inner/b.md", "elsewhere/c.md", "secret/id_rsa.txt"])
+    docs = tmp_path / "docs"
+    os.symlink(tmp_path / "elsewhere", docs / "linked")  # a folder outside
+    os.symlink(tmp_path / "secret" / "id_rsa.txt", docs / "key.txt")  # a file outside
+    os.symlink(docs / "inner" / "b.md", docs / "alias.md")  # a file inside: kept
+    os.symlink(docs / "inner", docs / "sub")  # a folder inside: already walked as inner/
+    found = walk([docs])
+    assert [f.source for f in found.files] == ["a.md", "alias.md", "inner/b.md"]
+    assert sorted(source for _, source, _ in found.skipped) == ["key.txt", "linked"]
+    assert all("outside the folder" in reason for _, _, reason in found.skipped)
 
 
 def test_walk_single_file_and_missing_path(tmp_path: Path) -> None:
@@ -109,6 +122,33 @@ def test_report_counts_json_and_lines() -> None:
     assert report.files[2].line() == "failed    bad.pdf  damaged"
     assert "2 page(s) without text" in report.files[1].line()
     assert "files: 2 new" in report.summary()
+
+
+def test_report_counts_warnings_names_errors_and_skipped_types() -> None:
+    report = IngestReport()
+    noisy = FileReport(
+        "log.pdf", "new", chunks=2, root="docs", warnings=[f"pypdf: Object {n} 0 found" for n in range(90)]
+    )
+    partial = FileReport("c.jsonl", "new", chunks=3, root="docs", errors=["'c.jsonl' line 2: invalid JSON"])
+    report.add(noisy)
+    report.add(partial)
+    for name in ("a.png", "b.PNG", "c.docx", "Makefile"):
+        report.add(FileReport(name, "skipped", reason="unsupported file type", root="docs"))
+    report.add(FileReport("key.txt", "skipped", reason=LEAVES_ROOT, root="docs"))
+    assert noisy.line() == "new       docs/log.pdf  (2 chunks); 90 warnings (see --verbose)"
+    verbose = noisy.line(verbose=True).splitlines()
+    assert len(verbose) == 91 and verbose[1] == "    warning: pypdf: Object 0 0 found"
+    assert partial.line() == "new       docs/c.jsonl  (3 chunks); 1 error: 'c.jsonl' line 2: invalid JSON"
+    assert not report.ok and report.read_anything
+    assert report.skipped_by_type() == (
+        "skipped 5 files: .png x2, (no suffix) x1, .docx x1, link outside the folder x1"
+    )
+    data = report.to_dict()
+    assert (
+        data["details"][1]["errors"] == partial.errors and data["details"][0]["source_id"] == "docs/log.pdf"
+    )
+    assert data["skipped_by_type"] == report.skipped_by_type()
+    assert IngestReport().skipped_by_type() is None and not IngestReport().read_anything
 
 
 class _Tty:

@@ -53,24 +53,28 @@ def test_chosen_metadata_fields_only(read: Read) -> None:
     assert [u.id for u in result.units] == [None, None]
 
 
-def test_bad_json_names_the_line(read: Read) -> None:
-    data = _lines({"text": "ok"}) + "\n" + '{"text": "broken\n'
-    with pytest.raises(IngestError, match=r"'bad\.jsonl' line 3: invalid JSON") as info:
-        read("bad.jsonl", data)
-    assert info.value.path == "bad.jsonl"
+def test_bad_json_line_is_named_and_the_rest_is_read(read: Read) -> None:
+    data = _lines({"text": "ok"}) + "\n" + '{"text": "broken\n' + _lines({"text": "after"})
+    result = read("bad.jsonl", data)
+    assert [(u.text, u.metadata["line"]) for u in result.units] == [("ok", 1), ("after", 4)]
+    assert len(result.errors) == 1
+    assert result.errors[0].startswith("'bad.jsonl' line 3: invalid JSON")
 
 
-def test_a_record_that_is_not_an_object_fails(read: Read) -> None:
-    with pytest.raises(IngestError, match="line 1: expected a JSON object, got list"):
-        read("list.jsonl", "[1, 2]\n")
+def test_a_record_that_is_not_an_object_is_a_bad_line(read: Read) -> None:
+    result = read("list.jsonl", '[1, 2]\n{"text": "kept"}\n')
+    assert [u.text for u in result.units] == ["kept"]
+    assert result.errors == ["'list.jsonl' line 1: expected a JSON object, got list"]
 
 
-def test_missing_and_duplicate_ids_fail(read: Read) -> None:
-    with pytest.raises(IngestError, match=r"line 2: id field '_id' is missing"):
-        read("ids.jsonl", _lines({"_id": "a", "text": "x"}, {"text": "y"}), id_field="_id")
-    with pytest.raises(IngestError, match=r"line 3: id 'a' already used on line 1"):
-        records = _lines({"_id": "a", "text": "x"}, {"_id": "b", "text": "y"}, {"_id": "a", "text": "z"})
-        read("ids.jsonl", records, id_field="_id")
+def test_missing_and_duplicate_ids_are_bad_lines(read: Read) -> None:
+    result = read("ids.jsonl", _lines({"_id": "a", "text": "x"}, {"text": "y"}), id_field="_id")
+    assert [u.id for u in result.units] == ["a"]
+    assert len(result.errors) == 1 and "line 2: id field '_id' is missing" in result.errors[0]
+    records = _lines({"_id": "a", "text": "x"}, {"_id": "b", "text": "y"}, {"_id": "a", "text": "z"})
+    result = read("ids.jsonl", records, id_field="_id")
+    assert [(u.id, u.text) for u in result.units] == [("a", "x"), ("b", "y")]
+    assert result.errors == ["'ids.jsonl' line 3: id 'a' already used on line 1"]
 
 
 def test_records_without_text_are_skipped_with_one_warning(read: Read) -> None:
