@@ -4,16 +4,22 @@
 waiting with exponential backoff and jitter, or as long as the server's `Retry-After` asks (capped). It is
 used for whole requests and for opening streams; a stream that has already produced data is never re-sent.
 
-The API key lives in a `Secret`, whose repr hides it; error messages carry the URL, status and a truncated
-body, never request headers, and any echo of the key in a body is masked.
+`send_within` runs the retries and the reading of the body under one deadline (see rag.deadline), so
+`timeout` bounds the whole call however the server trickles its bytes.
+
+The API key lives in a `Secret`, whose repr hides it; error messages carry the URL (credentials masked),
+status and a truncated body, never request headers, and any echo of the key in a body is masked, near-copies
+included (see rag.redaction).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,10 +29,13 @@ from typing import Protocol
 
 import httpx
 
+from rag.deadline import Cutter, Deadline, DeadlineExceeded, run_within
 from rag.errors import InvalidRequestError, RagError
+from rag.redaction import Redactor, split_credentials
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
+    "Endpoint",
     "ErrorFactory",
     "RetryPolicy",
     "Secret",
@@ -36,6 +45,7 @@ __all__ = [
     "redact",
     "resolve_openai_endpoint",
     "send_with_retries",
+    "send_within",
 ]
 
 logger = logging.getLogger("rag.http")
@@ -75,17 +85,60 @@ def resolve_openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[
     """
     url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
     if not url.startswith(("http://", "https://")):
-        raise InvalidRequestError(f"base URL must start with http:// or https://, got {url!r}")
+        # Credentials before an "@" and a query string may hold a key: never quote them.
+        shown = re.sub(r"^[^/@]*@", "***@", url.split("?", 1)[0]) + ("?***" if "?" in url else "")
+        raise InvalidRequestError(f"base URL must start with http:// or https://, got {shown!r}")
     key = api_key or os.environ.get("OPENAI_API_KEY") or None
-    return url.rstrip("/"), Secret(key) if key else None
+    return (url if "?" in url else url.rstrip("/")), Secret(key) if key else None
+
+
+class Endpoint:
+    """An OpenAI-compatible base URL with its credentials: where to send, what to show, what to mask.
+
+    The key is sent as `Authorization: Bearer`. User info in the URL (`https://user:pw@host/v1`) is taken
+    out of the URL and sent as HTTP Basic auth instead, unless there is a key, which wins. A query string
+    (`?api-key=...&api-version=...`) stays on every request. `shown` masks all credentials.
+
+    Example:
+        >>> endpoint = Endpoint("https://proxy.example/v1?api-key=k-77", api_key="sk-1")
+        >>> endpoint.shown, str(endpoint.url("embeddings")), endpoint
+        ('https://proxy.example/v1?api-key=***', 'https://proxy.example/v1/embeddings?api-key=k-77', Endpoint('https://proxy.example/v1?api-key=***'))
+    """
+
+    def __init__(self, base_url: str | None, api_key: str | None) -> None:
+        url, self.api_key = resolve_openai_endpoint(base_url, api_key)
+        try:
+            self._credentials = split_credentials(url)
+        except httpx.InvalidURL as exc:
+            raise InvalidRequestError(f"the base URL is not a valid URL ({type(exc).__name__})") from None
+        key = [self.api_key.reveal()] if self.api_key is not None else []
+        self.redactor = Redactor([*key, *self._credentials.secrets])
+        self.shown = self._credentials.shown
+
+    def url(self, path: str) -> httpx.URL:
+        return self._credentials.endpoint(path)
+
+    def show(self, path: str) -> str:
+        """The URL of `path` to show in messages: credentials masked, query string left out."""
+        return self.shown.split("?", 1)[0].rstrip("/") + "/" + path
+
+    def headers(self) -> dict[str, str]:
+        """The `Authorization` header, if there are credentials."""
+        if self.api_key is not None:
+            return {"Authorization": f"Bearer {self.api_key.reveal()}"}
+        user, password = self._credentials.username, self._credentials.password
+        if user or password:
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            return {"Authorization": f"Basic {token}"}
+        return {}
+
+    def __repr__(self) -> str:
+        return f"Endpoint({self.shown!r})"
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
-    """`text` with every occurrence of each non-empty secret replaced by `***`."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """`text` with each non-empty secret and its near-copies replaced by `***` (see `Redactor`)."""
+    return Redactor(secrets)(text)
 
 
 def is_retryable_status(status_code: int) -> bool:
@@ -176,13 +229,15 @@ def error_from_response(
     error: ErrorFactory,
     secrets: Sequence[str] = (),
     attempts: int = 1,
+    redactor: Redactor | None = None,
 ) -> RagError:
     """An error naming the status and the server's message; the (masked, truncated) body is attached."""
     try:
         body = response.read().decode("utf-8", errors="replace")
     except httpx.HTTPError:
         body = ""
-    body = redact(body, secrets)[:BODY_LIMIT]
+    # Cut before masking (a huge body would be slow to scan), with room for a key that straddles the cut.
+    body = (redactor or Redactor(secrets))(body[: BODY_LIMIT + 200])[:BODY_LIMIT]
     detail = _error_detail(body)
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     reason = f" {response.reason_phrase}" if response.reason_phrase else ""
@@ -211,43 +266,103 @@ def send_with_retries(
     what: str,
     error: ErrorFactory,
     secrets: Sequence[str] = (),
+    deadline: Deadline | None = None,
+    redactor: Redactor | None = None,
 ) -> httpx.Response:
     """The first successful (< 400) response of `send()`, retrying as `policy` allows.
 
     `send` must produce a fresh request each time (it may open a stream). Error responses are read and
-    closed here.
+    closed here. With a `deadline`, no retry starts (or waits) past it.
 
     Raises:
         RagError: from `error`, with status and body for HTTP errors, or wrapping the last transport error.
     """
+    mask = redactor if redactor is not None else Redactor(secrets)
     attempts = policy.max_retries + 1
     for attempt in range(1, attempts + 1):
         last = attempt == attempts
         try:
             response = send()
         except httpx.UnsupportedProtocol as exc:
-            raise error(redact(f"{what} failed: {exc}", secrets)) from exc
+            raise error(mask(f"{what} failed: {exc}")) from exc
         except httpx.TransportError as exc:
             problem = _describe_transport_error(exc)
             if last:
                 tries = f" after {attempts} attempts" if attempts > 1 else ""
-                raise error(redact(f"{what} failed{tries}: {problem}", secrets)) from exc
+                raise error(mask(f"{what} failed{tries}: {problem}")) from exc
             wait = policy.delay(attempt, None)
         else:
             if response.status_code < 400:
                 return response
-            if last or not is_retryable_status(response.status_code):
+            wait = policy.delay(attempt, response)
+            late = deadline is not None and wait >= deadline.remaining()
+            if last or late or not is_retryable_status(response.status_code):
                 failure = error_from_response(
-                    response, what=what, error=error, secrets=secrets, attempts=attempt
+                    response, what=what, error=error, attempts=attempt, redactor=mask
                 )
                 response.close()
+                if late and not last and is_retryable_status(response.status_code):
+                    failure.args = (f"{failure} (no retry: the next one would end past the timeout)",)
                 raise failure
             problem = f"HTTP {response.status_code}"
-            wait = policy.delay(attempt, response)
             response.close()
+        if deadline is not None and wait >= deadline.remaining():
+            raise error(mask(f"{what} failed: {problem}; no retry: the next one would end past the timeout"))
         logger.info("%s: %s; retry %d of %d in %.2f s", what, problem, attempt, policy.max_retries, wait)
         policy.sleep(wait)
     raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+
+def send_within(
+    client: httpx.Client,
+    build: Callable[[], httpx.Request],
+    *,
+    timeout: float,
+    policy: RetryPolicy,
+    what: str,
+    error: ErrorFactory,
+    redactor: Redactor,
+) -> httpx.Response:
+    """Send `build()` with retries and read the whole body, all within `timeout` seconds.
+
+    The response is returned read and closed. Each attempt's httpx timeout is the time left, so a silent
+    server fails as a plain timeout; a server that keeps sending a trickle of bytes is cut off at the
+    deadline.
+
+    Raises:
+        RagError: from `error`: HTTP and transport errors as `send_with_retries`, and the deadline passing.
+    """
+    deadline = Deadline(timeout)
+    cutter = Cutter()
+
+    def send() -> httpx.Response:
+        if cutter.cut or deadline.expired():
+            raise httpx.ReadTimeout("the call's deadline passed")
+        request = build()
+        request.extensions["timeout"] = httpx.Timeout(max(deadline.remaining(), 0.001)).as_dict()
+        request.extensions["trace"] = cutter.trace
+        response = client.send(request, stream=True)
+        cutter.watch(response)
+        return response
+
+    def work() -> httpx.Response:
+        response = send_with_retries(
+            send, policy=policy, what=what, error=error, deadline=deadline, redactor=redactor
+        )
+        try:
+            response.read()
+        except httpx.TimeoutException as exc:
+            raise error(redactor(f"{what} failed: timed out ({type(exc).__name__})")) from exc
+        except httpx.HTTPError as exc:
+            raise error(redactor(f"{what} failed while reading the reply: {type(exc).__name__}")) from exc
+        finally:
+            response.close()
+        return response
+
+    try:
+        return run_within(work, deadline, cutter)
+    except DeadlineExceeded:
+        raise error(f"{what} did not finish within its {timeout:g} s timeout (retries included)") from None
 
 
 def _describe_transport_error(exc: httpx.TransportError) -> str:

@@ -1,0 +1,201 @@
+"""Keeping credentials out of messages: the API key, its near-copies, and secrets in a base URL.
+
+A server or proxy may quote what it received: the `Authorization` header verbatim, URL-encoded, base64
+encoded (HTTP Basic), or cut short. `Redactor` masks all of these: besides each secret and its encodings,
+any run of `FRAGMENT` or more characters of one (or of its base64 form at any byte alignment) becomes
+`***`, so a truncated copy is caught too. Secrets shorter than `MIN_FRAGMENT_SECRET` are only masked
+whole, since short runs of them occur in ordinary text.
+
+`split_credentials` takes a base URL apart into the URL to send requests to (user info removed, query kept),
+the credentials it carried, and a form safe to show (`https://***@host/v1?api-key=***`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import weakref
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import quote, quote_plus
+
+import httpx
+
+__all__ = [
+    "FRAGMENT",
+    "MIN_FRAGMENT_SECRET",
+    "Credentials",
+    "Redactor",
+    "masked_errors",
+    "split_credentials",
+]
+
+FRAGMENT = 8
+"""A run of this many characters of a secret (or of its encodings) counts as a copy of it."""
+MIN_FRAGMENT_SECRET = 16
+"""Secrets at least this long are also masked by fragment; shorter ones only whole."""
+MASK = "***"
+
+_SECRET_PARAM = re.compile(r"key|token|secret|sig|auth|pass|pwd|credential", re.IGNORECASE)
+"""Query parameters whose value is a credential (`api-key`, `access_token`, `sig`...)."""
+
+
+def _base64_cores(raw: bytes) -> list[str]:
+    """The characters of base64 text that encode `raw` alone, at each of the three byte alignments.
+
+    Inside a longer encoded header (`user:key`, `Bearer key`) the secret starts at any offset mod 3; the
+    first and last characters mix in neighbouring bytes, so only the part in between is fixed.
+    """
+    cores = []
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        for shift in range(3):
+            text = encode(b"\0" * shift + raw).decode().rstrip("=")
+            start = -(-shift * 8 // 6)
+            end = (shift + len(raw)) * 8 // 6
+            cores.append(text[start:end])
+    return cores
+
+
+def _variants(secret: str) -> set[str]:
+    raw = secret.encode()
+    forms = {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1], raw.hex()}
+    forms.update(_base64_cores(raw))
+    return {form for form in forms if form}
+
+
+class Redactor:
+    """Masks secrets and their near-copies in text; callable.
+
+    Example:
+        >>> redact = Redactor(["sk-0123456789abcdefXYZ"])
+        >>> redact("echo: Bearer sk-0123456789abcdefXYZ, cut: sk-0123456789a...")
+        'echo: Bearer ***, cut: ***...'
+        >>> redact
+        Redactor(1 secret)
+    """
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        kept = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._count = len(kept)
+        self._whole: list[str] = []
+        self._grams: set[str] = set()
+        for secret in kept:
+            for form in _variants(secret):
+                if len(secret) >= MIN_FRAGMENT_SECRET and len(form) >= FRAGMENT:
+                    self._grams.update(form[i : i + FRAGMENT] for i in range(len(form) - FRAGMENT + 1))
+                else:
+                    self._whole.append(form)
+        self._whole.sort(key=len, reverse=True)
+        _LOG_FILTER.redactors.add(self)
+
+    def __call__(self, text: str) -> str:
+        if not self._count or not text:
+            return text
+        marked = bytearray(len(text))
+        for form in self._whole:
+            start = text.find(form)
+            while start >= 0:
+                marked[start : start + len(form)] = b"\1" * len(form)
+                start = text.find(form, start + 1)
+        if self._grams:
+            grams = self._grams
+            for i in range(len(text) - FRAGMENT + 1):
+                if text[i : i + FRAGMENT] in grams:
+                    marked[i : i + FRAGMENT] = b"\1" * FRAGMENT
+        if not any(marked):
+            return text
+        return re.sub("\1+", MASK, "".join("\1" if m else c for c, m in zip(text, marked, strict=True)))
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def __repr__(self) -> str:
+        return f"Redactor({self._count} secret{'' if self._count == 1 else 's'})"
+
+
+@dataclass(frozen=True, repr=False)
+class Credentials:
+    """A base URL taken apart: `url` to send to, the `username`/`password` it held, `shown` to display."""
+
+    url: httpx.URL
+    shown: str
+    username: str
+    password: str
+    query_secrets: tuple[str, ...]
+
+    def endpoint(self, path: str) -> httpx.URL:
+        """`path` appended to the base URL's path; its query string is kept."""
+        return self.url.copy_with(path=self.url.path.rstrip("/") + "/" + path.lstrip("/"))
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(s for s in (self.username, self.password, *self.query_secrets) if s)
+
+    def __repr__(self) -> str:
+        return f"Credentials({self.shown!r})"
+
+
+def split_credentials(base_url: str) -> Credentials:
+    """`base_url` without its user info, the credentials it carried, and a form that hides them.
+
+    Example:
+        >>> parts = split_credentials("https://me:pw-123@proxy.example/v1/?api-key=k9&api-version=2")
+        >>> parts.shown, str(parts.endpoint("chat/completions"))
+        ('https://***@proxy.example/v1?api-key=***&api-version=2', 'https://proxy.example/v1/chat/completions?api-key=k9&api-version=2')
+    """
+    url = httpx.URL(base_url)
+    path = url.path.rstrip("/")
+    clean = url.copy_with(username=None, password=None, path=path or "/")
+    params = url.params.multi_items()
+    hidden = tuple(value for name, value in params if value and _SECRET_PARAM.search(name))
+    shown_query = "&".join(
+        f"{quote_plus(n)}={MASK if v and _SECRET_PARAM.search(n) else quote_plus(v)}" for n, v in params
+    )
+    netloc = clean.netloc.decode("ascii")
+    userinfo = f"{MASK}@" if url.userinfo else ""
+    shown = f"{url.scheme}://{userinfo}{netloc}{path}" + (f"?{shown_query}" if shown_query else "")
+    return Credentials(clean, shown, url.username, url.password or "", hidden)
+
+
+class _RedactingFilter(logging.Filter):
+    """Masks every live `Redactor`'s secrets in httpx's log lines, which print request URLs (queries)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.redactors: weakref.WeakSet[Redactor] = weakref.WeakSet()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redactors = list(self.redactors)
+        if redactors:
+            message = record.getMessage()
+            masked = message
+            for redactor in redactors:
+                masked = redactor(masked)
+            if masked != message:
+                record.msg, record.args = masked, None
+        return True
+
+
+_LOG_FILTER = _RedactingFilter()
+logging.getLogger("httpx").addFilter(_LOG_FILTER)
+
+
+@contextmanager
+def masked_errors(redactor: Redactor) -> Iterator[None]:
+    """Re-raise any exception from the block with its message and `body`/`text` masked by `redactor`.
+
+    A last line of defence around a model call: whatever path built the error message, no secret leaves.
+    """
+    try:
+        yield
+    except Exception as exc:
+        if redactor:
+            exc.args = tuple(redactor(arg) if isinstance(arg, str) else arg for arg in exc.args)
+            for name in ("body", "text"):
+                value = getattr(exc, name, None)
+                if isinstance(value, str):
+                    setattr(exc, name, redactor(value))
+        raise
