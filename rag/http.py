@@ -86,7 +86,8 @@ def resolve_openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[
     url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
     if not url.startswith(("http://", "https://")):
         # Credentials before an "@" and a query string may hold a key: never quote them.
-        shown = re.sub(r"^[^/@]*@", "***@", url.split("?", 1)[0]) + ("?***" if "?" in url else "")
+        head = url.split("?", 1)[0]
+        shown = re.sub(r"^([A-Za-z][\w+.-]*://)?[^/]*@", r"\1***@", head) + ("?***" if "?" in url else "")
         raise InvalidRequestError(f"base URL must start with http:// or https://, got {shown!r}")
     key = api_key or os.environ.get("OPENAI_API_KEY") or None
     return (url if "?" in url else url.rstrip("/")), Secret(key) if key else None

@@ -4,7 +4,7 @@ A server or proxy may quote what it received: the `Authorization` header verbati
 encoded (HTTP Basic), or cut short. `Redactor` masks all of these: besides each secret and its encodings,
 any run of `FRAGMENT` or more characters of one (or of its base64 form at any byte alignment) becomes
 `***`, so a truncated copy is caught too. Secrets shorter than `MIN_FRAGMENT_SECRET` are only masked
-whole, since short runs of them occur in ordinary text.
+whole, as a token of their own (not inside a longer word), since short runs of them occur in ordinary text.
 
 `split_credentials` takes a base URL apart into the URL to send requests to (user info removed, query kept),
 the credentials it carried, and a form safe to show (`https://***@host/v1?api-key=***`).
@@ -89,17 +89,20 @@ class Redactor:
                 else:
                     self._whole.append(form)
         self._whole.sort(key=len, reverse=True)
+        # A short secret is masked as a token of its own, not inside words ("k" is in "api-key").
+        alternatives = "|".join(re.escape(form) for form in self._whole)
+        self._pattern = (
+            re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])") if alternatives else None
+        )
         _LOG_FILTER.redactors.add(self)
 
     def __call__(self, text: str) -> str:
         if not self._count or not text:
             return text
         marked = bytearray(len(text))
-        for form in self._whole:
-            start = text.find(form)
-            while start >= 0:
-                marked[start : start + len(form)] = b"\1" * len(form)
-                start = text.find(form, start + 1)
+        if self._pattern is not None:
+            for match in self._pattern.finditer(text):
+                marked[match.start() : match.end()] = b"\1" * (match.end() - match.start())
         if self._grams:
             grams = self._grams
             for i in range(len(text) - FRAGMENT + 1):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -193,3 +194,28 @@ def test_a_stream_that_keeps_sending_data_is_not_cut_by_the_idle_limit(hostile: 
     assert 2.5 <= time.monotonic() - start < 3.5
     assert len(texts) >= 5 and set(texts) == {"la "}
     assert info.value.status_code is None
+
+
+def _workers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name in ("rag-http-call", "rag-stream") and t.is_alive()]
+
+
+def _wait_for_no_workers(seconds: float = 2.0) -> list[threading.Thread]:
+    end = time.monotonic() + seconds
+    while _workers() and time.monotonic() < end:
+        time.sleep(0.05)
+    return _workers()
+
+
+@pytest.mark.parametrize("operation", ["call", "stream", "embed"])
+def test_a_call_cut_at_its_deadline_leaves_no_worker_behind(hostile: HostileServer, operation: str) -> None:
+    fail(OPERATIONS[operation], hostile.url("drip"), timeout=0.5, max_retries=0)
+    assert _wait_for_no_workers() == []
+
+
+def test_leaving_a_stream_early_stops_its_reader(hostile: HostileServer) -> None:
+    with OpenAIChatModel(base_url=hostile.url("slow-events"), model="m", timeout=1.0) as model:
+        stream = model.stream(Prompt("q"))
+        assert next(stream).text == "la "
+        stream.close()  # what a `break` out of a for loop does to the generator
+        assert _wait_for_no_workers() == []
