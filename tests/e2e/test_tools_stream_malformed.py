@@ -26,8 +26,11 @@ def get_weather(city: str) -> str:
     return f"18 C in {city}"
 
 
-def asks(arguments: str, *, stream: bool) -> Reply:
-    """A reply asking for `get_weather` with `arguments` (streamed: cut into three deltas)."""
+def asks(arguments: Any, *, stream: bool) -> Reply:
+    """A reply asking for `get_weather` with `arguments` (streamed: text cut into three deltas).
+
+    Arguments that are not a string are sent as a JSON value, as some compatible servers do.
+    """
     if not stream:
         call = {
             "id": "call_m",
@@ -35,11 +38,14 @@ def asks(arguments: str, *, stream: bool) -> Reply:
             "function": {"name": "get_weather", "arguments": arguments},
         }
         return Reply(json=completion(None, tool_calls=[call], finish_reason="tool_calls"))
-    third = max(1, len(arguments) // 3)
-    pieces = [arguments[:third], arguments[third : 2 * third], arguments[2 * third :]]
+    if isinstance(arguments, str):
+        third = max(1, len(arguments) // 3)
+        pieces = [arguments[:third], arguments[third : 2 * third], arguments[2 * third :]]
+    else:
+        pieces = [arguments]
     first = {"index": 0, "id": "call_m", "type": "function", "function": {"name": "get_weather"}}
     deltas = [chunk(tool_calls=[first])]
-    deltas += [chunk(tool_calls=[{"index": 0, "function": {"arguments": p}}]) for p in pieces if p]
+    deltas += [chunk(tool_calls=[{"index": 0, "function": {"arguments": p}}]) for p in pieces if p != ""]
     return stream_reply(sse([*deltas, chunk(finish_reason="tool_calls")]), cuts=[9, 40, 77])
 
 
@@ -62,10 +68,13 @@ def ask(model: OpenAIChatModel, *, stream: bool, **options: Any) -> str:
     return client.prompt("Weather?").call().content() or ""
 
 
-@pytest.mark.parametrize("arguments", ['{"city": "Paris"', "city=Paris", '"Paris"', '{"city": "Paris"}}'])
+@pytest.mark.parametrize(
+    "arguments", ['{"city": "Paris"', "city=Paris", '"Paris"', '{"city": "Paris"}}', [], 0, False, ["Paris"]]
+)
 def test_malformed_arguments_get_the_same_answer_streamed_or_not(
-    openai_server: OpenAIServer, model: OpenAIChatModel, arguments: str
+    openai_server: OpenAIServer, model: OpenAIChatModel, arguments: Any
 ) -> None:
+    # A falsy JSON value ([], 0, false) used to be dropped from a stream and the call run with {}.
     answers = []
     for stream in (False, True):
         openai_server.reset()
