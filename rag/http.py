@@ -7,19 +7,16 @@ used for whole requests and for opening streams; a stream that has already produ
 `send_within` runs the retries and the reading of the body under one deadline (see rag.deadline), so
 `timeout` bounds the whole call however the server trickles its bytes.
 
-The API key lives in a `Secret`, whose repr hides it; error messages carry the URL (credentials masked),
+The API key lives in a `Secret` (rag.endpoint), whose repr hides it; error messages carry the URL (masked),
 status and a truncated body, never request headers, and any echo of the key in a body is masked, near-copies
 included (see rag.redaction).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import os
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,8 +27,9 @@ from typing import Protocol
 import httpx
 
 from rag.deadline import Cutter, Deadline, DeadlineExceeded, run_within
+from rag.endpoint import DEFAULT_OPENAI_BASE_URL, Endpoint, Secret, resolve_openai_endpoint
 from rag.errors import InvalidRequestError, RagError
-from rag.redaction import Redactor, split_credentials
+from rag.redaction import Redactor
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
@@ -46,95 +44,13 @@ __all__ = [
     "resolve_openai_endpoint",
     "send_with_retries",
     "send_within",
+    "timed_send",
 ]
 
 logger = logging.getLogger("rag.http")
 
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 BODY_LIMIT = 2000
 """Response bodies kept on errors are cut to this many characters."""
-
-
-class Secret:
-    """A string that never shows itself in a repr or str (an API key).
-
-    Example:
-        >>> key = Secret("sk-123")
-        >>> key, key.reveal()
-        (Secret('***'), 'sk-123')
-    """
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-
-def resolve_openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str, Secret | None]:
-    """The base URL and key from the arguments, else `OPENAI_BASE_URL` / `OPENAI_API_KEY`, else defaults.
-
-    Empty environment variables count as unset. A URL without http(s) scheme is an `InvalidRequestError`.
-    """
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-    if not url.startswith(("http://", "https://")):
-        # Credentials before an "@" and a query string may hold a key: never quote them.
-        head = url.split("?", 1)[0]
-        shown = re.sub(r"^([A-Za-z][\w+.-]*://)?[^/]*@", r"\1***@", head) + ("?***" if "?" in url else "")
-        raise InvalidRequestError(f"base URL must start with http:// or https://, got {shown!r}")
-    key = api_key or os.environ.get("OPENAI_API_KEY") or None
-    return (url if "?" in url else url.rstrip("/")), Secret(key) if key else None
-
-
-class Endpoint:
-    """An OpenAI-compatible base URL with its credentials: where to send, what to show, what to mask.
-
-    The key is sent as `Authorization: Bearer`. User info in the URL (`https://user:pw@host/v1`) is taken
-    out of the URL and sent as HTTP Basic auth instead, unless there is a key, which wins. A query string
-    (`?api-key=...&api-version=...`) stays on every request. `shown` masks all credentials.
-
-    Example:
-        >>> endpoint = Endpoint("https://proxy.example/v1?api-key=k-77", api_key="sk-1")
-        >>> endpoint.shown, str(endpoint.url("embeddings")), endpoint
-        ('https://proxy.example/v1?api-key=***', 'https://proxy.example/v1/embeddings?api-key=k-77', Endpoint('https://proxy.example/v1?api-key=***'))
-    """
-
-    def __init__(self, base_url: str | None, api_key: str | None) -> None:
-        url, self.api_key = resolve_openai_endpoint(base_url, api_key)
-        try:
-            self._credentials = split_credentials(url)
-        except httpx.InvalidURL as exc:
-            raise InvalidRequestError(f"the base URL is not a valid URL ({type(exc).__name__})") from None
-        key = [self.api_key.reveal()] if self.api_key is not None else []
-        self.redactor = Redactor([*key, *self._credentials.secrets])
-        self.shown = self._credentials.shown
-
-    def url(self, path: str) -> httpx.URL:
-        return self._credentials.endpoint(path)
-
-    def show(self, path: str) -> str:
-        """The URL of `path` to show in messages: credentials masked, query string left out."""
-        return self.shown.split("?", 1)[0].rstrip("/") + "/" + path
-
-    def headers(self) -> dict[str, str]:
-        """The `Authorization` header, if there are credentials."""
-        if self.api_key is not None:
-            return {"Authorization": f"Bearer {self.api_key.reveal()}"}
-        user, password = self._credentials.username, self._credentials.password
-        if user or password:
-            token = base64.b64encode(f"{user}:{password}".encode()).decode()
-            return {"Authorization": f"Basic {token}"}
-        return {}
-
-    def __repr__(self) -> str:
-        return f"Endpoint({self.shown!r})"
 
 
 def redact(text: str, secrets: Sequence[str]) -> str:
@@ -296,22 +212,69 @@ def send_with_retries(
             if response.status_code < 400:
                 return response
             wait = policy.delay(attempt, response)
-            late = deadline is not None and wait >= deadline.remaining()
-            if last or late or not is_retryable_status(response.status_code):
-                failure = error_from_response(
-                    response, what=what, error=error, attempts=attempt, redactor=mask
-                )
-                response.close()
-                if late and not last and is_retryable_status(response.status_code):
-                    failure.args = (f"{failure} (no retry: the next one would end past the timeout)",)
-                raise failure
+            _raise_unless_retried(response, what, error, mask, attempt, last=last, late=_late(wait, deadline))
             problem = f"HTTP {response.status_code}"
-            response.close()
-        if deadline is not None and wait >= deadline.remaining():
-            raise error(mask(f"{what} failed: {problem}; no retry: the next one would end past the timeout"))
+        if _late(wait, deadline):
+            raise error(mask(f"{what} failed: {problem}; {_NO_TIME}"))
         logger.info("%s: %s; retry %d of %d in %.2f s", what, problem, attempt, policy.max_retries, wait)
         policy.sleep(wait)
     raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+
+_NO_TIME = "no retry: the next one would end past the timeout"
+
+
+def _late(wait: float, deadline: Deadline | None) -> bool:
+    return deadline is not None and wait >= deadline.remaining()
+
+
+def _raise_unless_retried(
+    response: httpx.Response,
+    what: str,
+    error: ErrorFactory,
+    mask: Redactor,
+    attempt: int,
+    *,
+    last: bool,
+    late: bool,
+) -> None:
+    """Raise the error for an HTTP error answer unless it will be retried; close the response either way."""
+    retryable = is_retryable_status(response.status_code)
+    if last or late or not retryable:
+        failure = error_from_response(response, what=what, error=error, attempts=attempt, redactor=mask)
+        response.close()
+        if late and retryable and not last:
+            failure.args = (f"{failure} ({_NO_TIME})",)
+        raise failure
+    response.close()
+
+
+def timed_send(
+    client: httpx.Client,
+    build: Callable[[], httpx.Request],
+    deadline: Deadline,
+    cutter: Cutter,
+    *,
+    read: float | None = None,
+) -> Callable[[], httpx.Response]:
+    """A `send` for `send_with_retries` whose attempts wait no longer than `deadline` allows.
+
+    Each attempt's httpx timeouts are the time left (reads: `read` seconds, when given), its response is
+    streamed (the body is not read yet) and its sockets are reported to `cutter`.
+    """
+
+    def send() -> httpx.Response:
+        if cutter.cut or deadline.expired():
+            raise httpx.ReadTimeout("the call's deadline passed")
+        request = build()
+        left = max(deadline.remaining(), 0.001)
+        request.extensions["timeout"] = httpx.Timeout(left, read=left if read is None else read).as_dict()
+        request.extensions["trace"] = cutter.trace
+        response = client.send(request, stream=True)
+        cutter.watch(response)
+        return response
+
+    return send
 
 
 def send_within(
@@ -335,16 +298,7 @@ def send_within(
     """
     deadline = Deadline(timeout)
     cutter = Cutter()
-
-    def send() -> httpx.Response:
-        if cutter.cut or deadline.expired():
-            raise httpx.ReadTimeout("the call's deadline passed")
-        request = build()
-        request.extensions["timeout"] = httpx.Timeout(max(deadline.remaining(), 0.001)).as_dict()
-        request.extensions["trace"] = cutter.trace
-        response = client.send(request, stream=True)
-        cutter.watch(response)
-        return response
+    send = timed_send(client, build, deadline, cutter)
 
     def work() -> httpx.Response:
         response = send_with_retries(

@@ -13,6 +13,7 @@ the credentials it carried, and a form safe to show (`https://***@host/v1?api-ke
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 import logging
 import re
@@ -59,6 +60,24 @@ def _base64_cores(raw: bytes) -> list[str]:
     return cores
 
 
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
+_DECODE_DEPTH = 3
+
+
+def _base64_decodings(run: str) -> list[str]:
+    """`run` decoded as standard and URL-safe base64 (lenient about padding); text only, may be empty."""
+    body = run.rstrip("=")
+    body = body[: len(body) - 1] if len(body) % 4 == 1 else body
+    padded = body + "=" * (-len(body) % 4)
+    texts = []
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            texts.append(decode(padded).decode("utf-8", errors="replace"))
+        except (binascii.Error, ValueError):
+            continue
+    return texts
+
+
 def _variants(secret: str) -> set[str]:
     raw = secret.encode()
     forms = {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1], raw.hex()}
@@ -100,17 +119,37 @@ class Redactor:
         if not self._count or not text:
             return text
         marked = bytearray(len(text))
-        if self._pattern is not None:
-            for match in self._pattern.finditer(text):
+        for start, end in self._spans(text):
+            marked[start:end] = b"\1" * (end - start)
+        # A secret can also hide in base64 of base64 (a proxy that encodes the Basic header it got):
+        # decode each base64-looking run and mask the run whole when a secret shows inside.
+        for match in _BASE64_RUN.finditer(text):
+            if self._encodes_secret(match.group(), _DECODE_DEPTH):
                 marked[match.start() : match.end()] = b"\1" * (match.end() - match.start())
-        if self._grams:
-            grams = self._grams
-            for i in range(len(text) - FRAGMENT + 1):
-                if text[i : i + FRAGMENT] in grams:
-                    marked[i : i + FRAGMENT] = b"\1" * FRAGMENT
         if not any(marked):
             return text
         return re.sub("\1+", MASK, "".join("\1" if m else c for c, m in zip(text, marked, strict=True)))
+
+    def _spans(self, text: str) -> Iterator[tuple[int, int]]:
+        """Where `text` holds a secret: its whole forms, and runs of `FRAGMENT` characters of one."""
+        if self._pattern is not None:
+            for match in self._pattern.finditer(text):
+                yield match.start(), match.end()
+        grams = self._grams
+        if grams:
+            for i in range(len(text) - FRAGMENT + 1):
+                if text[i : i + FRAGMENT] in grams:
+                    yield i, i + FRAGMENT
+
+    def _encodes_secret(self, run: str, depth: int) -> bool:
+        for decoded in _base64_decodings(run):
+            if next(self._spans(decoded), None) is not None:
+                return True
+            if depth > 1 and any(
+                self._encodes_secret(inner.group(), depth - 1) for inner in _BASE64_RUN.finditer(decoded)
+            ):
+                return True
+        return False
 
     def __bool__(self) -> bool:
         return self._count > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ import httpx
 from rag.chat.messages import ChatOptions, ChatResponse, Prompt
 from rag.deadline import Cutter, Deadline
 from rag.errors import InvalidRequestError, ModelError
-from rag.http import Endpoint, RetryPolicy, send_with_retries, send_within
+from rag.http import Endpoint, RetryPolicy, send_with_retries, send_within, timed_send
 from rag.models.openai_wire import StreamAccumulator, build_body, parse_completion
 from rag.models.sse import SSEDecoder
 from rag.models.stream_pump import PumpTimeout, StreamPump
@@ -101,7 +102,7 @@ class OpenAIChatModel:
             self._check_open()
             response = send_within(
                 self._client,
-                lambda: self._build(body, stream=False),
+                functools.partial(self._build, body, stream=False),
                 timeout=self._timeout,
                 policy=self._retry,
                 what=self._what(),
@@ -209,21 +210,10 @@ class OpenAIChatModel:
         return self._client.build_request("POST", self._url, json=body, headers=headers)
 
     def _open(self, body: dict[str, Any], cutter: Cutter, deadline: Deadline) -> httpx.Response:
-        """Open the stream (retries included) before `deadline`; reads wait at most `timeout` each."""
-
-        def send() -> httpx.Response:
-            if cutter.cut or deadline.expired():
-                raise httpx.ReadTimeout("the stream's deadline passed")
-            request = self._build(body, stream=True)
-            wait = max(0.001, min(self._timeout, deadline.remaining()))
-            request.extensions["timeout"] = httpx.Timeout(wait, read=self._timeout).as_dict()
-            request.extensions["trace"] = cutter.trace
-            response = self._client.send(request, stream=True)
-            cutter.watch(response)
-            return response
-
+        """Open the stream (retries included) before `deadline`; each read then waits up to `timeout`."""
+        build = functools.partial(self._build, body, stream=True)
         return send_with_retries(
-            send,
+            timed_send(self._client, build, deadline, cutter, read=self._timeout),
             policy=self._retry,
             what=self._what(),
             error=ModelError,

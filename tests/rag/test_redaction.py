@@ -28,6 +28,7 @@ KEY = "sk-proj-Hq3Zt8Wm1Lx6Rv0Nc5Ub9Ye2Ks7Pd4"
         base64.b64encode(f"Bearer {KEY}".encode()).decode(),
         base64.b64encode(f"user:{KEY}".encode()).decode(),
         base64.urlsafe_b64encode(f"x{KEY}yz".encode()).decode(),
+        base64.b64encode(b"Basic " + base64.b64encode(f"u:{KEY}".encode())).decode(),  # encoded twice
         KEY[:12],  # the start of a key cut short by a server
         KEY[-10:],  # OpenAI-style "...abcd" tails longer than a few characters
         KEY[5:25],
@@ -54,6 +55,10 @@ def test_short_secrets_are_masked_only_whole() -> None:
     redactor = Redactor(["k3y"])
     assert redactor("bad key k3y; Bearer k3y (k3y) xk3y k3yy") == "bad key ***; Bearer *** (***) xk3y k3yy"
     assert Redactor(["k"])("api-key: k") == "api-key: ***"
+    basic = base64.b64encode(b"me:pw").decode()
+    # The endpoint also masks the Basic token it sends, however short the user info.
+    redactor = Endpoint("http://me:pw@h/v1", api_key=None).redactor
+    assert redactor(f"echo: Basic {basic}; bye") == "echo: Basic ***; bye"
     assert redact("Incorrect API key provided: sk-abc", ["sk-abc"]) == "Incorrect API key provided: ***"
 
 
