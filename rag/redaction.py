@@ -60,6 +60,14 @@ def _base64_cores(raw: bytes) -> list[str]:
     return cores
 
 
+def _token_pattern(forms: list[str]) -> re.Pattern[str] | None:
+    """Any of `forms` as a token of its own: a short secret is not masked inside words ("k" in "key")."""
+    if not forms:
+        return None
+    alternatives = "|".join(re.escape(form) for form in forms)
+    return re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
+
+
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
 _DECODE_DEPTH = 3
 
@@ -108,11 +116,9 @@ class Redactor:
                 else:
                     self._whole.append(form)
         self._whole.sort(key=len, reverse=True)
-        # A short secret is masked as a token of its own, not inside words ("k" is in "api-key").
-        alternatives = "|".join(re.escape(form) for form in self._whole)
-        self._pattern = (
-            re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])") if alternatives else None
-        )
+        self._pattern = _token_pattern(self._whole)
+        # Decoded base64 is mostly noise: only forms long enough not to turn up in noise by chance count.
+        self._decoded_pattern = _token_pattern([form for form in self._whole if len(form) >= 6])
         _LOG_FILTER.redactors.add(self)
 
     def __call__(self, text: str) -> str:
@@ -130,10 +136,11 @@ class Redactor:
             return text
         return re.sub("\1+", MASK, "".join("\1" if m else c for c, m in zip(text, marked, strict=True)))
 
-    def _spans(self, text: str) -> Iterator[tuple[int, int]]:
+    def _spans(self, text: str, *, decoded: bool = False) -> Iterator[tuple[int, int]]:
         """Where `text` holds a secret: its whole forms, and runs of `FRAGMENT` characters of one."""
-        if self._pattern is not None:
-            for match in self._pattern.finditer(text):
+        pattern = self._decoded_pattern if decoded else self._pattern
+        if pattern is not None:
+            for match in pattern.finditer(text):
                 yield match.start(), match.end()
         grams = self._grams
         if grams:
@@ -143,7 +150,7 @@ class Redactor:
 
     def _encodes_secret(self, run: str, depth: int) -> bool:
         for decoded in _base64_decodings(run):
-            if next(self._spans(decoded), None) is not None:
+            if next(self._spans(decoded, decoded=True), None) is not None:
                 return True
             if depth > 1 and any(
                 self._encodes_secret(inner.group(), depth - 1) for inner in _BASE64_RUN.finditer(decoded)
