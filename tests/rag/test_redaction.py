@@ -10,6 +10,7 @@ from urllib.parse import quote, quote_plus
 import httpx
 import pytest
 
+from rag.config import Settings
 from rag.errors import InvalidRequestError, ModelError
 from rag.http import Endpoint, redact
 from rag.redaction import Redactor, masked_errors, split_credentials
@@ -115,3 +116,8 @@ def test_httpx_log_lines_are_masked(caplog: pytest.LogCaptureFixture) -> None:
     logging.getLogger("httpx").info("HTTP Request: %s %s", "POST", endpoint.url("embeddings"))
     assert caplog.messages == ["HTTP Request: POST http://h/v1/embeddings?api-key=***"]
     assert isinstance(endpoint.url("x"), httpx.URL)
+
+
+def test_settings_repr_hides_the_base_url_and_key() -> None:
+    settings = Settings(openai_base_url=f"https://me:{KEY}@h/v1?api-key={KEY}", openai_api_key=KEY)
+    assert KEY not in repr(settings) and KEY not in str(settings)
