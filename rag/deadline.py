@@ -8,6 +8,10 @@ caller waits no longer than its deadline, then cuts the connection's socket so t
 - `Cutter`: collects the sockets a request opens (through httpcore's `trace` extension and the response's
   `network_stream`) and shuts them down on demand, from any thread.
 - `run_within`: runs a function in a worker thread and waits for it until a deadline.
+
+Known limit: a keep-alive connection reused from the pool reveals its socket only with the response, so
+a server that trickles the *headers* on such a connection cannot be cut; the caller still gets its error
+at the deadline, and the worker ends when the server stops or the client is closed.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import pytest
 
 from rag.chat import Prompt
 from rag.embeddings.openai import OpenAIEmbedding
-from rag.errors import EmbeddingError, ModelError, RagError
+from rag.errors import EmbeddingError, InvalidRequestError, ModelError, RagError
 from rag.models.openai import OpenAIChatModel
 from tests.hostile_server import HostileServer
 
@@ -224,3 +224,20 @@ def test_leaving_a_stream_early_stops_its_reader(hostile: HostileServer) -> None
         assert next(stream).text == "la "
         stream.close()  # what a `break` out of a for loop does to the generator
         assert _wait_for_no_workers() == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"timeout": 0}, r"timeout must be a positive number of seconds, got 0"),
+        ({"timeout": -1.0}, r"timeout must be a positive number of seconds, got -1\.0"),
+        ({"timeout": True}, r"timeout must be a positive number of seconds, got True"),
+        ({"stream_timeout": 0.0}, r"stream_timeout must be a positive number of seconds, got 0\.0"),
+    ],
+)
+def test_deadlines_that_cannot_work_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidRequestError, match=message):
+        OpenAIChatModel(base_url="http://127.0.0.1:9/v1", **options)
+    if "timeout" in options:
+        with pytest.raises(InvalidRequestError, match=message):
+            OpenAIEmbedding(base_url="http://127.0.0.1:9/v1", **options)
