@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 
 from rag.chat import Prompt
@@ -241,3 +242,17 @@ def test_deadlines_that_cannot_work_are_refused(options: dict[str, Any], message
     if "timeout" in options:
         with pytest.raises(InvalidRequestError, match=message):
             OpenAIEmbedding(base_url="http://127.0.0.1:9/v1", **options)
+
+
+def test_headers_trickled_on_a_reused_connection_still_end_the_call_in_time(hostile: HostileServer) -> None:
+    # Kept last in this module: the reading thread of this call lingers until the server closes (see
+    # rag/deadline.py), which the worker checks above would otherwise see.
+    with httpx.Client() as client:
+        with OpenAIChatModel(base_url=hostile.url("ok"), model="m", client=client) as warm:
+            assert warm.call(Prompt("q")).text == "fine"  # leaves a keep-alive connection in the pool
+        url = hostile.url("drip-headers")
+        with OpenAIChatModel(base_url=url, model="m", client=client, timeout=1.0, max_retries=0) as model:
+            start = time.monotonic()
+            with pytest.raises(ModelError, match=r"did not finish within its 1 s timeout"):
+                model.call(Prompt("q"))
+            assert time.monotonic() - start < 2.0
