@@ -6,6 +6,7 @@ The behaviour is chosen by the first path segment, so one server serves every te
 - `echo-json`: a 200 whose body is not JSON and quotes the request's `Authorization` header, its request
   line and near-copies of the header (URL-encoded, base64, cut short).
 - `echo-status`: the same echo in a 401 body.
+- `echo-busy`: the same echo in a 503 body with `Retry-After: 0` (retried, so retries get logged).
 - `echo-sse-error`: a 200 event stream whose `error` event quotes the echo.
 - `echo-sse-data`: a 200 event stream whose `data:` is the echo (not JSON).
 - `ok`: a valid completion, streamed completion or embedding (the request line is recorded).
@@ -60,6 +61,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._whole(200, echo.encode(), "text/html")
         elif mode == "echo-status":
             self._whole(401, echo.encode(), "text/plain")
+        elif mode == "echo-busy":
+            self._whole(503, echo.encode(), "text/plain", {"Retry-After": "0"})
         elif mode == "echo-sse-error":
             self._events([f"event: error\ndata: {echo}\n\n".encode()])
         elif mode == "echo-sse-data":
@@ -90,8 +93,12 @@ class _Handler(BaseHTTPRequestHandler):
             reply = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
             self._whole(200, json.dumps(reply).encode(), "application/json")
 
-    def _whole(self, status: int, payload: bytes, content_type: str) -> None:
+    def _whole(
+        self, status: int, payload: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()

@@ -136,6 +136,18 @@ def test_a_key_in_the_base_url_never_shows(
 
 
 @pytest.mark.parametrize("operation", ["call", "stream", "embed"])
+def test_retries_log_and_fail_without_the_key(
+    hostile: HostileServer, caplog: pytest.LogCaptureFixture, operation: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    url = hostile.url("echo-busy", userinfo=f"user:{KEY}", query=f"api-key={KEY}")
+    error, _, shown = fail(OPERATIONS[operation], url, api_key=KEY, max_retries=2)
+    assert "HTTP 503 Service Unavailable after 3 attempts: proxy error" in str(error)
+    assert "retry 2 of 2" in caplog.text
+    assert_hidden(KEY, [*error_texts(error), caplog.text, shown], "user:", "Bearer ")
+
+
+@pytest.mark.parametrize("operation", ["call", "stream", "embed"])
 def test_a_base_url_with_a_query_string_still_works(hostile: HostileServer, operation: str) -> None:
     url = hostile.url("ok", query=f"api-version=2024-06-01&api-key={KEY}")
     OPERATIONS[operation](url, max_retries=0)
