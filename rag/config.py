@@ -109,7 +109,8 @@ class Settings:
     chunk_overlap: int | None = None
     chat_model: str | None = None
     openai_api_key: str | None = dataclasses.field(default=None, repr=False)
-    openai_base_url: str | None = None
+    # The base URL may carry credentials (`user:key@host`, `?api-key=`): like the key, kept out of the repr.
+    openai_base_url: str | None = dataclasses.field(default=None, repr=False)
     search_mode: str = DEFAULT_SEARCH_MODE
     fusion: str = DEFAULT_FUSION
     vector_weight: float = DEFAULT_VECTOR_WEIGHT

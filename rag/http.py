@@ -4,15 +4,18 @@
 waiting with exponential backoff and jitter, or as long as the server's `Retry-After` asks (capped). It is
 used for whole requests and for opening streams; a stream that has already produced data is never re-sent.
 
-The API key lives in a `Secret`, whose repr hides it; error messages carry the URL, status and a truncated
-body, never request headers, and any echo of the key in a body is masked.
+`send_within` runs the retries and the reading of the body under one deadline (see rag.deadline), so
+`timeout` bounds the whole call however the server trickles its bytes.
+
+The API key lives in a `Secret` (rag.endpoint), whose repr hides it; error messages carry the URL (masked),
+status and a truncated body, never request headers, and any echo of the key in a body is masked, near-copies
+included (see rag.redaction).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -23,10 +26,14 @@ from typing import Protocol
 
 import httpx
 
+from rag.deadline import Cutter, Deadline, DeadlineExceeded, run_within
+from rag.endpoint import DEFAULT_OPENAI_BASE_URL, Endpoint, Secret, resolve_openai_endpoint
 from rag.errors import InvalidRequestError, RagError
+from rag.redaction import Redactor
 
 __all__ = [
     "DEFAULT_OPENAI_BASE_URL",
+    "Endpoint",
     "ErrorFactory",
     "RetryPolicy",
     "Secret",
@@ -36,56 +43,19 @@ __all__ = [
     "redact",
     "resolve_openai_endpoint",
     "send_with_retries",
+    "send_within",
+    "timed_send",
 ]
 
 logger = logging.getLogger("rag.http")
 
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 BODY_LIMIT = 2000
 """Response bodies kept on errors are cut to this many characters."""
 
 
-class Secret:
-    """A string that never shows itself in a repr or str (an API key).
-
-    Example:
-        >>> key = Secret("sk-123")
-        >>> key, key.reveal()
-        (Secret('***'), 'sk-123')
-    """
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-
-def resolve_openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str, Secret | None]:
-    """The base URL and key from the arguments, else `OPENAI_BASE_URL` / `OPENAI_API_KEY`, else defaults.
-
-    Empty environment variables count as unset. A URL without http(s) scheme is an `InvalidRequestError`.
-    """
-    url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL
-    if not url.startswith(("http://", "https://")):
-        raise InvalidRequestError(f"base URL must start with http:// or https://, got {url!r}")
-    key = api_key or os.environ.get("OPENAI_API_KEY") or None
-    return url.rstrip("/"), Secret(key) if key else None
-
-
 def redact(text: str, secrets: Sequence[str]) -> str:
-    """`text` with every occurrence of each non-empty secret replaced by `***`."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """`text` with each non-empty secret and its near-copies replaced by `***` (see `Redactor`)."""
+    return Redactor(secrets)(text)
 
 
 def is_retryable_status(status_code: int) -> bool:
@@ -176,13 +146,15 @@ def error_from_response(
     error: ErrorFactory,
     secrets: Sequence[str] = (),
     attempts: int = 1,
+    redactor: Redactor | None = None,
 ) -> RagError:
     """An error naming the status and the server's message; the (masked, truncated) body is attached."""
     try:
         body = response.read().decode("utf-8", errors="replace")
     except httpx.HTTPError:
         body = ""
-    body = redact(body, secrets)[:BODY_LIMIT]
+    # Cut before masking (a huge body would be slow to scan), with room for a key that straddles the cut.
+    body = (redactor or Redactor(secrets))(body[: BODY_LIMIT + 200])[:BODY_LIMIT]
     detail = _error_detail(body)
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     reason = f" {response.reason_phrase}" if response.reason_phrase else ""
@@ -211,43 +183,141 @@ def send_with_retries(
     what: str,
     error: ErrorFactory,
     secrets: Sequence[str] = (),
+    deadline: Deadline | None = None,
+    redactor: Redactor | None = None,
 ) -> httpx.Response:
     """The first successful (< 400) response of `send()`, retrying as `policy` allows.
 
     `send` must produce a fresh request each time (it may open a stream). Error responses are read and
-    closed here.
+    closed here. With a `deadline`, no retry starts (or waits) past it.
 
     Raises:
         RagError: from `error`, with status and body for HTTP errors, or wrapping the last transport error.
     """
+    mask = redactor if redactor is not None else Redactor(secrets)
     attempts = policy.max_retries + 1
     for attempt in range(1, attempts + 1):
         last = attempt == attempts
         try:
             response = send()
         except httpx.UnsupportedProtocol as exc:
-            raise error(redact(f"{what} failed: {exc}", secrets)) from exc
+            raise error(mask(f"{what} failed: {exc}")) from exc
         except httpx.TransportError as exc:
             problem = _describe_transport_error(exc)
             if last:
                 tries = f" after {attempts} attempts" if attempts > 1 else ""
-                raise error(redact(f"{what} failed{tries}: {problem}", secrets)) from exc
+                raise error(mask(f"{what} failed{tries}: {problem}")) from exc
             wait = policy.delay(attempt, None)
         else:
             if response.status_code < 400:
                 return response
-            if last or not is_retryable_status(response.status_code):
-                failure = error_from_response(
-                    response, what=what, error=error, secrets=secrets, attempts=attempt
-                )
-                response.close()
-                raise failure
-            problem = f"HTTP {response.status_code}"
             wait = policy.delay(attempt, response)
-            response.close()
+            _raise_unless_retried(response, what, error, mask, attempt, last=last, late=_late(wait, deadline))
+            problem = f"HTTP {response.status_code}"
+        if _late(wait, deadline):
+            raise error(mask(f"{what} failed: {problem}; {_NO_TIME}"))
         logger.info("%s: %s; retry %d of %d in %.2f s", what, problem, attempt, policy.max_retries, wait)
         policy.sleep(wait)
     raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+
+_NO_TIME = "no retry: the next one would end past the timeout"
+
+
+def _late(wait: float, deadline: Deadline | None) -> bool:
+    return deadline is not None and wait >= deadline.remaining()
+
+
+def _raise_unless_retried(
+    response: httpx.Response,
+    what: str,
+    error: ErrorFactory,
+    mask: Redactor,
+    attempt: int,
+    *,
+    last: bool,
+    late: bool,
+) -> None:
+    """Raise the error for an HTTP error answer unless it will be retried; close the response either way."""
+    retryable = is_retryable_status(response.status_code)
+    if last or late or not retryable:
+        failure = error_from_response(response, what=what, error=error, attempts=attempt, redactor=mask)
+        response.close()
+        if late and retryable and not last:
+            failure.args = (f"{failure} ({_NO_TIME})",)
+        raise failure
+    response.close()
+
+
+def timed_send(
+    client: httpx.Client,
+    build: Callable[[], httpx.Request],
+    deadline: Deadline,
+    cutter: Cutter,
+    *,
+    read: float | None = None,
+) -> Callable[[], httpx.Response]:
+    """A `send` for `send_with_retries` whose attempts wait no longer than `deadline` allows.
+
+    Each attempt's httpx timeouts are the time left (reads: `read` seconds, when given), its response is
+    streamed (the body is not read yet) and its sockets are reported to `cutter`.
+    """
+
+    def send() -> httpx.Response:
+        if cutter.cut or deadline.expired():
+            raise httpx.ReadTimeout("the call's deadline passed")
+        request = build()
+        left = max(deadline.remaining(), 0.001)
+        request.extensions["timeout"] = httpx.Timeout(left, read=left if read is None else read).as_dict()
+        request.extensions["trace"] = cutter.trace
+        response = client.send(request, stream=True)
+        cutter.watch(response)
+        return response
+
+    return send
+
+
+def send_within(
+    client: httpx.Client,
+    build: Callable[[], httpx.Request],
+    *,
+    timeout: float,
+    policy: RetryPolicy,
+    what: str,
+    error: ErrorFactory,
+    redactor: Redactor,
+) -> httpx.Response:
+    """Send `build()` with retries and read the whole body, all within `timeout` seconds.
+
+    The response is returned read and closed. Each attempt's httpx timeout is the time left, so a silent
+    server fails as a plain timeout; a server that keeps sending a trickle of bytes is cut off at the
+    deadline.
+
+    Raises:
+        RagError: from `error`: HTTP and transport errors as `send_with_retries`, and the deadline passing.
+    """
+    deadline = Deadline(timeout)
+    cutter = Cutter()
+    send = timed_send(client, build, deadline, cutter)
+
+    def work() -> httpx.Response:
+        response = send_with_retries(
+            send, policy=policy, what=what, error=error, deadline=deadline, redactor=redactor
+        )
+        try:
+            response.read()
+        except httpx.TimeoutException as exc:
+            raise error(redactor(f"{what} failed: timed out ({type(exc).__name__})")) from exc
+        except httpx.HTTPError as exc:
+            raise error(redactor(f"{what} failed while reading the reply: {type(exc).__name__}")) from exc
+        finally:
+            response.close()
+        return response
+
+    try:
+        return run_within(work, deadline, cutter)
+    except DeadlineExceeded:
+        raise error(f"{what} did not finish within its {timeout:g} s timeout (retries included)") from None
 
 
 def _describe_transport_error(exc: httpx.TransportError) -> str:

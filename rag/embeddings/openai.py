@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,8 +12,9 @@ import numpy.typing as npt
 
 from rag.embeddings.base import normalize_rows
 from rag.errors import EmbeddingError, InvalidRequestError
-from rag.http import RetryPolicy, resolve_openai_endpoint, send_with_retries
+from rag.http import Endpoint, RetryPolicy, send_within
 from rag.observability.steps import traced_embedding
+from rag.redaction import masked_errors
 
 __all__ = ["OpenAIEmbedding"]
 
@@ -27,6 +29,10 @@ class OpenAIEmbedding:
     it) and every response is checked against it; it then also appears in `name`, since it changes the
     vectors. When not given, it is learnt from the first response; reading `dimensions` before any call
     makes one small probe request. Base URL and key default to `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
+
+    `timeout` (seconds) bounds each request (one batch), retries and their waits included, however slowly
+    the server sends its bytes. The key and credentials in the base URL (`user:pw@`, `?api-key=`) never
+    appear in errors, logs or the repr, nor do near-copies that a server echoes back.
 
     Example:
         >>> model = OpenAIEmbedding("nomic-embed-text", base_url="http://localhost:11434/v1", dimensions=768)
@@ -54,14 +60,16 @@ class OpenAIEmbedding:
             raise InvalidRequestError(f"dimensions must be a positive integer or None, got {dimensions!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidRequestError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise InvalidRequestError(f"timeout must be a positive number of seconds, got {timeout!r}")
         self._model = model
-        self._base_url, self._api_key = resolve_openai_endpoint(base_url, api_key)
-        self._url = f"{self._base_url}/embeddings"
+        self._endpoint = Endpoint(base_url, api_key)
+        self._url = self._endpoint.url("embeddings")
         self._requested_dimensions = dimensions
         self._dimensions = dimensions
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client()
-        self._timeout = httpx.Timeout(timeout)
+        self._timeout = float(timeout)
         self._retry = retry_policy or RetryPolicy(max_retries=max_retries)
         self._batch_size = batch_size
 
@@ -99,8 +107,9 @@ class OpenAIEmbedding:
         body: dict[str, Any] = {"model": self._model, "input": batch, "encoding_format": "float"}
         if self._requested_dimensions is not None:
             body["dimensions"] = self._requested_dimensions
-        payload = self._post(body)
-        vectors = self._vectors(payload, len(batch))
+        with masked_errors(self._endpoint.redactor):
+            payload = self._post(body)
+            vectors = self._vectors(payload, len(batch))
         width = vectors.shape[1]
         if self._dimensions is not None and width != self._dimensions:
             raise EmbeddingError(
@@ -127,31 +136,27 @@ class OpenAIEmbedding:
         return matrix
 
     def _post(self, body: dict[str, Any]) -> Any:
-        if self._client.is_closed:
-            raise EmbeddingError(f"{self._what()}: the HTTP client is closed")
-        headers = {"Authorization": f"Bearer {self._api_key.reveal()}"} if self._api_key is not None else {}
-
-        def send() -> httpx.Response:
-            request = self._client.build_request(
-                "POST", self._url, json=body, headers=headers, timeout=self._timeout
+        with masked_errors(self._endpoint.redactor):
+            if self._client.is_closed:
+                raise EmbeddingError(f"{self._what()}: the HTTP client is closed")
+            headers = self._endpoint.headers()
+            response = send_within(
+                self._client,
+                lambda: self._client.build_request("POST", self._url, json=body, headers=headers),
+                timeout=self._timeout,
+                policy=self._retry,
+                what=self._what(),
+                error=EmbeddingError,
+                redactor=self._endpoint.redactor,
             )
-            return self._client.send(request)
-
-        secrets = [self._api_key.reveal()] if self._api_key is not None else []
-        response = send_with_retries(
-            send, policy=self._retry, what=self._what(), error=EmbeddingError, secrets=secrets
-        )
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise EmbeddingError(
-                f"{self._what()} returned a body that is not JSON: {response.text[:200]!r}"
-            ) from exc
-        finally:
-            response.close()
+            try:
+                return json.loads(response.content)
+            except ValueError as exc:
+                shown = self._endpoint.redactor(response.text[:400])[:200]
+                raise EmbeddingError(f"{self._what()} returned a body that is not JSON: {shown!r}") from exc
 
     def _what(self) -> str:
-        return f"embedding model {self._model!r} at {self._url!r}"
+        return f"embedding model {self._model!r} at {self._endpoint.show('embeddings')!r}"
 
     def close(self) -> None:
         """Close the HTTP client if this model created it."""
@@ -166,4 +171,5 @@ class OpenAIEmbedding:
 
     def __repr__(self) -> str:
         dims = self._dimensions
-        return f"OpenAIEmbedding(model={self._model!r}, base_url={self._base_url!r}, dimensions={dims!r})"
+        shown = self._endpoint.shown
+        return f"OpenAIEmbedding(model={self._model!r}, base_url={shown!r}, dimensions={dims!r})"

@@ -193,7 +193,9 @@ class StreamAccumulator:
             if name and name != part["name"]:
                 part["name"] += name
             arguments = function.get("arguments")
-            if arguments:
+            # Only "no arguments yet" is skipped: a falsy JSON value ([], 0, false) is kept, so the tool
+            # manager reports it as not being an object, exactly as for a whole (non-streamed) reply.
+            if arguments is not None and arguments != "":
                 part["arguments"] += _arguments_text(arguments)
 
     def finish(self) -> ChatResponse:

@@ -232,11 +232,24 @@ def test_non_streamed_tool_calls(openai_server: OpenAIServer, model: OpenAIChatM
 def test_429_with_retry_after_then_success(
     openai_server: OpenAIServer, model: OpenAIChatModel, sleeps: list[float]
 ) -> None:
-    busy = Reply(status=429, headers={"Retry-After": "3"}, json={"error": {"message": "slow down"}})
+    busy = Reply(status=429, headers={"Retry-After": "1.5"}, json={"error": {"message": "slow down"}})
     openai_server.enqueue(busy, Reply(json=completion("finally")))
     assert model.call(Prompt("q")).text == "finally"
-    assert sleeps == [3.0]
+    assert sleeps == [1.5]
     assert len(openai_server.requests) == 2
+
+
+def test_a_retry_after_past_the_timeout_fails_now_with_the_servers_error(
+    openai_server: OpenAIServer, model: OpenAIChatModel, sleeps: list[float]
+) -> None:
+    # timeout=2.0 bounds the call, retries included: waiting 3 s could only end in a timeout.
+    busy = Reply(status=429, headers={"Retry-After": "3"}, json={"error": {"message": "slow down"}})
+    openai_server.enqueue(busy, Reply(json=completion("too late")))
+    late = r"HTTP 429 Too Many Requests: slow down \(no retry: the next one would end past the timeout\)"
+    with pytest.raises(ModelError, match=late):
+        model.call(Prompt("q"))
+    assert sleeps == []
+    assert len(openai_server.requests) == 1
 
 
 def test_500_three_times_is_a_model_error_with_status_and_body(

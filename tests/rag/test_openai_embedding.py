@@ -105,9 +105,9 @@ def test_given_dimensions_are_sent_named_and_checked(openai_server: OpenAIServer
 def test_429_then_success(
     openai_server: OpenAIServer, embedder: OpenAIEmbedding, sleeps: list[float]
 ) -> None:
-    openai_server.enqueue(Reply(status=429, headers={"Retry-After": "2"}), embeddings_reply)
+    openai_server.enqueue(Reply(status=429, headers={"Retry-After": "1"}), embeddings_reply)
     assert embedder.embed(["one"]).shape == (1, 3)
-    assert sleeps == [2.0]
+    assert sleeps == [1.0]
     assert len(openai_server.requests) == 2
 
 
