@@ -10,6 +10,10 @@ store method can call another public one; a thread holding only a read lock cann
 operation, so two processes (or two store objects in one process) never write the same folder at once.
 On platforms without `fcntl` it only serialises the threads of one process.
 
+`shared_lock(key)` and `shared_mutex(key)` hand every caller with an equal key the same lock while
+any of them holds it, so two store objects over one folder, collection or table in a process exclude
+each other as one store's threads do.
+
 Example:
     >>> lock = ReadWriteLock()
     >>> with lock.read():
@@ -22,17 +26,23 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+import weakref
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["FolderLock", "ReadWriteLock"]
+__all__ = ["FolderLock", "ReadWriteLock", "shared_lock", "shared_mutex"]
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no advisory file locks from the standard library
     fcntl = None  # type: ignore[assignment]
+
+
+_registry_lock = threading.Lock()
+_rw_locks: weakref.WeakValueDictionary[Hashable, ReadWriteLock] = weakref.WeakValueDictionary()
+_mutexes: weakref.WeakValueDictionary[Hashable, _Mutex] = weakref.WeakValueDictionary()
 
 
 class ReadWriteLock:
@@ -183,3 +193,46 @@ class FolderLock:
         self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.release()
+
+
+class _Mutex:
+    """A plain lock that can be weakly referenced (`threading.Lock` cannot)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> _Mutex:
+        self._lock.acquire()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._lock.release()
+
+
+def shared_lock(key: Hashable | None) -> ReadWriteLock:
+    """The `ReadWriteLock` of `key` in this process (a new private one for None).
+
+    Example:
+        >>> shared_lock(("chroma", "/data", "docs")) is shared_lock(("chroma", "/data", "docs"))
+        True
+    """
+    if key is None:
+        return ReadWriteLock()
+    with _registry_lock:
+        lock = _rw_locks.get(key)
+        if lock is None:
+            lock = _rw_locks[key] = ReadWriteLock()
+        return lock
+
+
+def shared_mutex(key: Hashable | None) -> _Mutex:
+    """A mutual-exclusion lock for `key` in this process (a new private one for None), used with `with`."""
+    if key is None:
+        return _Mutex()
+    with _registry_lock:
+        mutex = _mutexes.get(key)
+        if mutex is None:
+            mutex = _mutexes[key] = _Mutex()
+        return mutex
