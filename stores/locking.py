@@ -1,7 +1,9 @@
 """Locks the stores share: a readers-writer lock for threads and an exclusive lock file for processes.
 
-`ReadWriteLock` lets any number of readers in at once and a writer alone. It prefers writers: once a
-writer waits, new readers queue behind it, so a steady stream of searches cannot starve an `add`. A
+`ReadWriteLock` lets any number of readers in at once and a writer alone. It is phase-fair: once a
+writer waits, readers that arrive queue behind it, so a steady stream of searches cannot starve an
+`add`; and when a writer releases, every reader that was waiting goes in before the next writer, so a
+steady stream of writes cannot starve a search (a search waits for at most one write). A
 thread may nest acquisitions (a read inside its own read or write, a write inside its own write), so a
 store method can call another public one; a thread holding only a read lock cannot upgrade to a write
 (that would deadlock against a second reader doing the same) and gets a `RuntimeError` instead.
@@ -46,7 +48,7 @@ _mutexes: weakref.WeakValueDictionary[Hashable, _Mutex] = weakref.WeakValueDicti
 
 
 class ReadWriteLock:
-    """Many readers or one writer, writers first, re-entrant per thread (see the module docstring).
+    """Many readers or one writer, phase-fair, re-entrant per thread (see the module docstring).
 
     Example:
         >>> lock = ReadWriteLock()
@@ -61,6 +63,9 @@ class ReadWriteLock:
         self._writer: int | None = None  # ident of the thread holding the write lock
         self._write_depth = 0
         self._waiting_writers = 0
+        self._waiting_readers = 0
+        self._releases = 0  # write releases so far: a reader waiting across one goes before writers
+        self._entitled = 0  # readers waiting at the last write release that have not gone in yet
         self._local = threading.local()  # this thread's read depth
 
     def writer_is_current(self) -> bool:
@@ -79,10 +84,23 @@ class ReadWriteLock:
             self._local.depth = depth + 1
             return
         with self._condition:
-            while self._writer is not None or self._waiting_writers:
-                self._condition.wait()
+            if self._writer is not None or self._waiting_writers:
+                self._wait_to_read()
             self._readers += 1
         self._local.depth = 1
+
+    def _wait_to_read(self) -> None:
+        ticket = self._releases
+        self._waiting_readers += 1
+        try:
+            while self._writer is not None or (self._waiting_writers and self._releases == ticket):
+                self._condition.wait()
+        finally:
+            self._waiting_readers -= 1
+            if self._releases != ticket and self._entitled:
+                self._entitled -= 1  # used its turn (or gave it up, interrupted)
+                if not self._entitled:
+                    self._condition.notify_all()
 
     def release_read(self) -> None:
         """Release one read acquisition of the calling thread."""
@@ -108,7 +126,7 @@ class ReadWriteLock:
         with self._condition:
             self._waiting_writers += 1
             try:
-                while self._writer is not None or self._readers:
+                while self._writer is not None or self._readers or self._entitled:
                     self._condition.wait()
             finally:
                 self._waiting_writers -= 1
@@ -123,6 +141,8 @@ class ReadWriteLock:
             return
         with self._condition:
             self._writer = None
+            self._releases += 1
+            self._entitled = self._waiting_readers  # they go in before any other writer
             self._condition.notify_all()
 
     @contextmanager

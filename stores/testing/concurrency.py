@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.documents import Document, SearchRequest
+from rag.documents import Document, MetadataValue, SearchRequest
 from rag.filters import Filter, key
 from rag.vectorstore import VectorStore
 from stores.lexical import LexicalIndex
@@ -83,7 +83,7 @@ class Report:
 def _document(writer: int, n: int, version: int, rng: random.Random) -> Document:
     doc_id = f"w{writer}-{n}"
     words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 8)))
-    metadata = {"writer": writer, "n": n, "version": version, "doc": doc_id}
+    metadata: dict[str, MetadataValue] = {"writer": writer, "n": n, "version": version, "doc": doc_id}
     return Document(doc_id, f"{doc_id} version {version} {words}", metadata)
 
 
@@ -140,7 +140,7 @@ def state(store: VectorStore) -> list[tuple[str, str, tuple[tuple[str, object], 
             tuple(sorted(d.metadata.items())),
             np.asarray(d.embedding, np.float32).tobytes(),
         )
-        for d in store.get(include_embeddings=True)  # type: ignore[call-arg]
+        for d in store.get(include_embeddings=True)
     ]
 
 
@@ -158,7 +158,7 @@ def check_hit(store: VectorStore, document: Document, query: str | None = None) 
     if metadata.get("doc") != document.id or not document.text.startswith(expected):
         return f"mixed-up document: id {document.id!r}, text {document.text!r}, metadata {metadata!r}"
     if query is not None and document.score is not None:
-        model = store.embedding  # type: ignore[attr-defined]
+        model = store.embedding
         vectors = model.embed([query, document.text])
         cosine = float(exact_scores(vectors[1:], np.zeros(1, np.int64), vectors[0])[0])
         if abs(cosine - document.score) > 1e-5:

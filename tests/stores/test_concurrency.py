@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -73,8 +74,7 @@ def test_a_writer_waits_for_readers_and_new_readers_wait_for_it() -> None:
     writing = threading.Thread(target=writer)
     writing.start()
     writer_queued.wait()
-    while not lock._waiting_writers:  # the writer is queued behind the held read lock
-        threading.Event().wait(0.001)
+    _wait_until(lambda: lock._waiting_writers == 1)  # the writer is queued behind the held read lock
     reading = threading.Thread(target=late_reader)
     reading.start()
     order.append("first read ends")
@@ -82,6 +82,35 @@ def test_a_writer_waits_for_readers_and_new_readers_wait_for_it() -> None:
     writing.join(10)
     reading.join(10)
     assert order == ["first read ends", "write", "late read"]
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    while not condition():
+        threading.Event().wait(0.001)
+
+
+def test_readers_waiting_for_a_write_go_before_the_next_writer() -> None:
+    lock = ReadWriteLock()
+    order: list[str] = []
+
+    def reader() -> None:
+        with lock.read():
+            order.append("read")
+
+    def writer() -> None:
+        with lock.write():
+            order.append("second write")
+
+    lock.acquire_write()
+    reading, writing = threading.Thread(target=reader), threading.Thread(target=writer)
+    reading.start()
+    _wait_until(lambda: lock._waiting_readers == 1)
+    writing.start()
+    _wait_until(lambda: lock._waiting_writers == 1)
+    lock.release_write()
+    reading.join(10)
+    writing.join(10)
+    assert order == ["read", "second write"]  # a stream of writes cannot starve searches
 
 
 def test_nesting_is_allowed_but_upgrading_is_refused() -> None:
