@@ -23,7 +23,6 @@ other's files (`FileNotFoundError`). Embedding and encoding happen before the lo
 from __future__ import annotations
 
 import json
-import os
 import re
 import weakref
 from collections.abc import Iterable, Sequence
@@ -37,7 +36,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
-from stores.chroma_client import connect, mark_vectors, open_collection, purger
+from stores.chroma_client import connect, lock_key, mark_vectors, open_collection, purger
 from stores.chroma_filters import ChromaFilter, Where, compile_filter
 from stores.chroma_hybrid import ChromaCandidates
 from stores.chroma_lexical import ChromaLexical, CollectionAccess
@@ -66,17 +65,6 @@ _LAYOUT = "rag:layout"
 _CURRENT_LAYOUT = 2
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
-
-
-def _lock_key(name: str, path: str | Path | None, url: str | None, client: Any) -> tuple[str, ...] | None:
-    """What identifies the collection in this process, so stores over the same one share a lock."""
-    if path is not None:
-        return ("chroma-path", os.path.realpath(path), name)
-    if url is not None:
-        return ("chroma-url", url, name)
-    if client is not None:
-        return ("chroma-client", str(id(client)), name)
-    return None  # a private in-process store: nobody else can reach it
 
 
 def _check_positive(name: str, value: int | None) -> None:
@@ -127,7 +115,7 @@ class ChromaVectorStore:
         self._embedding = embedding
         self._name = collection
         self._shared = path is not None or url is not None or client is not None
-        key = _lock_key(collection, path, url, client)
+        key = lock_key(collection, path, url, client)
         self._lock = shared_lock(key)
         self._conn = connect(path, url, client)
         self._finalizer = weakref.finalize(self, self._conn.close)

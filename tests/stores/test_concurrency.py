@@ -23,6 +23,7 @@ from stores import InMemoryVectorStore
 from stores.locking import FolderLock, ReadWriteLock
 from stores.testing.concurrency import (
     WORDS,
+    check_hit,
     fast_switching,
     lexical_scores,
     replay,
@@ -183,6 +184,35 @@ def test_the_lexical_index_equals_a_fresh_one_after_a_concurrent_run() -> None:
     for query in ("alpha beta", "vector search index", "omega"):
         found = store.similarity_search(SearchRequest(query, top_k=10, mode="lexical"))
         assert [(d.id, d.score) for d in found] == lexical_scores(final, query, 10)
+
+
+def test_saves_during_writes_are_consistent_and_never_collide(tmp_path: Path) -> None:
+    plans = writer_plans(21, writers=2, steps=12)
+    store = InMemoryVectorStore(MODEL, path=tmp_path / "store")
+    errors: list[BaseException] = []
+
+    def save_repeatedly() -> None:
+        try:
+            for _ in range(6):
+                store.save()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    savers = [threading.Thread(target=save_repeatedly) for _ in range(2)]
+    with fast_switching():
+        for thread in savers:
+            thread.start()
+        report = run_threads(store, plans, readers=1)
+        for thread in savers:
+            thread.join(60)
+    assert errors == [] and report.errors == []
+    saved = InMemoryVectorStore.load(tmp_path / "store", MODEL)  # whichever save came last
+    for document in saved.get(include_embeddings=True):
+        assert check_hit(saved, document) is None
+        assert document.embedding is not None
+        assert float(document.embedding @ MODEL.embed([document.text])[0]) > 1 - 1e-5  # its own vector
+    store.save()
+    assert state(InMemoryVectorStore.load(tmp_path / "store", MODEL)) == state(store)
 
 
 # -- processes ----------------------------------------------------------------------------------------------
