@@ -9,8 +9,8 @@ texts), prints two tables:
    objects. The old Chroma store opens the same folder; the old numpy store loads the same save.
    The cost of one uncontended lock and unlock is printed beside it, being free of the noise
    that other processes on the machine add to the latencies.
-2. Vector-search throughput (searches/s, all readers together) with 1, 2 and 4 reader threads while
-   one thread keeps upserting batches of 10 documents, and how many writes got through meanwhile.
+2. Vector-search throughput (searches/s, all readers together) with 1, 2 and 4 reader threads, alone
+   and while one thread keeps upserting batches of 10 documents (and how many writes got through).
 
     python benchmarks/concurrency.py                     # N = 100k, both stores
     python benchmarks/concurrency.py --n 20000 --seconds 2 --stores numpy
@@ -110,8 +110,8 @@ def lock_cost(repeats: int = 200_000) -> float:
     return (time.perf_counter() - start) / repeats * 1e6
 
 
-def throughput(store: Any, readers: int, seconds: float, dim: int) -> tuple[float, float]:
-    """(searches/s over all readers, writes/s) while one thread upserts batches of 10 documents."""
+def throughput(store: Any, readers: int, seconds: float, dim: int, writing: bool) -> tuple[float, float]:
+    """(searches/s over all readers, writes/s), with one thread upserting batches of 10 if `writing`."""
     stop = threading.Event()
     counts = [0] * (readers + 1)
     fresh = documents(20_000, dim, seed=99 + readers, prefix=f"x{readers}-")
@@ -131,9 +131,9 @@ def throughput(store: Any, readers: int, seconds: float, dim: int) -> tuple[floa
             store.similarity_search(SearchRequest(query, top_k=10))
             counts[number] += 1
 
-    threads = [threading.Thread(target=write)] + [
-        threading.Thread(target=read, args=(i,)) for i in range(readers)
-    ]
+    threads = [threading.Thread(target=read, args=(i,)) for i in range(readers)]
+    if writing:
+        threads.append(threading.Thread(target=write))
     for thread in threads:
         thread.start()
     time.sleep(seconds)
@@ -192,8 +192,9 @@ def main() -> None:
             if kind == "chroma":
                 old.close()
             for readers in (1, 2, 4):
-                searches, writes = throughput(store, readers, args.seconds, args.dim)
-                rates.append((kind, readers, searches, writes))
+                alone, _ = throughput(store, readers, args.seconds, args.dim, writing=False)
+                searches, writes = throughput(store, readers, args.seconds, args.dim, writing=True)
+                rates.append((kind, readers, alone, searches, writes))
             if kind == "chroma":
                 store.close()
     print(f"\nSingle-thread top-10 latency, N={args.n}, d={args.dim} (median of {args.rounds} rounds)")
@@ -202,9 +203,9 @@ def main() -> None:
         print(f"{kind:8} {old_ms:>14.3f} ms {new_ms:>12.3f} ms {new_ms / old_ms:>13.3f}")
     print(f"(one uncontended read lock and unlock costs {lock_cost():.2f} us)")
     print(f"\nVector-search throughput, one writer upserting 10 documents at a time, {args.seconds:g} s each")
-    print(f"{'store':8} {'readers':>7} {'searches/s':>11} {'writes/s':>9}")
-    for kind, readers, searches, writes in rates:
-        print(f"{kind:8} {readers:>7} {searches:>11.1f} {writes:>9.1f}")
+    print(f"{'store':8} {'readers':>7} {'searches/s alone':>17} {'beside the writer':>18} {'writes/s':>9}")
+    for kind, readers, alone, searches, writes in rates:
+        print(f"{kind:8} {readers:>7} {alone:>17.1f} {searches:>18.1f} {writes:>9.1f}")
 
 
 if __name__ == "__main__":
