@@ -216,10 +216,14 @@ class FolderLock:
 
 
 class _Mutex:
-    """A plain lock that can be weakly referenced (`threading.Lock` cannot)."""
+    """A re-entrant lock that can be weakly referenced (`threading.RLock` cannot).
+
+    Re-entrant because a finalizer (a store closed by the garbage collector) may run in a thread
+    that already holds it.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def __enter__(self) -> _Mutex:
         self._lock.acquire()
