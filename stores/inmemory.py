@@ -271,12 +271,10 @@ class InMemoryVectorStore:
     ) -> list[Document]:
         if wanted is not None:
             rows = np.fromiter((self._row_of[i] for i in wanted if i in self._row_of), np.int64)
-            if tree is not None:
-                rows = rows[self._mask(tree)[rows]]
         else:
             rows = self._rows_by_id()
-            if tree is not None:
-                rows = rows[self._mask(tree)[rows]]
+        if tree is not None:
+            rows = rows[self._mask(tree)[rows]]
         return [self._document(row, with_embedding=with_embedding) for row in rows[:limit].tolist()]
 
     def count(self, filter: str | Filter | None = None) -> int:
