@@ -17,7 +17,8 @@ replaces newer data silently.
 Example:
     >>> import tempfile, numpy as np
     >>> folder = tempfile.mkdtemp()
-    >>> generation = write(folder, Snapshot("m", 2, np.eye(2, np.float32), ["a", "b"], ["x", "y"], [{}, {}]))
+    >>> snapshot = Snapshot("m", 2, np.eye(2, dtype=np.float32), ["a", "b"], ["x", "y"], [{}, {}])
+    >>> generation = write(folder, snapshot)
     >>> loaded = read(folder, "m", 2)
     >>> loaded.ids, loaded.generation == generation
     (['a', 'b'], True)
