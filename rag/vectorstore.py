@@ -45,6 +45,10 @@ class VectorStore(Protocol):
       raises `FilterError` before any query runs; nothing is silently dropped.
     - A store records the embedding model (name and dimensions) its vectors came from, and refuses
       a different model with `EmbeddingModelMismatchError`.
+    - A store is safe to share between threads: any mix of these calls gives the results of some
+      serial order of them; a search sees one state (vectors, metadata and lexical index between the
+      same two writes); searches do not wait for each other (a readers-writer lock). What it promises
+      across processes, its docstring says.
     """
 
     @property

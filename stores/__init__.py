@@ -2,7 +2,8 @@
 
 Each store keeps a BM25 `LexicalIndex` beside its vectors, written by the same `add` and `delete`
 calls, for `SearchRequest(mode="lexical" | "hybrid")`. Importing this package does not import
-chromadb; `ChromaVectorStore` loads it when first constructed.
+chromadb; `ChromaVectorStore` loads it when first constructed. Both stores are safe to share between
+threads (`stores.locking`: searches run together, writes one at a time).
 
 Example:
     >>> from rag import Document, HashingEmbedding

@@ -10,6 +10,14 @@ Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into th
 absent from the new metadata survive), so `add` sets every stale key to None, which removes it; and a
 "cosine" collection returns vectors altered in the last bit, so collections use the "ip" space over
 unit vectors (the same distance, 1 - cosine) and keep the exact vectors the numpy store scores.
+
+Threads: every call holds a `stores.locking.ReadWriteLock` (searches, `get` and `count` for reading,
+`add` and `delete` for writing), shared by every store object of the process over the same folder and
+collection, server and collection, or client and collection. Chroma's records, the collection size
+memo, the twin marks and the lexical index therefore change together and are read together: without
+it a search could see a write half done (the lexical index ahead of the records, a BM25 norm array
+shorter than its postings: `IndexError`) and two rebuilds of the lexical index could delete each
+other's files (`FileNotFoundError`). Embedding and encoding happen before the lock is taken.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
-from stores.chroma_client import connect, mark_vectors, open_collection, purger
+from stores.chroma_client import connect, lock_key, mark_vectors, open_collection, purger
 from stores.chroma_filters import ChromaFilter, Where, compile_filter
 from stores.chroma_hybrid import ChromaCandidates
 from stores.chroma_lexical import ChromaLexical, CollectionAccess
@@ -42,6 +50,7 @@ from stores.chroma_records import (
     vector_digest,
 )
 from stores.chroma_search import Row, rows_from_get
+from stores.locking import shared_lock
 from stores.numpy_embed import document_vectors, embed_queries
 from stores.ranking import needs_ranking, rank
 
@@ -70,6 +79,11 @@ class ChromaVectorStore:
     --port N`); `client` uses a chromadb client you made (the store does not close it); none of them, a
     private in-process store that lives until `close()`. `ef_search` sets how widely Chroma's HNSW graph
     is searched when the collection is created; results are re-ranked exactly either way.
+
+    Safe to share between threads: searches run side by side, each write runs alone, and stores over
+    the same collection in one process share the lock. Across processes: an embedded folder belongs to
+    one process at a time (Chroma's rule for its persistent client); for several, run a Chroma server
+    and give its `url` (writes by other processes are then seen through the collection's state token).
 
     Example:
         >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -101,6 +115,8 @@ class ChromaVectorStore:
         self._embedding = embedding
         self._name = collection
         self._shared = path is not None or url is not None or client is not None
+        key = lock_key(collection, path, url, client)
+        self._lock = shared_lock(key)
         self._conn = connect(path, url, client)
         self._finalizer = weakref.finalize(self, self._conn.close)
         try:
@@ -117,7 +133,7 @@ class ChromaVectorStore:
         self._access = CollectionAccess(
             self._conn, self._collection, collection, self._batch_size, self._shared
         )
-        self._lexical = ChromaLexical(self._access, Path(path) if path is not None else None)
+        self._lexical = ChromaLexical(self._access, Path(path) if path is not None else None, key)
         if not self._access.metadata().get(_VECTORS_MARKED):
             with self._conn.errors(f"mark the vectors of the collection {collection!r}"):
                 mark_vectors(self._collection, self._batch_size)
@@ -166,11 +182,13 @@ class ChromaVectorStore:
 
     def flush(self) -> None:
         """Save the lexical index of an embedded store now (`close()` and interpreter exit also do)."""
-        self._lexical.save()
+        with self._lock.read():
+            self._lexical.save()
 
     def close(self) -> None:
         """Save the lexical index, release the client; an in-process store's data is dropped."""
-        self._finalizer()
+        with self._lock.write():  # calls under way end first
+            self._finalizer()
 
     def __enter__(self) -> ChromaVectorStore:
         return self
@@ -198,6 +216,16 @@ class ChromaVectorStore:
             record[TEXT] = encode_text(doc.text)  # not in `documents`: see chroma_records
             opaque.update(unindexed)
             metadatas.append(record)
+        with self._lock.write():
+            self._write(docs, vectors, metadatas, opaque)
+
+    def _write(
+        self,
+        docs: list[Document],
+        vectors: npt.NDArray[np.float32],
+        metadatas: list[dict[str, Any]],
+        opaque: set[str],
+    ) -> None:
         # Recorded before the records exist, so a filter never misses one of them.
         self._remember_opaque(opaque)
         with self._lexical.writing() as index:
@@ -240,23 +268,31 @@ class ChromaVectorStore:
         current = self._current_opaque()
         if keys <= current:
             return
-        self._opaque = current | keys
+        self._opaque = current | keys  # a new set: searches may be iterating the old one
         self._access.update_metadata({_OPAQUE_KEYS: json.dumps(sorted(self._opaque))})
 
     def _current_opaque(self) -> set[str]:
         if self._shared:
             # Another process may have written to the same collection since.
-            self._opaque |= set(json.loads(self._access.metadata().get(_OPAQUE_KEYS, "[]")))
+            stored = set(json.loads(self._access.metadata().get(_OPAQUE_KEYS, "[]")))
+            if not stored <= self._opaque:
+                self._opaque = self._opaque | stored  # replaced, never changed in place (see above)
         return self._opaque
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids or by filter; returns how many documents were removed."""
         if (ids is None) == (filter is None):
             raise InvalidRequestError("delete() takes ids or filter=..., exactly one of them")
+        unique = None if ids is None else self._unique(ids)
+        tree = as_filter(filter)
+        with self._lock.write():
+            return self._delete(unique, tree)
+
+    def _delete(self, ids: list[str] | None, tree: Filter | None) -> int:
         if ids is not None:
-            targets = [row.id for row in self._fetch(self._unique(ids), None, include=())]
+            targets = [row.id for row in self._fetch(ids, None, include=())]
         else:
-            targets = self._matching_ids(self._compile(filter))
+            targets = self._matching_ids(self._compile(tree))
         if not targets:
             return 0
         with self._lexical.writing() as index:
@@ -316,15 +352,21 @@ class ChromaVectorStore:
         """Documents by ids (in the order given) or all (ascending id), optionally filtered and limited."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidRequestError(f"limit must be an integer >= 0, got {limit!r}")
+        wanted = None if ids is None else self._unique(ids)
+        with self._lock.read():
+            return self._get(wanted, as_filter(filter), limit, include_embeddings)
+
+    def _get(
+        self, ids: list[str] | None, filter: Filter | None, limit: int | None, include_embeddings: bool
+    ) -> list[Document]:
         compiled = self._compile(filter)
         include = ["metadatas", "documents", *(["embeddings"] if include_embeddings else [])]
         if compiled.matches_nothing or limit == 0:
             return []
         if ids is not None:
-            wanted = self._unique(ids)
-            found = {row.id: row for row in self._fetch(wanted, compiled.where, include=include)}
+            found = {row.id: row for row in self._fetch(ids, compiled.where, include=include)}
             rows = [
-                found[i] for i in wanted if i in found and compiled.accepts(decode_metadata(found[i].record))
+                found[i] for i in ids if i in found and compiled.accepts(decode_metadata(found[i].record))
             ]
             return [self._document(row, include_embeddings) for row in rows[:limit]]
         chosen = sorted(self._matching_ids(compiled))[:limit]
@@ -333,11 +375,13 @@ class ChromaVectorStore:
 
     def count(self, filter: str | Filter | None = None) -> int:
         """How many documents (match the filter)."""
-        compiled = self._compile(filter)
-        if compiled.where is None and compiled.exact and not compiled.matches_nothing:
-            with self._conn.errors(f"count the collection {self._name!r}"):
-                return int(self._collection.count())
-        return len(self._matching_ids(compiled))
+        tree = as_filter(filter)
+        with self._lock.read():
+            compiled = self._compile(tree)
+            if compiled.where is None and compiled.exact and not compiled.matches_nothing:
+                with self._conn.errors(f"count the collection {self._name!r}"):
+                    return int(self._collection.count())
+            return len(self._matching_ids(compiled))
 
     @staticmethod
     def _document(row: Row, with_embedding: bool, score: float | None = None) -> Document:
@@ -352,10 +396,16 @@ class ChromaVectorStore:
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request's query, with `score` set (exact, ties by id)."""
         req = request if isinstance(request, SearchRequest) else SearchRequest(request)
-        compiled = self._compile(req.filter)
-        if req.top_k == 0 or compiled.matches_nothing:
+        if req.top_k == 0:
             return []
         query = self._embed([req.query])[0]
+        with self._lock.read():  # the query was embedded outside: writers wait only for the search
+            return self._search(req, query)
+
+    def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:
+        compiled = self._compile(req.filter)
+        if compiled.matches_nothing:
+            return []
         if not needs_ranking(req):
             return [
                 self._document(row, False, score) for row, score in self._nearest.rows(query, compiled, req)

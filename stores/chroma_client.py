@@ -5,6 +5,7 @@ chromadb is imported inside these functions only, so importing `stores` stays li
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from rag.errors import (
 )
 from stores.chroma_records import vector_digest
 
-__all__ = ["Connection", "close_client", "connect", "open_collection", "parse_url", "purger"]
+__all__ = ["Connection", "close_client", "connect", "lock_key", "open_collection", "parse_url", "purger"]
 
 _MODEL = "rag:embedding_model"
 _DIMENSIONS = "rag:dimensions"
@@ -130,6 +131,17 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
         conn.cleanups.append(conn.client.close)
         return conn
     return _ephemeral(chromadb)
+
+
+def lock_key(name: str, path: str | Path | None, url: str | None, client: Any) -> tuple[str, ...] | None:
+    """What identifies the collection in this process, so stores over the same one share a lock."""
+    if path is not None:
+        return ("chroma-path", os.path.realpath(path), name)
+    if url is not None:
+        return ("chroma-url", url, name)
+    if client is not None:
+        return ("chroma-client", str(id(client)), name)
+    return None  # a private in-process store: nobody else can reach it
 
 
 def close_client(client: Any) -> None:

@@ -21,6 +21,11 @@ store changes twice: once before touching any record, once after the index holds
 Only one process should write to an embedded folder at a time (chroma's own rule for
 `PersistentClient`); a Chroma server is the way for several.
 
+Threads: the store holds its readers-writer lock around every call, so the index never changes while
+a search reads it. Loading, rebuilding and saving the index happen under a mutex shared by every store
+object of the process over the same collection (`stores.locking.shared_mutex`): two searches that find
+the index stale rebuild it once, and two saves never remove each other's files.
+
 Example:
     >>> from rag import Document, HashingEmbedding, SearchRequest
     >>> from stores import ChromaVectorStore
@@ -47,6 +52,7 @@ from stores.chroma_records import decode_text
 from stores.chroma_search import rows_from_get
 from stores.lexical import LexicalIndex
 from stores.lexical_text import TOKENIZER
+from stores.locking import shared_mutex
 
 __all__ = ["FOLDER", "STATE_KEY", "ChromaLexical", "CollectionAccess"]
 
@@ -109,13 +115,15 @@ class ChromaLexical:
         >>> # store = ChromaVectorStore(...); store._lexical.index().search("fusion", top_k=5)
     """
 
-    def __init__(self, access: CollectionAccess, folder: Path | None) -> None:
+    def __init__(self, access: CollectionAccess, folder: Path | None, key: object = None) -> None:
         self._access = access
         self._root = None if folder is None else folder / FOLDER / access.name
         self._index: LexicalIndex | None = None
         self._token: str | None = None  # the collection state `_index` equals
         self._saved = True  # whether `_root / _token` holds `_index`
         self.rebuilds = 0  # how many times the index was built from the collection's documents
+        # Shared with other stores over the same collection: they save into the same folder.
+        self._mutex = shared_mutex(None if key is None else ("chroma-lexical", key))
 
     def _current(self) -> str | None:
         token = self._access.metadata().get(STATE_KEY) if self._access.shared else None
@@ -123,8 +131,20 @@ class ChromaLexical:
 
     def index(self) -> LexicalIndex:
         """The index, equal to the collection: kept, loaded from disk or rebuilt as needed."""
-        if self._index is not None and (not self._access.shared or self._current() == self._token):
-            return self._index
+        current = self._kept()
+        if current is not None:
+            return current
+        with self._mutex:
+            current = self._kept()  # another thread may have rebuilt it meanwhile
+            return current if current is not None else self._rebuild()
+
+    def _kept(self) -> LexicalIndex | None:
+        index, token = self._index, self._token
+        if index is not None and (not self._access.shared or self._current() == token):
+            return index
+        return None
+
+    def _rebuild(self) -> LexicalIndex:
         token = self._current()
         if self._root is not None and token is None:
             token = _new_token()  # a collection written before the index existed gets a state
@@ -136,8 +156,9 @@ class ChromaLexical:
             for ids, texts in self._access.texts():
                 loaded.add(ids, texts)
             self.rebuilds += 1
-        self._index, self._token, self._saved = loaded, token, saved
-        self.save()  # a rebuilt index is saved at once, so the next open loads it
+        # The token first: a reader that sees the new index with the old token only rebuilds again.
+        self._token, self._saved, self._index = token, saved, loaded
+        self._save()  # a rebuilt index is saved at once, so the next open loads it
         return loaded
 
     def _load(self, token: str | None) -> LexicalIndex | None:
@@ -178,6 +199,10 @@ class ChromaLexical:
 
     def save(self) -> None:
         """Save the index under the collection's current state (embedded stores; no-op if saved)."""
+        with self._mutex:
+            self._save()
+
+    def _save(self) -> None:
         if self._root is None or self._index is None or self._saved or self._token is None:
             return
         if self._current() != self._token:

@@ -6,11 +6,17 @@ a filter is a boolean mask computed without a Python loop per document; a filter
 only the selected rows. Search itself is in `stores.numpy_search`; saving in `stores.numpy_persist`.
 A BM25 index (`stores.lexical`) over the same texts is written by the same `add` and `delete` calls
 and saved in the same atomic save; lexical and hybrid modes and MMR go through `stores.ranking`.
+
+Threads: one `stores.locking.ReadWriteLock` guards the matrix, the columns, the id maps and the BM25
+index together. Searches, `get` and `count` hold it for reading (they run together), `add` and
+`delete` for writing (alone), so every call sees the state between two writes, vectors, metadata and
+lexical index of the same generation. Embedding happens before the lock is taken.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +30,7 @@ from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
 from stores import numpy_persist
 from stores.lexical import LexicalIndex
+from stores.locking import ReadWriteLock
 from stores.numpy_columns import MetadataColumns
 from stores.numpy_embed import document_vectors, embed_queries
 from stores.numpy_hybrid import NumpyCandidates
@@ -49,6 +56,11 @@ def _copy_metadata(metadata: dict[str, MetadataValue]) -> dict[str, MetadataValu
 
 class InMemoryVectorStore:
     """A vector store in process memory: exact search, upsert by id, filters, atomic save to a folder.
+
+    Safe to share between threads: searches run side by side, each write runs alone, and every call
+    sees the store as some serial order of the writes left it. Across processes, many may load one
+    folder, saves to it are serialised by a lock file, and a save from a copy that is older than the
+    folder's current save raises `StoreError` instead of overwriting it (`save(overwrite=True)` forces).
 
     Example:
         >>> from rag import Document, HashingEmbedding
@@ -84,6 +96,9 @@ class InMemoryVectorStore:
         self._id_order: IntArray | None = None  # rows sorted by id, rebuilt after a change
         self._lexical = LexicalIndex()
         self._lexical_rows: IntArray | None = None  # index row of each store row, rebuilt after a change
+        self._lock = ReadWriteLock()
+        self._save_lock = threading.Lock()  # one save at a time: each must see the last one's generation
+        self._generations: dict[str, str] = {}  # folder (absolute) -> generation this copy holds
         if self._path is not None and numpy_persist.exists(self._path):
             self._restore(numpy_persist.read(self._path, embedding.name, self._dimensions))
 
@@ -116,12 +131,9 @@ class InMemoryVectorStore:
             return
         batch = list(latest.values())
         vectors = self._vectors_for(batch)
-        self._write(
-            [d.id for d in batch],
-            [d.text for d in batch],
-            [_copy_metadata(d.metadata) for d in batch],
-            vectors,
-        )
+        metadatas = [_copy_metadata(d.metadata) for d in batch]
+        with self._lock.write():
+            self._write([d.id for d in batch], [d.text for d in batch], metadatas, vectors)
 
     def _vectors_for(self, documents: list[Document]) -> npt.NDArray[np.float32]:
         return document_vectors(documents, self._embedding, self._batch_size)
@@ -179,13 +191,14 @@ class InMemoryVectorStore:
         """Delete by ids (unknown ones ignored) or by filter; returns how many documents were removed."""
         if (ids is None) == (filter is None):
             raise InvalidRequestError("delete() takes either ids or filter=..., not both and not neither")
-        if ids is not None:
-            rows = np.fromiter(
-                {self._row_of[i] for i in self._checked_ids(ids) if i in self._row_of}, np.int64
-            )
-        else:
-            rows = np.flatnonzero(self._mask(as_filter(filter)))
-        self._remove(rows)
+        wanted = list(self._checked_ids(ids)) if ids is not None else None
+        tree = as_filter(filter)
+        with self._lock.write():
+            if wanted is not None:
+                rows = np.fromiter({self._row_of[i] for i in wanted if i in self._row_of}, np.int64)
+            else:
+                rows = np.flatnonzero(self._mask(tree))
+            self._remove(rows)
         return len(rows)
 
     @staticmethod
@@ -249,21 +262,26 @@ class InMemoryVectorStore:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidRequestError(f"limit must be an integer >= 0 or None, got {limit!r}")
         tree = as_filter(filter)
-        if ids is not None:
-            wanted = dict.fromkeys(self._checked_ids(ids))
+        wanted = None if ids is None else dict.fromkeys(self._checked_ids(ids))
+        with self._lock.read():
+            return self._get(wanted, tree, limit, include_embeddings)
+
+    def _get(
+        self, wanted: dict[str, None] | None, tree: Filter | None, limit: int | None, with_embedding: bool
+    ) -> list[Document]:
+        if wanted is not None:
             rows = np.fromiter((self._row_of[i] for i in wanted if i in self._row_of), np.int64)
-            if tree is not None:
-                rows = rows[self._mask(tree)[rows]]
         else:
             rows = self._rows_by_id()
-            if tree is not None:
-                rows = rows[self._mask(tree)[rows]]
-        return [self._document(row, with_embedding=include_embeddings) for row in rows[:limit].tolist()]
+        if tree is not None:
+            rows = rows[self._mask(tree)[rows]]
+        return [self._document(row, with_embedding=with_embedding) for row in rows[:limit].tolist()]
 
     def count(self, filter: str | Filter | None = None) -> int:
         """How many documents (match the filter)."""
         tree = as_filter(filter)
-        return self._size if tree is None else int(np.count_nonzero(self._mask(tree)))
+        with self._lock.read():
+            return self._size if tree is None else int(np.count_nonzero(self._mask(tree)))
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request's query, best first, with `score` set."""
@@ -287,11 +305,24 @@ class InMemoryVectorStore:
         groups: dict[Filter | None, list[int]] = {}
         for position, index in enumerate(active):
             groups.setdefault(checked[index].filter, []).append(position)
+        with self._lock.read():  # queries were embedded outside: writers wait only for the scans
+            self._search_groups(groups, checked, active, queries, results)
+        return results
+
+    def _search_groups(
+        self,
+        groups: dict[Filter | None, list[int]],
+        checked: list[SearchRequest],
+        active: list[int],
+        queries: npt.NDArray[np.float32],
+        results: list[list[Document]],
+    ) -> None:
+        if not self._size:
+            return  # emptied by a delete since the queries were embedded
         for tree, positions in groups.items():
             found = self._search_group(tree, [checked[active[p]] for p in positions], queries[positions])
             for position, documents in zip(positions, found, strict=True):
                 results[active[position]] = documents
-        return results
 
     def _search_group(
         self, tree: Filter | None, requests: list[SearchRequest], queries: npt.NDArray[np.float32]
@@ -336,25 +367,34 @@ class InMemoryVectorStore:
 
     # -- persistence -----------------------------------------------------------------------------
 
-    def save(self, path: PathLike | None = None) -> Path:
+    def save(self, path: PathLike | None = None, *, overwrite: bool = False) -> Path:
         """Write the store to the folder `path` (default: the constructor's `path`) atomically.
 
-        A crash mid-save leaves the previous save loadable. Returns the folder.
+        A crash mid-save leaves the previous save loadable. Searches go on during a save; writes wait.
+        The folder must still hold the save this copy was loaded from or last wrote there (or none):
+        if another process or store object saved there since, nothing is written and `StoreError`
+        says so, because this copy lacks that save's changes. `overwrite=True` replaces it anyway.
+        Returns the folder.
         """
         target = Path(path) if path is not None else self._path
         if target is None:
             raise InvalidRequestError("save() needs a path: none was given here or to the constructor")
-        size = self._size
-        snapshot = numpy_persist.Snapshot(
-            self._embedding.name,
-            self._dimensions,
-            self._matrix[:size],
-            self._ids[:size].tolist(),
-            self._texts[:size].tolist(),
-            self._metadata[:size].tolist(),
-            self._lexical,
-        )
-        numpy_persist.write(target, snapshot)
+        key = os.path.abspath(target)
+        with self._save_lock, self._lock.read():
+            size = self._size
+            snapshot = numpy_persist.Snapshot(
+                self._embedding.name,
+                self._dimensions,
+                self._matrix[:size],
+                self._ids[:size].tolist(),
+                self._texts[:size].tolist(),
+                self._metadata[:size].tolist(),
+                self._lexical,
+            )
+            expected = self._generations.get(key)
+            self._generations[key] = numpy_persist.write(
+                target, snapshot, expected=expected, overwrite=overwrite
+            )
         return target
 
     @classmethod
@@ -372,6 +412,8 @@ class InMemoryVectorStore:
         return store
 
     def _restore(self, snapshot: numpy_persist.Snapshot) -> None:
+        if self._path is not None and snapshot.generation is not None:
+            self._generations[os.path.abspath(self._path)] = snapshot.generation  # what save() expects
         self._matrix = np.ascontiguousarray(snapshot.vectors, dtype=np.float32)
         count = len(self._matrix)
         self._ids = _object_array(snapshot.ids)

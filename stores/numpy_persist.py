@@ -8,12 +8,20 @@ old or new, so the vectors and the lexical index can never disagree. Other gener
 after the switch. A save without a lexical index (made before there was one), or one analysed with
 another tokenizer, loads with `Snapshot.lexical` None: the store rebuilds the index from the texts.
 
+Across processes: a save holds an exclusive lock on `<folder>/.lock` (`stores.locking.FolderLock`), so
+saves to one folder never interleave, and it first checks that the folder still holds the generation
+the saving copy was loaded from (or last saved). When another process (or another store object) saved
+in between, the save raises `StoreError` naming the folder and writes nothing: a stale copy never
+replaces newer data silently.
+
 Example:
     >>> import tempfile, numpy as np
     >>> folder = tempfile.mkdtemp()
-    >>> write(folder, Snapshot("m", 2, np.eye(2, dtype=np.float32), ["a", "b"], ["x", "y"], [{}, {}]))
-    >>> read(folder, "m", 2).ids
-    ['a', 'b']
+    >>> snapshot = Snapshot("m", 2, np.eye(2, dtype=np.float32), ["a", "b"], ["x", "y"], [{}, {}])
+    >>> generation = write(folder, snapshot)
+    >>> loaded = read(folder, "m", 2)
+    >>> loaded.ids, loaded.generation == generation
+    (['a', 'b'], True)
 """
 
 from __future__ import annotations
@@ -35,10 +43,12 @@ from rag.documents import MetadataValue, check_metadata
 from rag.errors import EmbeddingModelMismatchError, StoreError, StoreNotFoundError
 from stores.lexical import LexicalIndex
 from stores.lexical_text import TOKENIZER
+from stores.locking import FolderLock
 
-__all__ = ["MANIFEST", "Snapshot", "exists", "read", "write"]
+__all__ = ["LOCK_FILE", "MANIFEST", "Snapshot", "exists", "read", "saved_generation", "write"]
 
 MANIFEST = "manifest.json"
+LOCK_FILE = ".lock"
 _FORMAT = "rag-advisors/inmemory-store"
 _VERSION = 1
 _DATA_PREFIXES = ("vectors-", "documents-", f".{MANIFEST}.")
@@ -56,6 +66,8 @@ class Snapshot:
     texts: list[str]
     metadatas: list[dict[str, MetadataValue]]
     lexical: LexicalIndex | None = None
+    generation: str | None = None
+    """The save this snapshot was read from (None for one not read from a folder)."""
 
 
 def exists(path: str | os.PathLike[str]) -> bool:
@@ -76,9 +88,62 @@ def _encode_documents(snapshot: Snapshot) -> bytes:
     return json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
-def write(path: str | os.PathLike[str], snapshot: Snapshot) -> None:
-    """Save `snapshot` into the folder `path` (created if needed), replacing any earlier save atomically."""
+def saved_generation(path: str | os.PathLike[str]) -> str | None:
+    """The generation of the save in `path` (None when nothing is saved there)."""
     folder = Path(path)
+    if not exists(folder):
+        return None
+    return _generation_of(_read_manifest(folder))
+
+
+def _generation_of(manifest: dict[str, Any]) -> str:
+    generation = manifest.get("generation")
+    if isinstance(generation, str):
+        return generation
+    # Saves of earlier versions name their generation only in their file names.
+    return str(manifest.get("vectors", "")).removeprefix("vectors-").removesuffix(".npy")
+
+
+def write(
+    path: str | os.PathLike[str], snapshot: Snapshot, *, expected: str | None = None, overwrite: bool = False
+) -> str:
+    """Save `snapshot` into the folder `path` (created if needed), replacing any earlier save atomically.
+
+    Args:
+        path: The folder.
+        snapshot: What to save.
+        expected: The generation the folder must still hold (None: it must hold no save yet).
+        overwrite: Replace whatever the folder holds, without checking `expected`.
+
+    Returns:
+        The generation written, to pass as `expected` to the next save of the same copy.
+
+    Raises:
+        StoreError: the folder cannot be written, or holds another generation than `expected`.
+    """
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with FolderLock(folder, LOCK_FILE):
+            if not overwrite:
+                current = saved_generation(folder)
+                if current != expected:
+                    raise StoreError(_stale_message(folder, current, expected))
+            return _write_unlocked(folder, snapshot)
+    except OSError as exc:
+        raise StoreError(f"could not save the store to {str(folder)!r}: {exc}") from exc
+
+
+def _stale_message(folder: Path, current: str | None, expected: str | None) -> str:
+    seen = "this copy was loaded or last saved" if expected is not None else "this store was created"
+    return (
+        f"not saving the store to {str(folder)!r}: another writer saved there (generation {current!r}) "
+        f"since {seen}, and this copy does not hold those changes; nothing was written. Load the store "
+        f"again and repeat the changes, or save with overwrite=True to replace the newer save"
+    )
+
+
+def _write_unlocked(folder: Path, snapshot: Snapshot) -> str:
     generation = uuid.uuid4().hex
     vectors_name = f"vectors-{generation}.npy"
     documents_name = f"documents-{generation}.json"
@@ -88,13 +153,13 @@ def write(path: str | os.PathLike[str], snapshot: Snapshot) -> None:
         "model": snapshot.model,
         "dimensions": snapshot.dimensions,
         "count": len(snapshot.ids),
+        "generation": generation,
         "vectors": vectors_name,
         "documents": documents_name,
     }
     staged = folder / f".{MANIFEST}.{generation}.tmp"
     lexical_name = f"{_LEXICAL_PREFIX}{generation}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
         _write_file(folder / vectors_name, lambda f: np.save(f, snapshot.vectors, allow_pickle=False))
         _write_file(folder / documents_name, lambda f: f.write(_encode_documents(snapshot)))
         if snapshot.lexical is not None:
@@ -106,6 +171,7 @@ def write(path: str | os.PathLike[str], snapshot: Snapshot) -> None:
     except OSError as exc:
         raise StoreError(f"could not save the store to {str(folder)!r}: {exc}") from exc
     _remove_other_generations(folder, keep={vectors_name, documents_name, lexical_name})
+    return generation
 
 
 def _sync_folder(folder: Path) -> None:
@@ -149,8 +215,24 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def read(path: str | os.PathLike[str], model: str, dimensions: int) -> Snapshot:
-    """Load the store saved in `path`, checking it was embedded with `model` of `dimensions`."""
+    """Load the store saved in `path`, checking it was embedded with `model` of `dimensions`.
+
+    The folder's lock is held while reading, so a save by another process cannot remove the files of
+    the generation being read; a folder where no lock file can be made (read-only) is read without.
+    """
     folder = Path(path)
+    if exists(folder):
+        try:
+            lock = FolderLock(folder, LOCK_FILE)
+            lock.acquire()
+        except OSError:
+            return _read_unlocked(folder, model, dimensions)
+        with lock:
+            return _read_unlocked(folder, model, dimensions)
+    return _read_unlocked(folder, model, dimensions)
+
+
+def _read_unlocked(folder: Path, model: str, dimensions: int) -> Snapshot:
     manifest = _read_manifest(folder)
     if manifest["model"] != model or manifest["dimensions"] != dimensions:
         raise EmbeddingModelMismatchError(
@@ -173,7 +255,8 @@ def read(path: str | os.PathLike[str], model: str, dimensions: int) -> Snapshot:
     ):
         raise StoreError(f"the store saved in {str(folder)!r} is inconsistent: {count} documents expected")
     checked = [check_metadata(doc_id, metadata) for doc_id, metadata in zip(ids, metadatas, strict=True)]
-    return Snapshot(model, dimensions, vectors, ids, texts, checked, _read_lexical(folder, manifest, ids))
+    lexical = _read_lexical(folder, manifest, ids)
+    return Snapshot(model, dimensions, vectors, ids, texts, checked, lexical, _generation_of(manifest))
 
 
 def _read_lexical(folder: Path, manifest: dict[str, Any], ids: list[str]) -> LexicalIndex | None:

@@ -146,9 +146,9 @@ def test_crash_mid_save_leaves_the_previous_copy(
     monkeypatch.setattr(numpy_persist, "_write_file", real_write)
     store.save(folder)
     assert _saved_state(InMemoryVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == _saved_state(store)
-    # The manifest and one generation (vectors, documents, the lexical index): leftovers were removed.
+    # The lock file, the manifest and one generation (vectors, documents, the index): leftovers removed.
     kinds = sorted(p.name.split("-")[0] for p in folder.iterdir())
-    assert kinds == ["bm25", "documents", "manifest.json", "vectors"]
+    assert kinds == [".lock", "bm25", "documents", "manifest.json", "vectors"]
 
 
 def test_crash_before_the_manifest_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
