@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from rag.cli._common import common_options, open_store, settings_from
+from rag.cli._common import common_options, open_store, require, settings_from
 from rag.cli._options import search_options, store_options
 from rag.eval import QUESTION_FILTER, QuestionSet, evaluate, load_beir, load_questions
 from rag.eval.sweep import FilterSetting
@@ -100,7 +100,7 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     "--plot",
     "plot_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Draw recall@k, nDCG@k (PNG).",
+    help='Draw recall@k, nDCG@k (PNG); needs matplotlib: pip install "rag-advisors[notebooks]".',
 )
 @search_options(several_modes=True)
 @common_options
@@ -137,6 +137,8 @@ def eval_command(
         rag eval data/questions.jsonl --top-k 1,5,10 --threshold 0,0.3 --plot eval.png
         rag eval scifact/ --top-k 10,100 --filter none --mode vector,lexical,hybrid
     """
+    if plot_path is not None:  # before the work: a missing extra must not cost a whole evaluation
+        require("matplotlib.figure", "notebooks", "--plot")
     qset = load_beir(questions, split) if beir or questions.is_dir() else load_questions(questions)
     filter_settings = parse_filter_options(filters, qset)
     settings = settings_from(
