@@ -1,7 +1,8 @@
-"""A missing optional dependency stops a command before its work, exit 1, with the pip line (issue 18, item 4)."""
+"""A missing extra stops a command before its work: exit 1 and the pip line (issue 18, item 4)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -26,12 +27,17 @@ def test_eval_plot_without_matplotlib_fails_first_with_the_install_line(
 ) -> None:
     assert cli("ingest", docs, "--store", "numpy").exit_code == 0
     questions = tmp_path / "questions.jsonl"
-    questions.write_text('{"question": "Who logs fog signals?", "relevant": [{"source": "keepers.txt"}]}\n', "utf-8")
+    row = {"question": "Who logs fog signals?", "relevant": [{"source": "keepers.txt"}]}
+    questions.write_text(json.dumps(row) + "\n", "utf-8")
     png = tmp_path / "eval.png"
     env = {**os.environ, "RAG_HOME": str(rag_home), "PYTHONPATH": str(ROOT)}
     args = ["eval", str(questions), "--store", "numpy", "--top-k", "1", "--plot", str(png)]
     result = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_MATPLOTLIB, *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", _WITHOUT_MATPLOTLIB, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert result.returncode == 1, result.stderr
     assert result.stderr.strip().splitlines() == [
