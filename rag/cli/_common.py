@@ -316,7 +316,12 @@ def open_store(settings: Settings, *, create: bool = False) -> OpenedStore:
     Raises:
         StoreNotFoundError: `create` is False and no store was built for these settings.
         ConfigError: the embedder given is not the one the store was built with.
+        StoreConnectionError: the settings name a Chroma server that does not answer (or a bad URL).
     """
+    if settings.store == "chroma" and settings.chroma_url:
+        from stores.chroma_client import reach_server
+
+        reach_server(settings.chroma_url)  # else a server that is down reads as "no collection"
     records = _load_records(settings)
     raw = records.get(_store_key(settings))
     known = StoreRecord(**raw) if isinstance(raw, dict) else None
