@@ -32,7 +32,9 @@ from rag.vectorstore import VectorStore
 
 __all__ = ["chat"]
 
-_HELP = "Commands: /sources (passages behind the last answer), /clear (forget this conversation), /exit."
+_HELP = (
+    "Commands: /sources (passages behind the last answer), /clear (forget this conversation), /help, /exit."
+)
 
 
 @dataclass
@@ -45,6 +47,7 @@ class _Session:
     repository: SQLiteChatMemoryRepository
     long_term: VectorStoreChatMemoryAdvisor
     persist: Callable[[], None]
+    stream: bool = True
     last_sources: Sequence[Document] = ()
 
     def clear(self) -> None:
@@ -86,14 +89,20 @@ def _print_sources(documents: Sequence[Document]) -> None:
 
 
 def _turn(session: _Session, question: str) -> None:
-    """Ask one question; the answer streams to stdout as it arrives."""
+    """Ask one question; the answer streams to stdout as it arrives, or is printed whole."""
     spec = session.client.prompt(question).advisors(conversation_id=session.conversation_id)
-    reply = spec.stream()
-    for piece in reply.content():
-        click.echo(piece, nl=False)
-    click.echo()
+    if session.stream:
+        reply = spec.stream()
+        for piece in reply.content():
+            click.echo(piece, nl=False)  # click.echo flushes: each piece shows as soon as it arrives
+        click.echo()
+        context = reply.context
+    else:
+        response = spec.call().response()
+        click.echo(response.text)
+        context = response.context
     session.persist()
-    session.last_sources = list(reply.context.get(RETRIEVED_DOCUMENTS, []))
+    session.last_sources = list(context.get(RETRIEVED_DOCUMENTS, []))
 
 
 def _loop(session: _Session, read_line: Callable[[], str]) -> None:
@@ -112,6 +121,8 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
                 return
             if command == "/sources":
                 _print_sources(session.last_sources)
+            elif command == "/help":
+                click.echo(_HELP, err=True)
             elif command == "/clear":
                 session.clear()
                 click.echo(f"conversation {session.conversation_id} forgotten", err=True)
@@ -138,16 +149,28 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
 @click.option(
     "--recall", type=click.IntRange(min=1), default=4, show_default=True, help="Past turns recalled."
 )
+@click.option(
+    "--stream/--no-stream",
+    default=None,
+    help="Print each answer as it arrives [default: when stdout is a terminal].",
+)
 @store_options()
 @chat_model_options
 @search_options()
 @common_options
 @click.pass_context
-def chat(ctx: click.Context, /, conversation_id: str | None, **options: Any) -> None:
+def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None, **options: Any) -> None:
     """Talk with the ingested documents; the conversation is remembered under RAG_HOME.
 
-    Type a question per line. /sources lists the passages behind the last answer, /clear forgets the
-    conversation, /exit (or end of input) quits. Without a configured model the answers quote passages.
+    Type a question per line. Without a configured model the answers quote passages. On a terminal the
+    answer is printed as the model streams it (--no-stream waits for the whole answer).
+
+    \b
+    Slash commands, each on a line of its own:
+      /sources   the passages behind the last answer, with their scores
+      /clear     forget this conversation (recent messages and long-term memory)
+      /help      list these commands
+      /exit      quit; /quit and end of input (Ctrl-D) do the same
 
     \b
     Example:
@@ -178,6 +201,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, **options: Any) -> 
         long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])
         advisors = [MessageChatMemoryAdvisor(memory), long_term, QuestionAnswerAdvisor(opened.store, search)]
         session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
+        session.stream = sys.stdout.isatty() if stream is None else stream
         told = "continuing" if memory.get(cid) else "new"
         click.echo(f"conversation {cid} ({told}; resume with --conversation {cid}). {_HELP}", err=True)
         _loop(session, sys.stdin.readline)

@@ -71,11 +71,11 @@ def _long_term_count(home: Path, store_kind: str, conversation: str) -> int:
 
 def test_chat_new_id_clear_and_unknown_commands(cli: RunCli, rag_home: Path, docs: Path) -> None:
     assert cli("ingest", docs, "--store", "numpy").exit_code == 0
-    result = cli("chat", "--store", "numpy", input="Who logs fog signals?\n/help\n/clear\n/sources\n")
+    result = cli("chat", "--store", "numpy", input="Who logs fog signals?\n/nope\n/clear\n/sources\n")
     assert result.exit_code == 0, result.stderr
     match = re.search(r"conversation ([0-9a-f]{12}) \(new;", result.stderr)
     assert match, result.stderr
-    assert "unknown command '/help'. Commands: /sources" in result.stderr
+    assert "unknown command '/nope'. Commands: /sources" in result.stderr
     assert f"conversation {match.group(1)} forgotten" in result.stderr
     assert "no sources for the last answer" in result.stderr
     assert _messages(rag_home, match.group(1)) == []
