@@ -22,6 +22,7 @@ from rag.chat.model import ChatModel
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
 from rag.cli._models import build_chat_model
 from rag.cli._options import chat_model_options, search_options, store_options
+from rag.cli._scores import cosines
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import Settings
@@ -48,13 +49,16 @@ class _Session:
     long_term: VectorStoreChatMemoryAdvisor
     persist: Callable[[], None]
     stream: bool = True
+    documents: VectorStore | None = None  # the ingested documents, for the cosines /sources shows
     last_sources: Sequence[Document] = ()
+    last_cosines: Sequence[float | None] = ()
 
     def clear(self) -> None:
         self.memory.clear(self.conversation_id)
         self.long_term.clear(self.conversation_id)
         self.persist()
         self.last_sources = ()
+        self.last_cosines = ()
 
 
 def _memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore, Callable[[], None]]:
@@ -77,15 +81,19 @@ def _memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore,
     return chroma, lambda: None
 
 
-def _print_sources(documents: Sequence[Document]) -> None:
+def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None]) -> None:
     if not documents:
         click.echo("no sources for the last answer", err=True)
         return
-    for rank, doc in enumerate(documents, 1):
+    for rank, (doc, similarity) in enumerate(zip(documents, cosine, strict=True), 1):
         page = doc.metadata.get("page")
         where = f"{doc.metadata.get('source', doc.id)}" + (f", page {page}" if page is not None else "")
-        score = f" (score {doc.score:.3f})" if doc.score is not None else ""
-        click.echo(f"  [{rank}] {where}{score}")
+        numbers = [
+            f"{name} {value:.3f}"
+            for name, value in (("score", doc.score), ("cosine", similarity))
+            if value is not None
+        ]
+        click.echo(f"  [{rank}] {where}" + (f" ({', '.join(numbers)})" if numbers else ""))
 
 
 def _turn(session: _Session, question: str) -> None:
@@ -103,6 +111,9 @@ def _turn(session: _Session, question: str) -> None:
         context = response.context
     session.persist()
     session.last_sources = list(context.get(RETRIEVED_DOCUMENTS, []))
+    store = session.documents
+    cosine = cosines(store, question, session.last_sources) if store is not None else []
+    session.last_cosines = cosine or [None] * len(session.last_sources)
 
 
 def _loop(session: _Session, read_line: Callable[[], str]) -> None:
@@ -120,7 +131,7 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
             if command in ("/exit", "/quit"):
                 return
             if command == "/sources":
-                _print_sources(session.last_sources)
+                _print_sources(session.last_sources, session.last_cosines)
             elif command == "/help":
                 click.echo(_HELP, err=True)
             elif command == "/clear":
@@ -202,6 +213,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         advisors = [MessageChatMemoryAdvisor(memory), long_term, QuestionAnswerAdvisor(opened.store, search)]
         session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
         session.stream = sys.stdout.isatty() if stream is None else stream
+        session.documents = opened.store
         told = "continuing" if memory.get(cid) else "new"
         click.echo(f"conversation {cid} ({told}; resume with --conversation {cid}). {_HELP}", err=True)
         _loop(session, sys.stdin.readline)
