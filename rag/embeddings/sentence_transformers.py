@@ -9,6 +9,7 @@ process the pools compete, so a server that does both may call `torch.set_num_th
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -158,14 +159,16 @@ class SentenceTransformerEmbedding:
             return self._model
 
     def _load(self) -> Any:
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
+        if importlib.util.find_spec("sentence_transformers") is None:
             raise MissingDependencyError(
                 f"SentenceTransformerEmbedding needs sentence-transformers: {_INSTALL_HINT}",
                 package="sentence_transformers",
                 extra="st",
-            ) from exc
+            )
+        if not self._is_path and not self._maybe_cached():
+            self._check_hub()  # before the import of torch (seconds): an uncached model offline fails now
+        from sentence_transformers import SentenceTransformer
+
         if self._is_path:
             return self._construct(SentenceTransformer, str(Path(self._source).expanduser()), local=True)
         try:  # the cache first: a model downloaded once never needs the network again
@@ -177,6 +180,19 @@ class SentenceTransformerEmbedding:
         self._check_hub()
         return self._construct(SentenceTransformer, self._source, local=False)
 
+    def _cache(self) -> str:
+        from huggingface_hub import constants  # light; a dependency of sentence-transformers
+
+        return self._cache_folder or constants.HF_HUB_CACHE
+
+    def _maybe_cached(self) -> bool:
+        """Whether the Hub cache has a folder for this name (a short name also under its default org)."""
+        names = [self._source]
+        if "/" not in self._source:
+            names.append(f"sentence-transformers/{self._source}")  # sentence-transformers' own default
+        folders = (Path(self._cache()) / ("models--" + name.replace("/", "--")) for name in names)
+        return any(folder.is_dir() for folder in folders)
+
     def _construct(self, factory: Any, source: str, *, local: bool) -> Any:
         try:
             return factory(
@@ -187,9 +203,7 @@ class SentenceTransformerEmbedding:
 
     def _check_hub(self) -> None:
         """Fail fast, with what to do, when a Hub model must be downloaded but cannot be."""
-        from huggingface_hub import constants  # a dependency of sentence-transformers
-
-        where = self._cache_folder or f"the Hugging Face cache ({constants.HF_HUB_CACHE})"
+        where = self._cache_folder or f"the Hugging Face cache ({self._cache()})"
         missing = f"sentence-transformers model {self._source!r} is not in {where}"
         setting = _offline_by_setting()
         if setting is not None:
