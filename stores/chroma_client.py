@@ -138,10 +138,10 @@ def reach_server(url: str, timeout: float = 5.0) -> None:
     try:
         parse_url(url)
     except InvalidRequestError as exc:
+        # Not parse_url's message: it quotes the URL as given, password included.
         raise StoreConnectionError(
-            f"cannot reach the Chroma server at {shown!r}: {exc} (check RAG_CHROMA_URL)".replace(
-                repr(url), repr(shown)
-            ),
+            f"cannot reach the Chroma server at {shown!r}: not a valid server URL, expected "
+            "'http://host:port' (check RAG_CHROMA_URL)",
             url=shown,
         ) from exc
     import httpx
