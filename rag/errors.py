@@ -4,6 +4,7 @@
 RagError
 ├── InvalidRequestError (also ValueError)   a bad Document, SearchRequest or argument
 ├── ConfigError                             a setting that cannot work (env var, option)
+│   └── MissingDependencyError              an optional package (an extra) that is not installed
 ├── FilterError (also ValueError)           a filter a store cannot evaluate
 │   └── FilterSyntaxError                   filter text that does not parse
 ├── EmbeddingError                          an embedding model failed or returned bad vectors
@@ -36,6 +37,7 @@ __all__ = [
     "FilterSyntaxError",
     "IngestError",
     "InvalidRequestError",
+    "MissingDependencyError",
     "ModelError",
     "RagError",
     "StoreConnectionError",
@@ -57,6 +59,18 @@ class InvalidRequestError(RagError, ValueError):
 
 class ConfigError(RagError):
     """A setting (option or environment variable) that cannot work."""
+
+
+class MissingDependencyError(ConfigError):
+    """An optional package that a feature needs is not installed; the message gives the `pip install` line.
+
+    `.package` names the missing import, `.extra` the distribution extra that provides it.
+    """
+
+    def __init__(self, message: str, *, package: str, extra: str) -> None:
+        super().__init__(message)
+        self.package = package
+        self.extra = extra
 
 
 class FilterError(RagError, ValueError):

@@ -27,7 +27,16 @@ from rag.errors import (
 )
 from stores.chroma_records import vector_digest
 
-__all__ = ["Connection", "close_client", "connect", "lock_key", "open_collection", "parse_url", "purger"]
+__all__ = [
+    "Connection",
+    "close_client",
+    "connect",
+    "lock_key",
+    "open_collection",
+    "parse_url",
+    "purger",
+    "reach_server",
+]
 
 _MODEL = "rag:embedding_model"
 _DIMENSIONS = "rag:dimensions"
@@ -101,6 +110,53 @@ def parse_url(url: str) -> tuple[str, int, bool]:
         raise InvalidRequestError(f"Chroma server URL has an invalid port: {url!r}") from exc
     ssl = parts.scheme == "https"
     return parts.hostname, port or (443 if ssl else 8000), ssl
+
+
+def _shown(url: str) -> str:
+    """The URL without any user and password, fit to quote in an error."""
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl()
+
+
+def reach_server(url: str, timeout: float = 5.0) -> None:
+    """Check that a Chroma server answers at `url` (its heartbeat), before anything relies on it.
+
+    One short request, so a server that is down, or a mistyped URL, is reported as such at once instead
+    of surfacing later as a missing collection or one of chromadb's retries.
+
+    Raises:
+        StoreConnectionError: `url` is not an `http(s)://host:port` URL, or nothing answers there.
+
+    Example:
+        >>> reach_server("notaurl")
+        Traceback (most recent call last):
+        rag.errors.StoreConnectionError: cannot reach the Chroma server at 'notaurl': ...
+    """
+    shown = _shown(url)
+    try:
+        parse_url(url)
+    except InvalidRequestError as exc:
+        # Not parse_url's message: it quotes the URL as given, password included.
+        raise StoreConnectionError(
+            f"cannot reach the Chroma server at {shown!r}: not a valid server URL, expected "
+            "'http://host:port' (check RAG_CHROMA_URL)",
+            url=shown,
+        ) from exc
+    import httpx
+
+    try:
+        httpx.get(f"{url.rstrip('/')}/api/v2/heartbeat", timeout=timeout)
+    except httpx.HTTPError as exc:
+        reason = " ".join(str(exc).split()) or type(exc).__name__  # one line, whatever the transport says
+        raise StoreConnectionError(
+            f"cannot reach the Chroma server at {shown!r} ({reason}); start it "
+            "(`chroma run --path DIR --port N`) or fix RAG_CHROMA_URL",
+            url=shown,
+        ) from exc
 
 
 def connect(path: str | Path | None, url: str | None, client: Any = None) -> Connection:

@@ -7,6 +7,7 @@ settings it was built with, so later commands reuse them and a different model i
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from rag.errors import (
     ConfigError,
     FilterError,
     InvalidRequestError,
+    MissingDependencyError,
     RagError,
     StoreNotFoundError,
 )
@@ -39,6 +41,7 @@ __all__ = [
     "build_embedder",
     "common_options",
     "open_store",
+    "require",
     "settings_from",
 ]
 
@@ -92,12 +95,34 @@ class RagGroup(click.Group):
             if ctx.meta.get("rag.debug"):
                 raise
             click.echo(f"error: {exc}", err=True)
-            ctx.exit(2 if isinstance(exc, _USAGE_ERRORS) else 1)
+            # A missing extra is the installation's fault, not the command line's: exit 1, not 2.
+            usage = isinstance(exc, _USAGE_ERRORS) and not isinstance(exc, MissingDependencyError)
+            ctx.exit(2 if usage else 1)
         except KeyboardInterrupt:
             if ctx.meta.get("rag.debug"):
                 raise
             click.echo("interrupted (the next run resumes where this one stopped)", err=True)
             ctx.exit(130)
+
+
+def require(module: str, extra: str, feature: str) -> None:
+    """Import `module` now, so a feature's missing extra stops a command before any work is done.
+
+    Raises:
+        MissingDependencyError: `module` cannot be imported; the message gives the `pip install` line.
+
+    Example:
+        >>> require("json", "notebooks", "--plot")
+    """
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"{feature} needs {module.partition('.')[0]}, which is not installed: "
+            f'pip install "rag-advisors[{extra}]"',
+            package=module,
+            extra=extra,
+        ) from exc
 
 
 def settings_from(ctx: click.Context, **options: Any) -> Settings:
@@ -298,7 +323,12 @@ def open_store(settings: Settings, *, create: bool = False) -> OpenedStore:
     Raises:
         StoreNotFoundError: `create` is False and no store was built for these settings.
         ConfigError: the embedder given is not the one the store was built with.
+        StoreConnectionError: the settings name a Chroma server that does not answer (or a bad URL).
     """
+    if settings.store == "chroma" and settings.chroma_url:
+        from stores.chroma_client import reach_server
+
+        reach_server(settings.chroma_url)  # else a server that is down reads as "no collection"
     records = _load_records(settings)
     raw = records.get(_store_key(settings))
     known = StoreRecord(**raw) if isinstance(raw, dict) else None

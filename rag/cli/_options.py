@@ -101,7 +101,8 @@ def threshold_and_filter_options(func: F) -> F:
         type=click.FloatRange(0.0, 1.0),
         default=0.0,
         show_default=True,
-        help="Minimum cosine similarity (0 accepts everything).",
+        help="Minimum cosine similarity, in every search mode (0 accepts everything). It compares the "
+        "cosine shown beside each hit, not the rank score (BM25 or fused in lexical and hybrid mode).",
     )(func)
 
 

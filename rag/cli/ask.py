@@ -22,6 +22,7 @@ from rag.cli._options import (
     store_options,
     threshold_and_filter_options,
 )
+from rag.cli._scores import cosines
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.documents import Document
@@ -29,9 +30,11 @@ from rag.documents import Document
 __all__ = ["ask", "source_rows"]
 
 
-def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
-    """The retrieved documents as the sources list: rank, id, source, page, score."""
-    return [
+def source_rows(
+    documents: Sequence[Document], cosine: Sequence[float | None] | None = None
+) -> list[dict[str, Any]]:
+    """The retrieved documents as the sources list: rank, id, source, page, score and, if given, cosine."""
+    rows = [
         {
             "rank": rank,
             "id": doc.id,
@@ -41,6 +44,9 @@ def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
         }
         for rank, doc in enumerate(documents, 1)
     ]
+    for row, value in zip(rows, cosine or (), strict=False):
+        row["cosine"] = value
+    return rows
 
 
 def _print_sources(rows: list[dict[str, Any]]) -> None:
@@ -50,7 +56,8 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
     click.echo("\nSources:")
     for row in rows:
         page = f", page {row['page']}" if row["page"] is not None else ""
-        score = f" (score {row['score']:.3f})" if row["score"] is not None else ""
+        numbers = [f"{name} {row[name]:.3f}" for name in ("score", "cosine") if row.get(name) is not None]
+        score = f" ({', '.join(numbers)})" if numbers else ""
         click.echo(f"  [{row['rank']}] {row['source'] or row['id']}{page}{score}")
 
 
@@ -87,6 +94,9 @@ def ask(
     diversity: float | None,
 ) -> None:
     """Answer QUESTION from the ingested documents and list the sources used.
+
+    Each source shows its rank score (BM25 or fused in lexical and hybrid mode) and its cosine
+    similarity, the number --threshold compares.
 
     With no endpoint configured (OPENAI_BASE_URL, OPENAI_API_KEY, RAG_CHAT_MODEL, --model, --base-url) the
     answer quotes the most relevant passages, offline, and says that no language model was used.
@@ -126,12 +136,14 @@ def ask(
             context = response.context
             if not as_json:
                 click.echo(response.text)
+        retrieved = list(context.get(RETRIEVED_DOCUMENTS, []))
+        cosine = cosines(opened.store, question, retrieved)
     finally:
         opened.close()
         close = getattr(model, "close", None)
         if callable(close):
             close()
-    rows = source_rows(context.get(RETRIEVED_DOCUMENTS, []))
+    rows = source_rows(retrieved, cosine)
     if as_json:
         click.echo(json.dumps({"answer": response.text, "sources": rows}, indent=2, ensure_ascii=False))
     else:

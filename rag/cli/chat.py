@@ -22,6 +22,7 @@ from rag.chat.model import ChatModel
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
 from rag.cli._models import build_chat_model
 from rag.cli._options import chat_model_options, search_options, store_options
+from rag.cli._scores import cosines
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import Settings
@@ -32,7 +33,9 @@ from rag.vectorstore import VectorStore
 
 __all__ = ["chat"]
 
-_HELP = "Commands: /sources (passages behind the last answer), /clear (forget this conversation), /exit."
+_HELP = (
+    "Commands: /sources (passages behind the last answer), /clear (forget this conversation), /help, /exit."
+)
 
 
 @dataclass
@@ -45,13 +48,17 @@ class _Session:
     repository: SQLiteChatMemoryRepository
     long_term: VectorStoreChatMemoryAdvisor
     persist: Callable[[], None]
+    stream: bool = True
+    documents: VectorStore | None = None  # the ingested documents, for the cosines /sources shows
     last_sources: Sequence[Document] = ()
+    last_cosines: Sequence[float | None] = ()
 
     def clear(self) -> None:
         self.memory.clear(self.conversation_id)
         self.long_term.clear(self.conversation_id)
         self.persist()
         self.last_sources = ()
+        self.last_cosines = ()
 
 
 def _memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore, Callable[[], None]]:
@@ -74,26 +81,39 @@ def _memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore,
     return chroma, lambda: None
 
 
-def _print_sources(documents: Sequence[Document]) -> None:
+def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None]) -> None:
     if not documents:
         click.echo("no sources for the last answer", err=True)
         return
-    for rank, doc in enumerate(documents, 1):
+    for rank, (doc, similarity) in enumerate(zip(documents, cosine, strict=True), 1):
         page = doc.metadata.get("page")
         where = f"{doc.metadata.get('source', doc.id)}" + (f", page {page}" if page is not None else "")
-        score = f" (score {doc.score:.3f})" if doc.score is not None else ""
-        click.echo(f"  [{rank}] {where}{score}")
+        numbers = [
+            f"{name} {value:.3f}"
+            for name, value in (("score", doc.score), ("cosine", similarity))
+            if value is not None
+        ]
+        click.echo(f"  [{rank}] {where}" + (f" ({', '.join(numbers)})" if numbers else ""))
 
 
 def _turn(session: _Session, question: str) -> None:
-    """Ask one question; the answer streams to stdout as it arrives."""
+    """Ask one question; the answer streams to stdout as it arrives, or is printed whole."""
     spec = session.client.prompt(question).advisors(conversation_id=session.conversation_id)
-    reply = spec.stream()
-    for piece in reply.content():
-        click.echo(piece, nl=False)
-    click.echo()
+    if session.stream:
+        reply = spec.stream()
+        for piece in reply.content():
+            click.echo(piece, nl=False)  # click.echo flushes: each piece shows as soon as it arrives
+        click.echo()
+        context = reply.context
+    else:
+        response = spec.call().response()
+        click.echo(response.text)
+        context = response.context
     session.persist()
-    session.last_sources = list(reply.context.get(RETRIEVED_DOCUMENTS, []))
+    session.last_sources = list(context.get(RETRIEVED_DOCUMENTS, []))
+    store = session.documents
+    cosine = cosines(store, question, session.last_sources) if store is not None else []
+    session.last_cosines = cosine or [None] * len(session.last_sources)
 
 
 def _loop(session: _Session, read_line: Callable[[], str]) -> None:
@@ -111,7 +131,9 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
             if command in ("/exit", "/quit"):
                 return
             if command == "/sources":
-                _print_sources(session.last_sources)
+                _print_sources(session.last_sources, session.last_cosines)
+            elif command == "/help":
+                click.echo(_HELP, err=True)
             elif command == "/clear":
                 session.clear()
                 click.echo(f"conversation {session.conversation_id} forgotten", err=True)
@@ -138,16 +160,28 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
 @click.option(
     "--recall", type=click.IntRange(min=1), default=4, show_default=True, help="Past turns recalled."
 )
+@click.option(
+    "--stream/--no-stream",
+    default=None,
+    help="Print each answer as it arrives [default: when stdout is a terminal].",
+)
 @store_options()
 @chat_model_options
 @search_options()
 @common_options
 @click.pass_context
-def chat(ctx: click.Context, /, conversation_id: str | None, **options: Any) -> None:
+def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None, **options: Any) -> None:
     """Talk with the ingested documents; the conversation is remembered under RAG_HOME.
 
-    Type a question per line. /sources lists the passages behind the last answer, /clear forgets the
-    conversation, /exit (or end of input) quits. Without a configured model the answers quote passages.
+    Type a question per line. Without a configured model the answers quote passages. On a terminal the
+    answer is printed as the model streams it (--no-stream waits for the whole answer).
+
+    \b
+    Slash commands, each on a line of its own:
+      /sources   the passages behind the last answer, with their scores
+      /clear     forget this conversation (recent messages and long-term memory)
+      /help      list these commands
+      /exit      quit; /quit and end of input (Ctrl-D) do the same
 
     \b
     Example:
@@ -178,6 +212,8 @@ def chat(ctx: click.Context, /, conversation_id: str | None, **options: Any) -> 
         long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])
         advisors = [MessageChatMemoryAdvisor(memory), long_term, QuestionAnswerAdvisor(opened.store, search)]
         session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
+        session.stream = sys.stdout.isatty() if stream is None else stream
+        session.documents = opened.store
         told = "continuing" if memory.get(cid) else "new"
         click.echo(f"conversation {cid} ({told}; resume with --conversation {cid}). {_HELP}", err=True)
         _loop(session, sys.stdin.readline)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from rag.chat.model import ChatModel
-from rag.cli._common import common_options, open_store, settings_from
+from rag.cli._common import common_options, open_store, require, settings_from
 from rag.cli._models import build_chat_model
 from rag.cli._options import search_options, store_options
 from rag.config import Settings
@@ -104,7 +104,7 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     "--plot",
     "plot_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Draw recall@k, nDCG@k (PNG).",
+    help='Draw recall@k, nDCG@k (PNG); needs matplotlib: pip install "rag-advisors[notebooks]".',
 )
 @click.option(
     "--answers/--no-answers",
@@ -166,6 +166,8 @@ def eval_command(
         rag eval scifact/ --top-k 10,100 --filter none --mode vector,lexical,hybrid
         rag eval data/questions.jsonl --top-k 3 --judge gpt-4o-mini
     """
+    if plot_path is not None:  # before the work: a missing extra must not cost a whole evaluation
+        require("matplotlib.figure", "notebooks", "--plot")
     qset = load_beir(questions, split) if beir or questions.is_dir() else load_questions(questions)
     filter_settings = parse_filter_options(filters, qset)
     settings = settings_from(

@@ -10,7 +10,23 @@ import click
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
 from rag.cli._options import store_options
 
-__all__ = ["describe", "info"]
+__all__ = ["chunking_in_effect", "describe", "info"]
+
+
+def chunking_in_effect(size: int | None, overlap: int | None) -> tuple[int, int]:
+    """The chunk size and overlap `rag ingest` uses for a store's recorded settings (None: the default).
+
+    The same rule as `rag.cli.ingest.make_splitter`, without loading the embedding model; a model with a
+    shorter input limit clamps the size further when it splits.
+
+    Example:
+        >>> chunking_in_effect(None, None), chunking_in_effect(20, None)
+        ((200, 30), (20, 19))
+    """
+    from ingest.splitters import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+
+    size = DEFAULT_CHUNK_SIZE if size is None else size
+    return size, min(DEFAULT_CHUNK_OVERLAP, size - 1) if overlap is None else overlap
 
 
 def describe(opened: OpenedStore) -> dict[str, Any]:
@@ -25,6 +41,7 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
         sources = {source: len(entry.chunk_ids) for source, entry in manifest.entries().items()}
         roots = manifest.roots()
     settings, record = opened.settings, opened.record
+    size, overlap = chunking_in_effect(record.chunk_size, record.chunk_overlap)
     return {
         "store": settings.store,
         "collection": settings.collection,
@@ -33,8 +50,9 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
         "embedder": record.embedder,
         "embedding_model": record.model,
         "dimensions": record.dimensions,
-        "chunk_size": record.chunk_size,
-        "chunk_overlap": record.chunk_overlap,
+        "chunk_size": size,
+        "chunk_overlap": overlap,
+        "chunking_defaults": record.chunk_size is None and record.chunk_overlap is None,
         "roots": roots,
         "sources": sources,
     }
@@ -65,8 +83,8 @@ def info(ctx: click.Context, store: str | None, collection: str | None, as_json:
         return
     for name in ("store", "collection", "location", "count", "embedder", "embedding_model", "dimensions"):
         click.echo(f"{name + ':':<17}{facts[name]}")
-    size, overlap = (("default" if facts[k] is None else facts[k]) for k in ("chunk_size", "chunk_overlap"))
-    chunking = f"size {size}, overlap {overlap}"
+    chunking = f"size {facts['chunk_size']}, overlap {facts['chunk_overlap']}"
+    chunking += " (the defaults)" if facts["chunking_defaults"] else ""
     click.echo(f"{'chunking:':<17}{chunking}")
     click.echo(f"{'roots:':<17}{len(facts['roots'])}")
     for label, path in facts["roots"].items():

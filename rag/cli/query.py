@@ -13,6 +13,7 @@ from rag.cli._common import (
     settings_from,
 )
 from rag.cli._options import search_options, store_options, threshold_and_filter_options
+from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
 from rag.observability.steps import traced_search
 
@@ -39,10 +40,12 @@ def source_label(doc: Document) -> str:
     return f"{root}/{source}" if root else str(source)
 
 
-def _as_dict(rank: int, doc: Document) -> dict[str, Any]:
+def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[str, Any]:
     return {
         "rank": rank,
         "score": doc.score,
+        "score_kind": kind,
+        "cosine": cosine,
         "id": doc.id,
         "source": doc.metadata.get("source"),
         "root": doc.metadata.get("root"),
@@ -82,7 +85,12 @@ def query(
     vector_weight: float | None,
     diversity: float | None,
 ) -> None:
-    """Show the chunks most similar to TEXT: rank, score, source, page and a snippet.
+    """Show the chunks most similar to TEXT: rank, score, cosine, source, page and a snippet.
+
+    Two numbers per hit: `score` ranks the hits in the search mode (cosine in vector mode, BM25 in
+    lexical mode, the fused score in hybrid mode, where the top hit often scores 1.000), and `cosine`
+    is the cosine similarity that --threshold compares in every mode. JSON output names the first
+    one's kind in `score_kind`.
 
     The source column is the file's identity, `root/path` (filter on `source` for the path and
     `root` for the root's label).
@@ -107,14 +115,24 @@ def query(
     opened = open_store(settings)
     try:
         hits = traced_search(opened.store, request)
+        cosine = cosines(opened.store, text, hits)
     finally:
         opened.close()
+    kind = score_kind(request)
     if as_json:
-        click.echo(json.dumps([_as_dict(rank, doc) for rank, doc in enumerate(hits, 1)], indent=2))
+        pairs = enumerate(zip(hits, cosine, strict=True), 1)
+        click.echo(json.dumps([_as_dict(rank, doc, kind, value) for rank, (doc, value) in pairs], indent=2))
         return
     if not hits:
         click.echo("no matching chunks", err=True)
         return
-    for rank, doc in enumerate(hits, 1):
-        score = f"{doc.score:.3f}" if doc.score is not None else "-"
-        click.echo(f"{rank:>3}  {score}  {source_label(doc)}  p.{_page(doc)}  {snippet(doc.text)}")
+    click.echo(SCORES_LEGEND.format(kind=kind), err=True)
+    for rank, (doc, similarity) in enumerate(zip(hits, cosine, strict=True), 1):
+        click.echo(
+            f"{rank:>3}  score {_number(doc.score)}  cosine {_number(similarity)}  "
+            f"{source_label(doc)}  p.{_page(doc)}  {snippet(doc.text)}"
+        )
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -9,6 +9,8 @@ process the pools compete, so a server that does both may call `torch.set_num_th
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,12 +20,38 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.embeddings.base import normalize_rows
-from rag.errors import ConfigError, EmbeddingError, InvalidRequestError
+from rag.errors import EmbeddingError, InvalidRequestError, MissingDependencyError
 from rag.observability.steps import traced_embedding
 
 __all__ = ["SentenceTransformerEmbedding"]
 
 _INSTALL_HINT = 'pip install "rag-advisors[st]"'
+_LOCAL_HINT = "download it once while online, or use a local folder: --embedder st:/path/to/model"
+_HUB = "https://huggingface.co"
+_PROBE_SECONDS = 3.0
+
+
+def _offline_by_setting() -> str | None:
+    """The variable that puts the Hugging Face libraries offline, if one is set to a true value."""
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on"):
+            return name
+    return None
+
+
+def _hub_unreachable(endpoint: str) -> str | None:
+    """Why the Hub cannot be reached (one short request, proxies honoured), or None when it answers.
+
+    huggingface_hub retries each file for over 20 s when the network is down; one request with a short
+    timeout tells the two cases apart at once.
+    """
+    import httpx
+
+    try:
+        httpx.head(endpoint, timeout=_PROBE_SECONDS)
+    except httpx.HTTPError as exc:
+        return " ".join(str(exc).split()) or type(exc).__name__
+    return None
 
 
 def _looks_like_path(name: str) -> bool:
@@ -36,7 +64,9 @@ class SentenceTransformerEmbedding:
 
     The model loads on first use (`dimensions`, `embed`, the tokenizer), so constructing one is cheap. A
     Hub name downloads the model into the Hugging Face cache (or `cache_folder`) the first time; a local
-    folder never touches the network.
+    folder never touches the network. A Hub name already in the cache loads without the network. When it
+    is not cached and `HF_HUB_OFFLINE` is set, or the Hub (`HF_ENDPOINT`) does not answer a quick check,
+    loading fails at once with an `EmbeddingError` that says how to use a local folder instead.
 
     Example:
         >>> model = SentenceTransformerEmbedding("all-MiniLM-L6-v2")  # doctest: +SKIP
@@ -131,19 +161,59 @@ class SentenceTransformerEmbedding:
             return self._model
 
     def _load(self) -> Any:
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise ConfigError(
-                f"SentenceTransformerEmbedding needs sentence-transformers: {_INSTALL_HINT}"
-            ) from exc
-        source = str(Path(self._source).expanduser()) if self._is_path else self._source
-        try:
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise MissingDependencyError(
+                f"SentenceTransformerEmbedding needs sentence-transformers: {_INSTALL_HINT}",
+                package="sentence_transformers",
+                extra="st",
+            )
+        if not self._is_path and not self._maybe_cached():
+            self._check_hub()  # before the import of torch (seconds): an uncached model offline fails now
+        from sentence_transformers import SentenceTransformer
+
+        if self._is_path:
+            return self._construct(SentenceTransformer, str(Path(self._source).expanduser()), local=True)
+        try:  # the cache first: a model downloaded once never needs the network again
             return SentenceTransformer(
-                source, device=self._device, cache_folder=self._cache_folder, local_files_only=self._is_path
+                self._source, device=self._device, cache_folder=self._cache_folder, local_files_only=True
+            )
+        except Exception:  # not (completely) in the cache: only then is the Hub needed
+            pass
+        self._check_hub()
+        return self._construct(SentenceTransformer, self._source, local=False)
+
+    def _cache(self) -> str:
+        from huggingface_hub import constants  # light; a dependency of sentence-transformers
+
+        return self._cache_folder or constants.HF_HUB_CACHE
+
+    def _maybe_cached(self) -> bool:
+        """Whether the Hub cache has a folder for this name (a short name also under its default org)."""
+        names = [self._source]
+        if "/" not in self._source:
+            names.append(f"sentence-transformers/{self._source}")  # sentence-transformers' own default
+        folders = (Path(self._cache()) / ("models--" + name.replace("/", "--")) for name in names)
+        return any(folder.is_dir() for folder in folders)
+
+    def _construct(self, factory: Any, source: str, *, local: bool) -> Any:
+        try:
+            return factory(
+                source, device=self._device, cache_folder=self._cache_folder, local_files_only=local
             )
         except Exception as exc:  # missing files, bad config, unknown Hub id, no network: one error for all
             raise EmbeddingError(f"cannot load sentence-transformers model {self._source!r}: {exc}") from exc
+
+    def _check_hub(self) -> None:
+        """Fail fast, with what to do, when a Hub model must be downloaded but cannot be."""
+        where = self._cache_folder or f"the Hugging Face cache ({self._cache()})"
+        missing = f"sentence-transformers model {self._source!r} is not in {where}"
+        setting = _offline_by_setting()
+        if setting is not None:
+            raise EmbeddingError(f"{missing} and {setting} is set; {_LOCAL_HINT}")
+        endpoint = os.environ.get("HF_ENDPOINT", "").strip() or _HUB
+        reason = _hub_unreachable(endpoint)
+        if reason is not None:
+            raise EmbeddingError(f"{missing} and {endpoint} cannot be reached ({reason}); {_LOCAL_HINT}")
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedding({self._source!r}, device={self._device!r})"

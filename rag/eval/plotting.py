@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rag.errors import ConfigError, InvalidRequestError
+from rag.errors import InvalidRequestError, MissingDependencyError
 from rag.eval.metrics import METRICS
 
 if TYPE_CHECKING:
@@ -73,7 +73,11 @@ def plot_results(
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise ConfigError('EvalResults.plot needs matplotlib: pip install "rag-advisors[notebooks]"') from exc
+        raise MissingDependencyError(
+            'EvalResults.plot needs matplotlib: pip install "rag-advisors[notebooks]"',
+            package="matplotlib",
+            extra="notebooks",
+        ) from exc
     settings = results.settings()
     modes = list(dict.fromkeys(m for m, _, _ in settings))
     filters = list(dict.fromkeys(f for _, f, _ in settings))

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from rag.cli import main
+from tests.otlp_receiver import receiver  # noqa: F401 (a fixture for the e2e tests)
 
 _ENV = (
     "RAG_HOME",

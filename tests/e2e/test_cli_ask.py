@@ -41,7 +41,7 @@ def test_offline_answer_then_numbered_sources(ingested: RunCli) -> None:
     assert "- Each keeper logs fog signals in the ledger. [keepers.txt]" in lines
     sources = lines[lines.index("Sources:") + 1 :]
     assert len(sources) == 2
-    assert re.fullmatch(r"  \[1\] keepers\.txt \(score \d\.\d{3}\)", sources[0]), sources[0]
+    assert re.fullmatch(r"  \[1\] keepers\.txt \(score \d\.\d{3}, cosine \d\.\d{3}\)", sources[0]), sources[0]
 
 
 def test_offline_json_with_filter_and_stream(ingested: RunCli) -> None:
@@ -52,7 +52,7 @@ def test_offline_json_with_filter_and_stream(ingested: RunCli) -> None:
     )
     assert set(data) == {"answer", "sources"} and "Tighten the brass bolts" in data["answer"]
     assert {s["source"] for s in data["sources"]} == {"guide/install.md"}
-    assert set(data["sources"][0]) == {"rank", "id", "source", "page", "score"}
+    assert set(data["sources"][0]) == {"rank", "id", "source", "page", "score", "cosine"}
     streamed = ingested("ask", "brass bolts", "--store", "numpy", "--stream", "--top-k", "1")
     assert streamed.exit_code == 0 and "Tighten the brass bolts" in streamed.stdout
     assert "[1] guide/install.md (score" in streamed.stdout

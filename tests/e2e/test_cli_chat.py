@@ -39,7 +39,7 @@ def test_chat_answers_remembers_and_resumes(cli: RunCli, rag_home: Path, store_k
     assert "conversation harbour 'notes' (new; resume with --conversation harbour 'notes')" in result.stderr
     assert "Each keeper logs fog signals in the ledger. [keepers.txt]" in result.stdout
     assert "Spring tides flood the causeway twice a month." in result.stdout
-    assert re.search(r"\[1\] keepers\.txt \(score [0-9.]+\)", result.stdout)
+    assert re.search(r"\[1\] keepers\.txt \(score [0-9.]+, cosine [0-9.]+\)", result.stdout)
     stored = _messages(rag_home, "harbour 'notes'")
     assert stored[0::2] == ["Who logs fog signals?", "When do spring tides flood?"]
     assert all(text and text.startswith("From the documents") for text in stored[1::2])
@@ -71,11 +71,11 @@ def _long_term_count(home: Path, store_kind: str, conversation: str) -> int:
 
 def test_chat_new_id_clear_and_unknown_commands(cli: RunCli, rag_home: Path, docs: Path) -> None:
     assert cli("ingest", docs, "--store", "numpy").exit_code == 0
-    result = cli("chat", "--store", "numpy", input="Who logs fog signals?\n/help\n/clear\n/sources\n")
+    result = cli("chat", "--store", "numpy", input="Who logs fog signals?\n/nope\n/clear\n/sources\n")
     assert result.exit_code == 0, result.stderr
     match = re.search(r"conversation ([0-9a-f]{12}) \(new;", result.stderr)
     assert match, result.stderr
-    assert "unknown command '/help'. Commands: /sources" in result.stderr
+    assert "unknown command '/nope'. Commands: /sources" in result.stderr
     assert f"conversation {match.group(1)} forgotten" in result.stderr
     assert "no sources for the last answer" in result.stderr
     assert _messages(rag_home, match.group(1)) == []

@@ -45,7 +45,7 @@ def test_ingest_query_info_delete(cli: RunCli, docs: Path, store: str) -> None:
         and rows[0]["metadata"]["project"] == "beacon"
     )
     table = cli("query", "brass bolts", "--store", store, "--filter", "source == 'guide/install.md'")
-    assert table.exit_code == 0 and table.stdout.splitlines()[0].split()[:4][2] == "docs/guide/install.md"
+    assert table.exit_code == 0 and table.stdout.splitlines()[0].split()[5] == "docs/guide/install.md"
 
     info = as_json(cli("info", "--store", store, "--json"))
     assert info["collection"] == "rag" and info["store"] == store and info["embedder"] == "hashing"

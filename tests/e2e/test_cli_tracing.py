@@ -2,45 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from concurrent import futures
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-import grpc
 import pytest
 from click.testing import Result
-from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+from tests.otlp_receiver import Receiver
 
 Cli = Callable[..., Result]
-
-
-class Receiver(trace_service_pb2_grpc.TraceServiceServicer, metrics_service_pb2_grpc.MetricsServiceServicer):
-    """A minimal OTLP collector: keeps every export request it receives."""
-
-    def __init__(self) -> None:
-        self.traces: list[trace_service_pb2.ExportTraceServiceRequest] = []
-        self.metrics: list[metrics_service_pb2.ExportMetricsServiceRequest] = []
-
-    def Export(self, request: Any, context: Any) -> Any:
-        if isinstance(request, trace_service_pb2.ExportTraceServiceRequest):
-            self.traces.append(request)
-            return trace_service_pb2.ExportTraceServiceResponse()
-        self.metrics.append(request)
-        return metrics_service_pb2.ExportMetricsServiceResponse()
-
-
-@pytest.fixture
-def receiver() -> Iterator[tuple[Receiver, int]]:
-    found = Receiver()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(found, server)
-    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(found, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    yield found, port
-    server.stop(grace=None)
 
 
 def test_console_spans_go_to_stderr(cli: Cli, docs: Path, monkeypatch: pytest.MonkeyPatch) -> None:

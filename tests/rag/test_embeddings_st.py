@@ -12,7 +12,7 @@ import pytest
 
 from rag.embeddings.base import EmbeddingModel, TokenCounter
 from rag.embeddings.sentence_transformers import SentenceTransformerEmbedding
-from rag.errors import ConfigError, EmbeddingError, InvalidRequestError
+from rag.errors import EmbeddingError, InvalidRequestError, MissingDependencyError
 from tests.rag.tiny_bert import build_tiny_bert, vocabulary
 
 TEXTS = [
@@ -130,7 +130,7 @@ def test_single_string_is_refused(model: SentenceTransformerEmbedding) -> None:
 
 def test_missing_package_names_the_extra(tiny_bert: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # makes the import raise ImportError
-    with pytest.raises(ConfigError, match=r'pip install "rag-advisors\[st\]"'):
+    with pytest.raises(MissingDependencyError, match=r'pip install "rag-advisors\[st\]"'):
         _ = SentenceTransformerEmbedding(str(tiny_bert)).dimensions
 
 
