@@ -180,18 +180,21 @@ def eval_command(
         diversity=diversity,
     )
     chosen = modes or [settings.search_mode]
-    answerer, judge = answer_models(settings, qset, answers, answer_with, judge_model)
-    if answerer is not None:
-        labelled = sum(q.answer is not None for q in qset)
-        graded = f", graded by {judge.name!r}" if judge is not None else ""
-        click.echo(f"answering the {labelled} questions with an answer using {answerer!r}{graded}", err=True)
-    opened = open_store(settings)
-    click.echo(
-        f"evaluating {len(qset)} questions x {len(filter_settings)} filter setting(s) x {len(chosen)} "
-        f"mode(s) ({', '.join(chosen)}) against {opened.location}",
-        err=True,
-    )
+    opened = open_store(settings)  # first: an unreachable store is one line, before anything is printed
+    answerer: ChatModel | None = None
+    judge: LLMJudge | None = None
     try:
+        answerer, judge = answer_models(settings, qset, answers, answer_with, judge_model)
+        if answerer is not None:
+            labelled = sum(q.answer is not None for q in qset)
+            graded = f", graded by {judge.name!r}" if judge is not None else ""
+            using = f"using {answerer!r}{graded}"
+            click.echo(f"answering the {labelled} questions with an answer {using}", err=True)
+        click.echo(
+            f"evaluating {len(qset)} questions x {len(filter_settings)} filter setting(s) x {len(chosen)} "
+            f"mode(s) ({', '.join(chosen)}) against {opened.location}",
+            err=True,
+        )
         results = evaluate(
             opened.store,
             qset,

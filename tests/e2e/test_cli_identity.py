@@ -35,7 +35,7 @@ def test_two_folders_with_a_readme_each_keep_both(cli: RunCli, tmp_path: Path) -
     assert sorted(h["source_id"] for h in hits) == ["en/README.md", "es/README.md"]
     assert {(h["root"], h["source"]) for h in hits} == {("en", "README.md"), ("es", "README.md")}
     table = cli("query", "faro", "--store", "numpy", "--mode", "lexical")
-    assert table.stdout.split()[2] == "es/README.md"
+    assert table.stdout.split()[5] == "es/README.md"
     text = cli("info", "--store", "numpy").stdout
     assert f"  en  {os.path.realpath(english)}" in text and "  es/README.md  (1 chunk)" in text
 
