@@ -22,6 +22,7 @@ from rag.documents import Document, MetadataValue, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
+from rag.vectorstore import AsyncStoreMixin
 from stores import numpy_persist
 from stores.lexical import LexicalIndex
 from stores.numpy_columns import MetadataColumns
@@ -47,7 +48,7 @@ def _copy_metadata(metadata: dict[str, MetadataValue]) -> dict[str, MetadataValu
     return {name: list(value) if isinstance(value, list) else value for name, value in metadata.items()}
 
 
-class InMemoryVectorStore:
+class InMemoryVectorStore(AsyncStoreMixin):
     """A vector store in process memory: exact search, upsert by id, filters, atomic save to a folder.
 
     Example:

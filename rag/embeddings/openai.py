@@ -10,13 +10,14 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.embeddings.base import normalize_rows
+from rag.embeddings.openai_async import AsyncOpenAIEmbedding
 from rag.errors import EmbeddingError, InvalidRequestError
 from rag.http import RetryPolicy, resolve_openai_endpoint, send_with_retries
 
 __all__ = ["OpenAIEmbedding"]
 
 
-class OpenAIEmbedding:
+class OpenAIEmbedding(AsyncOpenAIEmbedding):
     """Embeddings from an OpenAI-compatible API (OpenAI, Ollama, vLLM, LM Studio, DashScope...).
 
     Texts are sent `batch_size` at a time; rows come back in input order (by each item's `index`) and
@@ -26,6 +27,7 @@ class OpenAIEmbedding:
     it) and every response is checked against it; it then also appears in `name`, since it changes the
     vectors. When not given, it is learnt from the first response; reading `dimensions` before any call
     makes one small probe request. Base URL and key default to `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
+    In async code, `await model.aembed(texts)` sends the batches concurrently on an `httpx.AsyncClient`.
 
     Example:
         >>> model = OpenAIEmbedding("nomic-embed-text", base_url="http://localhost:11434/v1", dimensions=768)

@@ -12,6 +12,7 @@ import httpx
 from rag.chat.messages import ChatOptions, ChatResponse, Prompt
 from rag.errors import ModelError
 from rag.http import RetryPolicy, resolve_openai_endpoint, send_with_retries
+from rag.models.openai_async import AsyncOpenAIChat
 from rag.models.openai_wire import StreamAccumulator, build_body, parse_completion
 from rag.models.sse import SSEDecoder
 
@@ -21,7 +22,7 @@ DEFAULT_CHAT_MODEL = "gpt-4o-mini"
 """The model asked for when neither `model=` nor `RAG_CHAT_MODEL` names one."""
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(AsyncOpenAIChat):
     """A chat model behind an OpenAI-compatible API (OpenAI, Ollama, vLLM, llama.cpp, DashScope...).
 
     Settings come from the arguments, else `OPENAI_BASE_URL` (default `https://api.openai.com/v1`),
@@ -29,6 +30,8 @@ class OpenAIChatModel:
     and each read, also on an injected client; requests that fail with 408/429/5xx, a connection error or a
     timeout are retried `max_retries` times with backoff (`retry_policy` gives full control and wins over
     `max_retries`). An injected `client` is used as is and not closed by `close()`.
+    In async code, `await model.acall(prompt)` and `async for chunk in model.astream(prompt)` use an
+    `httpx.AsyncClient` with the same retries and errors (see `rag.models.openai_async`).
 
     Example:
         >>> model = OpenAIChatModel(base_url="http://localhost:11434/v1", model="llama3.2", api_key="k")
