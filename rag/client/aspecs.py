@@ -125,13 +125,13 @@ class AsyncStreamResponseSpec:
             await stream.aclose()
             observation.record("request", "request", perf_counter() - start, error=error)
 
-    async def chat_response(self) -> AsyncIterator[ChatResponse]:
+    async def chat_response(self) -> AsyncGenerator[ChatResponse, None]:
         """The `ChatResponse` chunks: new text in each, tool calls, usage and finish reason at the end."""
         async with aclosing(self.response()) as stream:
             async for response in stream:
                 yield response.chat_response
 
-    async def content(self) -> AsyncIterator[str]:
+    async def content(self) -> AsyncGenerator[str, None]:
         """The text chunks as they arrive (empty chunks skipped)."""
         # aclosing: leaving early closes the chain now, not when the garbage collector gets to it.
         async with aclosing(self.response()) as stream:
