@@ -117,11 +117,28 @@ def test_breaking_out_of_a_stream_closes_its_upstream_connection() -> None:
         model.close()
 
 
-def test_cancelling_an_acall_behind_a_bridged_sync_advisor_stops_it_and_records_nothing() -> None:
+class _SyncRecorder:
+    """A sync-only advisor (bridged from a thread in async requests) that records completed calls."""
+
+    name, order = "sync-recorder", 0
+
+    def __init__(self) -> None:
+        self.completed: list[str] = []
+
+    def advise_call(self, request: Any, chain: Any) -> Any:
+        response = chain.next_call(request)
+        self.completed.append(response.text)
+        return response
+
+
+@pytest.mark.parametrize("bridged", [True, False])
+def test_cancelling_an_acall_stops_the_upstream_and_records_nothing(bridged: bool) -> None:
     upstream = SlowStreamServer()
     model = OpenAIChatModel(base_url=upstream.base_url, api_key="k", model="slow")
     memory = MessageWindowChatMemory()
-    client = ChatClient(model, advisors=[MessageChatMemoryAdvisor(memory)])  # sync-only: bridged
+    recorder = _SyncRecorder()
+    advisors: list[Any] = [MessageChatMemoryAdvisor(memory)] + ([recorder] if bridged else [])
+    client = ChatClient(model, advisors=advisors)
 
     async def main() -> None:
         task = asyncio.create_task(client.prompt("hi").advisors(conversation_id="c1").acall().content())
@@ -136,6 +153,7 @@ def test_cancelling_an_acall_behind_a_bridged_sync_advisor_stops_it_and_records_
         asyncio.run(main())
         assert upstream.closed.wait(5)
         assert memory.get("c1") == []
+        assert recorder.completed == []
     finally:
         upstream.close()
         model.close()
@@ -271,3 +289,33 @@ def test_a_subclass_overriding_only_the_sync_method_is_not_bypassed_in_async_req
 
     client = ChatClient(FakeChatModel(default="ok"), advisors=[Overrides()])
     assert asyncio.run(client.prompt("hi").acall().content()) == "overridden"
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_tool_calls_run_inside_an_async_chain(streamed: bool) -> None:
+    from rag.chat import AssistantMessage, ToolCall
+    from rag.tools import tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers.
+
+        Args:
+            a: the first number.
+            b: the second number.
+        """
+        return a + b
+
+    model = FakeChatModel(
+        [AssistantMessage(None, (ToolCall("call_0", "add", '{"a": 2, "b": 3}'),)), "It is 5."]
+    )
+    spec = ChatClient(model, tools=[add]).prompt("2 + 3?")
+
+    async def run() -> str:
+        if streamed:
+            return "".join([text async for text in spec.astream()])
+        return await spec.acall().content()
+
+    assert asyncio.run(run()) == "It is 5."
+    tool_message = model.prompts[1].messages[-1]
+    assert tool_message.role.value == "tool" and "5" in (tool_message.text or "")
