@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -116,13 +117,7 @@ def serve(
     """
     secret_text = token or os.environ.get("RAG_SERVE_TOKEN") or None
     secret = Secret(secret_text) if secret_text else None
-    check_binding(host, secret)
-    try:
-        import uvicorn
-
-        from rag.serve import create_app
-    except ImportError as exc:
-        raise ConfigError("rag serve needs the 'serve' extra: pip install 'rag-advisors[serve]'") from exc
+    check_binding(host, secret)  # before anything is opened: refusing is cheap
     settings = settings_from(
         ctx,
         store=store,
@@ -134,16 +129,24 @@ def serve(
         vector_weight=vector_weight,
         diversity=diversity,
     )
-    opened = open_store(settings)
-    service = build_service(
-        settings, opened, top_k=top_k, threshold=threshold, filter_text=filter_text, history=history
-    )
     config = ServeConfig(model_name=model_name, token=secret, max_body_bytes=max_body, rate_limit=rate_limit)
-    app = create_app(service, config)
-    guard = "a bearer token" if secret is not None else "no token (loopback only)"
-    click.echo(
-        f"serving {opened.location} as model {model_name!r} on http://{host}:{port}/v1 with {guard}", err=True
-    )
+    search = {"top_k": top_k, "threshold": threshold, "filter_text": filter_text, "history": history}
+    _run(settings, config, host, port, search)
+
+
+def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: dict[str, Any]) -> None:
+    """Open the store, build the app and serve it until interrupted."""
+    try:
+        import uvicorn
+
+        from rag.serve import create_app
+    except ImportError as exc:
+        raise ConfigError("rag serve needs the 'serve' extra: pip install 'rag-advisors[serve]'") from exc
+    opened = open_store(settings)
+    app = create_app(build_service(settings, opened, **search), config)
+    guard = "a bearer token" if config.token is not None else "no token (loopback only)"
+    where = f"http://{host}:{port}/v1"
+    click.echo(f"serving {opened.location} as model {config.model_name!r} on {where} with {guard}", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
     finally:
