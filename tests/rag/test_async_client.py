@@ -319,3 +319,51 @@ def test_tool_calls_run_inside_an_async_chain(streamed: bool) -> None:
     assert asyncio.run(run()) == "It is 5."
     tool_message = model.prompts[1].messages[-1]
     assert tool_message.role.value == "tool" and "5" in (tool_message.text or "")
+
+
+def test_aembed_retries_and_maps_errors_like_embed(openai_server: OpenAIServer) -> None:
+    from rag.embeddings.openai import OpenAIEmbedding
+    from rag.errors import EmbeddingError
+
+    waits: list[float] = []
+    openai_server.enqueue(
+        Reply(status=500, json={"error": {"message": "hiccup"}}),
+        Reply(status=400, json={"error": {"message": "input too long"}}),
+    )
+    policy = RetryPolicy(max_retries=1, sleep=waits.append, jitter=0.0)
+    model = OpenAIEmbedding("e", base_url=openai_server.base_url, api_key="k", retry_policy=policy)
+
+    async def main() -> EmbeddingError:
+        try:
+            with pytest.raises(EmbeddingError) as caught:
+                await model.aembed(["a text"])
+            return caught.value
+        finally:
+            await model.aclose()
+
+    error = asyncio.run(main())
+    model.close()
+    assert waits == [0.5]
+    assert error.status_code == 400 and "input too long" in str(error)
+
+
+def test_an_unreachable_endpoint_is_a_model_error_after_the_retries() -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens once the socket is closed
+    waits: list[float] = []
+    policy = RetryPolicy(max_retries=2, sleep=waits.append)
+    model = OpenAIChatModel(base_url=f"http://127.0.0.1:{port}/v1", api_key="k", retry_policy=policy)
+
+    async def main() -> None:
+        try:
+            await model.acall(Prompt("Hi"))
+        finally:
+            await model.aclose()
+
+    with pytest.raises(ModelError, match="after 3 attempts: connection error"):
+        asyncio.run(main())
+    model.close()
+    assert len(waits) == 2
