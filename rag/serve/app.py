@@ -172,7 +172,7 @@ class _Server:
         self._check_model(chat.model)
         conversation_id = request.headers.get(CONVERSATION_HEADER) or chat.user
         if chat.stream:
-            return await self._chat_stream(chat, conversation_id)
+            return await self._chat_stream(request, chat, conversation_id)
         response = await _until_disconnected(request, self.service.answer(chat, conversation_id))
         rows = source_rows(response.context.get(RETRIEVED_DOCUMENTS, []))
         body = completion_body(
@@ -186,12 +186,14 @@ class _Server:
         )
         return JSONResponse(body)
 
-    async def _chat_stream(self, chat: ChatRequest, conversation_id: str | None) -> Response:
+    async def _chat_stream(
+        self, request: Request, chat: ChatRequest, conversation_id: str | None
+    ) -> Response:
         spec = self.service.stream(chat, conversation_id)
         chunks = spec.chat_response()
         # The first chunk is awaited here, so retrieval and model errors still get their status code.
         try:
-            first = await anext(chunks, None)
+            first = await _until_disconnected(request, anext(chunks, None))
         except BaseException:
             await chunks.aclose()
             raise

@@ -111,3 +111,20 @@ def test_a_client_disconnecting_cancels_the_upstream_request(stream: bool) -> No
         server.stop()
         upstream.close()
         model.close()
+
+
+def test_a_client_leaving_before_the_first_token_cancels_the_upstream_request() -> None:
+    upstream = SlowStreamServer(head_delay=10.0)
+    model = OpenAIChatModel(base_url=upstream.base_url, api_key="k", model="slow")
+    server = ThreadServer(create_app(RagService(_store(), model, SearchRequest("defaults"))))
+    body = {"model": "rag", "messages": MESSAGES, "stream": True}
+    try:
+        with pytest.raises(httpx.ReadTimeout):
+            timeout = httpx.Timeout(5, read=0.5)
+            httpx.post(f"{server.base}/v1/chat/completions", json=body, timeout=timeout)
+        assert upstream.opened.is_set()
+        assert upstream.closed.wait(5), "the upstream request outlived its client"
+    finally:
+        server.stop()
+        upstream.close()
+        model.close()

@@ -13,11 +13,13 @@ import threading
 
 
 class SlowStreamServer:
-    """Streams `chunks` SSE chunks, one every `interval` seconds; sets `opened` and then `closed`."""
+    """Streams `chunks` SSE chunks, one every `interval` seconds, after `head_delay` seconds of silence;
+    sets `opened` when a request arrived and `closed` when its client hung up."""
 
-    def __init__(self, chunks: int = 400, interval: float = 0.02) -> None:
+    def __init__(self, chunks: int = 400, interval: float = 0.02, head_delay: float = 0.0) -> None:
         self.chunks = chunks
         self.interval = interval
+        self.head_delay = head_delay
         self.opened = threading.Event()
         self.closed = threading.Event()
         self.finished = threading.Event()
@@ -50,6 +52,9 @@ class SlowStreamServer:
             )
             while len(body) < length:
                 body += conn.recv(65536)
+            self.opened.set()
+            if self.head_delay and self._hung_up(conn, self.head_delay):
+                return
             conn.sendall(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
             )
@@ -72,6 +77,14 @@ class SlowStreamServer:
                     self.closed.set()
                     return
             self.finished.set()
+
+    def _hung_up(self, conn: socket.socket, seconds: float) -> bool:
+        """Wait up to `seconds` before answering; True (and `closed` set) if the client hung up meanwhile."""
+        readable, _, _ = select.select([conn], [], [], seconds)
+        if readable and not conn.recv(1024):
+            self.closed.set()
+            return True
+        return False
 
     def close(self) -> None:
         self._sock.close()
