@@ -65,7 +65,8 @@ async def iterate_in_thread(
     try:
         while True:
             pending = asyncio.ensure_future(run(next, iterator, _END))
-            item = await pending
+            # Shielded: cancelling the reader must not mark this done while its thread still runs next().
+            item = await asyncio.shield(pending)
             pending = None
             if item is _END:
                 return

@@ -44,8 +44,20 @@ def guarded(home: Path) -> Iterator[tuple[ServeProcess, list[str]]]:
     assert TOKEN not in log[0]
 
 
-def _client(server: ServeProcess, key: str = "unused", **options: Any) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.base}/v1", api_key=key, max_retries=0, **options)
+_open_clients: list[openai.OpenAI] = []
+
+
+def _client(server: ServeProcess, key: str = "unused") -> openai.OpenAI:
+    client = openai.OpenAI(base_url=f"{server.base}/v1", api_key=key, max_retries=0)
+    _open_clients.append(client)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _close_clients() -> Iterator[None]:
+    yield
+    while _open_clients:
+        _open_clients.pop().close()  # an unclosed client leaks its pooled sockets
 
 
 def test_models_lists_the_served_model(server: ServeProcess) -> None:

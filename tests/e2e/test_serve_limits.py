@@ -52,11 +52,11 @@ def test_a_body_over_the_limit_is_refused_with_413(limited: ThreadServer) -> Non
 
 
 def test_the_rate_limit_answers_429_with_retry_after(limited: ThreadServer) -> None:
-    client = openai.OpenAI(base_url=f"{limited.base}/v1", api_key="k", max_retries=0)
-    for _ in range(3):
-        client.models.list()
-    with pytest.raises(openai.RateLimitError) as caught:
-        client.models.list()
+    with openai.OpenAI(base_url=f"{limited.base}/v1", api_key="k", max_retries=0) as client:
+        for _ in range(3):
+            client.models.list()
+        with pytest.raises(openai.RateLimitError) as caught:
+            client.models.list()
     assert caught.value.status_code == 429
     assert int(caught.value.response.headers["retry-after"]) >= 1
     assert caught.value.code == "rate_limit_exceeded"
