@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -9,7 +10,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.filters import Filter
 
-__all__ = ["VectorStore"]
+__all__ = ["AsyncStoreMixin", "VectorStore", "aadd", "asimilarity_search"]
 
 
 @runtime_checkable
@@ -82,3 +83,60 @@ class VectorStore(Protocol):
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request's query, with `score` set."""
         ...
+
+
+class AsyncStoreMixin:
+    """Async methods for a sync store, each running the sync one in a worker thread (the one default).
+
+    Stores are safe to share between threads (see `VectorStore`), so awaiting these from many tasks at
+    once is as safe as calling the sync methods from many threads. A backend with a native async driver
+    overrides them. Use `asimilarity_search(store, ...)` and `aadd(store, ...)` for stores of any kind.
+
+    Example:
+        >>> import asyncio
+        >>> from rag import Document, HashingEmbedding
+        >>> from stores import InMemoryVectorStore
+        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> asyncio.run(store.aadd([Document("d1", "Tides flood the causeway.")]))
+        >>> [d.id for d in asyncio.run(store.asimilarity_search("causeway"))]
+        ['d1']
+    """
+
+    async def asimilarity_search(self: VectorStore, request: SearchRequest | str) -> list[Document]:
+        """`similarity_search`, awaited."""
+        return await asyncio.to_thread(self.similarity_search, request)
+
+    async def aadd(self: VectorStore, documents: Iterable[Document]) -> None:
+        """`add`, awaited (the documents are gathered first, so a generator is read on the caller's side)."""
+        batch = list(documents)
+        await asyncio.to_thread(self.add, batch)
+
+    async def adelete(
+        self: VectorStore, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None
+    ) -> int:
+        """`delete`, awaited."""
+        chosen = list(ids) if ids is not None else None
+        return await asyncio.to_thread(lambda: self.delete(chosen, filter=filter))
+
+    async def acount(self: VectorStore, filter: str | Filter | None = None) -> int:
+        """`count`, awaited."""
+        return await asyncio.to_thread(self.count, filter)
+
+
+async def asimilarity_search(store: VectorStore, request: SearchRequest | str) -> list[Document]:
+    """`store.asimilarity_search(request)` when the store has it, else its sync search in a worker thread."""
+    native = getattr(store, "asimilarity_search", None)
+    if callable(native):
+        found: list[Document] = await native(request)
+        return found
+    return await asyncio.to_thread(store.similarity_search, request)
+
+
+async def aadd(store: VectorStore, documents: Iterable[Document]) -> None:
+    """`store.aadd(documents)` when the store has it, else its sync `add` in a worker thread."""
+    native = getattr(store, "aadd", None)
+    if callable(native):
+        await native(documents)
+        return
+    batch = list(documents)
+    await asyncio.to_thread(store.add, batch)

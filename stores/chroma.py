@@ -36,6 +36,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
+from rag.vectorstore import AsyncStoreMixin
 from stores.chroma_client import connect, lock_key, mark_vectors, open_collection, purger
 from stores.chroma_filters import ChromaFilter, Where, compile_filter
 from stores.chroma_hybrid import ChromaCandidates
@@ -72,7 +73,7 @@ def _check_positive(name: str, value: int | None) -> None:
         raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-class ChromaVectorStore:
+class ChromaVectorStore(AsyncStoreMixin):
     """Documents in a Chroma collection of unit vectors, searched by cosine exactly like the numpy store.
 
     `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR

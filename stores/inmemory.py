@@ -28,6 +28,7 @@ from rag.documents import Document, MetadataValue, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
+from rag.vectorstore import AsyncStoreMixin
 from stores import numpy_persist
 from stores.lexical import LexicalIndex
 from stores.locking import ReadWriteLock
@@ -54,7 +55,7 @@ def _copy_metadata(metadata: dict[str, MetadataValue]) -> dict[str, MetadataValu
     return {name: list(value) if isinstance(value, list) else value for name, value in metadata.items()}
 
 
-class InMemoryVectorStore:
+class InMemoryVectorStore(AsyncStoreMixin):
     """A vector store in process memory: exact search, upsert by id, filters, atomic save to a folder.
 
     Safe to share between threads: searches run side by side, each write runs alone, and every call

@@ -168,6 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # async tests open dozens of connections at once; a backlog of 5 drops SYNs
     owner: OpenAIServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:

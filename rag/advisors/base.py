@@ -18,7 +18,9 @@ Orders (lower runs first on the way in, last on the way out; see `rag.client.cha
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
 from rag.chat.messages import AssistantMessage, ChatResponse
@@ -34,6 +36,7 @@ from rag.client.request import ChatClientRequest
 from rag.client.response import ChatClientResponse
 
 if TYPE_CHECKING:
+    from rag.client.achain import AsyncAdvisorChain
     from rag.client.chain import AdvisorChain
 
 __all__ = [
@@ -48,6 +51,8 @@ __all__ = [
     "TOOL_CALLING_ORDER",
     "Advisor",
     "AnyAdvisor",
+    "AsyncCallAdvisor",
+    "AsyncStreamAdvisor",
     "BaseAdvisor",
     "CallAdvisor",
     "StreamAdvisor",
@@ -90,7 +95,29 @@ class StreamAdvisor(Advisor, Protocol):
     ) -> Iterator[ChatClientResponse]: ...
 
 
-AnyAdvisor: TypeAlias = CallAdvisor | StreamAdvisor
+@runtime_checkable
+class AsyncCallAdvisor(Advisor, Protocol):
+    """An advisor of async calls: `return await chain.anext_call(request)`, possibly changed.
+
+    Used by `acall()`; a class may implement both this and `CallAdvisor`. A sync-only advisor still runs in
+    async requests (in a thread), and an async-only one cannot run in sync requests.
+    """
+
+    async def aadvise_call(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> ChatClientResponse: ...
+
+
+@runtime_checkable
+class AsyncStreamAdvisor(Advisor, Protocol):
+    """An advisor of async streams: yield the chunks of `chain.anext_stream(request)` (possibly changed)."""
+
+    def aadvise_stream(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> AsyncIterator[ChatClientResponse]: ...
+
+
+AnyAdvisor: TypeAlias = CallAdvisor | StreamAdvisor | AsyncCallAdvisor | AsyncStreamAdvisor
 
 
 class BaseAdvisor:
@@ -148,15 +175,57 @@ class BaseAdvisor:
             chunks.append(response.chat_response)
             yield response
         aggregated = ChatClientResponse(aggregate_chunks(chunks), request.context)
-        result = self.after(aggregated, chain)
-        added = {
-            key: value
-            for key, value in result.chat_response.metadata.items()
-            if key not in aggregated.chat_response.metadata
-            or aggregated.chat_response.metadata[key] is not value
-        }
-        if added:
-            yield ChatClientResponse(ChatResponse(AssistantMessage(None), metadata=added), request.context)
+        trailing = _trailing_chunk(aggregated, self.after(aggregated, chain))
+        if trailing is not None:
+            yield trailing
+
+    # -- the same hooks, for async requests --------------------------------------------------------
+
+    async def abefore(self, request: ChatClientRequest, chain: AsyncAdvisorChain) -> ChatClientRequest:
+        """`before` for async requests: run in a worker thread, since it may block (a store search)."""
+        if type(self).before is BaseAdvisor.before:
+            return request
+        return await asyncio.to_thread(self.before, request, chain)  # type: ignore[arg-type]
+
+    async def aafter(self, response: ChatClientResponse, chain: AsyncAdvisorChain) -> ChatClientResponse:
+        """`after` for async requests: run in a worker thread, since it may block."""
+        if type(self).after is BaseAdvisor.after:
+            return response
+        return await asyncio.to_thread(self.after, response, chain)  # type: ignore[arg-type]
+
+    async def aadvise_call(self, request: ChatClientRequest, chain: AsyncAdvisorChain) -> ChatClientResponse:
+        response = await chain.anext_call(await self.abefore(request, chain))
+        return await self.aafter(response, chain)
+
+    async def aadvise_stream(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> AsyncIterator[ChatClientResponse]:
+        request = await self.abefore(request, chain)
+        passing = type(self).after is BaseAdvisor.after and type(self).aafter is BaseAdvisor.aafter
+        chunks: list[ChatResponse] = []
+        async with aclosing(chain.anext_stream(request)) as stream:
+            async for response in stream:
+                if not passing:
+                    chunks.append(response.chat_response)
+                yield response
+        if passing:
+            return
+        aggregated = ChatClientResponse(aggregate_chunks(chunks), request.context)
+        trailing = _trailing_chunk(aggregated, await self.aafter(aggregated, chain))
+        if trailing is not None:
+            yield trailing
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, order={self.order!r})"
+
+
+def _trailing_chunk(aggregated: ChatClientResponse, result: ChatClientResponse) -> ChatClientResponse | None:
+    """The metadata `after` added to an aggregated stream, as one chunk without text (None if nothing)."""
+    added = {
+        key: value
+        for key, value in result.chat_response.metadata.items()
+        if key not in aggregated.chat_response.metadata or aggregated.chat_response.metadata[key] is not value
+    }
+    if not added:
+        return None
+    return ChatClientResponse(ChatResponse(AssistantMessage(None), metadata=added), aggregated.context)

@@ -15,6 +15,7 @@ from rag.cli.eval import eval_command
 from rag.cli.info import info
 from rag.cli.ingest import ingest
 from rag.cli.query import query
+from rag.cli.serve import serve
 from rag.observability.setup import tracing_from_env
 
 __all__ = ["main"]
@@ -46,3 +47,4 @@ main.add_command(delete)
 main.add_command(ask)
 main.add_command(eval_command)
 main.add_command(chat)
+main.add_command(serve)

@@ -7,7 +7,9 @@ Example:
     'Hi!'
 """
 
+from rag.client.achain import AsyncAdvisorChain
 from rag.client.aggregate import aggregate_chunks
+from rag.client.aspecs import AsyncCallResponseSpec, AsyncStreamResponseSpec
 from rag.client.chain import (
     DEFAULT_ORDER,
     HIGHEST_PRECEDENCE,
@@ -27,6 +29,9 @@ __all__ = [
     "LOWEST_PRECEDENCE",
     "MODEL_CALL_ORDER",
     "AdvisorChain",
+    "AsyncAdvisorChain",
+    "AsyncCallResponseSpec",
+    "AsyncStreamResponseSpec",
     "CallResponseSpec",
     "ChatClient",
     "ChatClientRequest",

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from rag.chat.messages import ChatOptions, Message, Prompt, SystemMessage, ToolDefinition, UserMessage
 from rag.chat.model import ChatModel
 from rag.chat.template import PromptTemplate
+from rag.client.achain import AsyncAdvisorChain
+from rag.client.aspecs import AsyncCallResponseSpec, AsyncStreamResponseSpec
 from rag.client.chain import AdvisorChain, sort_advisors
 from rag.client.observation import Observer
 from rag.client.request import TOOLS, ChatClientRequest, context_entries
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
     from rag.advisors.base import AnyAdvisor
 
 __all__ = ["ChatClient", "ChatClientRequestSpec", "tool_definition"]
+
+T = TypeVar("T")
 
 
 def tool_definition(tool: object) -> ToolDefinition:
@@ -121,7 +125,8 @@ class ChatClient:
 
 
 class ChatClientRequestSpec:
-    """One request being described; each method returns the spec, so calls chain. Then `call()`/`stream()`.
+    """One request being described; each method returns the spec, so calls chain. Then `call()`/`stream()`,
+    or in async code `acall()`/`astream()`/`aentity()`.
 
     Example:
         >>> from rag.testing import FakeChatModel
@@ -201,16 +206,25 @@ class ChatClientRequestSpec:
             context[TOOLS] = tuple(self._tools)
         return ChatClientRequest(Prompt(messages, options), context)
 
-    def _chain(self, request: ChatClientRequest, mode: Literal["call", "stream"]) -> AdvisorChain:
-        client = self._client
+    def _chain_advisors(self) -> list[AnyAdvisor]:
         advisors: list[AnyAdvisor] = list(self._advisors)
         if self._tools and not any(getattr(a, "executes_tools", False) for a in advisors):
             # Imported here: rag.advisors imports rag.client, so a module-level import would be circular.
             from rag.advisors.tool_call import ToolCallAdvisor
 
             advisors.append(ToolCallAdvisor())
+        return advisors
+
+    def _chain(self, request: ChatClientRequest, mode: Literal["call", "stream"]) -> AdvisorChain:
+        client = self._client
         return AdvisorChain.build(
-            client.model, advisors, mode=mode, context=request.context, observer=client.observer
+            client.model, self._chain_advisors(), mode=mode, context=request.context, observer=client.observer
+        )
+
+    def _achain(self, request: ChatClientRequest, mode: Literal["call", "stream"]) -> AsyncAdvisorChain:
+        client = self._client
+        return AsyncAdvisorChain.build(
+            client.model, self._chain_advisors(), mode=mode, context=request.context, observer=client.observer
         )
 
     def _run_call(
@@ -234,6 +248,22 @@ class ChatClientRequestSpec:
                 span.detach(token)
             chain.observation.record("request", "request", elapsed, error=error, span=span)
 
+    async def _arun_call(
+        self, extra_context: Mapping[str, Any], extra_options: ChatOptions | None
+    ) -> ChatClientResponse:
+        request = self.build_request(extra_options)
+        request.context.update(extra_context)
+        chain = self._achain(request, "call")
+        start = perf_counter()
+        error: BaseException | None = None
+        try:
+            return await chain.anext_call(request)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            chain.observation.record("request", "request", perf_counter() - start, error=error)
+
     def call(self) -> CallResponseSpec:
         """Send the request; it runs when the result is first read (`content()`, `entity()`...)."""
         return CallResponseSpec(self._run_call)
@@ -243,6 +273,23 @@ class ChatClientRequestSpec:
         request = self.build_request()
         chain = self._chain(request, "stream")
         return StreamResponseSpec(chain, request)
+
+    def acall(self) -> AsyncCallResponseSpec:
+        """The async `call()`: `await spec.acall()` is the response, `await spec.acall().content()` the text.
+
+        The same advisors run in the same order; sync advisors run in worker threads (see
+        `rag.client.achain`). Cancelling the awaiting task cancels the model request.
+        """
+        return AsyncCallResponseSpec(self._arun_call)
+
+    def astream(self) -> AsyncStreamResponseSpec:
+        """The async `stream()`: `async for text in spec.astream()`; advisors are checked now."""
+        request = self.build_request()
+        return AsyncStreamResponseSpec(self._achain(request, "stream"), request)
+
+    async def aentity(self, output_type: type[T]) -> T:
+        """`await spec.aentity(Type)`: the async `call().entity(Type)`."""
+        return await self.acall().entity(output_type)
 
 
 def _with_tools(options: ChatOptions, tools: Iterable[object]) -> ChatOptions:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from rag.client.chain import AdvisorChain
 
-__all__ = ["CallResponseSpec", "StreamResponseSpec"]
+__all__ = ["CallResponseSpec", "StreamResponseSpec", "entity_adapter", "entity_request", "parse_entity"]
 
 T = TypeVar("T")
 RunCall = Callable[[Mapping[str, Any], ChatOptions | None], ChatClientResponse]
@@ -99,31 +99,52 @@ class CallResponseSpec:
         Raises:
             StructuredOutputError: the reply is still invalid after one corrective retry.
         """
-        from pydantic import TypeAdapter, ValidationError
-
-        adapter = TypeAdapter(output_type)
+        adapter = entity_adapter(output_type)
         if self._response is None:
-            schema = adapter.json_schema()
-            name = _SCHEMA_NAME.sub("_", _type_name(output_type))[:64] or "output"
-            options = ChatOptions(
-                response_format={"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
-            )
-            context = {
-                OUTPUT_FORMAT: _FORMAT.replace("{schema}", json.dumps(schema, sort_keys=True)),
-                OUTPUT_VALIDATOR: lambda text: _problem(adapter, text),
-            }
+            context, options = entity_request(adapter, output_type)
             self._response = self._run(context, options)
-        text = self._response.text
-        try:
-            return adapter.validate_json(_json_text(text))
-        except ValidationError as exc:
-            raise StructuredOutputError(
-                f"the model's reply is not a valid {_type_name(output_type)!r}: {exc.error_count()} "
-                f"validation error(s); reply was {text[:200]!r}",
-                output_type=output_type,
-                text=text,
-                reason=str(exc),
-            ) from exc
+        return parse_entity(adapter, output_type, self._response.text)
+
+
+def entity_adapter(output_type: type[T]) -> TypeAdapter[T]:
+    """The pydantic adapter that validates replies as `output_type`."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(output_type)
+
+
+def entity_request(adapter: TypeAdapter[Any], output_type: object) -> tuple[dict[str, Any], ChatOptions]:
+    """The context entries (format instructions, validator) and options (response format) of `entity()`."""
+    schema = adapter.json_schema()
+    name = _SCHEMA_NAME.sub("_", _type_name(output_type))[:64] or "output"
+    options = ChatOptions(
+        response_format={"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+    )
+    context = {
+        OUTPUT_FORMAT: _FORMAT.replace("{schema}", json.dumps(schema, sort_keys=True)),
+        OUTPUT_VALIDATOR: lambda text: _problem(adapter, text),
+    }
+    return context, options
+
+
+def parse_entity(adapter: TypeAdapter[T], output_type: object, text: str) -> T:
+    """The reply text validated as `output_type`.
+
+    Raises:
+        StructuredOutputError: the text is not a valid value.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return adapter.validate_json(_json_text(text))
+    except ValidationError as exc:
+        raise StructuredOutputError(
+            f"the model's reply is not a valid {_type_name(output_type)!r}: {exc.error_count()} "
+            f"validation error(s); reply was {text[:200]!r}",
+            output_type=output_type,
+            text=text,
+            reason=str(exc),
+        ) from exc
 
 
 class StreamResponseSpec:

@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.embeddings.base import normalize_rows
+from rag.embeddings.openai_async import AsyncOpenAIEmbedding
 from rag.errors import EmbeddingError, InvalidRequestError
 from rag.http import Endpoint, RetryPolicy, send_within
 from rag.observability.steps import traced_embedding
@@ -19,7 +20,7 @@ from rag.redaction import masked_errors
 __all__ = ["OpenAIEmbedding"]
 
 
-class OpenAIEmbedding:
+class OpenAIEmbedding(AsyncOpenAIEmbedding):
     """Embeddings from an OpenAI-compatible API (OpenAI, Ollama, vLLM, LM Studio, DashScope...).
 
     Texts are sent `batch_size` at a time; rows come back in input order (by each item's `index`) and
@@ -29,6 +30,7 @@ class OpenAIEmbedding:
     it) and every response is checked against it; it then also appears in `name`, since it changes the
     vectors. When not given, it is learnt from the first response; reading `dimensions` before any call
     makes one small probe request. Base URL and key default to `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
+    In async code, `await model.aembed(texts)` sends the batches concurrently on an `httpx.AsyncClient`.
 
     `timeout` (seconds) bounds each request (one batch), retries and their waits included, however slowly
     the server sends its bytes. The key and credentials in the base URL (`user:pw@`, `?api-key=`) never

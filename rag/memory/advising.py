@@ -8,8 +8,10 @@ records nothing, so memory never holds half an answer or a question without its 
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from rag.advisors.base import CHAT_MEMORY_ORDER, BaseAdvisor
@@ -23,6 +25,7 @@ from rag.memory.base import check_conversation_id
 from rag.tools.context import TOOL_MESSAGES
 
 if TYPE_CHECKING:
+    from rag.client.achain import AsyncAdvisorChain
     from rag.client.chain import AdvisorChain
 
 __all__ = [
@@ -166,3 +169,30 @@ class ChatMemoryAdvisor(BaseAdvisor):
         # Reached only when the stream ended normally: an error or an abandoned stream records nothing.
         reply = aggregate_chunks(chunks)
         self.remember(conversation_id, [*new, *tool_exchange(reply)], reply.message)
+
+    # -- async requests: the same steps; memory reads and writes (SQLite) run in worker threads ---------
+
+    async def aadvise_call(self, request: ChatClientRequest, chain: AsyncAdvisorChain) -> ChatClientResponse:
+        conversation_id = conversation_id_of(request, self.name)
+        new = self.new_messages(request)
+        augmented = await asyncio.to_thread(self.augment, request, conversation_id)
+        response = await chain.anext_call(augmented)
+        reply = response.chat_response
+        await asyncio.to_thread(self.remember, conversation_id, [*new, *tool_exchange(reply)], reply.message)
+        return response
+
+    async def aadvise_stream(
+        self, request: ChatClientRequest, chain: AsyncAdvisorChain
+    ) -> AsyncIterator[ChatClientResponse]:
+        conversation_id = conversation_id_of(request, self.name)
+        new = self.new_messages(request)
+        augmented = await asyncio.to_thread(self.augment, request, conversation_id)
+        chunks: list[ChatResponse] = []
+        async with aclosing(chain.anext_stream(augmented)) as stream:
+            async for response in stream:
+                chunks.append(response.chat_response)
+                yield response
+        # Reached only when the stream ended normally: an error, a cancellation or an abandoned stream
+        # records nothing.
+        reply = aggregate_chunks(chunks)
+        await asyncio.to_thread(self.remember, conversation_id, [*new, *tool_exchange(reply)], reply.message)

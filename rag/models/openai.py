@@ -14,6 +14,7 @@ from rag.chat.messages import ChatOptions, ChatResponse, Prompt
 from rag.deadline import Cutter, Deadline
 from rag.errors import InvalidRequestError, ModelError
 from rag.http import Endpoint, RetryPolicy, send_with_retries, send_within, timed_send
+from rag.models.openai_async import AsyncOpenAIChat
 from rag.models.openai_wire import StreamAccumulator, build_body, parse_completion
 from rag.models.sse import SSEDecoder
 from rag.models.stream_pump import PumpTimeout, StreamPump
@@ -25,7 +26,7 @@ DEFAULT_CHAT_MODEL = "gpt-4o-mini"
 """The model asked for when neither `model=` nor `RAG_CHAT_MODEL` names one."""
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(AsyncOpenAIChat):
     """A chat model behind an OpenAI-compatible API (OpenAI, Ollama, vLLM, llama.cpp, DashScope...).
 
     Settings come from the arguments, else `OPENAI_BASE_URL` (default `https://api.openai.com/v1`),
@@ -42,6 +43,9 @@ class OpenAIChatModel:
 
     The key and any credential in the base URL (`https://user:pw@host/v1`, `?api-key=...`) never appear in
     errors, logs or this model's repr, nor do near-copies of them that a server echoes back.
+
+    In async code, `await model.acall(prompt)` and `async for chunk in model.astream(prompt)` use an
+    `httpx.AsyncClient` with the same retries, deadlines and masking (see `rag.models.openai_async`).
 
     Example:
         >>> model = OpenAIChatModel(base_url="http://localhost:11434/v1", model="llama3.2", api_key="k")

@@ -1,0 +1,153 @@
+"""`rag serve`: the ingested documents behind the OpenAI chat-completions API (and `/v1/search`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from rag.cli._common import OpenedStore, common_options, open_store, settings_from
+from rag.cli._models import build_chat_model
+from rag.cli._options import (
+    chat_model_options,
+    search_options,
+    store_options,
+    threshold_and_filter_options,
+)
+from rag.config import Settings
+from rag.errors import ConfigError
+from rag.http import Secret
+from rag.serve.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_RATE_LIMIT, ServeConfig, check_binding
+from rag.serve.service import RagService
+
+__all__ = ["build_service", "serve"]
+
+
+def build_service(
+    settings: Settings,
+    opened: OpenedStore,
+    *,
+    top_k: int = 4,
+    threshold: float = 0.0,
+    filter_text: str | None = None,
+    history: int = 20,
+) -> RagService:
+    """The service `rag serve` runs: the store, the configured chat model (or the extractive one), the
+    same default search as `rag ask`, and the chat memory of `rag chat` (`RAG_HOME/chat/memory.sqlite`)."""
+    from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
+
+    search = settings.search_request(
+        "defaults", top_k=top_k, similarity_threshold=threshold, filter=filter_text
+    )
+    repository = SQLiteChatMemoryRepository(settings.home / "chat" / "memory.sqlite")
+    memory = MessageWindowChatMemory(repository, max_messages=history)
+    return RagService(opened.store, build_chat_model(settings), search, memory)
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to bind.")
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    help="Bearer token every request must send; required to bind a non-loopback address "
+    "[env RAG_SERVE_TOKEN].",
+)
+@click.option("--model-name", default="rag", show_default=True, help="The model id clients ask for.")
+@click.option(
+    "--max-body",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_BODY_BYTES,
+    show_default=True,
+    help="Largest request body in bytes (larger: 413).",
+)
+@click.option(
+    "--rate-limit",
+    type=click.IntRange(min=0),
+    default=DEFAULT_RATE_LIMIT,
+    show_default=True,
+    help="Requests per minute per client address (more: 429); 0 turns the limit off.",
+)
+@click.option(
+    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages to retrieve."
+)
+@click.option(
+    "--history", type=click.IntRange(min=1), default=20, show_default=True, help="Messages remembered."
+)
+@threshold_and_filter_options
+@store_options()
+@chat_model_options
+@search_options()
+@common_options
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    token: str | None,
+    model_name: str,
+    max_body: int,
+    rate_limit: int,
+    top_k: int,
+    history: int,
+    threshold: float,
+    filter_text: str | None,
+    store: str | None,
+    collection: str | None,
+    chat_model: str | None,
+    base_url: str | None,
+    mode: str | None,
+    fusion: str | None,
+    vector_weight: float | None,
+    diversity: float | None,
+) -> None:
+    """Serve the ingested documents through the OpenAI API on http://HOST:PORT/v1.
+
+    Any OpenAI client or chat UI can talk to it: GET /v1/models, POST /v1/chat/completions (with
+    "stream": true for server-sent events) and POST /v1/search for retrieval alone. Answers come from the
+    same chain as `rag ask`; a conversation id (header X-Conversation-Id, or the request's "user") turns
+    on server-side memory. See docs/serve.md.
+
+    \b
+    Example:
+        rag ingest data/docs && rag serve --port 8000
+        curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
+          -d '{"model": "rag", "messages": [{"role": "user", "content": "How do I install it?"}]}'
+    """
+    secret_text = token or os.environ.get("RAG_SERVE_TOKEN") or None
+    secret = Secret(secret_text) if secret_text else None
+    check_binding(host, secret)  # before anything is opened: refusing is cheap
+    settings = settings_from(
+        ctx,
+        store=store,
+        collection=collection,
+        chat_model=chat_model,
+        openai_base_url=base_url,
+        search_mode=mode,
+        fusion=fusion,
+        vector_weight=vector_weight,
+        diversity=diversity,
+    )
+    config = ServeConfig(model_name=model_name, token=secret, max_body_bytes=max_body, rate_limit=rate_limit)
+    search = {"top_k": top_k, "threshold": threshold, "filter_text": filter_text, "history": history}
+    _run(settings, config, host, port, search)
+
+
+def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: dict[str, Any]) -> None:
+    """Open the store, build the app and serve it until interrupted."""
+    try:
+        import uvicorn
+
+        from rag.serve import create_app
+    except ImportError as exc:
+        raise ConfigError("rag serve needs the 'serve' extra: pip install 'rag-advisors[serve]'") from exc
+    opened = open_store(settings)
+    app = create_app(build_service(settings, opened, **search), config)
+    guard = "a bearer token" if config.token is not None else "no token (loopback only)"
+    where = f"http://{host}:{port}/v1"
+    click.echo(f"serving {opened.location} as model {config.model_name!r} on {where} with {guard}", err=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        opened.close()

@@ -1,0 +1,320 @@
+"""The async advisor chain: the same ordered advisors and terminal model call as `AdvisorChain`, awaited.
+
+`AsyncAdvisorChain` shares everything that decides *what* runs with the sync chain: the advisors sorted by
+`sort_advisors`, one `_Core` per request, the observation (timings, usage) and the request and response
+types. Only *how* a step runs differs:
+
+- an advisor with an async method (`aadvise_call` / `aadvise_stream`, as `BaseAdvisor` provides) that is
+  at least as specific as its sync one is awaited on the event loop;
+- a sync-only advisor (or one whose subclass overrode only the sync method) runs in a thread, and the
+  chain it calls into is bridged back to the loop (`rag.client.threads.BridgeChain`);
+- the model's `acall` / `astream` are awaited when it has them (`OpenAIChatModel` does); a sync model
+  runs in a worker thread.
+
+Cancelling the task that awaits a call or reads a stream cancels the step in progress, down to the HTTP
+request of the model, which is closed.
+
+Example:
+    >>> import asyncio
+    >>> from rag.chat import Prompt
+    >>> from rag.testing import FakeChatModel
+    >>> chain = AsyncAdvisorChain.build(FakeChatModel(["Hi!"]), [])
+    >>> asyncio.run(chain.anext_call(ChatClientRequest(Prompt("Hello")))).text
+    'Hi!'
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from contextlib import aclosing
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, Literal
+
+from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, Usage, UserMessage
+from rag.chat.model import ChatModel
+from rag.client.chain import _RETRY_FEEDBACK, _Core, advisor_name, sort_advisors
+from rag.client.observation import EventKind, Observation, Observer
+from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
+from rag.client.response import ChatClientResponse
+from rag.client.threads import BridgeChain, iterate_in_thread, run_bridged
+from rag.errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from rag.advisors.base import Advisor
+
+__all__ = ["AsyncAdvisorChain", "final_prompt", "is_async_capable", "retry_prompt"]
+
+_METHODS = {"call": ("advise_call", "aadvise_call"), "stream": ("advise_stream", "aadvise_stream")}
+
+
+def is_async_capable(advisor: object, mode: Literal["call", "stream"]) -> bool:
+    """Whether `advisor` runs natively async in `mode`: its async method is at least as specific as its sync.
+
+    A subclass of `BaseAdvisor` that overrides only `advise_call` must not be run through the inherited
+    `aadvise_call` (it would skip the override), so the class that defines each method decides.
+    """
+    sync_name, async_name = _METHODS[mode]
+    for klass in type(advisor).__mro__:
+        names = vars(klass)
+        if async_name in names:
+            return True
+        if sync_name in names:
+            return False
+    return callable(getattr(advisor, async_name, None))
+
+
+def _check_capability(advisors: Iterable[Advisor], mode: Literal["call", "stream"]) -> None:
+    sync_name, async_name = _METHODS[mode]
+    for advisor in advisors:
+        methods = (getattr(advisor, sync_name, None), getattr(advisor, async_name, None))
+        if not any(callable(method) for method in methods):
+            raise InvalidRequestError(
+                f"advisor {advisor_name(advisor)!r} ({type(advisor).__name__}) cannot run in {mode} "
+                f"requests: it has neither {sync_name}() nor {async_name}()"
+            )
+
+
+def final_prompt(request: ChatClientRequest) -> Prompt:
+    """The prompt the model receives: structured-output instructions appended at the very end, if any."""
+    prompt = request.prompt
+    output_format = request.context.get(OUTPUT_FORMAT)
+    if output_format:
+        prompt = prompt.augment_user(f"{prompt.user_text}\n\n{output_format}")
+    return prompt
+
+
+def retry_prompt(prompt: Prompt, reply: ChatResponse, problem: str) -> Prompt:
+    """The prompt of the one corrective retry after an invalid structured reply."""
+    feedback = UserMessage(_RETRY_FEEDBACK.replace("{problem}", problem))
+    return prompt.with_messages([*prompt.messages, AssistantMessage(reply.text), feedback])
+
+
+async def _model_call(model: ChatModel, prompt: Prompt) -> ChatResponse:
+    acall = getattr(model, "acall", None)
+    if callable(acall):
+        response: ChatResponse = await acall(prompt)
+        return response
+    return await asyncio.to_thread(model.call, prompt)
+
+
+def _model_stream(model: ChatModel, prompt: Prompt) -> AsyncIterator[ChatResponse]:
+    astream = getattr(model, "astream", None)
+    if callable(astream):
+        stream: AsyncIterator[ChatResponse] = astream(prompt)
+        return stream
+    return iterate_in_thread(lambda: model.stream(prompt))
+
+
+class AsyncAdvisorChain:
+    """A position in the ordered advisors of one async request; past the last one, the model call.
+
+    Advisors with async methods receive it and `await chain.anext_call(request)` or iterate
+    `chain.anext_stream(request)`; `copy(after=advisor)` works as on `AdvisorChain`.
+    """
+
+    __slots__ = ("_core", "_index")
+
+    def __init__(self, core: _Core, index: int = 0) -> None:
+        self._core = core
+        self._index = index
+
+    @classmethod
+    def build(
+        cls,
+        model: ChatModel,
+        advisors: Iterable[Advisor],
+        *,
+        mode: Literal["call", "stream"] = "call",
+        context: dict[str, Any] | None = None,
+        observer: Observer | None = None,
+    ) -> AsyncAdvisorChain:
+        """A chain over `advisors` sorted by order (as `AdvisorChain.build`), positioned at the start.
+
+        Raises:
+            InvalidRequestError: an order out of range, or an advisor that cannot run in `mode`.
+        """
+        ordered = sort_advisors(advisors)
+        _check_capability(ordered, mode)
+        return cls(_Core(ordered, model, Observation(context, observer, mode)))
+
+    @property
+    def advisors(self) -> tuple[Advisor, ...]:
+        """Every advisor of the chain, in running order."""
+        return self._core.advisors
+
+    @property
+    def remaining(self) -> tuple[Advisor, ...]:
+        """The advisors still to run from this position (the model call follows them)."""
+        return self._core.advisors[self._index :]
+
+    @property
+    def model(self) -> ChatModel:
+        return self._core.model
+
+    @property
+    def observation(self) -> Observation:
+        return self._core.observation
+
+    def copy(self, *, after: Advisor) -> AsyncAdvisorChain:
+        """The chain positioned right after `after` (see `AdvisorChain.copy`)."""
+        advisors = self._core.advisors
+        for i in (*range(self._index - 1, -1, -1), *range(self._index, len(advisors))):
+            if advisors[i] is after:
+                return AsyncAdvisorChain(self._core, i + 1)
+        raise InvalidRequestError(
+            f"advisor {advisor_name(after)!r} is not in this chain; it holds {list(self._core.names)!r}"
+        )
+
+    # -- calls -------------------------------------------------------------------------------------
+
+    async def anext_call(self, request: ChatClientRequest) -> ChatClientResponse:
+        """Run the next advisor (or the model, at the end) and return its response."""
+        core, index = self._core, self._index
+        observation = core.observation
+        if not observation.bound:
+            observation.bind(request.context)
+        if index >= len(core.advisors):
+            return await self._call_model(request)
+        advisor: Any = core.advisors[index]
+        following = AsyncAdvisorChain(core, index + 1)
+        saved = observation.enter()
+        start = perf_counter()
+        error: BaseException | None = None
+        try:
+            if is_async_capable(advisor, "call"):
+                response = await advisor.aadvise_call(request, following)
+            else:
+                response = await _bridged_call(advisor, request, following)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            own = observation.leave(saved, perf_counter() - start)
+            observation.record("advisor", core.names[index], own, error=error)
+        if not isinstance(response, ChatClientResponse):
+            raise InvalidRequestError(
+                f"advisor {core.names[index]!r} returned {response!r} from its call method; "
+                "it must return a ChatClientResponse (did after() forget to return the response?)"
+            )
+        return response
+
+    async def _call_model(self, request: ChatClientRequest) -> ChatClientResponse:
+        prompt = final_prompt(request)
+        response = await self._timed_model_call(prompt)
+        validator: Callable[[str], str | None] | None = request.context.get(OUTPUT_VALIDATOR)
+        if validator is not None:
+            problem = validator(response.text)
+            if problem is not None:
+                response = await self._timed_model_call(retry_prompt(prompt, response, problem))
+        return ChatClientResponse(response, request.context)
+
+    async def _timed_model_call(self, prompt: Prompt) -> ChatResponse:
+        observation = self._core.observation
+        saved = observation.enter()
+        start = perf_counter()
+        response: ChatResponse | None = None
+        error: BaseException | None = None
+        try:
+            response = await _model_call(self._core.model, prompt)
+            return response
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            own = observation.leave(saved, perf_counter() - start)
+            usage = response.usage if response is not None else None
+            observation.record("model", "model:call", own, usage=usage, error=error)
+
+    # -- streams -----------------------------------------------------------------------------------
+
+    def anext_stream(self, request: ChatClientRequest) -> AsyncGenerator[ChatClientResponse, None]:
+        """The chunks of the next advisor (or of the model, at the end); lazy: runs on iteration."""
+        core, index = self._core, self._index
+        if not core.observation.bound:
+            core.observation.bind(request.context)
+        if index >= len(core.advisors):
+            context = request.context
+
+            async def model_chunks() -> AsyncIterator[ChatClientResponse]:
+                stream = _model_stream(core.model, request.prompt)
+                try:
+                    async for chunk in stream:
+                        yield ChatClientResponse(chunk, context)
+                finally:
+                    aclose = getattr(stream, "aclose", None)
+                    if aclose is not None:
+                        await aclose()  # now, so an abandoned stream closes its HTTP request at once
+
+            return self._timed_stream("model", "model:stream", model_chunks)
+        advisor: Any = core.advisors[index]
+        _check_capability([advisor], "stream")
+        following = AsyncAdvisorChain(core, index + 1)
+        if is_async_capable(advisor, "stream"):
+            return self._timed_stream(
+                "advisor", core.names[index], lambda: advisor.aadvise_stream(request, following)
+            )
+        return self._timed_stream(
+            "advisor", core.names[index], lambda: _bridged_stream(advisor, request, following)
+        )
+
+    async def _timed_stream(
+        self, kind: EventKind, name: str, start_stream: Callable[[], AsyncIterator[ChatClientResponse]]
+    ) -> AsyncGenerator[ChatClientResponse, None]:
+        # The same bracketing as the sync chain: each step of iteration nests the steps after it.
+        observation = self._core.observation
+        own = 0.0
+        error: BaseException | None = None
+        usage: Usage | None = None
+        iterator: AsyncIterator[ChatClientResponse] | None = None
+        try:
+            while True:
+                saved = observation.enter()
+                start = perf_counter()
+                try:
+                    if iterator is None:
+                        iterator = aiter(start_stream())
+                    item = await anext(iterator)
+                except StopAsyncIteration:
+                    return
+                finally:
+                    own += observation.leave(saved, perf_counter() - start)
+                if kind == "model":
+                    usage = item.chat_response.usage or usage
+                yield item
+        except (GeneratorExit, asyncio.CancelledError):
+            raise  # the reader stopped or went away: not a failure of this step
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            observation.record(kind, name, own, usage=usage, error=error)
+
+
+async def _bridged_call(
+    advisor: Any, request: ChatClientRequest, following: AsyncAdvisorChain
+) -> ChatClientResponse:
+    bridge = BridgeChain(following, asyncio.get_running_loop())
+    try:
+        response: ChatClientResponse = await run_bridged(advisor.advise_call, request, bridge)
+        return response
+    except asyncio.CancelledError:
+        bridge.cancel()
+        raise
+
+
+async def _bridged_stream(
+    advisor: Any, request: ChatClientRequest, following: AsyncAdvisorChain
+) -> AsyncIterator[ChatClientResponse]:
+    bridge = BridgeChain(following, asyncio.get_running_loop())
+    stream = iterate_in_thread(lambda: advisor.advise_stream(request, bridge), bridged=True)
+    try:
+        async with aclosing(stream):
+            async for item in stream:
+                yield item
+    except asyncio.CancelledError:
+        bridge.cancel()
+        raise

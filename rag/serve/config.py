@@ -1,0 +1,62 @@
+"""`ServeConfig`: what a `rag serve` server allows (who, how much, how often), and the binding check."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from rag.errors import ConfigError
+from rag.http import Secret
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_RATE_LIMIT", "ServeConfig", "check_binding", "is_loopback"]
+
+DEFAULT_MAX_BODY_BYTES = 1_000_000
+"""Request bodies larger than this (bytes) are refused with 413."""
+DEFAULT_RATE_LIMIT = 600
+"""Requests per minute per client address (a bucket that refills continuously); 0 turns the limit off."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is a loopback address (127.0.0.0/8, ::1) or `localhost`."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(host: str, token: Secret | None) -> None:
+    """Refuse to expose a server beyond this machine without a token.
+
+    Raises:
+        ConfigError: `host` is not loopback and no token was given.
+    """
+    if token is None and not is_loopback(host):
+        raise ConfigError(
+            f"binding {host!r} exposes the server beyond this machine: give a bearer token with --token "
+            "or RAG_SERVE_TOKEN (or bind 127.0.0.1)"
+        )
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """The server's settings. The token is a `Secret`: it never shows in a repr or a log.
+
+    Example:
+        >>> ServeConfig(token=Secret("t0ken"))
+        ServeConfig(model_name='rag', token=Secret('***'), max_body_bytes=1000000, rate_limit=600)
+    """
+
+    model_name: str = "rag"
+    token: Secret | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    rate_limit: int = DEFAULT_RATE_LIMIT
+
+    def __post_init__(self) -> None:
+        if self.max_body_bytes < 1:
+            raise ConfigError(f"max_body_bytes must be at least 1, got {self.max_body_bytes!r}")
+        if self.rate_limit < 0:
+            raise ConfigError(f"rate_limit must be >= 0 (0 turns it off), got {self.rate_limit!r}")
+        if not self.model_name:
+            raise ConfigError("model_name must not be empty")

@@ -1,0 +1,105 @@
+"""`RagService`: what `rag serve` answers with, apart from HTTP: the chain of `rag ask`, memory, search.
+
+One service per server. Each chat request builds a `ChatClient` over the shared store and model with the
+same QuestionAnswerAdvisor as `rag ask`; with a conversation id, a `MessageChatMemoryAdvisor` over the
+shared chat memory remembers the turns (server-side history), and only the request's system messages and
+last user message are sent on; without one, the request's own messages are the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from rag.advisors.memory_message import MessageChatMemoryAdvisor
+from rag.advisors.question_answer import QuestionAnswerAdvisor
+from rag.chat.messages import ChatResponse, Message, Prompt, SystemMessage
+from rag.chat.model import ChatModel
+from rag.client import ChatClient, ChatClientResponse
+from rag.client.aspecs import AsyncStreamResponseSpec
+from rag.documents import Document, SearchRequest
+from rag.memory import ChatMemory, check_conversation_id
+from rag.serve.wire import ApiError, ChatRequest
+from rag.vectorstore import VectorStore, asimilarity_search
+
+__all__ = ["RagService"]
+
+
+@dataclass
+class RagService:
+    """The store, chat model, default search and chat memory a server answers from.
+
+    Example:
+        >>> import asyncio
+        >>> from rag import Document, HashingEmbedding
+        >>> from rag.models import ExtractiveChatModel
+        >>> from stores import InMemoryVectorStore
+        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> store.add([Document("d1", "The beacon is lit at dusk.", {"source": "beacon.md"})])
+        >>> service = RagService(store, ExtractiveChatModel(), SearchRequest("defaults"))
+        >>> [d.id for d in asyncio.run(service.search({"query": "beacon"}))]
+        ['d1']
+    """
+
+    store: VectorStore
+    model: ChatModel
+    search_defaults: SearchRequest
+    memory: ChatMemory | None = None
+    system: str | None = None
+
+    def _client(self, conversation_id: str | None) -> ChatClient:
+        advisors: list[Any] = [QuestionAnswerAdvisor(self.store, self.search_defaults)]
+        if conversation_id is not None and self.memory is not None:
+            advisors.append(MessageChatMemoryAdvisor(self.memory))
+        return ChatClient(self.model, system=self.system, advisors=advisors)
+
+    def _prompt(self, request: ChatRequest, conversation_id: str | None) -> Prompt:
+        messages: list[Message] = request.messages
+        if conversation_id is not None and self.memory is not None:
+            # Memory holds the history: keep the caller's system text and the new question only.
+            messages = [m for m in messages[:-1] if isinstance(m, SystemMessage)] + messages[-1:]
+        return Prompt(messages, request.options)
+
+    def _spec(self, request: ChatRequest, conversation_id: str | None) -> Any:
+        params = {**request.retrieval}
+        if conversation_id is not None:
+            params["conversation_id"] = check_conversation_id(conversation_id)
+        return self._client(conversation_id).prompt(self._prompt(request, conversation_id)).advisors(**params)
+
+    async def answer(self, request: ChatRequest, conversation_id: str | None) -> ChatClientResponse:
+        """The whole answer, through the advisor chain."""
+        response: ChatClientResponse = await self._spec(request, conversation_id).acall().response()
+        return response
+
+    def stream(self, request: ChatRequest, conversation_id: str | None) -> AsyncStreamResponseSpec:
+        """The answer as a stream (read it once with `chat_response()`; then `context` holds the sources)."""
+        stream: AsyncStreamResponseSpec = self._spec(request, conversation_id).astream()
+        return stream
+
+    async def search(self, body: Any) -> list[Document]:
+        """Retrieval alone: `query` with optional `top_k`, `filter`, `mode`, `similarity_threshold`, ...
+
+        Raises:
+            ApiError: a missing query or a field of the wrong kind; InvalidRequestError / FilterError for
+                values the search refuses.
+        """
+        if not isinstance(body, dict):
+            raise ApiError("the request body must be a JSON object")
+        query = body.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise ApiError("'query' must be a non-empty string", param="query")
+        allowed = {"top_k", "filter", "mode", "similarity_threshold", "fusion", "vector_weight", "diversity"}
+        unknown = sorted(set(body) - allowed - {"query"})
+        if unknown:
+            raise ApiError(
+                f"unknown field(s) {unknown!r}; expected query and {sorted(allowed)!r}", param=unknown[0]
+            )
+        changes = {name: body[name] for name in allowed if body.get(name) is not None}
+        return await asimilarity_search(self.store, self.search_defaults.replace(query=query, **changes))
+
+
+async def stream_chunks(spec: AsyncStreamResponseSpec) -> AsyncIterator[ChatResponse]:
+    """The `ChatResponse` chunks of a stream spec."""
+    async for chunk in spec.chat_response():
+        yield chunk
