@@ -9,6 +9,7 @@ deadline (plus one second of slack).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import re
@@ -55,7 +56,50 @@ def embed(base_url: str, **options: Any) -> None:
         model.embed(["x"])
 
 
-OPERATIONS: dict[str, Operation] = {"call": chat_call, "stream": chat_stream, "embed": embed}
+def chat_acall(base_url: str, **options: Any) -> None:
+    async def run() -> None:
+        with OpenAIChatModel(base_url=base_url, model="m", **options) as model:
+            try:
+                await model.acall(Prompt("q"))
+            finally:
+                await model.aclose()
+
+    asyncio.run(run())
+
+
+def chat_astream(base_url: str, **options: Any) -> None:
+    async def run() -> None:
+        with OpenAIChatModel(base_url=base_url, model="m", **options) as model:
+            try:
+                async for _ in model.astream(Prompt("q")):
+                    pass
+            finally:
+                await model.aclose()
+
+    asyncio.run(run())
+
+
+def aembed(base_url: str, **options: Any) -> None:
+    async def run() -> None:
+        with OpenAIEmbedding("e", base_url=base_url, dimensions=2, **options) as model:
+            try:
+                await model.aembed(["x"])
+            finally:
+                await model.aclose()
+
+    asyncio.run(run())
+
+
+OPERATIONS: dict[str, Operation] = {
+    "call": chat_call,
+    "stream": chat_stream,
+    "embed": embed,
+    "acall": chat_acall,
+    "astream": chat_astream,
+    "aembed": aembed,
+}
+EVERY = list(OPERATIONS)
+"""Sync and async paths: the same promises hold on both."""
 
 
 def near_copies(secret: str, *prefixes: str) -> list[str]:
@@ -85,7 +129,7 @@ def fail(operation: Operation, base_url: str, **options: Any) -> tuple[RagError,
     with pytest.raises(RagError) as info:
         operation(base_url, **options)
     elapsed = time.monotonic() - start
-    model_type = OpenAIEmbedding if operation is embed else OpenAIChatModel
+    model_type = OpenAIEmbedding if operation in (embed, aembed) else OpenAIChatModel
     with model_type(base_url=base_url) as model:
         shown = repr(model) + str(model)
     return info.value, elapsed, shown
@@ -97,13 +141,17 @@ def error_texts(error: RagError) -> list[str]:
 
 
 ECHOES = [
-    ("echo-json", "call"),
-    ("echo-json", "embed"),
-    ("echo-status", "call"),
-    ("echo-status", "stream"),
-    ("echo-status", "embed"),
-    ("echo-sse-error", "stream"),
-    ("echo-sse-data", "stream"),
+    (mode, prefix + operation)
+    for prefix in ("", "a")
+    for mode, operation in [
+        ("echo-json", "call"),
+        ("echo-json", "embed"),
+        ("echo-status", "call"),
+        ("echo-status", "stream"),
+        ("echo-status", "embed"),
+        ("echo-sse-error", "stream"),
+        ("echo-sse-data", "stream"),
+    ]
 ]
 
 
@@ -118,7 +166,7 @@ def test_an_echoing_proxy_never_gets_the_key_into_errors_or_logs(
     assert elapsed < 10
 
 
-@pytest.mark.parametrize("operation", ["call", "stream", "embed"])
+@pytest.mark.parametrize("operation", EVERY)
 @pytest.mark.parametrize("where", ["userinfo", "query"])
 def test_a_key_in_the_base_url_never_shows(
     hostile: HostileServer, caplog: pytest.LogCaptureFixture, operation: str, where: str
@@ -126,7 +174,7 @@ def test_a_key_in_the_base_url_never_shows(
     caplog.set_level(logging.DEBUG)
     credentials = {"userinfo": f"user:{KEY}"} if where == "userinfo" else {"query": f"api-key={KEY}"}
     for mode in ("echo-status", "echo-json"):
-        if (mode, operation) == ("echo-json", "stream"):
+        if mode == "echo-json" and operation.endswith("stream"):
             continue  # a non-JSON 200 to a stream request is covered by the SSE echoes
         url = hostile.url(mode, **credentials)
         error, _, shown = fail(OPERATIONS[operation], url, max_retries=0)
@@ -135,7 +183,7 @@ def test_a_key_in_the_base_url_never_shows(
         assert "***" in shown
 
 
-@pytest.mark.parametrize("operation", ["call", "stream", "embed"])
+@pytest.mark.parametrize("operation", EVERY)
 def test_retries_log_and_fail_without_the_key(
     hostile: HostileServer, caplog: pytest.LogCaptureFixture, operation: str
 ) -> None:
@@ -147,11 +195,11 @@ def test_retries_log_and_fail_without_the_key(
     assert_hidden(KEY, [*error_texts(error), caplog.text, shown], "user:", "Bearer ")
 
 
-@pytest.mark.parametrize("operation", ["call", "stream", "embed"])
+@pytest.mark.parametrize("operation", EVERY)
 def test_a_base_url_with_a_query_string_still_works(hostile: HostileServer, operation: str) -> None:
     url = hostile.url("ok", query=f"api-version=2024-06-01&api-key={KEY}")
     OPERATIONS[operation](url, max_retries=0)
-    path = "embeddings" if operation == "embed" else "chat/completions"
+    path = "embeddings" if operation.endswith("embed") else "chat/completions"
     assert hostile.request_lines[-1].split()[1] == f"/ok/v1/{path}?api-version=2024-06-01&api-key={KEY}"
 
 
@@ -166,7 +214,7 @@ def test_credentials_in_the_base_url_are_sent_as_basic_auth(hostile: HostileServ
     assert "@" not in hostile.request_lines[-1]
 
 
-TIMED = [
+_TIMED = [
     ("drip", "call", {}),
     ("drip", "call", {"max_retries": 3}),
     ("drip", "stream", {}),
@@ -178,6 +226,7 @@ TIMED = [
     ("keepalive", "stream", {}),
     ("slow-events", "stream", {"stream_timeout": 1.0}),
 ]
+TIMED = [(mode, prefix + operation, options) for prefix in ("", "a") for mode, operation, options in _TIMED]
 
 
 @pytest.mark.parametrize(("mode", "operation", "options"), TIMED)
@@ -193,7 +242,7 @@ def test_timeout_bounds_the_whole_call(
     url = hostile.url(mode, query=f"key={KEY}")
     error, elapsed, shown = fail(OPERATIONS[operation], url, api_key=KEY, timeout=1.0, **settings)
     assert elapsed < 1.0 + 1.0
-    assert isinstance(error, EmbeddingError if operation == "embed" else ModelError)
+    assert isinstance(error, EmbeddingError if operation.endswith("embed") else ModelError)
     assert "1 s" in str(error)
     assert_hidden(KEY, [*error_texts(error), caplog.text, shown], "Bearer ")
 
