@@ -6,6 +6,7 @@ through the real `rag` entry point against a copy of the sample data, and every 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.serve_helpers import free_port, wait_ready
 from tests.openai_server import OpenAIServer, Reply, completion
 from tests.otlp_receiver import Receiver
 
@@ -132,6 +134,7 @@ def test_every_python_block_is_one_of_those_run_above() -> None:
         "## Retrieval from Python",
         "## Questions and answers from Python",
         "## Questions and answers from Python",
+        "## Serving the documents (`rag serve`)",
         "## A tool-using assistant",
     ]
 
@@ -155,7 +158,8 @@ def _split_env(argv: list[str]) -> tuple[dict[str, str], list[str]]:
 def test_every_shell_command_runs_against_the_sample_data(
     tmp_path: Path, receiver: tuple[Receiver, int]
 ) -> None:
-    blocks = _blocks("bash", skip=("## Set up",)) + _blocks("sh", skip=("## Set up",))
+    skip = ("## Set up", SERVE)
+    blocks = _blocks("bash", skip=skip) + _blocks("sh", skip=skip)
     lines = [shlex.split(line, comments=True) for _, code in blocks for line in code.splitlines()]
     collectors = [argv for argv in lines if tuple(argv[:2]) == _COLLECTOR]
     commands = [_split_env(argv) for argv in lines if argv and tuple(argv[:2]) != _COLLECTOR]
@@ -181,6 +185,47 @@ def test_every_shell_command_runs_against_the_sample_data(
             )
     assert (folder / "eval.png").read_bytes()[:4] == b"\x89PNG"
     assert found.traces, "the traced `rag ask` example exported its spans"
+
+
+SERVE = "## Serving the documents (`rag serve`)"
+
+
+@pytest.mark.slow
+def test_serve_examples_run_against_a_real_server(tmp_path: Path) -> None:
+    """The serve section as a user runs it: ingest, `rag serve` (on a free port here, as 8000 may be
+    taken), then its Python client example and its curl commands."""
+    [(_, start), (_, curls)] = _blocks("bash", skip=tuple(h for h, _ in _sections() if h != SERVE))
+    [(_, client_code)] = [block for block in _blocks("python") if block[0] == SERVE]
+    ingest, serve = (shlex.split(line, comments=True) for line in start.splitlines())
+    assert ingest == ["rag", "ingest", "data/docs"] and serve == ["rag", "serve"]
+    folder = _sample_copy(tmp_path)
+    env = _clean_env()
+    assert subprocess.run([str(RAG), *ingest[1:]], cwd=folder, env=env, capture_output=True).returncode == 0
+    port = free_port()
+    server = subprocess.Popen(
+        [str(RAG), "serve", "--port", str(port)], cwd=folder, env=env, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_ready(base, server)
+        code = client_code.replace("http://127.0.0.1:8000", base)
+        printed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert printed.returncode == 0 and "Sources:" in printed.stdout, printed.stderr
+        commands = shlex.split(curls.replace("\\\n", " ").replace("http://127.0.0.1:8000", base))
+        first, second = _split_commands(commands)
+        stream = subprocess.run(first, capture_output=True, text=True, timeout=60)
+        assert stream.stdout.rstrip().endswith("data: [DONE]"), stream.stdout
+        hits = json.loads(subprocess.run(second, capture_output=True, text=True, timeout=60).stdout)
+        assert hits["data"] and all(hit["text"] and hit["metadata"]["source"] for hit in hits["data"]), hits
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+
+
+def _split_commands(words: list[str]) -> tuple[list[str], list[str]]:
+    """Two `curl ...` commands written one after the other, split at the second `curl`."""
+    second = words.index("curl", 1)
+    return words[:second], words[second:]
 
 
 def test_every_rag_variable_the_code_reads_is_listed() -> None:
