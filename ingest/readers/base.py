@@ -51,6 +51,8 @@ class ReadResult:
 
     `errors` name the parts of the file that could not be read (a JSON Lines line that is not JSON):
     the units hold everything else, and the run reports the file with its errors and exits 1.
+    `text` is the extracted text that unit offsets count in, where the reader has one (text, Markdown,
+    reStructuredText, AsciiDoc, HTML): `text[u.char_offset:u.char_offset + len(u.text)] == u.text`.
 
     Example:
         >>> r = ReadResult([], pages_without_text=2, warnings=["2 of 2 pages have no text layer (scanned?)"])
@@ -62,6 +64,7 @@ class ReadResult:
     pages_without_text: int = 0
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    text: str | None = None
 
 
 @dataclass(frozen=True)

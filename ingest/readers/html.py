@@ -119,4 +119,4 @@ def read_html(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
     decoded = decode_text(data, source, declared=declared.group(1).decode("ascii") if declared else None)
     text, title = visible_text(decoded.text)
     unit = make_unit(text, 0, {"source": source, "title": title})
-    return ReadResult([unit] if unit else [], warnings=decoded.warnings)
+    return ReadResult([unit] if unit else [], warnings=decoded.warnings, text=text)
