@@ -1,7 +1,8 @@
 """From units to chunks ready to embed: stable ids, provenance metadata, and change fingerprints.
 
 Example:
-    >>> from ingest.readers import Unit
+    >>> from ingest.language import detect_language
+from ingest.readers import Unit
     >>> from ingest.splitters import RecursiveSplitter
     >>> chunks = make_chunks("a.txt", [Unit("Hello there.", {"source": "a.txt"})], RecursiveSplitter(50, 5))
     >>> chunks[0].metadata["chunk_index"], chunks[0].metadata["char_end"]
@@ -16,12 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ingest.language import detect_language
 from ingest.readers import Unit
 from rag.documents import MetadataValue, check_metadata
 
 __all__ = ["RESERVED_METADATA", "ChunkLike", "PreparedChunk", "Splitter", "chunk_id", "make_chunks"]
 
-RESERVED_METADATA = frozenset({"source", "root", "chunk_index", "char_start", "char_end"})
+RESERVED_METADATA = frozenset({"source", "root", "dirs", "chunk_index", "char_start", "char_end"})
 # What `json.dumps(value, default=str)` uses, built once: `dumps` builds a new encoder per call when given
 # `default`, which cost more than the encoding of a chunk's metadata.
 _FINGERPRINT_JSON = json.JSONEncoder(default=str)
@@ -81,6 +83,11 @@ def make_chunks(
     `<root>/<source>` (just `source` without a root), so equal paths under two roots never share ids.
     A unit with its own record id (JSON Lines) numbers its chunks alone and adds `doc_id`, so editing one
     record leaves the ids of the others unchanged. Repeated ids (identical records) are kept once.
+
+    `dirs` lists the folders above the file inside its root (`["docs", "docs/en"]` for
+    `docs/en/guide.md`; absent at the top), so `dirs CONTAINS 'docs/en'` keeps one part of a tree.
+    `lang` is the language `detect_language` finds in the file's text (in each record's, for records
+    with an id), unless the file's own fields or `extra` name one.
     """
     settings = splitter.settings_key
     chunks: dict[str, PreparedChunk] = {}
@@ -89,8 +96,13 @@ def make_chunks(
     placed: dict[str, MetadataValue] = (
         {"source": source} if root is None else {"source": source, "root": root}
     )
+    folders = source.split("/")[:-1]
+    if folders:
+        placed["dirs"] = ["/".join(folders[: depth + 1]) for depth in range(len(folders))]
+    file_lang = _file_language(units)
     for unit in units:
         source_id = file_id if unit.id is None else f"{file_id}#{unit.id}"
+        lang = file_lang if unit.id is None else detect_language(unit.text)
         for local, piece in enumerate(splitter.split(unit)):
             index = running if unit.id is None else local
             running += 1
@@ -98,6 +110,7 @@ def make_chunks(
             metadata: dict[str, MetadataValue] = {**unit.metadata, **piece.metadata, **(extra or {})}
             if unit.id is not None:
                 metadata.setdefault("doc_id", unit.id)
+            metadata.setdefault("lang", lang)
             metadata.update(placed)
             metadata.update(chunk_index=index, char_start=piece.char_start, char_end=piece.char_end)
             metadata = check_metadata(cid, metadata)
@@ -106,3 +119,14 @@ def make_chunks(
             ).hexdigest()
             chunks.setdefault(cid, PreparedChunk(cid, piece.text, metadata, fingerprint))
     return list(chunks.values())
+
+
+def _file_language(units: Sequence[Unit], sample: int = 20_000) -> str:
+    """The language of a file's units without record ids, from the start of their text."""
+    parts: list[str] = []
+    size = 0
+    for unit in units:
+        if unit.id is None and size < sample:
+            parts.append(unit.text[: sample - size])
+            size += len(parts[-1])
+    return detect_language("\n".join(parts)) if parts else "und"

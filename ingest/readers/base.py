@@ -76,6 +76,8 @@ class ReaderOptions:
       joined with a blank line (`"title,text"` for BEIR corpora); missing or empty ones are left out.
     - `id_field`: the JSON Lines field holding a record id (`"_id"` for BEIR), or None.
     - `metadata_fields`: the JSON Lines fields kept as metadata; None keeps every other scalar field.
+    - `text_suffixes`: more suffixes read as plain text (`(".cfg", ".log")`); written with or without the
+      dot, in any case (`rag ingest --as-text .cfg`).
 
     Example:
         >>> opts = ReaderOptions(text_field="title,text", id_field="_id")
@@ -87,6 +89,17 @@ class ReaderOptions:
     text_field: str = "text"
     id_field: str | None = None
     metadata_fields: tuple[str, ...] | None = None
+    text_suffixes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        normalised = []
+        for raw in self.text_suffixes:
+            suffix = raw.strip().lower()
+            suffix = suffix if suffix.startswith(".") else f".{suffix}"
+            if len(suffix) < 2 or "/" in suffix or " " in suffix:
+                raise IngestError(f"not a file suffix: {raw!r} (expected something like '.cfg')")
+            normalised.append(suffix)
+        object.__setattr__(self, "text_suffixes", tuple(sorted(set(normalised))))
 
     @property
     def text_fields(self) -> tuple[str, ...]:

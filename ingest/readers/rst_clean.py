@@ -16,7 +16,7 @@
 
 Example:
     >>> lines = ["Title", "=====", "", ".. note::", "   :class: tip", "", "   See :ref:`the guide <g>`."]
-    >>> [(i, text) for i, text in clean_rst_lines(lines, set(), 0)]
+    >>> [(i, text) for i, text in clean_rst_lines(lines, {1}, 0)]
     [(0, 'Title'), (2, ''), (5, ''), (6, '   See the guide.')]
 """
 
