@@ -21,7 +21,16 @@ from ingest.language import detect_language
 from ingest.readers import Unit
 from rag.documents import MetadataValue, check_metadata
 
-__all__ = ["RESERVED_METADATA", "ChunkLike", "PreparedChunk", "Splitter", "chunk_id", "make_chunks"]
+__all__ = [
+    "RESERVED_METADATA",
+    "ChunkLike",
+    "PreparedChunk",
+    "Splitter",
+    "chunk_id",
+    "embedding_input",
+    "make_chunks",
+]
+_CONTEXT_KEY = "|embed=title>headings:text"
 
 RESERVED_METADATA = frozenset({"source", "root", "dirs", "chunk_index", "char_start", "char_end"})
 # What `json.dumps(value, default=str)` uses, built once: `dumps` builds a new encoder per call when given
@@ -76,6 +85,7 @@ def make_chunks(
     extra: Mapping[str, MetadataValue] | None = None,
     *,
     root: str | None = None,
+    embed_context: bool = False,
 ) -> list[PreparedChunk]:
     """Split a file's units into chunks carrying `source`, `root`, `chunk_index`, offsets and `extra`.
 
@@ -87,9 +97,11 @@ def make_chunks(
     `dirs` lists the folders above the file inside its root (`["docs", "docs/en"]` for
     `docs/en/guide.md`; absent at the top), so `dirs CONTAINS 'docs/en'` keeps one part of a tree.
     `lang` is the language `detect_language` finds in the file's text (in each record's, for records
-    with an id), unless the file's own fields or `extra` name one.
+    with an id), unless the file's own fields or `extra` name one. `embed_context` (the chunk is
+    embedded with its title and headings, see `embedding_input`) is part of the ids, since it changes
+    the vectors.
     """
-    settings = splitter.settings_key
+    settings = splitter.settings_key + (_CONTEXT_KEY if embed_context else "")
     chunks: dict[str, PreparedChunk] = {}
     running = 0
     file_id = source if root is None else f"{root}/{source}"
@@ -130,3 +142,24 @@ def _file_language(units: Sequence[Unit], sample: int = 20_000) -> str:
             parts.append(unit.text[: sample - size])
             size += len(parts[-1])
     return detect_language("\n".join(parts)) if parts else "und"
+
+
+def embedding_input(text: str, metadata: Mapping[str, MetadataValue]) -> str:
+    """What the embedder reads for a chunk with its context: `"title > heading > ...: text"`.
+
+    The title and heading path say what a chunk is about when its own words do not (a section's
+    second chunk never names its heading). A title the text already starts with (a JSON Lines
+    record's, say) is not repeated; a chunk without title or headings is embedded as it is.
+
+    Example:
+        >>> embedding_input("Use Path().", {"title": "FastAPI", "headings": ["Path Parameters"]})
+        'FastAPI > Path Parameters: Use Path().'
+    """
+    parts: list[str] = []
+    title = metadata.get("title")
+    if isinstance(title, str) and title.strip() and not text.startswith(title.strip()):
+        parts.append(title.strip())
+    headings = metadata.get("headings")
+    if isinstance(headings, list):
+        parts.extend(str(h) for h in headings if str(h).strip() and not text.startswith(str(h)))
+    return f"{' > '.join(parts)}: {text}" if parts else text

@@ -43,7 +43,9 @@ _ATTRIBUTE = re.compile(r":(!?[\w][\w-]*!?):(?:[ \t]+(.*))?\Z")
 _DELIMITER = re.compile(r"(?:-{4,}|={4,}|\*{4,}|\.{4,}|_{4,}|\+{4,}|--|\|={3,})[ \t]*\Z")
 _LISTING = re.compile(r"(?:-{4,}|\.{4,}|\+{4,})[ \t]*\Z")  # blocks whose content is verbatim
 _BLOCK_ATTRIBUTES = re.compile(r"\[\[?[^\]]*\]\]?[ \t]*\Z")
-_BLOCK_MACRO = re.compile(r"(?:include|image|ifdef|ifndef|ifeval|endif|toc|video|audio)::[^\[]*\[.*\][ \t]*\Z")
+_BLOCK_MACRO = re.compile(
+    r"(?:include|image|ifdef|ifndef|ifeval|endif|toc|video|audio)::[^\[]*\[.*\][ \t]*\Z"
+)
 _BLOCK_TITLE = re.compile(r"\.([^.\s].*)\Z")
 _ADMONITION = re.compile(r"(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION):[ \t]+")
 _XREF = re.compile(r"<<([^,>]+)(?:,\s*([^>]+))?>>")

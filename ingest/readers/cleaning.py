@@ -64,7 +64,9 @@ def _clean_prose(text: str) -> str:
 
 def _closes(line: str, fence: str) -> bool:
     stripped = line.strip()
-    return len(line) - len(line.lstrip(" ")) <= 3 and len(stripped) >= len(fence) and set(stripped) == {fence[0]}
+    return (
+        len(line) - len(line.lstrip(" ")) <= 3 and len(stripped) >= len(fence) and set(stripped) == {fence[0]}
+    )
 
 
 def clean_markdown(text: str) -> str:

@@ -98,15 +98,17 @@ def find_titles(lines: list[str], starts: list[int], first: int) -> list[Heading
     return titles
 
 
-def _cleaned(lines: list[str], header_lines: int, titles: list[Heading], starts: list[int]) -> tuple[
-    str, dict[int, int]
-]:
+def _cleaned(
+    lines: list[str], header_lines: int, titles: list[Heading], starts: list[int]
+) -> tuple[str, dict[int, int]]:
     """The extracted text (header block, then the cleaned body) and each kept line's offset in it."""
     line_of = {start: n for n, start in enumerate(starts)}
     adornments: set[int] = set()
     for title in titles:
         first = line_of[title.start]
-        adornments.update(n for n in (first, first + 1, first + 2) if n < len(lines) and starts[n] <= title.end)
+        adornments.update(
+            n for n in (first, first + 1, first + 2) if n < len(lines) and starts[n] <= title.end
+        )
         adornments.discard(_title_line(lines, first))
     kept = [(n, lines[n]) for n in range(header_lines)]
     kept.extend(clean_rst_lines(lines, adornments, header_lines))

@@ -36,13 +36,49 @@ _LINK = re.compile(r"`([^`<]+?)\s*<[^`>]+>`__?")
 _REF = re.compile(r"`([^`]+)`__?(?!\w)")
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1+[ \t]*\Z")
 _ADMONITIONS = frozenset(
-    "admonition attention caution danger error hint important note rubric seealso sidebar tip topic "
-    "warning".split()
+    [
+        "admonition",
+        "attention",
+        "caution",
+        "danger",
+        "error",
+        "hint",
+        "important",
+        "note",
+        "rubric",
+        "seealso",
+        "sidebar",
+        "tip",
+        "topic",
+        "warning",
+    ]
 )
 _NO_PROSE = frozenset(
-    "autoclass autodata autoexception autofunction automethod automodule autosummary contents "
-    "currentmodule default-role highlight image include index literalinclude meta module only raw role "
-    "sectnum tabularcolumns toctree".split()
+    [
+        "autoclass",
+        "autodata",
+        "autoexception",
+        "autofunction",
+        "automethod",
+        "automodule",
+        "autosummary",
+        "contents",
+        "currentmodule",
+        "default-role",
+        "highlight",
+        "image",
+        "include",
+        "index",
+        "literalinclude",
+        "meta",
+        "module",
+        "only",
+        "raw",
+        "role",
+        "sectnum",
+        "tabularcolumns",
+        "toctree",
+    ]
 )
 
 

@@ -22,6 +22,7 @@ from rag.cli._options import (
     store_options,
     threshold_and_filter_options,
 )
+from rag.cli.query import citation, cited_passage
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.documents import Document
@@ -35,7 +36,7 @@ def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
         {
             "rank": rank,
             "id": doc.id,
-            "source": doc.metadata.get("source"),
+            "source": citation(doc),
             "page": doc.metadata.get("page"),
             "score": doc.score,
         }
@@ -113,7 +114,9 @@ def ask(
     opened = open_store(settings)
     model = build_chat_model(settings)
     try:
-        spec = ChatClient(model, advisors=[QuestionAnswerAdvisor(opened.store, search)]).prompt(question)
+        spec = ChatClient(
+            model, advisors=[QuestionAnswerAdvisor(opened.store, search, document_formatter=cited_passage)]
+        ).prompt(question)
         streaming = sys.stdout.isatty() if stream is None else stream
         if streaming and not as_json:
             reply = spec.stream()

@@ -22,6 +22,7 @@ from rag.chat.model import ChatModel
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
 from rag.cli._models import build_chat_model
 from rag.cli._options import chat_model_options, search_options, store_options
+from rag.cli.query import cited_passage
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import Settings
@@ -176,7 +177,11 @@ def chat(ctx: click.Context, /, conversation_id: str | None, **options: Any) -> 
         closers.append(_closer(store))
         memory = MessageWindowChatMemory(repository, max_messages=options["history"])
         long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])
-        advisors = [MessageChatMemoryAdvisor(memory), long_term, QuestionAnswerAdvisor(opened.store, search)]
+        advisors = [
+            MessageChatMemoryAdvisor(memory),
+            long_term,
+            QuestionAnswerAdvisor(opened.store, search, document_formatter=cited_passage),
+        ]
         session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
         told = "continuing" if memory.get(cid) else "new"
         click.echo(f"conversation {cid} ({told}; resume with --conversation {cid}). {_HELP}", err=True)
