@@ -30,9 +30,11 @@ _PROFILES = {
     "en": "the of and to in is that it for was on are with as be this by not or from at have an but which "
     "you they we can has their will if would more all there these also been when its our how what your",
     "es": "el la los las de del que y en un una es por con para no se lo como más pero sus al está son "
-    "este esta también fue ha entre cuando muy sin sobre ya hay donde desde puede usar a mi mis tu su cómo qué puedo hacer",
+    "este esta también fue ha entre cuando muy sin sobre ya hay donde desde puede usar a mi mis tu su "
+    "cómo qué puedo hacer",
     "fr": "le la les de des du et est un une que qui dans pour pas sur au aux ce cette il elle sont avec "
-    "par ne plus se ou nous vous mais été leur comme peut être votre vos à comment je mon ma mes quel quelle",
+    "par ne plus se ou nous vous mais été leur comme peut être votre vos à comment je mon ma mes quel "
+    "quelle",
     "de": "der die das und ist ein eine zu den nicht von mit sich des auf für im dem auch es an als wird "
     "werden oder bei nach sind aus wie kann wenn noch nur über diese sie ich wie meiner mein meine füge",
     "pt": "o a os as de do da dos das que e em um uma para com não é por se na no mais como mas foi ao "

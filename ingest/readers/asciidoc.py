@@ -20,7 +20,8 @@ a dependency; this reads what matters for retrieval:
 The extracted text, which chunk offsets count in, is the file's text so cleaned.
 
 Example:
-    >>> doc = b"= Guide\\n:revnumber: 2.1\\n\\n== Install\\n\\nNOTE: Needs {revnumber}.\\n\\n----\\nmake\\n----\\n"
+    >>> doc = b"= Guide\\n:revnumber: 2.1\\n\\n== Install\\n\\nNOTE: Needs {revnumber}.\\n"
+    >>> doc += b"\\n----\\nmake\\n----\\n"
     >>> unit = read_asciidoc(doc, "guide.adoc", ReaderOptions()).units[0]
     >>> unit.metadata["title"], unit.metadata["section"], unit.metadata["revnumber"], unit.text
     ('Guide', 'Install', '2.1', 'Install\\n\\nNeeds 2.1.\\n\\nmake')

@@ -13,8 +13,8 @@ indented code blocks and inline code spans keep their `{ #id }` and `<br>` liter
 - A line that held nothing but noise becomes empty, so paragraphs stay apart.
 
 Example:
-    >>> clean_markdown('## Upload { #upload }\\n\\nPress <kbd>Ctrl</kbd>+<kbd>C</kbd> in the <abbr title="x">UI</abbr>.')
-    '## Upload\\n\\nPress Ctrl+C in the UI.'
+    >>> clean_markdown('## Go { #go }\\n\\nPress <kbd>Ctrl</kbd>+<kbd>C</kbd> <abbr title="x">now</abbr>.')
+    '## Go\\n\\nPress Ctrl+C now.'
 """
 
 from __future__ import annotations
