@@ -167,6 +167,8 @@ def eval_command(
         rag eval data/questions.jsonl --top-k 3 --judge gpt-4o-mini
     """
     qset = load_beir(questions, split) if beir or questions.is_dir() else load_questions(questions)
+    for warning in qset.warnings:
+        click.echo(f"warning: {warning}", err=True)
     filter_settings = parse_filter_options(filters, qset)
     settings = settings_from(
         ctx,
