@@ -142,10 +142,12 @@ def read_asciidoc(data: bytes, source: str, options: ReaderOptions) -> ReadResul
     lines = decoded.text.split("\n")
     title, attributes, _ = _header(lines)
     header_fields = _metadata(attributes)
-    kept, headings, position = [], [], 0
-    for _, line, heading in _Cleaner(lines, dict(attributes)).run():
-        if heading is not None:
-            headings.append(Heading(position, position + len(line), heading[0], heading[1]))
+    kept: list[str] = []
+    headings: list[Heading] = []
+    position = 0
+    for _, line, found in _Cleaner(lines, dict(attributes)).run():
+        if found is not None:
+            headings.append(Heading(position, position + len(line), found[0], found[1]))
         kept.append(line)
         position += len(line) + 1
     text = result.text = "\n".join(kept)

@@ -230,7 +230,8 @@ def load_beir(folder: str | os.PathLike[str], split: str = "test") -> QuestionSe
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         warnings = (
             f"{str(qrels_path)!r} judges {len(missing)} queries absent from queries.jsonl "
-            f"({', '.join(map(repr, missing[:5]))}{more}); evaluating the {len(qrels) - len(missing)} present",
+            f"({', '.join(map(repr, missing[:5]))}{more}); "
+            f"evaluating the {len(qrels) - len(missing)} present",
         )
     questions = tuple(
         Question(

@@ -97,7 +97,9 @@ def test_eval_beir_folder_whose_qrels_judge_absent_queries(cli: Cli, tmp_path: P
     assert ingested.exit_code == 0, ingested.stderr
     result = cli("eval", beir, "--store", "numpy", "--top-k", "1", "--json")
     assert result.exit_code == 0, result.stderr
-    assert "warning: " in result.stderr and "judges 1 queries absent from queries.jsonl ('404')" in result.stderr
+    assert (
+        "warning: " in result.stderr and "judges 1 queries absent from queries.jsonl ('404')" in result.stderr
+    )
     rows = json.loads(result.stdout)["settings"]
     assert [(r["questions"], r["recall"]) for r in rows] == [(1, 1.0)]
 

@@ -168,7 +168,7 @@ def test_asciidoc_long_suffix_and_no_title(read: Read) -> None:
 
 
 def test_as_text_reads_other_suffixes_as_plain_text(read: Read) -> None:
-    with pytest.raises(IngestError, match="unsupported file type '.cfg'"):
+    with pytest.raises(IngestError, match=r"unsupported file type '\.cfg'"):
         read("app.cfg", "[server]\nport = 8080\n")
     result = read("app.cfg", "[server]\nport = 8080\n", text_suffixes=("CFG",))
     assert [u.text for u in result.units] == ["[server]\nport = 8080"]

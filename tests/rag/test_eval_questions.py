@@ -115,4 +115,6 @@ def test_beir_qrels_judging_absent_queries_keep_the_present_ones(tmp_path: Path)
     qs = load_beir(folder)
     assert [q.id for q in qs] == ["q1"]
     assert len(qs.warnings) == 1
-    assert "judges 2 queries absent from queries.jsonl ('q7', 'q8'); evaluating the 1 present" in qs.warnings[0]
+    assert (
+        "judges 2 queries absent from queries.jsonl ('q7', 'q8'); evaluating the 1 present" in qs.warnings[0]
+    )
