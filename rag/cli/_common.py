@@ -292,8 +292,15 @@ def _factory(settings: Settings, model: EmbeddingModel) -> tuple[Callable[[], Ve
     return chroma_store, location, False
 
 
-def open_store(settings: Settings, *, create: bool = False) -> OpenedStore:
+def open_store(
+    settings: Settings,
+    *,
+    create: bool = False,
+    wrap_model: Callable[[EmbeddingModel], EmbeddingModel] | None = None,
+) -> OpenedStore:
     """Open the store the settings name, with the embedder it was built with (or the one given).
+
+    `wrap_model` wraps that embedder for this opening (`rag eval` caches query vectors with it).
 
     Raises:
         StoreNotFoundError: `create` is False and no store was built for these settings.
@@ -318,6 +325,8 @@ def open_store(settings: Settings, *, create: bool = False) -> OpenedStore:
         if settings.chunk_overlap is not None
         else (known.chunk_overlap if known else None),
     )
+    if wrap_model is not None:
+        model = wrap_model(model)
     factory, location, needs_save = _factory(settings, model)
     store = LazyStore(model, factory)
     if create and record != known:

@@ -13,7 +13,14 @@ from rag.cli._common import common_options, open_store, settings_from
 from rag.cli._models import build_chat_model
 from rag.cli._options import search_options, store_options
 from rag.config import Settings
-from rag.eval import QUESTION_FILTER, QuestionSet, evaluate, load_beir, load_questions
+from rag.eval import (
+    QUESTION_FILTER,
+    QueryEmbeddingCache,
+    QuestionSet,
+    evaluate,
+    load_beir,
+    load_questions,
+)
 from rag.eval.judge import LLMJudge
 from rag.eval.sweep import FilterSetting
 from rag.filters import as_filter
@@ -185,7 +192,7 @@ def eval_command(
         labelled = sum(q.answer is not None for q in qset)
         graded = f", graded by {judge.name!r}" if judge is not None else ""
         click.echo(f"answering the {labelled} questions with an answer using {answerer!r}{graded}", err=True)
-    opened = open_store(settings)
+    opened = open_store(settings, wrap_model=QueryEmbeddingCache)  # each question embedded once per run
     click.echo(
         f"evaluating {len(qset)} questions x {len(filter_settings)} filter setting(s) x {len(chosen)} "
         f"mode(s) ({', '.join(chosen)}) against {opened.location}",
