@@ -335,5 +335,15 @@ def open_store(
     manifest = settings.home / "manifests" / f"{safe}.sqlite"
     flush = (lambda: store.call_if_opened("save")) if needs_save else None
     return OpenedStore(
-        store, settings, record, location, manifest, flush, lambda: store.call_if_opened("close")
+        store, settings, record, location, manifest, flush, lambda: _close(store, model)
     )
+
+
+def _close(store: LazyStore, model: EmbeddingModel) -> None:
+    """Close the store if it was opened, then the model's HTTP client if it has one."""
+    try:
+        store.call_if_opened("close")
+    finally:
+        closer = getattr(model, "close", None)
+        if callable(closer):
+            closer()

@@ -83,5 +83,11 @@ class QueryEmbeddingCache:
             self._vectors.move_to_end(text)
         return vector[np.newaxis, :].copy()
 
+    def close(self) -> None:
+        """Close the wrapped model (its HTTP client), when it has anything to close."""
+        closer = getattr(self.model, "close", None)
+        if callable(closer):
+            closer()
+
     def __repr__(self) -> str:
         return f"QueryEmbeddingCache({self.model!r})"
