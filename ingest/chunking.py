@@ -161,5 +161,6 @@ def embedding_input(text: str, metadata: Mapping[str, MetadataValue]) -> str:
         parts.append(title.strip())
     headings = metadata.get("headings")
     if isinstance(headings, list):
-        parts.extend(str(h) for h in headings if str(h).strip() and not text.startswith(str(h)))
+        opening = text.lstrip("#= \t")  # a section's first chunk opens with its own heading line
+        parts.extend(str(h) for h in headings if str(h).strip() and not opening.startswith(str(h)))
     return f"{' > '.join(parts)}: {text}" if parts else text

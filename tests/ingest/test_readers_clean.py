@@ -182,3 +182,13 @@ def test_as_text_refuses_what_is_not_a_suffix() -> None:
 
     with pytest.raises(IngestError, match=r"not a file suffix: 'a b'"):
         ReaderOptions(text_suffixes=("a b",))
+
+
+def test_html_heading_permalinks_leave_the_text(read: Read) -> None:
+    page = (
+        '<h2 id="cors">CORS<a class="headerlink" href="#cors" title="Permanent link">¶</a></h2>'
+        '<p>Add the <abbr title="Cross-Origin Resource Sharing">CORS</abbr> middleware.</p>'
+    )
+    result = read("cors.html", page)
+    assert result.units[0].text == "CORS\n\nAdd the CORS middleware."
+    assert _exact(result)
