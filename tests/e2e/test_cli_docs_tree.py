@@ -109,7 +109,7 @@ def test_answers_never_quote_a_bare_heading(cli: Cli, tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert cli("ingest", docs, "--store", "numpy").exit_code == 0
-    answer = cli("ask", "optional file upload", "--store", "numpy", "--top-k", "1")
+    answer = cli("ask", "Is the file upload optional?", "--store", "numpy", "--top-k", "1")
     assert answer.exit_code == 0, answer.stderr
     quoted = [line for line in answer.stdout.splitlines() if line.startswith("- ")]
     assert quoted == ["- Make a file upload optional with a default of None. [upload.md]"]

@@ -19,7 +19,7 @@ def test_markdown_headings_and_title_lines_are_never_quoted() -> None:
         "[1] (source: upload.md)\n## Optional File Upload\n\nMake a file upload optional with None.\n\n"
         "[2] (source: files.rst)\nOptional File Upload\n\nOptional uploads default to None."
     )
-    assert _answer(passages, "optional file upload") == [
+    assert _answer(passages, "Is the file upload optional?") == [
         "- Make a file upload optional with None. [upload.md]",
         "- Optional uploads default to None. [files.rst]",
     ]
