@@ -334,9 +334,7 @@ def open_store(
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", _store_key(settings))
     manifest = settings.home / "manifests" / f"{safe}.sqlite"
     flush = (lambda: store.call_if_opened("save")) if needs_save else None
-    return OpenedStore(
-        store, settings, record, location, manifest, flush, lambda: _close(store, model)
-    )
+    return OpenedStore(store, settings, record, location, manifest, flush, lambda: _close(store, model))
 
 
 def _close(store: LazyStore, model: EmbeddingModel) -> None:
