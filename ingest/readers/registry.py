@@ -18,7 +18,7 @@ from pathlib import Path
 from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile
 from rag.errors import IngestError
 
-__all__ = ["FORMATS", "SUPPORTED_SUFFIXES", "Reader", "read_file", "source_name"]
+__all__ = ["SUPPORTED_SUFFIXES", "Reader", "read_file", "source_name"]
 
 Reader = Callable[[bytes, str, ReaderOptions], ReadResult]
 
@@ -71,16 +71,6 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
 )
 """The suffixes a reader is registered for; `ReaderOptions.text_suffixes` reads more as plain text."""
 
-FORMATS = (
-    ("text", ".txt .text"),
-    ("Markdown", ".md .markdown"),
-    ("reStructuredText", ".rst .rest"),
-    ("AsciiDoc", ".adoc .asciidoc"),
-    ("HTML", ".html .htm"),
-    ("PDF", ".pdf"),
-    ("JSON Lines", ".jsonl .ndjson"),
-)
-"""The supported formats and their suffixes, for help texts."""
 
 
 def source_name(path: Path, root: Path) -> str:
