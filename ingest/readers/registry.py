@@ -72,7 +72,6 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
 """The suffixes a reader is registered for; `ReaderOptions.text_suffixes` reads more as plain text."""
 
 
-
 def source_name(path: Path, root: Path) -> str:
     """`path` relative to `root` as a POSIX string; the file name when `root` is the file itself."""
     try:
