@@ -133,7 +133,7 @@ def make_chunks(
     return list(chunks.values())
 
 
-def _file_language(units: Sequence[Unit], sample: int = 20_000) -> str:
+def _file_language(units: Sequence[Unit], sample: int = 5_000) -> str:
     """The language of a file's units without record ids, from the start of their text."""
     parts: list[str] = []
     size = 0
