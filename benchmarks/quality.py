@@ -11,7 +11,7 @@ per query in each search mode (vector, lexical, hybrid), beside the published BM
 
 Usage:
     python benchmarks/quality.py [--data PATH] [--embedder SPEC] [--split test] [--modes MODE,...]
-        [--fusion rrf|weighted] [--vector-weight W] [--diversity D]
+        [--fusion rrf|weighted] [--vector-weight W] [--diversity D] [--embed-context]
 
 `--data` defaults to ../shared/data/scifact next to the repository. The same measurement from the
 command line: `rag ingest corpus.jsonl --id-field _id --text-field title,text --store numpy`, then
@@ -49,10 +49,10 @@ LEXICAL_TARGET = 0.665  # issue 8: within ~0.015 of the published BM25 nDCG@10
 METRICS = ("ndcg@10", "recall@100")
 
 
-def _ingest(store: VectorStore, corpus: Path) -> tuple[float, int]:
+def _ingest(store: VectorStore, corpus: Path, embed_context: bool) -> tuple[float, int]:
     splitter = make_splitter(store.embedding, None, None)
     options = ReaderOptions(text_field="title,text", id_field="_id")
-    pipeline = IngestPipeline(store, splitter, reader_options=options)
+    pipeline = IngestPipeline(store, splitter, reader_options=options, embed_context=embed_context)
     started = time.perf_counter()
     report = pipeline.run([corpus])
     pipeline.manifest.close()
@@ -101,6 +101,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         "--vector-weight", type=float, default=DEFAULT_VECTOR_WEIGHT, help="vector share in hybrid fusion"
     )
     parser.add_argument("--diversity", type=float, default=0.0, help="MMR diversity in [0, 1]")
+    parser.add_argument(
+        "--embed-context", action="store_true", help="embed chunks as 'title > headings: text'"
+    )
     return parser.parse_args(argv)
 
 
@@ -149,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     fewest = DEPTH
     with tempfile.TemporaryDirectory(prefix="rag-quality-") as folder:
         store = InMemoryVectorStore(model, path=folder)
-        ingest_s, chunks = _ingest(store, corpus)
+        ingest_s, chunks = _ingest(store, corpus, args.embed_context)
         started = time.perf_counter()
         for mode in args.modes:
             per_doc[mode], seen = _per_document(store, questions, base.replace(mode=mode))

@@ -1,7 +1,8 @@
 """From units to chunks ready to embed: stable ids, provenance metadata, and change fingerprints.
 
 Example:
-    >>> from ingest.readers import Unit
+    >>> from ingest.language import detect_language
+from ingest.readers import Unit
     >>> from ingest.splitters import RecursiveSplitter
     >>> chunks = make_chunks("a.txt", [Unit("Hello there.", {"source": "a.txt"})], RecursiveSplitter(50, 5))
     >>> chunks[0].metadata["chunk_index"], chunks[0].metadata["char_end"]
@@ -16,12 +17,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from ingest.language import detect_language
 from ingest.readers import Unit
 from rag.documents import MetadataValue, check_metadata
 
-__all__ = ["RESERVED_METADATA", "ChunkLike", "PreparedChunk", "Splitter", "chunk_id", "make_chunks"]
+__all__ = [
+    "RESERVED_METADATA",
+    "ChunkLike",
+    "PreparedChunk",
+    "Splitter",
+    "chunk_id",
+    "embedding_input",
+    "make_chunks",
+]
+_CONTEXT_KEY = "|embed=title>headings:text"
 
-RESERVED_METADATA = frozenset({"source", "root", "chunk_index", "char_start", "char_end"})
+RESERVED_METADATA = frozenset({"source", "root", "dirs", "chunk_index", "char_start", "char_end"})
 # What `json.dumps(value, default=str)` uses, built once: `dumps` builds a new encoder per call when given
 # `default`, which cost more than the encoding of a chunk's metadata.
 _FINGERPRINT_JSON = json.JSONEncoder(default=str)
@@ -74,6 +85,7 @@ def make_chunks(
     extra: Mapping[str, MetadataValue] | None = None,
     *,
     root: str | None = None,
+    embed_context: bool = False,
 ) -> list[PreparedChunk]:
     """Split a file's units into chunks carrying `source`, `root`, `chunk_index`, offsets and `extra`.
 
@@ -81,16 +93,28 @@ def make_chunks(
     `<root>/<source>` (just `source` without a root), so equal paths under two roots never share ids.
     A unit with its own record id (JSON Lines) numbers its chunks alone and adds `doc_id`, so editing one
     record leaves the ids of the others unchanged. Repeated ids (identical records) are kept once.
+
+    `dirs` lists the folders above the file inside its root (`["docs", "docs/en"]` for
+    `docs/en/guide.md`; absent at the top), so `dirs CONTAINS 'docs/en'` keeps one part of a tree.
+    `lang` is the language `detect_language` finds in the file's text (in each record's, for records
+    with an id), unless the file's own fields or `extra` name one. `embed_context` (the chunk is
+    embedded with its title and headings, see `embedding_input`) is part of the ids, since it changes
+    the vectors.
     """
-    settings = splitter.settings_key
+    settings = splitter.settings_key + (_CONTEXT_KEY if embed_context else "")
     chunks: dict[str, PreparedChunk] = {}
     running = 0
     file_id = source if root is None else f"{root}/{source}"
     placed: dict[str, MetadataValue] = (
         {"source": source} if root is None else {"source": source, "root": root}
     )
+    folders = source.split("/")[:-1]
+    if folders:
+        placed["dirs"] = ["/".join(folders[: depth + 1]) for depth in range(len(folders))]
+    file_lang = _file_language(units)
     for unit in units:
         source_id = file_id if unit.id is None else f"{file_id}#{unit.id}"
+        lang = file_lang if unit.id is None else detect_language(unit.text)
         for local, piece in enumerate(splitter.split(unit)):
             index = running if unit.id is None else local
             running += 1
@@ -98,6 +122,7 @@ def make_chunks(
             metadata: dict[str, MetadataValue] = {**unit.metadata, **piece.metadata, **(extra or {})}
             if unit.id is not None:
                 metadata.setdefault("doc_id", unit.id)
+            metadata.setdefault("lang", lang)
             metadata.update(placed)
             metadata.update(chunk_index=index, char_start=piece.char_start, char_end=piece.char_end)
             metadata = check_metadata(cid, metadata)
@@ -106,3 +131,36 @@ def make_chunks(
             ).hexdigest()
             chunks.setdefault(cid, PreparedChunk(cid, piece.text, metadata, fingerprint))
     return list(chunks.values())
+
+
+def _file_language(units: Sequence[Unit], sample: int = 5_000) -> str:
+    """The language of a file's units without record ids, from the start of their text."""
+    parts: list[str] = []
+    size = 0
+    for unit in units:
+        if unit.id is None and size < sample:
+            parts.append(unit.text[: sample - size])
+            size += len(parts[-1])
+    return detect_language("\n".join(parts)) if parts else "und"
+
+
+def embedding_input(text: str, metadata: Mapping[str, MetadataValue]) -> str:
+    """What the embedder reads for a chunk with its context: `"title > heading > ...: text"`.
+
+    The title and heading path say what a chunk is about when its own words do not (a section's
+    second chunk never names its heading). A title the text already starts with (a JSON Lines
+    record's, say) is not repeated; a chunk without title or headings is embedded as it is.
+
+    Example:
+        >>> embedding_input("Use Path().", {"title": "FastAPI", "headings": ["Path Parameters"]})
+        'FastAPI > Path Parameters: Use Path().'
+    """
+    parts: list[str] = []
+    title = metadata.get("title")
+    if isinstance(title, str) and title.strip() and not text.startswith(title.strip()):
+        parts.append(title.strip())
+    headings = metadata.get("headings")
+    if isinstance(headings, list):
+        opening = text.lstrip("#= \t")  # a section's first chunk opens with its own heading line
+        parts.extend(str(h) for h in headings if str(h).strip() and not opening.startswith(str(h)))
+    return f"{' > '.join(parts)}: {text}" if parts else text

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ingest.chunking import RESERVED_METADATA, PreparedChunk, Splitter, make_chunks
+from ingest.chunking import RESERVED_METADATA, PreparedChunk, Splitter, embedding_input, make_chunks
 from ingest.identity import Base, RootResolver, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
@@ -41,7 +41,10 @@ from rag.errors import IngestError
 from rag.observability.steps import traced_ingest
 from rag.vectorstore import VectorStore
 
-__all__ = ["IngestPipeline"]
+__all__ = ["READERS_VERSION", "IngestPipeline"]
+
+READERS_VERSION = 2
+"""Bumped when readers extract different text from the same file (2: markup noise left out)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,9 @@ class IngestPipeline:
         reader_options: PDF password and JSON Lines fields.
         extra_metadata: added to every chunk (`--meta key=value`).
         on_progress: called with a `ProgressEvent` per file, per batch and at the end.
+        embed_context: embed each chunk as `"title > heading path: text"` (see `embedding_input`)
+            rather than its text alone. It changes the vectors, so it is part of the chunk ids and of
+            the settings: switching it re-embeds every file on the next run.
 
     Example:
         >>> pipeline = IngestPipeline(store, splitter, manifest=".rag/manifest.sqlite")  # doctest: +SKIP
@@ -96,6 +102,7 @@ class IngestPipeline:
         on_progress: Callable[[ProgressEvent], None] | None = None,
         batch_size: int = 1024,
         checkpoint_s: float = 30.0,
+        embed_context: bool = False,
     ) -> None:
         extra = check_metadata("--meta", dict(extra_metadata or {}))
         reserved = sorted(RESERVED_METADATA & extra.keys())
@@ -110,9 +117,12 @@ class IngestPipeline:
         self.on_progress = on_progress
         self.batch_size = batch_size
         self.checkpoint_s = checkpoint_s
+        self.embed_context = embed_context
         self.settings_key = hashlib.sha256(
             json.dumps(
                 [
+                    READERS_VERSION,  # cleaner readers: files are read again, unchanged chunks kept
+                    embed_context,
                     splitter.settings_key,
                     store.embedding.name,
                     sorted(extra.items()),
@@ -307,7 +317,12 @@ class _Run:
                 path, root=path.parent, options=self.p.reader_options, data=data, source=file.rel
             )
             chunks = make_chunks(
-                file.rel, result.units, self.p.splitter, self.p.extra_metadata, root=file.root
+                file.rel,
+                result.units,
+                self.p.splitter,
+                self.p.extra_metadata,
+                root=file.root,
+                embed_context=self.p.embed_context,
             )
         except SkippedFile as exc:
             self._note(file, "skipped", exc.reason)
@@ -362,7 +377,8 @@ class _Run:
         self.dirty = True
         for start in range(0, len(fresh), self.p.batch_size):
             part = fresh[start : start + self.p.batch_size]
-            vectors = store.embedding.embed([c.text for c in part])
+            inputs = [embedding_input(c.text, c.metadata) if self.p.embed_context else c.text for c in part]
+            vectors = store.embedding.embed(inputs)
             self.report.chunks_embedded += len(part)
             store.add(
                 [Document(c.id, c.text, c.metadata, embedding=v) for c, v in zip(part, vectors, strict=True)]

@@ -51,6 +51,8 @@ class ReadResult:
 
     `errors` name the parts of the file that could not be read (a JSON Lines line that is not JSON):
     the units hold everything else, and the run reports the file with its errors and exits 1.
+    `text` is the extracted text that unit offsets count in, where the reader has one (text, Markdown,
+    reStructuredText, AsciiDoc, HTML): `text[u.char_offset:u.char_offset + len(u.text)] == u.text`.
 
     Example:
         >>> r = ReadResult([], pages_without_text=2, warnings=["2 of 2 pages have no text layer (scanned?)"])
@@ -62,6 +64,7 @@ class ReadResult:
     pages_without_text: int = 0
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class ReaderOptions:
       joined with a blank line (`"title,text"` for BEIR corpora); missing or empty ones are left out.
     - `id_field`: the JSON Lines field holding a record id (`"_id"` for BEIR), or None.
     - `metadata_fields`: the JSON Lines fields kept as metadata; None keeps every other scalar field.
+    - `text_suffixes`: more suffixes read as plain text (`(".cfg", ".log")`); written with or without the
+      dot, in any case (`rag ingest --as-text .cfg`).
 
     Example:
         >>> opts = ReaderOptions(text_field="title,text", id_field="_id")
@@ -84,6 +89,17 @@ class ReaderOptions:
     text_field: str = "text"
     id_field: str | None = None
     metadata_fields: tuple[str, ...] | None = None
+    text_suffixes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        normalised = []
+        for raw in self.text_suffixes:
+            suffix = raw.strip().lower()
+            suffix = suffix if suffix.startswith(".") else f".{suffix}"
+            if len(suffix) < 2 or "/" in suffix or " " in suffix:
+                raise IngestError(f"not a file suffix: {raw!r} (expected something like '.cfg')")
+            normalised.append(suffix)
+        object.__setattr__(self, "text_suffixes", tuple(sorted(set(normalised))))
 
     @property
     def text_fields(self) -> tuple[str, ...]:

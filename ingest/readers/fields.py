@@ -19,7 +19,19 @@ __all__ = ["RESERVED_KEYS", "flatten_fields", "scalar"]
 
 # Keys the readers, splitter and pipeline set themselves; a file's own field never overrides them.
 RESERVED_KEYS = frozenset(
-    {"source", "section", "page", "page_label", "page_end", "chunk_index", "char_start", "char_end", "line"}
+    {
+        "source",
+        "section",
+        "headings",
+        "dirs",
+        "page",
+        "page_label",
+        "page_end",
+        "chunk_index",
+        "char_start",
+        "char_end",
+        "line",
+    }
 )
 
 

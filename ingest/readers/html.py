@@ -2,7 +2,8 @@
 
 - Left out: `script`, `style`, `noscript`, `template`, `nav`, `header`, `footer`, `aside`, `form`, `svg`,
   `iframe`, `object`, `canvas`, `select`, `button`, and the whole `<head>` except `<title>`; elements
-  with the `hidden` attribute or `aria-hidden="true"`.
+  with the `hidden` attribute or `aria-hidden="true"`; heading permalinks (`<a class="headerlink">¶</a>`,
+  as Sphinx and MkDocs write them).
 - Block elements (paragraphs, headings, list items, table rows, ...) end a paragraph (a blank line,
   which the splitter cuts on first); `<br>` ends a line; table cells are separated by a tab.
 - Whitespace collapses as a browser collapses it, except inside `<pre>`; entities are decoded.
@@ -58,6 +59,8 @@ class _TextParser(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         hidden = any(k == "hidden" or (k == "aria-hidden" and v == "true") for k, v in attrs)
+        # The "¶" permalinks that Sphinx and MkDocs put after every heading are not text.
+        hidden |= tag == "a" and any(k == "class" and "headerlink" in (v or "").split() for k, v in attrs)
         if tag == "title" and self.skipping in ([], ["head"]):
             self.title = []
         elif self.skipping or tag in _SKIP or (hidden and tag not in _VOID):
@@ -119,4 +122,4 @@ def read_html(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
     decoded = decode_text(data, source, declared=declared.group(1).decode("ascii") if declared else None)
     text, title = visible_text(decoded.text)
     unit = make_unit(text, 0, {"source": source, "title": title})
-    return ReadResult([unit] if unit else [], warnings=decoded.warnings)
+    return ReadResult([unit] if unit else [], warnings=decoded.warnings, text=text)

@@ -7,7 +7,12 @@
 - `title` is the front matter's `title`, else the first level-1 heading. That heading is left out of
   `section` paths, which name the headings above a section: `"Install > From source"`.
 - A section holding nothing but its heading gives no unit (its heading lives on in its children's paths).
-- Each unit's text runs from its heading to the next heading, so it keeps its heading line.
+- Each unit's text runs from its heading to the next heading, so it keeps its heading line; `headings`
+  holds the same path as a list (`["Install", "From source"]`), for `headings CONTAINS 'Install'`.
+- Attribute lists (`{ #id }`, `{: .class }`) and inline HTML tags (`<abbr title="...">`, `<kbd>`, `<br>`)
+  are left out of the text outside code (see `ingest.readers.cleaning`). The extracted text, which
+  chunk offsets count in, is the file's text so cleaned (it is the file's own text when there was
+  nothing to clean).
 
 Example:
     >>> doc = b"# Guide\\n\\nIntro.\\n\\n## Install\\n\\n### From source\\n\\nRun make.\\n"
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 import yaml
 
 from ingest.readers.base import MetadataValue, ReaderOptions, ReadResult, Unit
+from ingest.readers.cleaning import clean_markdown
 from ingest.readers.fields import flatten_fields
 from ingest.readers.text import decode_text, make_unit
 
@@ -132,8 +138,9 @@ def _sections(text: str, body: int, headings: list[Heading], title_heading: Head
             stack.append(heading)
         if not text[heading.end : end].strip():
             continue
-        path = " > ".join(h.title for h in stack if h.title)
-        unit = make_unit(text[heading.start : end], heading.start, {"section": path or None})
+        names = [h.title for h in stack if h.title]
+        place: dict[str, object] = {"section": " > ".join(names) or None, "headings": names or None}
+        unit = make_unit(text[heading.start : end], heading.start, place)
         if unit is not None:
             units.append(unit)
     return units
@@ -144,8 +151,8 @@ def read_markdown(data: bytes, source: str, options: ReaderOptions) -> ReadResul
     del options  # no option changes Markdown
     decoded = decode_text(data, source)
     result = ReadResult([], warnings=list(decoded.warnings))
-    text = decoded.text
-    fields, body = _front_matter(text, result)
+    fields, body = _front_matter(decoded.text, result)
+    text = result.text = decoded.text[:body] + clean_markdown(decoded.text[body:])
     headings = find_headings(text, body)
     title_heading = next((h for h in headings if h.level == 1 and h.title), None)
     title = fields.get("title")

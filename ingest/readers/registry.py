@@ -27,6 +27,7 @@ Reader = Callable[[bytes, str, ReaderOptions], ReadResult]
 def _readers() -> dict[str, Reader]:
     # Imported here so that `import ingest` stays cheap (pypdf loads with the first PDF); built once, since
     # an ingestion asks for it once per file.
+    from ingest.readers.asciidoc import read_asciidoc
     from ingest.readers.html import read_html
     from ingest.readers.jsonl import read_jsonl
     from ingest.readers.markdown import read_markdown
@@ -41,6 +42,8 @@ def _readers() -> dict[str, Reader]:
         ".markdown": read_markdown,
         ".rst": read_rst,
         ".rest": read_rst,
+        ".adoc": read_asciidoc,
+        ".asciidoc": read_asciidoc,
         ".html": read_html,
         ".htm": read_html,
         ".pdf": read_pdf,
@@ -50,8 +53,23 @@ def _readers() -> dict[str, Reader]:
 
 
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
-    {".txt", ".text", ".md", ".markdown", ".rst", ".rest", ".html", ".htm", ".pdf", ".jsonl", ".ndjson"}
+    {
+        ".txt",
+        ".text",
+        ".md",
+        ".markdown",
+        ".rst",
+        ".rest",
+        ".adoc",
+        ".asciidoc",
+        ".html",
+        ".htm",
+        ".pdf",
+        ".jsonl",
+        ".ndjson",
+    }
 )
+"""The suffixes a reader is registered for; `ReaderOptions.text_suffixes` reads more as plain text."""
 
 
 def source_name(path: Path, root: Path) -> str:
@@ -73,6 +91,8 @@ def read_file(
 ) -> ReadResult:
     """Read one file with the reader its suffix (case-insensitive) selects.
 
+    A suffix in `options.text_suffixes` is read as plain text, whatever reader it would otherwise get.
+
     Args:
         path: the file.
         root: the folder being ingested; `source` metadata is `path` relative to it.
@@ -87,16 +107,20 @@ def read_file(
     if source is None:
         source = source_name(path, root)
     suffix = path.suffix.lower()
-    if suffix not in SUPPORTED_SUFFIXES:
+    options = options or ReaderOptions()
+    if suffix in options.text_suffixes:
+        reader: Reader = _readers()[".txt"]
+    elif suffix in SUPPORTED_SUFFIXES:
+        reader = _readers()[suffix]
+    else:
         raise SkippedFile(source, f"unsupported file type {suffix or '(no suffix)'!r}")
-    reader = _readers()[suffix]
     if data is None:
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise IngestError(f"cannot read {source!r}: {exc.strerror or exc}", path=source) from exc
     try:
-        return reader(data, source, options or ReaderOptions())
+        return reader(data, source, options)
     except IngestError:
         raise
     except Exception as exc:

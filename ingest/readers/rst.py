@@ -9,7 +9,10 @@ docutils is not a dependency, so this reads the two structures that matter for r
 - Section titles: a line underlined (optionally also overlined) with one punctuation character repeated
   at least as long as the title. Levels follow the order in which adornment styles first appear, as in
   docutils. `title` is the header's `Title`, else the first section title, which is then left out of the
-  `section` paths (as in the Markdown reader).
+  `section` paths (as in the Markdown reader); `headings` holds the same path as a list.
+- Adornment lines, directive markers and options, comments and targets are left out of the text, and
+  roles reduced to their text (see `ingest.readers.rst_clean`). The extracted text, which chunk offsets
+  count in, is the file's text so cleaned.
 
 Example:
     >>> doc = b"PEP: 8\\nTitle: Style Guide\\n\\nIntro\\n=====\\n\\nSome text.\\n"
@@ -25,6 +28,7 @@ import re
 from ingest.readers.base import MetadataValue, ReaderOptions, ReadResult
 from ingest.readers.fields import RESERVED_KEYS
 from ingest.readers.markdown import Heading
+from ingest.readers.rst_clean import clean_rst_lines
 from ingest.readers.text import decode_text, make_unit
 
 __all__ = ["find_titles", "read_rst"]
@@ -94,35 +98,78 @@ def find_titles(lines: list[str], starts: list[int], first: int) -> list[Heading
     return titles
 
 
+def _cleaned(
+    lines: list[str], header_lines: int, titles: list[Heading], starts: list[int]
+) -> tuple[str, dict[int, int]]:
+    """The extracted text (header block, then the cleaned body) and each kept line's offset in it."""
+    line_of = {start: n for n, start in enumerate(starts)}
+    adornments: set[int] = set()
+    for title in titles:
+        first = line_of[title.start]
+        adornments.update(
+            n for n in (first, first + 1, first + 2) if n < len(lines) and starts[n] <= title.end
+        )
+        adornments.discard(_title_line(lines, first))
+    kept = [(n, lines[n]) for n in range(header_lines)]
+    kept.extend(clean_rst_lines(lines, adornments, header_lines))
+    offsets: dict[int, int] = {}
+    position = 0
+    for number, line in kept:
+        offsets[number] = position
+        position += len(line) + 1
+    return "\n".join(line for _, line in kept), offsets
+
+
+def _title_line(lines: list[str], first: int) -> int:
+    """The line holding a title's text: the first one, or the one below an overline."""
+    return first + 1 if _is_adornment(lines[first]) else first
+
+
 def read_rst(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
     """A reStructuredText file as one unit per section (see the module docstring)."""
     del options  # no option changes reStructuredText
     decoded = decode_text(data, source)
     result = ReadResult([], warnings=list(decoded.warnings))
-    text = decoded.text
-    lines = text.split("\n")
+    lines = decoded.text.split("\n")
     starts = [0] * len(lines)
     for n in range(1, len(lines)):
         starts[n] = starts[n - 1] + len(lines[n - 1]) + 1
     fields, header_lines = _header(lines)
-    body = starts[header_lines] if header_lines < len(lines) else len(text)
     titles = find_titles(lines, starts, header_lines)
+    text, offsets = _cleaned(lines, header_lines, titles, starts)
+    result.text = text
+    line_of = {start: n for n, start in enumerate(starts)}
+    # Titles placed in the cleaned text: each starts at its title line, which the cleaning keeps.
+    titles = [
+        Heading(offsets[line], offsets[line] + len(lines[line]), t.level, t.title)
+        for t in titles
+        if (line := _title_line(lines, line_of[t.start])) in offsets
+    ]
+    body = offsets.get(header_lines, len(text)) if header_lines < len(lines) else len(text)
     title_heading = titles[0] if titles and "title" not in fields else None
     base: dict[str, MetadataValue] = {**fields, "source": source}
     if title_heading is not None:
         base["title"] = title_heading.title
+    for start, end, names in _pieces(text, body, titles, title_heading):
+        place = {"section": " > ".join(names) or None, "headings": names or None}
+        unit = make_unit(text[start:end], start, {**base, **place})
+        if unit is not None:
+            result.units.append(unit)
+    return result
+
+
+def _pieces(
+    text: str, body: int, titles: list[Heading], title_heading: Heading | None
+) -> list[tuple[int, int, list[str]]]:
+    """`(start, end, heading path)` of the text before the first title and of each titled section."""
     stack: list[Heading] = []
     bounds = [*[t.start for t in titles], len(text)]
-    pieces: list[tuple[int, int, str | None]] = [(body, bounds[0], None)]
+    pieces: list[tuple[int, int, list[str]]] = [(body, bounds[0], [])]
     for heading, end in zip(titles, bounds[1:], strict=True):
         while stack and stack[-1].level >= heading.level:
             stack.pop()
         if heading is not title_heading:
             stack.append(heading)
         if text[heading.end : end].strip():
-            pieces.append((heading.start, end, " > ".join(h.title for h in stack) or None))
-    for start, end, section in pieces:
-        unit = make_unit(text[start:end], start, {**base, "section": section})
-        if unit is not None:
-            result.units.append(unit)
-    return result
+            pieces.append((heading.start, end, [h.title for h in stack]))
+    return pieces

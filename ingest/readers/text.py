@@ -145,4 +145,4 @@ def read_text(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
     del options  # no option changes plain text
     decoded = decode_text(data, source)
     unit = make_unit(decoded.text, 0, {"source": source})
-    return ReadResult([unit] if unit else [], warnings=decoded.warnings)
+    return ReadResult([unit] if unit else [], warnings=decoded.warnings, text=decoded.text)

@@ -317,8 +317,15 @@ def _factory(settings: Settings, model: EmbeddingModel) -> tuple[Callable[[], Ve
     return chroma_store, location, False
 
 
-def open_store(settings: Settings, *, create: bool = False) -> OpenedStore:
+def open_store(
+    settings: Settings,
+    *,
+    create: bool = False,
+    wrap_model: Callable[[EmbeddingModel], EmbeddingModel] | None = None,
+) -> OpenedStore:
     """Open the store the settings name, with the embedder it was built with (or the one given).
+
+    `wrap_model` wraps that embedder for this opening (`rag eval` caches query vectors with it).
 
     Raises:
         StoreNotFoundError: `create` is False and no store was built for these settings.
@@ -348,6 +355,8 @@ def open_store(settings: Settings, *, create: bool = False) -> OpenedStore:
         if settings.chunk_overlap is not None
         else (known.chunk_overlap if known else None),
     )
+    if wrap_model is not None:
+        model = wrap_model(model)
     factory, location, needs_save = _factory(settings, model)
     store = LazyStore(model, factory)
     if create and record != known:
@@ -355,6 +364,14 @@ def open_store(settings: Settings, *, create: bool = False) -> OpenedStore:
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", _store_key(settings))
     manifest = settings.home / "manifests" / f"{safe}.sqlite"
     flush = (lambda: store.call_if_opened("save")) if needs_save else None
-    return OpenedStore(
-        store, settings, record, location, manifest, flush, lambda: store.call_if_opened("close")
-    )
+    return OpenedStore(store, settings, record, location, manifest, flush, lambda: _close(store, model))
+
+
+def _close(store: LazyStore, model: EmbeddingModel) -> None:
+    """Close the store if it was opened, then the model's HTTP client if it has one."""
+    try:
+        store.call_if_opened("close")
+    finally:
+        closer = getattr(model, "close", None)
+        if callable(closer):
+            closer()

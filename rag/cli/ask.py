@@ -23,6 +23,7 @@ from rag.cli._options import (
     threshold_and_filter_options,
 )
 from rag.cli._scores import cosines
+from rag.cli.query import citation, cited_passage
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.documents import Document
@@ -38,7 +39,7 @@ def source_rows(
         {
             "rank": rank,
             "id": doc.id,
-            "source": doc.metadata.get("source"),
+            "source": citation(doc),
             "page": doc.metadata.get("page"),
             "score": doc.score,
         }
@@ -123,7 +124,9 @@ def ask(
     opened = open_store(settings)
     model = build_chat_model(settings)
     try:
-        spec = ChatClient(model, advisors=[QuestionAnswerAdvisor(opened.store, search)]).prompt(question)
+        spec = ChatClient(
+            model, advisors=[QuestionAnswerAdvisor(opened.store, search, document_formatter=cited_passage)]
+        ).prompt(question)
         streaming = sys.stdout.isatty() if stream is None else stream
         if streaming and not as_json:
             reply = spec.stream()

@@ -23,6 +23,7 @@ from rag.cli._common import OpenedStore, common_options, open_store, settings_fr
 from rag.cli._models import build_chat_model
 from rag.cli._options import chat_model_options, search_options, store_options
 from rag.cli._scores import cosines
+from rag.cli.query import cited_passage
 from rag.client import ChatClient
 from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import Settings
@@ -210,7 +211,11 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         closers.append(_closer(store))
         memory = MessageWindowChatMemory(repository, max_messages=options["history"])
         long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])
-        advisors = [MessageChatMemoryAdvisor(memory), long_term, QuestionAnswerAdvisor(opened.store, search)]
+        advisors = [
+            MessageChatMemoryAdvisor(memory),
+            long_term,
+            QuestionAnswerAdvisor(opened.store, search, document_formatter=cited_passage),
+        ]
         session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
         session.stream = sys.stdout.isatty() if stream is None else stream
         session.documents = opened.store

@@ -13,7 +13,14 @@ from rag.cli._common import common_options, open_store, require, settings_from
 from rag.cli._models import build_chat_model
 from rag.cli._options import search_options, store_options
 from rag.config import Settings
-from rag.eval import QUESTION_FILTER, QuestionSet, evaluate, load_beir, load_questions
+from rag.eval import (
+    QUESTION_FILTER,
+    QueryEmbeddingCache,
+    QuestionSet,
+    evaluate,
+    load_beir,
+    load_questions,
+)
 from rag.eval.judge import LLMJudge
 from rag.eval.sweep import FilterSetting
 from rag.filters import as_filter
@@ -169,6 +176,8 @@ def eval_command(
     if plot_path is not None:  # before the work: a missing extra must not cost a whole evaluation
         require("matplotlib.figure", "notebooks", "--plot")
     qset = load_beir(questions, split) if beir or questions.is_dir() else load_questions(questions)
+    for warning in qset.warnings:
+        click.echo(f"warning: {warning}", err=True)
     filter_settings = parse_filter_options(filters, qset)
     settings = settings_from(
         ctx,
@@ -180,7 +189,8 @@ def eval_command(
         diversity=diversity,
     )
     chosen = modes or [settings.search_mode]
-    opened = open_store(settings)  # first: an unreachable store is one line, before anything is printed
+    opened = open_store(settings, wrap_model=QueryEmbeddingCache)  # first: an unreachable store is one line
+    # (the cache embeds each question once per run)
     answerer: ChatModel | None = None
     judge: LLMJudge | None = None
     try:

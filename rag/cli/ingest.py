@@ -12,6 +12,7 @@ from rag.cli._common import common_options, open_store, settings_from
 from rag.cli._options import store_options
 from rag.documents import MetadataValue
 from rag.embeddings import EmbeddingModel, TokenCounter
+from rag.errors import RagError
 
 __all__ = ["ingest", "make_splitter", "parse_meta"]
 
@@ -111,6 +112,18 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...]) -> None:
 )
 @click.option("--id-field", help="JSON Lines record id field, e.g. _id.")
 @click.option(
+    "--as-text",
+    "as_text",
+    multiple=True,
+    metavar=".EXT",
+    help="Also read files with this suffix as plain text (repeatable), e.g. --as-text .cfg.",
+)
+@click.option(
+    "--embed-context",
+    is_flag=True,
+    help="Embed each chunk with its title and headings ('title > heading: text'); re-embeds on change.",
+)
+@click.option(
     "--lock-timeout",
     type=click.FloatRange(min=0),
     metavar="SECONDS",
@@ -137,6 +150,8 @@ def ingest(
     pdf_password: str | None,
     text_field: str,
     id_field: str | None,
+    as_text: tuple[str, ...],
+    embed_context: bool,
     lock_timeout: float | None,
     verbose: bool,
     as_json: bool,
@@ -153,9 +168,18 @@ def ingest(
     is ingested), or when nothing at all could be read; skipped files are counted by type.
 
     \b
+    Supported types (others are skipped; --as-text .EXT reads more as plain text):
+      text .txt .text, Markdown .md .markdown, reStructuredText .rst .rest,
+      AsciiDoc .adoc .asciidoc, HTML .html .htm, PDF .pdf, JSON Lines .jsonl .ndjson
+
+    Each chunk records `dirs` (its folders in the root) and `lang` (detected), so
+    --filter "dirs CONTAINS 'docs/en'" or "lang == 'en'" keeps one part of a tree.
+
+    \b
     Example:
         rag ingest docs/ --exclude 'drafts/**' --meta project=atlas
         rag ingest corpus.jsonl --text-field title,text --id-field _id --store numpy
+        rag ingest site/ --as-text .cfg --as-text .properties
     """
     from ingest.lock import HomeLock
     from ingest.readers import ReaderOptions
@@ -169,14 +193,28 @@ def ingest(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
     )
-    options = ReaderOptions(pdf_password=pdf_password, text_field=text_field, id_field=id_field)
+    try:
+        options = ReaderOptions(
+            pdf_password=pdf_password, text_field=text_field, id_field=id_field, text_suffixes=as_text
+        )
+    except RagError as exc:
+        raise click.BadParameter(str(exc), param_hint="--as-text") from exc
     wait = HomeLock(
         settings.home / "ingest.lock", timeout_s=lock_timeout, on_wait=lambda m: click.echo(m, err=True)
     )
     with wait:
         opened = open_store(settings, create=True)
         try:
-            report = _run(opened, options, extra, paths, include, exclude, not no_prune, follow_symlinks)
+            report = _run(
+                opened,
+                options,
+                extra,
+                paths,
+                (include, exclude),
+                not no_prune,
+                follow_symlinks,
+                embed_context,
+            )
         finally:
             opened.close()
     _print_report(report, as_json, verbose)
@@ -188,10 +226,10 @@ def _run(
     options: Any,
     extra: dict[str, MetadataValue],
     paths: tuple[Path, ...],
-    include: tuple[str, ...],
-    exclude: tuple[str, ...],
+    globs: tuple[tuple[str, ...], tuple[str, ...]],
     prune: bool,
     follow_symlinks: bool,
+    embed_context: bool,
 ) -> Any:
     """One pipeline run on an opened store (the home's lock is held)."""
     from ingest.pipeline import IngestPipeline
@@ -206,7 +244,9 @@ def _run(
         reader_options=options,
         extra_metadata=extra,
         on_progress=TerminalProgress(),
+        embed_context=embed_context,
     )
+    include, exclude = globs
     try:
         return pipeline.run(
             paths, include=include, exclude=exclude, prune=prune, follow_symlinks=follow_symlinks

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import click
 
+from rag.advisors.question_answer import format_document
 from rag.cli._common import (
     common_options,
     open_store,
@@ -17,7 +19,7 @@ from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
 from rag.observability.steps import traced_search
 
-__all__ = ["query", "snippet", "source_label"]
+__all__ = ["citation", "cited_passage", "query", "snippet", "source_label"]
 
 
 def snippet(text: str, width: int = 100) -> str:
@@ -31,13 +33,30 @@ def _page(doc: Document) -> str:
     return "-" if page is None else str(page)
 
 
+def citation(doc: Document) -> str | None:
+    """What an answer cites for a chunk: its `source`, with `#record id` for a JSON Lines record
+    (`corpus.jsonl#12209494`), so a citation names the record and not only the file."""
+    source, record = doc.metadata.get("source"), doc.metadata.get("doc_id")
+    if source is None:
+        return None
+    return f"{source}#{record}" if record is not None else str(source)
+
+
+def cited_passage(number: int, doc: Document) -> str:
+    """`format_document` with the passage's citation (record id included) as its source."""
+    cited = citation(doc)
+    if cited is None or cited == doc.metadata.get("source"):
+        return format_document(number, doc)
+    return format_document(number, dataclasses.replace(doc, metadata={**doc.metadata, "source": cited}))
+
+
 def source_label(doc: Document) -> str:
     """A hit's source identity: `root/source` (the root's label, then the path in it), or `source`
-    alone for chunks ingested before roots were recorded."""
-    source, root = doc.metadata.get("source"), doc.metadata.get("root")
-    if source is None:
+    alone for chunks ingested before roots were recorded; `#record id` for a JSON Lines record."""
+    cited, root = citation(doc), doc.metadata.get("root")
+    if cited is None:
         return "-"
-    return f"{root}/{source}" if root else str(source)
+    return f"{root}/{cited}" if root else cited
 
 
 def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[str, Any]:

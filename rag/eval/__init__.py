@@ -11,6 +11,7 @@ from rag.eval.answering import AnswerScorer
 from rag.eval.answers import ANSWER_METRICS, answer_contains, normalize_answer, score_answer, token_f1
 from rag.eval.judge import JUDGE_METRICS, JUDGE_TEMPLATE_PATH, LLMJudge
 from rag.eval.metrics import METRICS, score_ranking
+from rag.eval.query_cache import QueryEmbeddingCache
 from rag.eval.questions import Question, QuestionSet, Relevant, load_beir, load_questions, parse_questions
 from rag.eval.results import EvalResults, QuestionResult, SettingResult
 from rag.eval.sweep import QUESTION_FILTER, evaluate
@@ -24,6 +25,7 @@ __all__ = [
     "AnswerScorer",
     "EvalResults",
     "LLMJudge",
+    "QueryEmbeddingCache",
     "Question",
     "QuestionResult",
     "QuestionSet",

@@ -93,6 +93,8 @@ class QuestionSet:
 
     questions: tuple[Question, ...]
     unit_field: str = "source"
+    warnings: tuple[str, ...] = ()
+    """What loading left out and why (a BEIR qrels file judging queries the queries file lacks)."""
 
     def __len__(self) -> int:
         return len(self.questions)
@@ -209,10 +211,12 @@ def load_beir(folder: str | os.PathLike[str], split: str = "test") -> QuestionSe
     """The judged queries of a BEIR folder's split; labels name corpus ids (`unit_field="doc_id"`).
 
     Ingest the corpus first with `rag ingest FOLDER/corpus.jsonl --id-field _id --text-field title,text`
-    so every chunk carries its record id as `doc_id`.
+    so every chunk carries its record id as `doc_id`. Judged queries missing from `queries.jsonl` are
+    left out and named in `QuestionSet.warnings` (public sets ship such qrels); the rest are evaluated.
 
     Raises:
-        InvalidRequestError: a missing file, or a qrels line or query that cannot be parsed.
+        InvalidRequestError: a missing file, a qrels line or query that cannot be parsed, or no judged
+            query in the queries file.
     """
     root = Path(folder)
     queries_path, qrels_path = root / "queries.jsonl", root / "qrels" / f"{split}.tsv"
@@ -221,14 +225,21 @@ def load_beir(folder: str | os.PathLike[str], split: str = "test") -> QuestionSe
             raise InvalidRequestError(f"not a BEIR folder: {str(needed)!r} is missing")
     qrels, queries = _read_qrels(qrels_path), _read_queries(queries_path)
     missing = sorted(set(qrels) - set(queries))
+    warnings: tuple[str, ...] = ()
     if missing:
-        raise InvalidRequestError(
-            f"{str(qrels_path)!r} judges queries absent from queries.jsonl: {missing[:5]!r}"
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        warnings = (
+            f"{str(qrels_path)!r} judges {len(missing)} queries absent from queries.jsonl "
+            f"({', '.join(map(repr, missing[:5]))}{more}); "
+            f"evaluating the {len(qrels) - len(missing)} present",
         )
     questions = tuple(
         Question(
             qid, queries[qid], tuple(Relevant(doc, None, grade) for doc, grade in sorted(judged.items()))
         )
         for qid, judged in qrels.items()
+        if qid in queries
     )
-    return QuestionSet(questions, unit_field="doc_id")
+    if not questions:
+        raise InvalidRequestError(f"no query judged in {str(qrels_path)!r} is in {str(queries_path)!r}")
+    return QuestionSet(questions, unit_field="doc_id", warnings=warnings)

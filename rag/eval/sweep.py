@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from rag.chat.model import ChatModel
@@ -37,6 +38,7 @@ from rag.errors import InvalidRequestError
 from rag.eval.answering import AnswerScorer
 from rag.eval.judge import LLMJudge
 from rag.eval.metrics import METRICS, latency_percentiles, score_ranking, units_of
+from rag.eval.query_cache import QueryEmbeddingCache
 from rag.eval.questions import Question, QuestionSet
 from rag.eval.results import EvalResults, QuestionResult, SettingResult
 from rag.filters import Filter, as_filter
@@ -108,6 +110,16 @@ def _timed(store: VectorStore, request: SearchRequest, latencies: list[float]) -
     return hits
 
 
+def _vector_unused(store: VectorStore, request: SearchRequest) -> AbstractContextManager[None]:
+    """No query embedding for a search whose ranking never reads the query vector (lexical mode,
+    threshold 0, no diversity), when the store embeds through a `QueryEmbeddingCache`."""
+    model = store.embedding
+    unused = request.mode == "lexical" and request.similarity_threshold == 0.0 and request.diversity == 0.0
+    if unused and isinstance(model, QueryEmbeddingCache):
+        return model.query_vector_unused()
+    return nullcontext()
+
+
 def _rankings(
     store: VectorStore, request: SearchRequest, thresholds: list[float], latencies: list[float]
 ) -> dict[float, list[Document]]:
@@ -118,9 +130,10 @@ def _rankings(
     rankings: dict[float, list[Document]] = {}
     for threshold in thresholds:  # ascending: latency is measured on the first, widest search
         search = request.replace(similarity_threshold=threshold)
-        rankings[threshold] = (
-            store.similarity_search(search) if rankings else _timed(store, search, latencies)
-        )
+        with _vector_unused(store, search):
+            rankings[threshold] = (
+                store.similarity_search(search) if rankings else _timed(store, search, latencies)
+            )
     return rankings
 
 
@@ -184,6 +197,10 @@ def evaluate(
     judge: LLMJudge | None = None,
 ) -> EvalResults:
     """Evaluate every (mode, filter, threshold, top-k) setting, searching once per question, filter, mode.
+
+    With a store whose model is a `QueryEmbeddingCache` (as `rag eval` opens it), each question is
+    embedded once for the whole run, whatever the modes and thresholds, and lexical mode (threshold 0,
+    no diversity) embeds nothing.
 
     Args:
         store: the store to search, filled with the labelled corpus.

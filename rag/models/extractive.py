@@ -16,6 +16,9 @@ Second document text...
 <instructions>
 ```
 
+Headings are never quoted: Markdown heading lines (`## Install`) and paragraphs of one short line
+without closing punctuation (a title such as `Optional File Upload`) are skipped.
+
 A context block is the text between two lines of five or more dashes, in the system message or the last
 user message. Inside it, a line `[n]` (optionally followed by `(source: S, page P)`) starts a document. If no
 block has such headers, each block is one unlabelled passage; if there are no blocks at all, the system
@@ -57,6 +60,9 @@ _HEADER = re.compile(r"^[ \t]*\[(\d+)\][ \t]*(?:\(([^)\n]*)\))?[ \t]*(.*)$", re.
 _SOURCE = re.compile(r"source:\s*(.+?)(?:,\s*page\s*:?\s*([^,]+?))?\s*(?:,.*)?$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _LIST_OR_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|[-*•]\s+|\d+[.)]\s+)")
+_HEADING = re.compile(r"^\s*#{1,6}(?:\s|$)")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d+[.)]\s+)")
+_CLOSED = re.compile(r"[.!?:;)\]\"'”’…。！？]\s*$")
 _WORD = re.compile(r"\w+")
 _STOPWORDS_TEXT = """
 a about after all also an and any are as at be been before being but by can
@@ -147,12 +153,24 @@ def find_context(prompt: Prompt) -> tuple[str, list[_Passage]]:
     return question, [_Passage(t.strip(), None) for t in system_texts if t.strip()]
 
 
+def _is_title(paragraph: str) -> bool:
+    """A paragraph of one short line without closing punctuation: a title or heading, not an answer."""
+    line = paragraph.strip()
+    if "\n" in line or _LIST_ITEM.match(line):
+        return False
+    return not _CLOSED.search(line) and len(line.split()) <= 12
+
+
 def _sentences(passages: Sequence[_Passage]) -> list[_Sentence]:
     out: list[_Sentence] = []
     for passage in passages:
         for paragraph in re.split(r"\n\s*\n", passage.text):
+            if _is_title(paragraph):
+                continue  # "Optional File Upload" says what a section is about; it answers nothing
             units: list[str] = []
             for line in paragraph.splitlines():
+                if _HEADING.match(line):
+                    continue
                 # List items and headings stand alone; other line breaks are wrapping (PDF, Markdown).
                 if _LIST_OR_HEADING.match(line) or not units:
                     units.append(_LIST_OR_HEADING.sub("", line).strip())

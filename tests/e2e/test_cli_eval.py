@@ -84,6 +84,26 @@ def test_eval_beir_folder(cli: Cli, tmp_path: Path) -> None:
     ]
 
 
+def test_eval_beir_folder_whose_qrels_judge_absent_queries(cli: Cli, tmp_path: Path) -> None:
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    corpus = [{"_id": "d1", "title": "Tides", "text": "Spring tides flood the causeway twice a month."}]
+    (beir / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus), encoding="utf-8")
+    (beir / "queries.jsonl").write_text(json.dumps({"_id": "1", "text": "tides causeway"}) + "\n", "utf-8")
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n404\td1\t1\n", "utf-8")
+    ingested = cli(
+        "ingest", beir / "corpus.jsonl", "--id-field", "_id", "--text-field", "title,text", "--store", "numpy"
+    )
+    assert ingested.exit_code == 0, ingested.stderr
+    result = cli("eval", beir, "--store", "numpy", "--top-k", "1", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert (
+        "warning: " in result.stderr and "judges 1 queries absent from queries.jsonl ('404')" in result.stderr
+    )
+    rows = json.loads(result.stdout)["settings"]
+    assert [(r["questions"], r["recall"]) for r in rows] == [(1, 1.0)]
+
+
 def test_usage_errors_exit_2(cli: Cli, tmp_path: Path) -> None:
     questions = DATA / "questions.jsonl"
     for args, message in [

@@ -105,5 +105,16 @@ def test_beir_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(InvalidRequestError, match="line 1: expected query-id, corpus-id, score"):
         load_beir(folder)
     (folder / "qrels" / "test.tsv").write_text("q7\td1\t1\n", encoding="utf-8")
-    with pytest.raises(InvalidRequestError, match=r"judges queries absent from queries.jsonl: \['q7'\]"):
+    with pytest.raises(InvalidRequestError, match=r"no query judged in .*test\.tsv' is in .*queries\.jsonl'"):
         load_beir(folder)
+
+
+def test_beir_qrels_judging_absent_queries_keep_the_present_ones(tmp_path: Path) -> None:
+    folder = _beir(tmp_path / "beir")
+    (folder / "qrels" / "test.tsv").write_text("q7\td1\t1\nq1\td1\t1\nq8\td2\t1\n", encoding="utf-8")
+    qs = load_beir(folder)
+    assert [q.id for q in qs] == ["q1"]
+    assert len(qs.warnings) == 1
+    assert (
+        "judges 2 queries absent from queries.jsonl ('q7', 'q8'); evaluating the 1 present" in qs.warnings[0]
+    )

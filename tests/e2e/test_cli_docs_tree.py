@@ -1,0 +1,117 @@
+"""A real docs tree through `rag ingest` and `rag query`/`rag ask`: folder and language filters, AsciiDoc,
+`--as-text`, the supported types in the help, clean chunks, and JSON Lines record citations."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import Result
+
+from ingest.readers import SUPPORTED_SUFFIXES
+
+Cli = Callable[..., Result]
+
+
+def _tree(root: Path) -> Path:
+    site = root / "site"
+    for folder in ("docs/en", "docs/es"):
+        (site / folder).mkdir(parents=True)
+    (site / "docs/en/cors.md").write_text(
+        "# CORS { #cors }\n\n## Add the middleware { #add }\n\n"
+        "You can add the CORS middleware to your application with <kbd>add_middleware</kbd>.\n",
+        encoding="utf-8",
+    )
+    (site / "docs/es/cors.md").write_text(
+        "# CORS\n\n## Añadir el middleware\n\n"
+        "Puedes añadir el middleware de CORS a tu aplicación con add_middleware, como en el ejemplo.\n",
+        encoding="utf-8",
+    )
+    (site / "docs/en/advisors.adoc").write_text(
+        "= Advisors\n\n== Ordering\n\nNOTE: The advisors run in the order of their middleware values.\n",
+        encoding="utf-8",
+    )
+    (site / "app.cfg").write_text("middleware = cors\n", encoding="utf-8")
+    return site
+
+
+def _hits(cli: Cli, *args: str) -> list[dict[str, object]]:
+    result = cli("query", "add the CORS middleware", "--store", "numpy", "--top-k", "10", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def test_folder_and_language_filters_keep_one_part_of_the_tree(cli: Cli, tmp_path: Path) -> None:
+    site = _tree(tmp_path)
+    result = cli("ingest", site, "--store", "numpy", "--as-text", ".cfg")
+    assert result.exit_code == 0, result.stderr
+    everything = _hits(cli)
+    assert {h["source"] for h in everything} == {
+        "docs/en/cors.md",
+        "docs/es/cors.md",
+        "docs/en/advisors.adoc",
+        "app.cfg",
+    }
+    english = _hits(cli, "--filter", "dirs CONTAINS 'docs/en'")
+    assert {h["source"] for h in english} == {"docs/en/cors.md", "docs/en/advisors.adoc"}
+    spanish = _hits(cli, "--filter", "lang == 'es'")
+    assert [h["source"] for h in spanish] == ["docs/es/cors.md"]
+    by_source = {h["source"]: h for h in everything}
+    cors = by_source["docs/en/cors.md"]
+    assert cors["metadata"]["headings"] == ["Add the middleware"]  # type: ignore[index]
+    assert "{ #" not in str(cors["text"]) and "<kbd>" not in str(cors["text"])
+    assert by_source["docs/en/advisors.adoc"]["text"] == (
+        "Ordering\n\nThe advisors run in the order of their middleware values."
+    )
+
+
+def test_without_as_text_other_suffixes_are_skipped(cli: Cli, tmp_path: Path) -> None:
+    site = _tree(tmp_path)
+    result = cli("ingest", site, "--store", "numpy")
+    assert result.exit_code == 0, result.stderr
+    assert "skipped 1 file: .cfg" in result.stderr
+    bad = cli("ingest", site, "--store", "numpy", "--as-text", "a b")
+    assert bad.exit_code == 2 and "not a file suffix: 'a b'" in bad.stderr
+
+
+def test_help_lists_the_supported_types(cli: Cli) -> None:
+    result = cli("ingest", "--help")
+    assert result.exit_code == 0
+    for suffix in SUPPORTED_SUFFIXES:  # kept in step with the readers registered
+        assert f" {suffix}" in result.stdout, suffix
+    assert "--as-text" in result.stdout
+
+
+def test_jsonl_records_are_cited_by_their_id(cli: Cli, tmp_path: Path) -> None:
+    corpus = tmp_path / "beir" / "corpus.jsonl"
+    corpus.parent.mkdir()
+    records = [
+        {"_id": "12209494", "title": "Tides", "text": "Spring tides flood the causeway twice a month."},
+        {"_id": "77", "title": "Lamps", "text": "The beacon lamp burns whale oil."},
+    ]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    ingested = cli("ingest", corpus, "--store", "numpy", "--id-field", "_id", "--text-field", "title,text")
+    assert ingested.exit_code == 0, ingested.stderr
+    found = cli("query", "when do spring tides flood", "--store", "numpy", "--top-k", "1")
+    assert found.exit_code == 0, found.stderr
+    assert "beir/corpus.jsonl#12209494" in found.stdout
+    answer = cli("ask", "When do spring tides flood the causeway?", "--store", "numpy", "--top-k", "1")
+    assert answer.exit_code == 0, answer.stderr
+    assert "[corpus.jsonl#12209494]" in answer.stdout  # the quoted sentence's citation
+    assert "[1] corpus.jsonl#12209494" in answer.stdout  # the sources list
+
+
+def test_answers_never_quote_a_bare_heading(cli: Cli, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "upload.md").write_text(
+        "# Request Files\n\n## Optional File Upload { #optional-file-upload }\n\n"
+        "Make a file upload optional with a default of None.\n",
+        encoding="utf-8",
+    )
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    answer = cli("ask", "Is the file upload optional?", "--store", "numpy", "--top-k", "1")
+    assert answer.exit_code == 0, answer.stderr
+    quoted = [line for line in answer.stdout.splitlines() if line.startswith("- ")]
+    assert quoted == ["- Make a file upload optional with a default of None. [upload.md]"]

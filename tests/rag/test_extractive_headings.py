@@ -1,0 +1,33 @@
+"""The offline answerer quotes sentences, never a bare heading or title line."""
+
+from __future__ import annotations
+
+from rag.chat import Prompt
+from rag.models.extractive import ExtractiveChatModel
+
+RULE = "-" * 21
+
+
+def _answer(passages: str, question: str) -> list[str]:
+    prompt = Prompt(question).augment_system(f"{RULE}\n{passages}\n{RULE}")
+    text = ExtractiveChatModel().call(prompt).text or ""
+    return [line for line in text.splitlines() if line.startswith("- ")]
+
+
+def test_markdown_headings_and_title_lines_are_never_quoted() -> None:
+    passages = (
+        "[1] (source: upload.md)\n## Optional File Upload\n\nMake a file upload optional with None.\n\n"
+        "[2] (source: files.rst)\nOptional File Upload\n\nOptional uploads default to None."
+    )
+    assert _answer(passages, "Is the file upload optional?") == [
+        "- Make a file upload optional with None. [upload.md]",
+        "- Optional uploads default to None. [files.rst]",
+    ]
+
+
+def test_list_items_and_sentences_without_a_full_stop_are_still_quoted() -> None:
+    passages = "[1] (source: steps.md)\n- run the upload server\n\n[2] (source: faq.md)\nIs the server up?"
+    assert _answer(passages, "upload server") == [
+        "- run the upload server [steps.md]",
+        "- Is the server up? [faq.md]",
+    ]
