@@ -30,7 +30,14 @@ from rag.vectorstore import VectorStore
 if TYPE_CHECKING:
     from rag.client.chain import AdvisorChain
 
-__all__ = ["DEFAULT_EMPTY_TEMPLATE", "DEFAULT_TEMPLATE", "QuestionAnswerAdvisor", "format_document"]
+__all__ = [
+    "DEFAULT_EMPTY_TEMPLATE",
+    "DEFAULT_TEMPLATE",
+    "QuestionAnswerAdvisor",
+    "augment_user_message",
+    "format_document",
+    "scoped_filter",
+]
 
 # Context key -> SearchRequest field: what a single request may override.
 _OVERRIDES = (
@@ -70,6 +77,24 @@ def format_document(number: int, document: Document) -> str:
     page = document.metadata.get("page")
     where = f"source: {source}" if page is None else f"source: {source}, page {page}"
     return f"[{number}] ({where})\n{document.text}"
+
+
+def scoped_filter(scope: str | Filter | None, filter: str | Filter | None) -> Filter:
+    """`scope AND filter AND NOT chat-memory`: what every document search of the advisors runs with.
+
+    `QuestionAnswerAdvisor.effective_filter` and `VectorStoreDocumentRetriever` share it, so both keep
+    chat memory out and stay inside their scope the same way, whatever `filter` (a request's) holds.
+
+    Example:
+        >>> str(scoped_filter(None, "lang == 'en'"))
+        "(lang == 'en') AND (NOT ('rag:kind' == 'chat_memory'))"
+    """
+    parts = [part for part in (as_filter(scope), as_filter(filter)) if part is not None]
+    parts.append(~MEMORY_MARKER)
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = combined & part
+    return combined
 
 
 def _template(value: str | PromptTemplate, *, what: str) -> PromptTemplate:
@@ -183,12 +208,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
 
         Built as a tree, never by pasting text, so nothing inside `filter` can undo either limit.
         """
-        parts = [part for part in (self.scope, as_filter(filter)) if part is not None]
-        parts.append(~MEMORY_MARKER)
-        combined = parts[0]
-        for part in parts[1:]:
-            combined = combined & part
-        return combined
+        return scoped_filter(self.scope, filter)
 
     def render(self, query: str, documents: Sequence[Document]) -> str:
         """The user text the model receives for `query` and the retrieved `documents`."""
@@ -202,7 +222,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         documents = self.store.similarity_search(search)
         request.context[RETRIEVED_DOCUMENTS] = documents
         return request.with_prompt(
-            _augment(request.prompt, self.render(search.query, documents), search.query)
+            augment_user_message(request.prompt, self.render(search.query, documents), search.query)
         )
 
     def after(self, response: ChatClientResponse, chain: AdvisorChain) -> ChatClientResponse:
@@ -210,7 +230,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         return response.with_metadata(**{RETRIEVED_DOCUMENTS: documents})
 
 
-def _augment(prompt: Prompt, text: str, question: str) -> Prompt:
+def augment_user_message(prompt: Prompt, text: str, question: str) -> Prompt:
     """The prompt with its last user message replaced by `text`, the original question kept in metadata."""
     messages = list(prompt.messages)
     for i in range(len(messages) - 1, -1, -1):
