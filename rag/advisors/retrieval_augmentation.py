@@ -89,12 +89,15 @@ class RetrievalAugmentationAdvisor(BaseAdvisor):
         name: str | None = None,
     ) -> None:
         super().__init__(order=order, name=name)
-        chosen = [retrievers] if isinstance(retrievers, DocumentRetriever) else list(retrievers)
+        if isinstance(retrievers, DocumentRetriever):
+            chosen: list[object] = [retrievers]
+        else:
+            chosen = list(retrievers) if isinstance(retrievers, Sequence) else []
         if not chosen or not all(isinstance(r, DocumentRetriever) for r in chosen):
             raise InvalidRequestError(
                 f"retrievers must be one or more objects with retrieve(query), got {retrievers!r}"
             )
-        self.retrievers: tuple[DocumentRetriever, ...] = tuple(chosen)
+        self.retrievers: tuple[DocumentRetriever, ...] = tuple(chosen)  # type: ignore[arg-type]
         self.transformers = tuple(transformers)
         self.expander = expander
         self.joiner: DocumentJoiner = joiner or ConcatenationDocumentJoiner()

@@ -81,8 +81,8 @@ def _remember(store: VectorStore) -> set[str]:
 def test_retriever_searches_like_the_store_in_every_mode(store: VectorStore) -> None:
     store.add(DOCUMENTS)
     for mode in ("vector", "lexical", "hybrid"):
-        retriever = VectorStoreDocumentRetriever(store, top_k=3, mode=mode)  # type: ignore[arg-type]
-        expected = store.similarity_search(SearchRequest("beacon lamp", top_k=3, mode=mode))  # type: ignore[arg-type]
+        retriever = VectorStoreDocumentRetriever(store, top_k=3, mode=mode)
+        expected = store.similarity_search(SearchRequest("beacon lamp", top_k=3, mode=mode))
         found = retriever.retrieve(Query("beacon lamp"))
         assert isinstance(retriever, DocumentRetriever)
         assert [(d.id, d.score) for d in found] == [(d.id, d.score) for d in expected]
