@@ -33,9 +33,9 @@ def build_tiny_cross_encoder(folder: Path, *, seed: int = 0) -> Path:
         num_attention_heads=2,
         intermediate_size=37,
         max_position_embeddings=128,
-        num_labels=1,
         initializer_range=0.5,  # wider than the default 0.02, so the untrained scores spread out
     )
+    config.num_labels = 1  # one relevance score per (query, passage) pair
     target = folder / "tiny-cross-encoder"
     BertForSequenceClassification(config).save_pretrained(str(target))
     tokenizer.save_pretrained(str(target))
