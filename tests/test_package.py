@@ -7,6 +7,7 @@ import sys
 
 import ingest
 import rag
+import rag.retrieval
 import stores
 
 
@@ -29,7 +30,7 @@ def _isort_key(name: str) -> tuple[int, str]:
 
 
 def test_exports_are_sorted_and_resolve() -> None:
-    for package in (rag, stores, ingest):
+    for package in (rag, stores, ingest, rag.retrieval):
         names = list(package.__all__)
         assert names == sorted(names, key=_isort_key), package.__name__
         for name in names:
@@ -39,3 +40,32 @@ def test_exports_are_sorted_and_resolve() -> None:
 def test_public_names_are_pinned() -> None:
     assert stores.__all__ == ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
+
+
+def test_modular_rag_names_are_pinned() -> None:
+    assert "RetrievalAugmentationAdvisor" in rag.__all__
+    assert rag.retrieval.__all__ == [
+        "CompressionQueryTransformer",
+        "ConcatenationDocumentJoiner",
+        "ContextualQueryAugmenter",
+        "CrossEncoderReranker",
+        "DocumentJoiner",
+        "DocumentPostProcessor",
+        "DocumentRetriever",
+        "HttpReranker",
+        "MaxPerSource",
+        "MaximalMarginalRelevance",
+        "MultiQueryExpander",
+        "NearDuplicateFilter",
+        "Query",
+        "QueryAugmenter",
+        "QueryExpander",
+        "QueryTransformer",
+        "ReciprocalRankDocumentJoiner",
+        "RewriteQueryTransformer",
+        "TranslationQueryTransformer",
+        "VectorStoreDocumentRetriever",
+        "mmr",
+        "reciprocal_rank_fusion",
+        "weighted_fusion",
+    ]

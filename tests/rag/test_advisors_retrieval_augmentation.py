@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -197,3 +199,16 @@ def test_bad_construction_and_requests(store: InMemoryVectorStore) -> None:
     with pytest.raises(InvalidRequestError, match="needs user text"):
         client = ChatClient(FakeChatModel(default="x"), advisors=[advisor])
         client.prompt(Prompt([SystemMessage("Be brief.")])).call().content()
+
+
+def test_the_worked_example_in_the_docs_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "retrieval.md").read_text(encoding="utf-8")
+    example = docs[docs.index("## A worked example") :].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(example, "docs/retrieval.md", "exec"), namespace)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "In winter, when does the keeper light the beacon lamp?",
+        "['winter', 'dusk', 'tides']",
+    ]
+    assert "four" in namespace["reply"].chat_response.text  # the offline answerer quotes the winter passage
