@@ -69,3 +69,14 @@ def test_modular_rag_names_are_pinned() -> None:
         "reciprocal_rank_fusion",
         "weighted_fusion",
     ]
+
+
+def test_modular_rag_modules_import_first_in_a_fresh_interpreter() -> None:
+    # rag.retrieval and rag.advisors import each other's modules: every entry point must still load.
+    for statement in (
+        "import rag.retrieval.retriever",
+        "import rag.advisors.retrieval_augmentation",
+        "import stores.ranking",
+        "from rag.retrieval import ContextualQueryAugmenter",
+    ):
+        subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True, check=True)
