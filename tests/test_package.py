@@ -29,19 +29,6 @@ def _isort_key(name: str) -> tuple[int, str]:
     return (1, name) if name[:1].isupper() else (2, name)
 
 
-def test_exports_are_sorted_and_resolve() -> None:
-    for package in (rag, stores, ingest, rag.retrieval):
-        names = list(package.__all__)
-        assert names == sorted(names, key=_isort_key), package.__name__
-        for name in names:
-            assert getattr(package, name) is not None, f"{package.__name__}.{name}"
-
-
-def test_public_names_are_pinned() -> None:
-    assert stores.__all__ == ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]
-    assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
-
-
 def test_modular_rag_names_are_pinned() -> None:
     assert "RetrievalAugmentationAdvisor" in rag.__all__
     assert rag.retrieval.__all__ == [
@@ -80,3 +67,16 @@ def test_modular_rag_modules_import_first_in_a_fresh_interpreter() -> None:
         "from rag.retrieval import ContextualQueryAugmenter",
     ):
         subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True, check=True)
+
+
+def test_exports_are_sorted_and_resolve() -> None:
+    for package in (rag, stores, ingest, rag.retrieval):
+        names = list(package.__all__)
+        assert names == sorted(names, key=_isort_key), package.__name__
+        for name in names:
+            assert getattr(package, name) is not None, f"{package.__name__}.{name}"
+
+
+def test_public_names_are_pinned() -> None:
+    assert stores.__all__ == ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]
+    assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
