@@ -1,12 +1,13 @@
 """Does the page size change the ranking? Hybrid and MMR at top_k=10 against the first 10 at top_k=100.
 
-For each fusion (and MMR), and for the candidate pool as it is (`stores.ranking.candidate_depth`,
-`max(top_k, 100)`) and as it was before (`max(4 * top_k, 50)`), it prints over BEIR SciFact's judged
-test queries: how many queries' top 10 at `top_k=10` differ from the first 10 at `top_k=100`, and
-nDCG@10 (from the `top_k=10` list) and recall@100 (from the `top_k=100` list), abstracts counted once.
+For each fusion (and MMR), and for the candidate pool as it is (`max(top_k, CANDIDATE_POOL)`, or other
+fixed sizes given with `--pools`) and as it was before (`max(4 * top_k, 50)`), it prints over BEIR
+SciFact's judged test queries: how many queries' top 10 at `top_k=10` differ from the first 10 at
+`top_k=100`, and nDCG@10 (from the `top_k=10` list) and recall@100 (from the `top_k=100` list),
+abstracts counted once.
 
 Usage:
-    python benchmarks/page_size.py [--data PATH] [--embedder SPEC] [--vector-weight W]
+    python benchmarks/page_size.py [--data PATH] [--embedder SPEC] [--vector-weight W] [--pools 100,400]
 """
 
 from __future__ import annotations
@@ -34,10 +35,15 @@ from rag.vectorstore import VectorStore  # noqa: E402
 from stores import InMemoryVectorStore  # noqa: E402
 
 DEFAULT_DATA = _HERE.parents[1] / "shared" / "data" / "scifact"
-POOLS: dict[str, Callable[[int], int]] = {
-    "fixed max(k, 100)": stores.ranking.candidate_depth,
-    "old max(4k, 50)": lambda top_k: max(4 * top_k, 50),
-}
+
+
+def _pools(sizes: list[int]) -> dict[str, Callable[[int], int]]:
+    """The pool rules compared: fixed pools of the given sizes, then the old rule."""
+    pools: dict[str, Callable[[int], int]] = {
+        f"fixed max(k, {size})": (lambda top_k, size=size: max(top_k, size)) for size in sizes
+    }
+    pools["old max(4k, 50)"] = lambda top_k: max(4 * top_k, 50)
+    return pools
 
 
 def _ingest(store: VectorStore, corpus: Path) -> None:
@@ -69,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="BEIR SciFact folder")
     parser.add_argument("--embedder", default=DEFAULT_EMBEDDER, help="embedder spec, as `rag ingest`")
     parser.add_argument("--vector-weight", type=float, default=0.2, help="vector share in the fusion")
+    parser.add_argument(
+        "--pools",
+        default=str(stores.ranking.CANDIDATE_POOL),
+        help="fixed pool sizes to compare, e.g. 100,400",
+    )
     args = parser.parse_args(argv)
     if not (args.data / "corpus.jsonl").is_file():
         print(f"error: no BEIR data at {str(args.data)!r}; pass --data PATH", file=sys.stderr)
@@ -92,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         _ingest(store, args.data / "corpus.jsonl")
         try:
             for name, base in settings.items():
-                for pool, depth in POOLS.items():
+                for pool, depth in _pools([int(size) for size in args.pools.split(",")]).items():
                     stores.ranking.candidate_depth = depth  # rank() looks the pool size up here
                     started = time.perf_counter()
                     differ, ndcg, recall = _measure(store, questions, base)

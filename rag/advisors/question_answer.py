@@ -33,14 +33,14 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_EMPTY_TEMPLATE",
     "DEFAULT_TEMPLATE",
+    "REQUEST_OVERRIDES",
     "QuestionAnswerAdvisor",
     "augment_user_message",
     "format_document",
     "scoped_filter",
 ]
 
-# Context key -> SearchRequest field: what a single request may override.
-_OVERRIDES = (
+REQUEST_OVERRIDES: tuple[tuple[str, str], ...] = (
     (TOP_K, "top_k"),
     (SIMILARITY_THRESHOLD, "similarity_threshold"),
     (FILTER_EXPRESSION, "filter"),
@@ -49,6 +49,8 @@ _OVERRIDES = (
     (VECTOR_WEIGHT, "vector_weight"),
     (DIVERSITY, "diversity"),
 )
+"""(context key, `SearchRequest` field): what a single request may override, here and in
+`VectorStoreDocumentRetriever` (the filter is confined to the scope afterwards)."""
 
 _RULE = "-" * 21
 
@@ -197,7 +199,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
             )
         context = request.context
         changes: dict[str, Any] = {"query": query}
-        for key, field in _OVERRIDES:
+        for key, field in REQUEST_OVERRIDES:
             if context.get(key) is not None:
                 changes[field] = context[key]
         search = self.search_request.replace(**changes)

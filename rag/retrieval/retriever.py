@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag.advisors.question_answer import scoped_filter
-from rag.client.request import FILTER_EXPRESSION
+from rag.advisors.question_answer import REQUEST_OVERRIDES, scoped_filter
 from rag.documents import Document, Fusion, SearchMode, SearchRequest
 from rag.filters import Filter, as_filter
 from rag.retrieval.stages import Query
@@ -18,7 +17,9 @@ class VectorStoreDocumentRetriever:
     """Searches a store with the query's text: vector, lexical or hybrid, top-k, threshold, filters.
 
     `search_request` gives the defaults (its query is ignored) and the keywords override them, as for
-    `QuestionAnswerAdvisor`. The filter searched with is built as a tree from three parts:
+    `QuestionAnswerAdvisor`. Per request, the same context keys as for `QuestionAnswerAdvisor` win
+    (`.advisors(top_k=..., mode=..., similarity_threshold=..., filter=...)` sets them), for every such
+    retriever of the request. The filter searched with is built as a tree from three parts:
 
     - `scope` (text or tree), ANDed in always: a request can narrow it, never widen it;
     - the per-request filter in the query's context under `qa_filter_expression` (what
@@ -66,10 +67,13 @@ class VectorStoreDocumentRetriever:
         self.scope = as_filter(scope)
 
     def search_request_for(self, query: Query) -> SearchRequest:
-        """The search run for `query`: its text, the request's filter (if any) or the default, scoped."""
-        override = query.context.get(FILTER_EXPRESSION)
-        chosen = override if override is not None else self.search_request.filter
-        return self.search_request.replace(query=query.text, filter=scoped_filter(self.scope, chosen))
+        """The search run for `query`: its text, the request's overrides over the defaults, scoped."""
+        changes: dict[str, Any] = {"query": query.text}
+        for key, field in REQUEST_OVERRIDES:
+            if query.context.get(key) is not None:
+                changes[field] = query.context[key]
+        search = self.search_request.replace(**changes)
+        return search.replace(filter=scoped_filter(self.scope, search.filter))
 
     def retrieve(self, query: Query) -> list[Document]:
         return self.store.similarity_search(self.search_request_for(query))

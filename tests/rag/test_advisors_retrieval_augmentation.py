@@ -128,6 +128,18 @@ def test_a_request_filter_reaches_the_retrievers(store: InMemoryVectorStore) -> 
     assert _documents(response) == ["phare"]
 
 
+def test_per_request_search_settings_reach_the_retrievers(store: InMemoryVectorStore) -> None:
+    retriever = VectorStoreDocumentRetriever(store, top_k=5, scope="source == 'beacon.md'")
+    client = ChatClient(FakeChatModel(default="ok"), advisors=[RetrievalAugmentationAdvisor(retriever)])
+    one = client.prompt("beacon lamp keeper").advisors(top_k=1).call().response()
+    assert len(_documents(one)) == 1
+    lexical = client.prompt("paraffin").advisors(mode="lexical").call().response()
+    assert _documents(lexical) == ["beacon-3"]  # the only document holding the word
+    assert lexical.chat_response.metadata[RETRIEVED_DOCUMENTS][0].score > 1.0  # a BM25 score, not a cosine
+    widened = client.prompt("tides").advisors(filter="source == 'tides.md'", top_k=5).call().response()
+    assert _documents(widened) == []  # the scope holds against a request filter
+
+
 def test_compression_reads_the_conversation_from_chat_memory(store: InMemoryVectorStore) -> None:
     memory = MessageChatMemoryAdvisor(MessageWindowChatMemory(InMemoryChatMemoryRepository()))
     helper = FakeChatModel(["In winter, when does the keeper light the beacon lamp?"])
