@@ -13,7 +13,7 @@ reranking. The stages' protocols and implementations are in `rag.retrieval`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rag.advisors.base import QUESTION_ANSWER_ORDER, BaseAdvisor
 from rag.advisors.question_answer import augment_user_message
@@ -89,20 +89,27 @@ class RetrievalAugmentationAdvisor(BaseAdvisor):
         name: str | None = None,
     ) -> None:
         super().__init__(order=order, name=name)
-        if isinstance(retrievers, DocumentRetriever):
-            chosen: list[object] = [retrievers]
-        else:
-            chosen = list(retrievers) if isinstance(retrievers, Sequence) else []
-        if not chosen or not all(isinstance(r, DocumentRetriever) for r in chosen):
-            raise InvalidRequestError(
-                f"retrievers must be one or more objects with retrieve(query), got {retrievers!r}"
-            )
-        self.retrievers: tuple[DocumentRetriever, ...] = tuple(chosen)  # type: ignore[arg-type]
-        self.transformers = tuple(transformers)
-        self.expander = expander
-        self.joiner: DocumentJoiner = joiner or ConcatenationDocumentJoiner()
-        self.post_processors = tuple(post_processors)
-        self.augmenter: QueryAugmenter = augmenter or ContextualQueryAugmenter()
+        one = isinstance(retrievers, DocumentRetriever)
+        self.retrievers: tuple[DocumentRetriever, ...] = _stages(
+            [retrievers] if one else retrievers, DocumentRetriever, "retrievers"
+        )
+        if not self.retrievers:
+            raise InvalidRequestError("retrievers must hold at least one DocumentRetriever, got none")
+        self.transformers: tuple[QueryTransformer, ...] = _stages(
+            transformers, QueryTransformer, "transformers"
+        )
+        self.expander: QueryExpander | None = (
+            _stages([expander], QueryExpander, "expander")[0] if expander is not None else None
+        )
+        self.joiner: DocumentJoiner = _stages(
+            [joiner if joiner is not None else ConcatenationDocumentJoiner()], DocumentJoiner, "joiner"
+        )[0]
+        self.post_processors: tuple[DocumentPostProcessor, ...] = _stages(
+            post_processors, DocumentPostProcessor, "post_processors"
+        )
+        self.augmenter: QueryAugmenter = _stages(
+            [augmenter if augmenter is not None else ContextualQueryAugmenter()], QueryAugmenter, "augmenter"
+        )[0]
 
     def query_for(self, request: ChatClientRequest) -> Query:
         """The request as a `Query`: the last user text, the messages before it, the context."""
@@ -136,3 +143,14 @@ class RetrievalAugmentationAdvisor(BaseAdvisor):
     def after(self, response: ChatClientResponse, chain: AdvisorChain) -> ChatClientResponse:
         documents = response.context.get(RETRIEVED_DOCUMENTS, [])
         return response.with_metadata(**{RETRIEVED_DOCUMENTS: documents})
+
+
+def _stages(values: Any, protocol: Any, what: str) -> tuple[Any, ...]:
+    """`values` as a tuple, each checked to implement `protocol` (its one method), so a wrong object
+    fails here with a clear message rather than with an AttributeError at the first request."""
+    items = list(values) if isinstance(values, Sequence) and not isinstance(values, str) else None
+    if items is None or not all(isinstance(item, protocol) for item in items):
+        raise InvalidRequestError(
+            f"{what} must be {protocol.__name__} objects (a list for several), got {values!r}"
+        )
+    return tuple(items)

@@ -207,7 +207,16 @@ def test_bad_construction_and_requests(store: InMemoryVectorStore) -> None:
         RetrievalAugmentationAdvisor([])
     with pytest.raises(InvalidRequestError, match="retrievers"):
         RetrievalAugmentationAdvisor(store)  # type: ignore[arg-type]  # a store is not a retriever
-    advisor = RetrievalAugmentationAdvisor(VectorStoreDocumentRetriever(store))
+    retriever = VectorStoreDocumentRetriever(store)
+    with pytest.raises(InvalidRequestError, match="transformers must be QueryTransformer"):
+        RetrievalAugmentationAdvisor(retriever, transformers=[MaxPerSource(1)])  # type: ignore[list-item]
+    with pytest.raises(InvalidRequestError, match="post_processors must be DocumentPostProcessor"):
+        RetrievalAugmentationAdvisor(retriever, post_processors=MaxPerSource(1))  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match="expander must be QueryExpander"):
+        RetrievalAugmentationAdvisor(retriever, expander=retriever)  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError, match="augmenter must be QueryAugmenter"):
+        RetrievalAugmentationAdvisor(retriever, augmenter="{query}")  # type: ignore[arg-type]
+    advisor = RetrievalAugmentationAdvisor(retriever)
     with pytest.raises(InvalidRequestError, match="needs user text"):
         client = ChatClient(FakeChatModel(default="x"), advisors=[advisor])
         client.prompt(Prompt([SystemMessage("Be brief.")])).call().content()
