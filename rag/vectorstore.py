@@ -34,12 +34,13 @@ class VectorStore(Protocol):
       "vector" ranks by cosine and `score` is the cosine similarity in [-1, 1]; "lexical" ranks by
       BM25 over the store's lexical index (statistics over the whole collection; only documents with
       a query term are hits) and `score` is the BM25 score (> 0); "hybrid" fuses the vector ranking
-      and the lexical ranking, each cut at `max(4 * top_k, 50)` candidates, by reciprocal rank fusion
+      and the lexical ranking, each cut at `max(top_k, 100)` candidates, by reciprocal rank fusion
       (`rrf_k`) or with `fusion="weighted"` a `vector_weight` blend of min-max normalised scores, and
-      `score` is the fused score. With `diversity` > 0, maximal marginal relevance over the mode's best
-      `max(4 * top_k, 50)` candidates (cosine between their stored vectors) chooses and orders the
-      results; each keeps its mode's score. Search is exact: the same documents, ids, order and scores
-      on every store. A `str` request means `SearchRequest(str)`.
+      `score` is the fused score. With `diversity` > 0, maximal marginal relevance over the mode's
+      best `max(top_k, 100)` candidates (cosine between their stored vectors) chooses and orders the
+      results; each keeps its mode's score. The pool being fixed up to 100, a shorter page of hybrid
+      or MMR results is exactly a prefix of a longer one. Search is exact: the same documents, ids,
+      order and scores on every store. A `str` request means `SearchRequest(str)`.
     - The lexical index is written by the same `add` and `delete` calls as the vectors, so the two
       never disagree; a store opened without one (older data) builds it from the stored texts.
     - Filters follow FILTERS.md exactly, given as text or trees. A filter a store cannot evaluate

@@ -15,14 +15,19 @@ What each mode returns (the spec in `rag.vectorstore.VectorStore`):
   (reciprocal rank fusion with `rrf_k`, or `weighted_fusion` with `vector_weight`); the best `top_k`
   fused scores. Score: the fused score.
 
+The candidate pool is fixed (`CANDIDATE_POOL` per list) for every `top_k` up to its size, so the page
+size never changes the ranking: the results at `top_k=10` are exactly the first ten at `top_k=100`,
+scores included. (A pool that grew with `top_k` changed the fusion's input: RRF then saw documents
+deeper in one list, and weighted fusion's min-max scaling another worst score.)
+
 Ties always go to the smaller id (code points). With `diversity` > 0, maximal marginal relevance
 (`rag.retrieval.mmr`, relevance = the mode's score, similarity = cosine between stored vectors) picks
 `top_k` documents from the mode's best `candidate_depth(top_k)`, in selection order, each keeping its
-mode score.
+mode score; MMR picks greedily, so over the same pool a shorter list is a prefix of a longer one too.
 
 Example:
-    >>> candidate_depth(4), candidate_depth(30)
-    (50, 120)
+    >>> candidate_depth(4), candidate_depth(100), candidate_depth(150)
+    (100, 100, 150)
 """
 
 from __future__ import annotations
@@ -36,20 +41,24 @@ import numpy.typing as npt
 from rag.documents import SearchRequest
 from rag.retrieval import mmr, reciprocal_rank_fusion, weighted_fusion
 
-__all__ = ["MIN_DEPTH", "Candidates", "Hit", "candidate_depth", "needs_ranking", "rank"]
+__all__ = ["CANDIDATE_POOL", "Candidates", "Hit", "candidate_depth", "needs_ranking", "rank"]
 
 Hit = tuple[str, float]
-MIN_DEPTH = 50
-"""Each list fused or diversified holds at least this many candidates (when there are that many)."""
+CANDIDATE_POOL = 100
+"""How many candidates each list fused or diversified holds (when there are that many), for every
+`top_k` up to this size; a larger `top_k` takes `top_k` candidates."""
 
 
 def candidate_depth(top_k: int) -> int:
-    """How many candidates each list contributes to fusion or MMR: `max(4 * top_k, MIN_DEPTH)`.
+    """How many candidates each list contributes to fusion or MMR: `max(top_k, CANDIDATE_POOL)`.
 
-    Deep enough that a document ranked moderately in both lists (where RRF puts the documents both
-    rankers agree on) is seen by the fusion, and that MMR has alternatives to choose from.
+    Fixed rather than proportional to `top_k`, so that a longer list only extends a shorter one (see
+    the module docstring). 100 is deep enough that a document ranked moderately in both lists (where
+    RRF puts the documents both rankers agree on) is seen by the fusion, that MMR has alternatives to
+    choose from, and that a page of 100 results is still exact; each list costs one exact top-100
+    search, a fraction of a millisecond on the numpy store.
     """
-    return max(4 * top_k, MIN_DEPTH)
+    return max(top_k, CANDIDATE_POOL)
 
 
 def needs_ranking(request: SearchRequest) -> bool:

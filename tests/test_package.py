@@ -7,6 +7,7 @@ import sys
 
 import ingest
 import rag
+import rag.retrieval
 import stores
 
 
@@ -28,8 +29,48 @@ def _isort_key(name: str) -> tuple[int, str]:
     return (1, name) if name[:1].isupper() else (2, name)
 
 
+def test_modular_rag_names_are_pinned() -> None:
+    assert "RetrievalAugmentationAdvisor" in rag.__all__
+    assert rag.retrieval.__all__ == [
+        "CompressionQueryTransformer",
+        "ConcatenationDocumentJoiner",
+        "ContextualQueryAugmenter",
+        "CrossEncoderReranker",
+        "DocumentJoiner",
+        "DocumentPostProcessor",
+        "DocumentRetriever",
+        "HttpReranker",
+        "MaxPerSource",
+        "MaximalMarginalRelevance",
+        "MultiQueryExpander",
+        "NearDuplicateFilter",
+        "Query",
+        "QueryAugmenter",
+        "QueryExpander",
+        "QueryTransformer",
+        "ReciprocalRankDocumentJoiner",
+        "RewriteQueryTransformer",
+        "TranslationQueryTransformer",
+        "VectorStoreDocumentRetriever",
+        "mmr",
+        "reciprocal_rank_fusion",
+        "weighted_fusion",
+    ]
+
+
+def test_modular_rag_modules_import_first_in_a_fresh_interpreter() -> None:
+    # rag.retrieval and rag.advisors import each other's modules: every entry point must still load.
+    for statement in (
+        "import rag.retrieval.retriever",
+        "import rag.advisors.retrieval_augmentation",
+        "import stores.ranking",
+        "from rag.retrieval import ContextualQueryAugmenter",
+    ):
+        subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True, check=True)
+
+
 def test_exports_are_sorted_and_resolve() -> None:
-    for package in (rag, stores, ingest):
+    for package in (rag, stores, ingest, rag.retrieval):
         names = list(package.__all__)
         assert names == sorted(names, key=_isort_key), package.__name__
         for name in names:

@@ -28,6 +28,7 @@ from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.memory_prompt import PromptChatMemoryAdvisor
 from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
+from rag.advisors.retrieval_augmentation import RetrievalAugmentationAdvisor
 from rag.advisors.safeguard import SafeGuardAdvisor
 from rag.advisors.tool_call import RETURN_DIRECT, ToolCallAdvisor
 
@@ -50,6 +51,7 @@ __all__ = [
     "MessageChatMemoryAdvisor",
     "PromptChatMemoryAdvisor",
     "QuestionAnswerAdvisor",
+    "RetrievalAugmentationAdvisor",
     "SafeGuardAdvisor",
     "SimpleLoggerAdvisor",
     "StreamAdvisor",

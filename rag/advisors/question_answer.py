@@ -31,10 +31,17 @@ from rag.vectorstore import VectorStore
 if TYPE_CHECKING:
     from rag.client.chain import AdvisorChain
 
-__all__ = ["DEFAULT_EMPTY_TEMPLATE", "DEFAULT_TEMPLATE", "QuestionAnswerAdvisor", "format_document"]
+__all__ = [
+    "DEFAULT_EMPTY_TEMPLATE",
+    "DEFAULT_TEMPLATE",
+    "REQUEST_OVERRIDES",
+    "QuestionAnswerAdvisor",
+    "augment_user_message",
+    "format_document",
+    "scoped_filter",
+]
 
-# Context key -> SearchRequest field: what a single request may override.
-_OVERRIDES = (
+REQUEST_OVERRIDES: tuple[tuple[str, str], ...] = (
     (TOP_K, "top_k"),
     (SIMILARITY_THRESHOLD, "similarity_threshold"),
     (FILTER_EXPRESSION, "filter"),
@@ -43,6 +50,8 @@ _OVERRIDES = (
     (VECTOR_WEIGHT, "vector_weight"),
     (DIVERSITY, "diversity"),
 )
+"""(context key, `SearchRequest` field): what a single request may override, here and in
+`VectorStoreDocumentRetriever` (the filter is confined to the scope afterwards)."""
 
 _RULE = "-" * 21
 
@@ -71,6 +80,24 @@ def format_document(number: int, document: Document) -> str:
     page = document.metadata.get("page")
     where = f"source: {source}" if page is None else f"source: {source}, page {page}"
     return f"[{number}] ({where})\n{document.text}"
+
+
+def scoped_filter(scope: str | Filter | None, filter: str | Filter | None) -> Filter:
+    """`scope AND filter AND NOT chat-memory`: what every document search of the advisors runs with.
+
+    `QuestionAnswerAdvisor.effective_filter` and `VectorStoreDocumentRetriever` share it, so both keep
+    chat memory out and stay inside their scope the same way, whatever `filter` (a request's) holds.
+
+    Example:
+        >>> str(scoped_filter(None, "lang == 'en'"))
+        "(lang == 'en') AND (NOT ('rag:kind' == 'chat_memory'))"
+    """
+    parts = [part for part in (as_filter(scope), as_filter(filter)) if part is not None]
+    parts.append(~MEMORY_MARKER)
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = combined & part
+    return combined
 
 
 def _template(value: str | PromptTemplate, *, what: str) -> PromptTemplate:
@@ -173,7 +200,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
             )
         context = request.context
         changes: dict[str, Any] = {"query": query}
-        for key, field in _OVERRIDES:
+        for key, field in REQUEST_OVERRIDES:
             if context.get(key) is not None:
                 changes[field] = context[key]
         search = self.search_request.replace(**changes)
@@ -184,12 +211,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
 
         Built as a tree, never by pasting text, so nothing inside `filter` can undo either limit.
         """
-        parts = [part for part in (self.scope, as_filter(filter)) if part is not None]
-        parts.append(~MEMORY_MARKER)
-        combined = parts[0]
-        for part in parts[1:]:
-            combined = combined & part
-        return combined
+        return scoped_filter(self.scope, filter)
 
     def render(self, query: str, documents: Sequence[Document]) -> str:
         """The user text the model receives for `query` and the retrieved `documents`."""
@@ -203,7 +225,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         documents = traced_search(self.store, search)
         request.context[RETRIEVED_DOCUMENTS] = documents
         return request.with_prompt(
-            _augment(request.prompt, self.render(search.query, documents), search.query)
+            augment_user_message(request.prompt, self.render(search.query, documents), search.query)
         )
 
     def after(self, response: ChatClientResponse, chain: AdvisorChain) -> ChatClientResponse:
@@ -211,7 +233,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         return response.with_metadata(**{RETRIEVED_DOCUMENTS: documents})
 
 
-def _augment(prompt: Prompt, text: str, question: str) -> Prompt:
+def augment_user_message(prompt: Prompt, text: str, question: str) -> Prompt:
     """The prompt with its last user message replaced by `text`, the original question kept in metadata."""
     messages = list(prompt.messages)
     for i in range(len(messages) - 1, -1, -1):

@@ -1,4 +1,13 @@
-"""Rank fusion and maximal marginal relevance: the pieces hybrid retrieval is assembled from.
+"""Retrieval: rank fusion and MMR, and the stages of modular RAG (`RetrievalAugmentationAdvisor`).
+
+Stages, each a one-method protocol (see `rag.retrieval.stages`):
+
+- query transformers: `RewriteQueryTransformer`, `CompressionQueryTransformer`,
+  `TranslationQueryTransformer`; expander: `MultiQueryExpander`;
+- retriever: `VectorStoreDocumentRetriever`; joiners: `ConcatenationDocumentJoiner`,
+  `ReciprocalRankDocumentJoiner`;
+- post-processors: `CrossEncoderReranker`, `HttpReranker`, `NearDuplicateFilter`, `MaxPerSource`,
+  `MaximalMarginalRelevance`; augmenter: `ContextualQueryAugmenter`.
 
 Example:
     >>> from rag.retrieval import reciprocal_rank_fusion
@@ -6,7 +15,52 @@ Example:
     ['b', 'a', 'c']
 """
 
+from rag.retrieval.augmenter import ContextualQueryAugmenter
+from rag.retrieval.expansion import MultiQueryExpander
 from rag.retrieval.fusion import reciprocal_rank_fusion, weighted_fusion
+from rag.retrieval.joiners import ConcatenationDocumentJoiner, ReciprocalRankDocumentJoiner
 from rag.retrieval.mmr import mmr
+from rag.retrieval.postprocessors import MaximalMarginalRelevance, MaxPerSource, NearDuplicateFilter
+from rag.retrieval.rerank_http import HttpReranker
+from rag.retrieval.rerankers import CrossEncoderReranker
+from rag.retrieval.retriever import VectorStoreDocumentRetriever
+from rag.retrieval.stages import (
+    DocumentJoiner,
+    DocumentPostProcessor,
+    DocumentRetriever,
+    Query,
+    QueryAugmenter,
+    QueryExpander,
+    QueryTransformer,
+)
+from rag.retrieval.transformers import (
+    CompressionQueryTransformer,
+    RewriteQueryTransformer,
+    TranslationQueryTransformer,
+)
 
-__all__ = ["mmr", "reciprocal_rank_fusion", "weighted_fusion"]
+__all__ = [
+    "CompressionQueryTransformer",
+    "ConcatenationDocumentJoiner",
+    "ContextualQueryAugmenter",
+    "CrossEncoderReranker",
+    "DocumentJoiner",
+    "DocumentPostProcessor",
+    "DocumentRetriever",
+    "HttpReranker",
+    "MaxPerSource",
+    "MaximalMarginalRelevance",
+    "MultiQueryExpander",
+    "NearDuplicateFilter",
+    "Query",
+    "QueryAugmenter",
+    "QueryExpander",
+    "QueryTransformer",
+    "ReciprocalRankDocumentJoiner",
+    "RewriteQueryTransformer",
+    "TranslationQueryTransformer",
+    "VectorStoreDocumentRetriever",
+    "mmr",
+    "reciprocal_rank_fusion",
+    "weighted_fusion",
+]
