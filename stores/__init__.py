@@ -1,8 +1,8 @@
-"""Vector stores: in-memory numpy (persisted to a folder) and Chroma (embedded or server).
+"""Vector stores: in-memory numpy (persisted to a folder), Chroma (embedded or server) and PostgreSQL.
 
 Each store keeps a BM25 `LexicalIndex` beside its vectors, written by the same `add` and `delete`
 calls, for `SearchRequest(mode="lexical" | "hybrid")`. Importing this package does not import
-chromadb; `ChromaVectorStore` loads it when first constructed.
+chromadb nor psycopg; `ChromaVectorStore` and `PgVectorStore` load them when first constructed.
 
 Example:
     >>> from rag import Document, HashingEmbedding
@@ -16,5 +16,6 @@ Example:
 from stores.chroma import ChromaVectorStore
 from stores.inmemory import InMemoryVectorStore
 from stores.lexical import LexicalIndex, LexicalSettings
+from stores.pgvector import PgVectorStore
 
-__all__ = ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]
+__all__ = ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings", "PgVectorStore"]

