@@ -45,6 +45,7 @@ from rag.memory import (
     ChatMemoryRepository,
     InMemoryChatMemoryRepository,
     MessageWindowChatMemory,
+    PostgresChatMemoryRepository,
     SQLiteChatMemoryRepository,
 )
 from rag.models import ExtractiveChatModel, OpenAIChatModel
@@ -71,6 +72,7 @@ __all__ = [
     "MessageWindowChatMemory",
     "OpenAIChatModel",
     "OpenAIEmbedding",
+    "PostgresChatMemoryRepository",
     "Prompt",
     "PromptChatMemoryAdvisor",
     "PromptTemplate",

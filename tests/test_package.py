@@ -10,10 +10,11 @@ import rag
 import stores
 
 
-def test_import_pulls_in_neither_chromadb_nor_torch() -> None:
+def test_import_pulls_in_neither_chromadb_nor_torch_nor_psycopg() -> None:
     code = (
         "import sys, rag, stores, ingest, rag.cli, rag.filters, rag.embeddings, rag.chat\n"
-        "heavy = sorted(m for m in ('chromadb', 'torch', 'sentence_transformers', 'transformers') "
+        "heavy = sorted(m for m in ('chromadb', 'torch', 'sentence_transformers', 'transformers', "
+        "'psycopg', 'pgvector') "
         "if m in sys.modules)\n"
         "print(','.join(heavy))"
     )
@@ -37,5 +38,12 @@ def test_exports_are_sorted_and_resolve() -> None:
 
 
 def test_public_names_are_pinned() -> None:
-    assert stores.__all__ == ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]
+    assert stores.__all__ == [
+        "ChromaVectorStore",
+        "InMemoryVectorStore",
+        "LexicalIndex",
+        "LexicalSettings",
+        "PgVectorStore",
+    ]
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
+    assert "PostgresChatMemoryRepository" in rag.__all__

@@ -18,49 +18,17 @@ Example:
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
+from rag.database_url import mask_url, url_password
 from rag.errors import InvalidRequestError, StoreConnectionError, StoreError
 
 __all__ = ["Database", "mask_url", "url_password"]
 
-_KEYWORD_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
-_QUERY_PASSWORD = re.compile(r"([?&]password=)([^&]*)")
 _MAX_IDLE = 8
-
-
-def url_password(url: str) -> str | None:
-    """The password written in a connection URL or keyword string, if any."""
-    if "://" in url:
-        try:
-            password = urlsplit(url).password
-        except ValueError:
-            password = None
-        if password:
-            return unquote(password)
-        found = _QUERY_PASSWORD.search(url)
-        return unquote(found.group(2)) if found else None
-    found = _KEYWORD_PASSWORD.search(url)
-    return found.group(2).strip("'") if found else None
-
-
-def mask_url(url: str) -> str:
-    """The URL with its password replaced by `***` (safe to print and log)."""
-    if "://" in url:
-        scheme, _, rest = url.partition("://")
-        authority, slash, path = rest.partition("/")
-        if "@" in authority:
-            userinfo, _, host = authority.rpartition("@")
-            if ":" in userinfo:
-                userinfo = userinfo.split(":", 1)[0] + ":***"
-            authority = f"{userinfo}@{host}"
-        return _QUERY_PASSWORD.sub(r"\1***", f"{scheme}://{authority}{slash}{path}")
-    return _KEYWORD_PASSWORD.sub(r"\1***", url)
 
 
 def _import_psycopg() -> Any:
