@@ -19,8 +19,6 @@ def delete_matching(opened: OpenedStore, selection: Filter) -> tuple[int, int]:
     A source whose chunks are all gone is forgotten (the next `rag ingest` adds it as new); one that
     keeps some chunks is marked for processing, so the next run restores what the file still holds.
     """
-    from ingest.manifest import Manifest
-
     matches = opened.store.get(filter=selection)
     by_source: dict[str, set[str]] = defaultdict(set)
     for doc in matches:
@@ -28,7 +26,7 @@ def delete_matching(opened: OpenedStore, selection: Filter) -> tuple[int, int]:
     removed = opened.store.delete([doc.id for doc in matches]) if matches else 0
     if opened.flush is not None:
         opened.flush()
-    with Manifest(opened.manifest_path) as manifest:
+    with opened.open_manifest() as manifest:
         for source, ids in by_source.items():
             entry = manifest.get(source)
             if entry is None:

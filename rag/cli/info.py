@@ -15,9 +15,7 @@ __all__ = ["describe", "info"]
 
 def describe(opened: OpenedStore) -> dict[str, Any]:
     """The store's collection, location, size, model and sources (from the ingestion manifest)."""
-    from ingest.manifest import Manifest
-
-    with Manifest(opened.manifest_path) as manifest:
+    with opened.open_manifest() as manifest:
         sources = {source: len(entry.chunk_ids) for source, entry in manifest.entries().items()}
     settings, record = opened.settings, opened.record
     return {

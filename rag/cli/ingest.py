@@ -134,7 +134,7 @@ def ingest(
         pipeline = IngestPipeline(
             opened.store,
             splitter,
-            manifest=opened.manifest_path,
+            manifest=opened.open_manifest(),
             flush=opened.flush,
             reader_options=ReaderOptions(pdf_password=pdf_password, text_field=text_field, id_field=id_field),
             extra_metadata=extra,
