@@ -17,10 +17,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from rag.database_url import mask_url, scrub
 from rag.errors import InvalidRequestError, StoreError
-
-from ingest.manifest import Manifest, ManifestEntry, ManifestState
 
 __all__ = ["PostgresManifest"]
 
@@ -42,7 +41,7 @@ class PostgresManifest(Manifest):
         schema: The schema holding it.
     """
 
-    def __init__(self, url: str, *, table: str, schema: str = "public") -> None:  # noqa: D107
+    def __init__(self, url: str, *, table: str, schema: str = "public") -> None:
         for kind, name in (("table", table), ("schema", schema)):
             if not isinstance(name, str) or not _NAME.match(name):
                 raise InvalidRequestError(f"{kind} name must be letters, digits or '_', got {name!r}")
@@ -69,7 +68,8 @@ class PostgresManifest(Manifest):
                 yield
             except psycopg.Error as exc:
                 raise StoreError(
-                    f"cannot {action} the ingestion manifest {self.path!r}: {scrub(str(exc).strip(), self._url)}"
+                    f"cannot {action} the ingestion manifest {self.path!r}: "
+                    f"{scrub(str(exc).strip(), self._url)}"
                 ) from None
 
         return wrapped()
@@ -83,12 +83,15 @@ class PostgresManifest(Manifest):
         conn.execute(
             sql.SQL(
                 'CREATE TABLE IF NOT EXISTS {} (source text COLLATE "C" PRIMARY KEY, root text NOT NULL, '
-                "size bigint NOT NULL, mtime_ns bigint NOT NULL, sha256 text NOT NULL, settings text NOT NULL, "
+                "size bigint NOT NULL, mtime_ns bigint NOT NULL, sha256 text NOT NULL, "
+                "settings text NOT NULL, "
                 "chunk_ids jsonb NOT NULL, digests jsonb NOT NULL, pending jsonb)"
             ).format(self._files)
         )
         conn.execute(
-            sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text NOT NULL)").format(self._meta)
+            sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text NOT NULL)").format(
+                self._meta
+            )
         )
         conn.commit()
 
@@ -133,12 +136,21 @@ class PostgresManifest(Manifest):
         from psycopg import sql
 
         rows = [
-            (e.source, e.root, e.size, e.mtime_ns, e.sha256, e.settings, json.dumps(list(e.chunk_ids)),
-             json.dumps(list(e.digests)))
+            (
+                e.source,
+                e.root,
+                e.size,
+                e.mtime_ns,
+                e.sha256,
+                e.settings,
+                json.dumps(list(e.chunk_ids)),
+                json.dumps(list(e.digests)),
+            )
             for e in entries
         ]
         statement = sql.SQL(
-            f"INSERT INTO {{}} ({_COLUMNS}, pending) VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, NULL) "
+            f"INSERT INTO {{}} ({_COLUMNS}, pending) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, NULL) "
             "ON CONFLICT (source) DO UPDATE SET root = excluded.root, size = excluded.size, "
             "mtime_ns = excluded.mtime_ns, sha256 = excluded.sha256, settings = excluded.settings, "
             "chunk_ids = excluded.chunk_ids, digests = excluded.digests, pending = NULL"
@@ -178,7 +190,8 @@ class PostgresManifest(Manifest):
         gone = set(ids)
         kept = [(i, d) for i, d in zip(entry.chunk_ids, entry.digests, strict=False) if i not in gone]
         statement = sql.SQL(
-            "UPDATE {} SET chunk_ids = %s::jsonb, digests = %s::jsonb, size = -1, sha256 = '' WHERE source = %s"
+            "UPDATE {} SET chunk_ids = %s::jsonb, digests = %s::jsonb, size = -1, sha256 = '' "
+            "WHERE source = %s"
         ).format(self._files)
         self._run(statement, (json.dumps([i for i, _ in kept]), json.dumps([d for _, d in kept]), source))
 
@@ -209,6 +222,7 @@ class PostgresManifest(Manifest):
         from psycopg import sql
 
         statement = sql.SQL(
-            "INSERT INTO {} (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            "INSERT INTO {} (key, value) VALUES (%s, %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
         ).format(self._meta)
         self._run(statement, (key, value))

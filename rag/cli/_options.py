@@ -123,7 +123,8 @@ def store_options(*, defaults: bool = False) -> Callable[[F], F]:
             metavar="URL",
             expose_value=False,
             callback=_remember_url,
-            help="PostgreSQL for --store pgvector, e.g. postgresql://user:pass@host/db [env RAG_DATABASE_URL].",
+            help="PostgreSQL for --store pgvector, e.g. postgresql://user:pass@host/db "
+            "[env RAG_DATABASE_URL].",
         )(func)
         func = click.option(
             "--collection", help=f"Collection name [env RAG_COLLECTION{collection_default}]."

@@ -113,7 +113,8 @@ class PostgresChatMemoryRepository:
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self._schema)))
             conn.execute(
                 sql.SQL(
-                    "CREATE TABLE IF NOT EXISTS {} (conversation_id bytea NOT NULL, position integer NOT NULL, "
+                    "CREATE TABLE IF NOT EXISTS {} (conversation_id bytea NOT NULL, "
+                    "position integer NOT NULL, "
                     "role text NOT NULL, message text NOT NULL, PRIMARY KEY (conversation_id, position))"
                 ).format(self._name())
             )
@@ -192,7 +193,8 @@ class PostgresChatMemoryRepository:
                 with conn.cursor() as cursor:
                     cursor.executemany(
                         sql.SQL(
-                            "INSERT INTO {} (conversation_id, position, role, message) VALUES (%s, %s, %s, %s)"
+                            "INSERT INTO {} (conversation_id, position, role, message) "
+                            "VALUES (%s, %s, %s, %s)"
                         ).format(name),
                         [(key, start + i, roles[i], text) for i, text in enumerate(appends)],
                     )
@@ -210,7 +212,9 @@ class PostgresChatMemoryRepository:
 
         with self._transaction("reading", None) as conn:
             rows = conn.execute(
-                sql.SQL("SELECT DISTINCT conversation_id FROM {} ORDER BY conversation_id").format(self._name())
+                sql.SQL("SELECT DISTINCT conversation_id FROM {} ORDER BY conversation_id").format(
+                    self._name()
+                )
             ).fetchall()
         return [bytes(row[0]).decode() for row in rows]
 

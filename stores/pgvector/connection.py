@@ -80,7 +80,9 @@ class Database:
                 f"cannot {action} at {self.masked_url}: {message}", url=self.masked_url
             ) from None
         except psycopg.Error as exc:
-            raise StoreError(f"cannot {action} at {self.masked_url}: {self.scrub(str(exc).strip())}") from None
+            raise StoreError(
+                f"cannot {action} at {self.masked_url}: {self.scrub(str(exc).strip())}"
+            ) from None
 
     def _open(self) -> Any:
         psycopg = _import_psycopg()

@@ -57,14 +57,18 @@ def _json_value(value: MetadataValue) -> str:
 
 def metadata_json(metadata: Mapping[str, MetadataValue]) -> str:
     """The metadata as a JSON object text for the JSONB column."""
-    items = (f"{json.dumps(name, ensure_ascii=False)}: {_json_value(value)}" for name, value in metadata.items())
+    items = (
+        f"{json.dumps(name, ensure_ascii=False)}: {_json_value(value)}" for name, value in metadata.items()
+    )
     return "{" + ", ".join(items) + "}"
 
 
 def check_text(doc_id: str, text: str, metadata: Mapping[str, MetadataValue]) -> None:
     """Refuse the NUL character, which PostgreSQL text and JSONB cannot hold, naming the document."""
     if "\x00" in doc_id or "\x00" in text:
-        raise InvalidRequestError(f"document {doc_id!r}: PostgreSQL cannot store the NUL character in ids or texts")
+        raise InvalidRequestError(
+            f"document {doc_id!r}: PostgreSQL cannot store the NUL character in ids or texts"
+        )
     for name, value in metadata.items():
         values = value if isinstance(value, list) else [value]
         if "\x00" in name or any(isinstance(item, str) and "\x00" in item for item in values):

@@ -66,7 +66,10 @@ def _ordered(node: Comparison, params: list[Any]) -> str:
             f'AND (metadata ->> %s::text) COLLATE "C" {symbol} %s::text COLLATE "C", FALSE)'
         )
     params += [node.key, node.key, json_scalar(value)]
-    return f"coalesce(jsonb_typeof(metadata -> %s::text) = 'number' AND (metadata -> %s::text) {symbol} %s::jsonb, FALSE)"
+    return (
+        f"coalesce(jsonb_typeof(metadata -> %s::text) = 'number' "
+        f"AND (metadata -> %s::text) {symbol} %s::jsonb, FALSE)"
+    )
 
 
 def _comparison(node: Comparison, params: list[Any]) -> str:

@@ -115,9 +115,9 @@ class PgCandidates:
         # `<=>` is what the HNSW index (vector_cosine_ops) serves; `<#>` is never served by it: exact.
         order = "embedding <=> %s" if self._settings.approximate else "embedding <#> %s, id"
         params += [self._query, limit]
-        statement = sql.SQL("SELECT id, text, metadata, embedding FROM {} WHERE {} ORDER BY {} LIMIT %s").format(
-            self._names.documents, sql.SQL(" AND ".join(where)), sql.SQL(order)
-        )
+        statement = sql.SQL(
+            "SELECT id, text, metadata, embedding FROM {} WHERE {} ORDER BY {} LIMIT %s"
+        ).format(self._names.documents, sql.SQL(" AND ".join(where)), sql.SQL(order))
         found = [Row(r[0], r[1], r[2], vector_array(r[3])) for r in self._conn.execute(statement, params)]
         self._rows.update((row.id, row) for row in found)
         return found
@@ -176,7 +176,9 @@ class PgCandidates:
         weights = [counts[t] * math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (k1 + 1.0) for t in terms]
         return terms, weights
 
-    def _lexical_query(self, terms: list[str], weights: list[float], limit: int) -> list[tuple[str, int, list[int], float]]:
+    def _lexical_query(
+        self, terms: list[str], weights: list[float], limit: int
+    ) -> list[tuple[str, int, list[int], float]]:
         from psycopg import sql
 
         info = self._info
@@ -185,7 +187,8 @@ class PgCandidates:
         statement = sql.SQL(
             "SELECT l.id, l.length, s.tfs, s.score FROM {lexical} l" + join + ", LATERAL ("
             "SELECT array_agg(x.tf ORDER BY x.o) AS tfs, "
-            "sum(CASE WHEN x.tf > 0 THEN x.w * x.tf / (x.tf + %s * (1.0 - %s + %s * l.length / %s)) ELSE 0 END)"
+            "sum(CASE WHEN x.tf > 0 THEN x.w * x.tf / (x.tf + %s * (1.0 - %s + %s * l.length / %s)) "
+            "ELSE 0 END)"
             " AS score FROM (SELECT coalesce(l.tfs[array_position(l.terms, u.t)], 0)::float8 AS tf, u.w, u.o "
             "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS u(t, w, o)) x) s "
             "WHERE l.terms && %s::text[] AND {condition} ORDER BY s.score DESC, l.id LIMIT %s"

@@ -50,7 +50,8 @@ class PgVectorStore:
         >>> from rag import Document, HashingEmbedding, SearchRequest
         >>> store = PgVectorStore(HashingEmbedding(), url="postgresql://app@localhost/rag")  # doctest: +SKIP
         >>> store.add([Document("a", "pgvector keeps vectors", {"lang": "en"})])  # doctest: +SKIP
-        >>> [d.id for d in store.similarity_search(SearchRequest("vectors", filter="lang == 'en'"))]  # doctest: +SKIP
+        >>> request = SearchRequest("vectors", filter="lang == 'en'")
+        >>> [d.id for d in store.similarity_search(request)]  # doctest: +SKIP
         ['a']
 
     Args:
@@ -82,9 +83,9 @@ class PgVectorStore:
         self._db = Database(url)
         wanted = schema_info(embedding)
         try:
-            with self._db.errors(f"open the table {schema_names.schema}.{schema_names.table}"):
-                with self._db.transaction() as conn:
-                    self._info = tables.create(conn, schema_names, wanted, hnsw=hnsw)
+            where = f"{schema_names.schema}.{schema_names.table}"
+            with self._db.errors(f"open the table {where}"), self._db.transaction() as conn:
+                self._info = tables.create(conn, schema_names, wanted, hnsw=hnsw)
         except BaseException:
             self._db.close()
             raise
@@ -242,7 +243,9 @@ def schema_module_names(schema_name: str, table: str) -> tables.TableNames:
 
 def schema_info(embedding: EmbeddingModel) -> tables.StoreInfo:
     """The info row a new store records for `embedding`."""
-    return tables.StoreInfo(str(embedding.name), int(embedding.dimensions), TOKENIZER, DEFAULT_K1, DEFAULT_B, 0, 0)
+    return tables.StoreInfo(
+        str(embedding.name), int(embedding.dimensions), TOKENIZER, DEFAULT_K1, DEFAULT_B, 0, 0
+    )
 
 
 def _unique(ids: Iterable[str]) -> list[str]:

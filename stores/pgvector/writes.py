@@ -84,7 +84,9 @@ def write_rows(
         with cursor.copy(statement.format(names.documents)) as copy:
             copy.set_types(["text", "text", "jsonb", "vector"])
             for doc, vector in zip(documents, vectors, strict=True):
-                copy.write_row((doc.id, doc.text, Jsonb(metadata_json(doc.metadata), dumps=_identity), vector))
+                copy.write_row(
+                    (doc.id, doc.text, Jsonb(metadata_json(doc.metadata), dumps=_identity), vector)
+                )
         statement = sql.SQL("COPY {} (id, length, terms, tfs) FROM STDIN (FORMAT BINARY)")
         with cursor.copy(statement.format(names.lexical)) as copy:
             copy.set_types(["text", "int4", "text[]", "int4[]"])

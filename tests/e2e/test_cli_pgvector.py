@@ -27,7 +27,9 @@ def url(postgres_server_url: str, fresh_name: Callable[[str], str]) -> str:
 
     role = fresh_name("role")
     with psycopg.connect(postgres_server_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE ROLE {} LOGIN SUPERUSER PASSWORD {}").format(sql.Identifier(role), SECRET))
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN SUPERUSER PASSWORD {}").format(sql.Identifier(role), SECRET)
+        )
     _, _, rest = postgres_server_url.partition("@")
     return f"postgresql://{role}:{SECRET}@{rest}"
 
@@ -45,7 +47,11 @@ def test_ingest_query_info_and_reingest(
     assert info.exit_code == 0, info.stderr
     facts = json.loads(info.stdout)
     assert facts["store"] == "pgvector" and facts["count"] >= 3
-    assert sorted(Path(source).name for source in facts["sources"]) == ["install.md", "keepers.txt", "tides.md"]
+    assert sorted(Path(source).name for source in facts["sources"]) == [
+        "install.md",
+        "keepers.txt",
+        "tides.md",
+    ]
     assert ":***@" in facts["location"]
     again = cli("ingest", docs, *options, "--json")
     assert again.exit_code == 0, again.stderr

@@ -89,7 +89,13 @@ def test_sixteen_threads_two_repositories_hostile_ids_never_cross(
             for turn in range(12):
                 cid = rng.choice(HOSTILE)
                 memory = memories[(n + turn) % 2]
-                memory.add(cid, [UserMessage(f"{cid}{SEP}{n}{SEP}{turn}"), AssistantMessage(f"{cid}{SEP}{n}{SEP}{turn}{SEP}r")])
+                memory.add(
+                    cid,
+                    [
+                        UserMessage(f"{cid}{SEP}{n}{SEP}{turn}"),
+                        AssistantMessage(f"{cid}{SEP}{n}{SEP}{turn}{SEP}r"),
+                    ],
+                )
                 for message in memory.get(cid):
                     assert (message.text or "").split(SEP)[0] == cid
         except BaseException as exc:  # reported after join

@@ -97,7 +97,9 @@ _LEXICAL: dict[str, Any] = {
     "diversity": 0.0,
 }
 
-_big_values = st.sampled_from(_BIG) | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+_big_values = (
+    st.sampled_from(_BIG) | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -109,7 +111,10 @@ _big_values = st.sampled_from(_BIG) | st.integers(-(2**70), 2**70) | st.floats(a
 def test_numbers_compare_exactly_across_int_and_float(
     pg: PgVectorStore, values: list[int | float], probe: int | float, op: str
 ) -> None:
-    docs = [Document(f"n{i}", "x", {"n": value + 0 if isinstance(value, int) else value + 0.0}) for i, value in enumerate(values)]
+    docs = [
+        Document(f"n{i}", "x", {"n": value + 0 if isinstance(value, int) else value + 0.0})
+        for i, value in enumerate(values)
+    ]
     _reset(pg, docs)
     tree = Comparison("n", op, probe)
     expected = sorted(doc.id for doc in docs if matches(tree, doc.metadata))

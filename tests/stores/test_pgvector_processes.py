@@ -40,7 +40,9 @@ _COMMON = """
         return Document(f"u{w}-{b}-{i:02d}", f"own {WORDS[i % 6]} {WORDS[(i + w) % 6]}", {"tag": f"{w}-{b}"})
 """
 
-_WRITER = _COMMON + """
+_WRITER = (
+    _COMMON
+    + """
     url, table, w = sys.argv[1], sys.argv[2], int(sys.argv[3])
     store = PgVectorStore(HashingEmbedding(dimensions=32), url=url, table=table)
     for start in range(w * 40, w * 40 + 80, 20):  # overlaps the next writer's range by 40
@@ -55,8 +57,11 @@ _WRITER = _COMMON + """
     removed += store.delete(filter=f"tag == '{w}-4' AND NOT tag != '{w}-4'")
     print(json.dumps({"removed": removed}), flush=True)
 """
+)
 
-_READER = _COMMON + """
+_READER = (
+    _COMMON
+    + """
     import os, time
     url, table, stop = sys.argv[1], sys.argv[2], sys.argv[3]
     store = PgVectorStore(HashingEmbedding(dimensions=32), url=url, table=table)
@@ -72,6 +77,7 @@ _READER = _COMMON + """
                     torn += 1
     print(json.dumps({"searches": searches, "torn": torn}), flush=True)
 """
+)
 
 
 def _spawn(code: str, *args: str) -> subprocess.Popen[str]:
