@@ -41,6 +41,19 @@ def _import_psycopg() -> Any:
     return psycopg
 
 
+def _ensure_extension(conn: Any, psycopg: Any) -> None:
+    """Create the pgvector extension if it is missing (needs the privilege; a clear error otherwise)."""
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is not None:
+        return
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        raise StoreError(
+            "the pgvector extension is not enabled in this database and this user cannot enable it: "
+            f"run CREATE EXTENSION vector as its owner or a superuser ({str(exc).strip()})"
+        ) from None
+
+
 class Database:
     """A pool of connections to one database URL (see the module docstring).
 
@@ -91,6 +104,7 @@ class Database:
             if self._vector:
                 from pgvector.psycopg import register_vector
 
+                _ensure_extension(conn, psycopg)
                 register_vector(conn)
         except BaseException:
             conn.close()

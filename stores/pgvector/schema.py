@@ -4,7 +4,8 @@ For a store named `docs` in schema `public`:
 
 - `docs`: `id` (text in the "C" collation, so ids sort by code point), `text`, `metadata` (JSONB, see
   `stores.pgvector.encoding`) and `embedding` (`vector(d)`), with an HNSW index (`vector_cosine_ops`)
-  when `d` <= 2000 (pgvector's limit for indexed vectors).
+  when `d` <= 2000 (pgvector's limit for indexed vectors), and a GIN index on `metadata` that serves the
+  containment tests filters compile to (`==`, `IN`, `CONTAINS`).
 - `docs_lexical`: each document's BM25 terms (`terms`, `tfs`, `length`), GIN-indexed on `terms`.
 - `docs_terms`: the document frequency of every term held by a document.
 - `docs_info`: one row: the embedding model's name and dimensions, the tokenizer, BM25's k1 and b, and
@@ -12,6 +13,7 @@ For a store named `docs` in schema `public`:
   to one store run one after another, and each commits its rows, postings, frequencies and statistics
   together or not at all.
 
+The pgvector extension is created when a connection finds it missing (`stores.pgvector.connection`).
 Creating the tables runs under an advisory lock, so processes opening a new store at once do not race.
 
 Example:
@@ -27,9 +29,18 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from rag.errors import EmbeddingModelMismatchError, InvalidRequestError, StoreError
+from rag.errors import EmbeddingModelMismatchError, InvalidRequestError
 
-__all__ = ["MAX_INDEXED_DIMENSIONS", "StoreInfo", "TableNames", "check_name", "create", "read_info"]
+__all__ = [
+    "MAX_INDEXED_DIMENSIONS",
+    "StoreInfo",
+    "TableNames",
+    "check_model",
+    "check_name",
+    "create",
+    "hnsw_index",
+    "read_info",
+]
 
 MAX_INDEXED_DIMENSIONS = 2000
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
@@ -113,6 +124,9 @@ def _ddl(names: TableNames, dimensions: int, hnsw: bool) -> list[Any]:
             'CREATE TABLE IF NOT EXISTS {} (id text COLLATE "C" PRIMARY KEY, text text NOT NULL, '
             "metadata jsonb NOT NULL, embedding vector({}) NOT NULL)"
         ).format(docs, sql.Literal(dimensions)),
+        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING gin (metadata jsonb_path_ops)").format(
+            sql.Identifier(names.table + "_metadata"), docs
+        ),
         sql.SQL(
             'CREATE TABLE IF NOT EXISTS {} (id text COLLATE "C" PRIMARY KEY, length integer NOT NULL, '
             "terms text[] NOT NULL, tfs integer[] NOT NULL)"
@@ -131,18 +145,17 @@ def _ddl(names: TableNames, dimensions: int, hnsw: bool) -> list[Any]:
         ).format(names.info),
     ]
     if hnsw and dimensions <= MAX_INDEXED_DIMENSIONS:
-        statements.append(
-            sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)").format(
-                sql.Identifier(names.table + "_hnsw"), docs
-            )
-        )
+        statements.append(hnsw_index(names))
     return statements
 
 
-def _ensure_extension(conn: Any) -> None:
-    installed = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
-    if installed is None:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+def hnsw_index(names: TableNames) -> Any:
+    """The statement creating the HNSW index (cosine) on the embeddings, if it does not exist."""
+    from psycopg import sql
+
+    return sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_cosine_ops)").format(
+        sql.Identifier(names.table + "_hnsw"), names.documents
+    )
 
 
 def create(conn: Any, names: TableNames, info: StoreInfo, *, hnsw: bool) -> StoreInfo:
@@ -152,13 +165,6 @@ def create(conn: Any, names: TableNames, info: StoreInfo, *, hnsw: bool) -> Stor
         EmbeddingModelMismatchError: the store records another model or dimension.
     """
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (names.lock_key,))
-    try:
-        _ensure_extension(conn)
-    except Exception as exc:
-        raise StoreError(
-            "the pgvector extension is not installed in this database and this user cannot create it: "
-            "run CREATE EXTENSION vector as a superuser (pgvector >= 0.5)"
-        ) from exc
     for statement in _ddl(names, info.dimensions, hnsw):
         conn.execute(statement)
     from psycopg import sql

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +79,8 @@ class PgCandidates:
         condition: The compiled filter.
         query: The query's unit vector.
         text: The query text, for BM25.
-        info: The store's info row read in this transaction (statistics, k1, b).
+        info: Reads the store's info row in this transaction (statistics, k1, b); called once, and
+            only by lexical search, so a plain vector search costs one query.
         settings: Exact or HNSW vector candidates.
     """
 
@@ -90,7 +91,7 @@ class PgCandidates:
         condition: Condition,
         query: npt.NDArray[np.float32],
         text: str,
-        info: StoreInfo,
+        info: Callable[[], StoreInfo],
         settings: SearchSettings,
     ) -> None:
         self._conn = conn
@@ -98,7 +99,8 @@ class PgCandidates:
         self._condition = condition
         self._query = query
         self._text = text
-        self._info = info
+        self._read_info = info
+        self._info_row: StoreInfo | None = None
         self._settings = settings
         self._rows: dict[str, Row] = {}
 
@@ -231,6 +233,12 @@ class PgCandidates:
         hits = [(doc_id, self._bm25(length, tfs, weights)) for doc_id, length, tfs, _ in found]
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits[:depth]
+
+    @property
+    def _info(self) -> StoreInfo:
+        if self._info_row is None:
+            self._info_row = self._read_info()
+        return self._info_row
 
     # -- rows -----------------------------------------------------------------------------------------
 

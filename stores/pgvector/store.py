@@ -61,7 +61,8 @@ class PgVectorStore:
         schema: The schema holding the tables (created if missing).
         approximate: Vector candidates from the HNSW index instead of an exact scan.
         ef_search: HNSW's search width when `approximate`.
-        hnsw: Whether to create the HNSW index when creating the table.
+        hnsw: Whether to create the HNSW index when creating the table (see `create_hnsw_index` for
+            bulk loads).
     """
 
     def __init__(
@@ -109,6 +110,21 @@ class PgVectorStore:
     def approximate(self) -> bool:
         """Whether vector candidates come from the HNSW index."""
         return self._settings.approximate
+
+    def create_hnsw_index(self, *, memory: str = "256MB") -> None:
+        """Build the HNSW index now, if it does not exist (with `memory` of `maintenance_work_mem`).
+
+        Keeping the index up to date slows writes many times over; for a bulk load, open the store with
+        `hnsw=False`, add everything, then call this once (pgvector builds it in parallel, in memory).
+        """
+        if self._embedding.dimensions > tables.MAX_INDEXED_DIMENSIONS:
+            raise InvalidRequestError(
+                f"pgvector indexes vectors of at most {tables.MAX_INDEXED_DIMENSIONS} dimensions; "
+                f"this store's have {self._embedding.dimensions}"
+            )
+        with self._db.errors(f"index {self.table}"), self._db.transaction() as conn:
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (memory,))
+            conn.execute(tables.hnsw_index(self._names))
 
     def close(self) -> None:
         """Close the store's connections (it reconnects if used again)."""
@@ -224,9 +240,13 @@ class PgVectorStore:
             return []
         query = embed_queries(self._embedding, [req.query])[0]
         with self._db.errors(f"search {self.table}"), self._db.transaction(read_only=True) as conn:
-            info = tables.read_info(conn, self._names)
-            if info is None or info.documents == 0:
-                return []
+
+            def info() -> tables.StoreInfo:
+                found = tables.read_info(conn, self._names)
+                if found is None:
+                    raise InvalidRequestError(f"the table {self.table} was dropped while this store was open")
+                return found
+
             source = PgCandidates(conn, self._names, condition, query, req.query, info, self._settings)
             ranked = rank(req, source)
             rows = source.rows([doc_id for doc_id, _ in ranked])
