@@ -95,9 +95,9 @@ def test_nul_characters_are_refused_and_nothing_is_written(
 ) -> None:
     with PgVectorStore(MODEL, url=postgres_server_url, table=fresh_name("nul")) as store:
         store.add([Document("keep", "kept")])
-        with pytest.raises(InvalidRequestError, match="'bad'.*NUL"):
+        with pytest.raises(InvalidRequestError, match=r"'bad'.*NUL"):
             store.add([Document("new", "fine"), Document("bad", "a\x00b")])
-        with pytest.raises(InvalidRequestError, match="'k'.*'m'.*NUL"):
+        with pytest.raises(InvalidRequestError, match=r"'k'.*'m'.*NUL"):
             store.add([Document("m", "text", {"k": "x\x00"})])
         assert [d.id for d in store.get()] == ["keep"]
 
