@@ -28,7 +28,7 @@ from stores.pgvector.connection import Database
 from stores.pgvector.encoding import check_text
 from stores.pgvector.filters import compile_filter
 from stores.pgvector.search import PgCandidates, SearchSettings, vector_array
-from stores.pgvector.writes import delete_rows, write_rows
+from stores.pgvector.writes import delete_rows, rebuild_lexical, write_rows
 from stores.ranking import rank
 
 __all__ = ["PgVectorStore"]
@@ -87,6 +87,10 @@ class PgVectorStore:
             where = f"{schema_names.schema}.{schema_names.table}"
             with self._db.errors(f"open the table {where}"), self._db.transaction() as conn:
                 self._info = tables.create(conn, schema_names, wanted, hnsw=hnsw)
+                if self._info.tokenizer != TOKENIZER:
+                    # Terms written by another text analysis cannot match this one's queries.
+                    self._locked_info(conn)
+                    rebuild_lexical(conn, schema_names, TOKENIZER)
         except BaseException:
             self._db.close()
             raise

@@ -21,7 +21,7 @@ from stores.pgvector.encoding import metadata_json, postings
 from stores.pgvector.filters import Condition
 from stores.pgvector.schema import TableNames
 
-__all__ = ["delete_rows", "write_rows"]
+__all__ = ["delete_rows", "rebuild_lexical", "write_rows"]
 
 
 def _identity(text: str) -> str:
@@ -116,3 +116,42 @@ def delete_rows(conn: Any, names: TableNames, ids: list[str] | None, condition: 
     documents, length = _forget(conn, names, deleted, frequencies)
     _settle(conn, names, frequencies, -documents, -length)
     return len(deleted)
+
+
+def _copy_lexical(conn: Any, names: TableNames, ids: list[str], texts: list[str]) -> tuple[Counter[str], int]:
+    """Write the lexical rows of these documents; returns their term counts and total length."""
+    from psycopg import sql
+
+    frequencies: Counter[str] = Counter()
+    total = 0
+    statement = sql.SQL("COPY {} (id, length, terms, tfs) FROM STDIN (FORMAT BINARY)").format(names.lexical)
+    with conn.cursor() as cursor, cursor.copy(statement) as copy:
+        copy.set_types(["text", "int4", "text[]", "int4[]"])
+        for doc_id, (terms, tfs, length) in zip(ids, postings(texts), strict=True):
+            copy.write_row((doc_id, length, terms, tfs))
+            frequencies.update(terms)
+            total += length
+    return frequencies, total
+
+
+def rebuild_lexical(conn: Any, names: TableNames, tokenizer: str, batch: int = 5000) -> None:
+    """Analyse every stored text again (another tokenizer version wrote the terms) and record `tokenizer`."""
+    from psycopg import sql
+
+    conn.execute(sql.SQL("DELETE FROM {}").format(names.lexical))
+    conn.execute(sql.SQL("DELETE FROM {}").format(names.terms))
+    frequencies: Counter[str] = Counter()
+    documents = total = 0
+    with conn.cursor(name="rag_rebuild") as reader:  # server-side: the texts never all sit in memory
+        reader.execute(sql.SQL("SELECT id, text FROM {} ORDER BY id").format(names.documents))
+        while rows := reader.fetchmany(batch):
+            counted, length = _copy_lexical(conn, names, [r[0] for r in rows], [r[1] for r in rows])
+            frequencies.update(counted)
+            documents, total = documents + len(rows), total + length
+    conn.execute(
+        sql.SQL("UPDATE {} SET documents = 0, total_length = 0, tokenizer = %s WHERE singleton").format(
+            names.info
+        ),
+        (tokenizer,),
+    )
+    _settle(conn, names, frequencies, documents, total)

@@ -131,3 +131,33 @@ def test_hostile_metadata_round_trips_and_filters(
         assert [d.id for d in store.get(filter=key("q'").contains("\\"))] == ["a"]
         assert [d.id for d in store.get(filter=key(hostile) != hostile)] == ["b"]
         assert store.get(["a"])[0].metadata == {hostile: hostile, "q'": ["'", '"', "\\"]}
+
+
+def test_terms_of_another_tokenizer_are_rebuilt_on_open(
+    postgres_server_url: str, fresh_name: Callable[[str], str]
+) -> None:
+    import psycopg
+    from psycopg import sql
+
+    table = fresh_name("tokenizer")
+    with PgVectorStore(MODEL, url=postgres_server_url, table=table) as store:
+        store.add(_docs("k", 60))
+    with psycopg.connect(postgres_server_url, autocommit=True) as conn:  # as an older version left it
+        conn.execute(
+            sql.SQL("UPDATE {} SET terms = ARRAY['stale'], tfs = ARRAY[9]").format(
+                sql.Identifier(table + "_lexical")
+            )
+        )
+        conn.execute(
+            sql.SQL("UPDATE {} SET tokenizer = 'old-1', total_length = 1").format(
+                sql.Identifier(table + "_info")
+            )
+        )
+    reference = InMemoryVectorStore(MODEL)
+    reference.add(_docs("k", 60))
+    request = SearchRequest("river money boat", top_k=20, mode="lexical")
+    with PgVectorStore(MODEL, url=postgres_server_url, table=table) as store:
+        found, expected = store.similarity_search(request), reference.similarity_search(request)
+        assert [d.id for d in found] == [d.id for d in expected] and found
+        assert [d.score for d in found] == pytest.approx([d.score for d in expected], abs=1e-9)
+        assert store.similarity_search(request.replace(query="stale")) == []
