@@ -58,7 +58,21 @@ def test_ingest_query_info_and_reingest(
     assert json.loads(first.stdout)["chunks_written"] >= 3
     report = json.loads(again.stdout)  # the manifest in Postgres knew every file: nothing written
     assert report["files"].get("unchanged") == 3 and report["chunks_written"] == 0
-    for text in (first.stdout, first.stderr, found.stdout, info.stdout, info.stderr, again.stdout):
+    tides = next(source for source in facts["sources"] if source.endswith("tides.md"))
+    deleted = cli("delete", "--source", tides, "--yes", *options)
+    assert deleted.exit_code == 0, deleted.stderr
+    after = json.loads(cli("info", *options, "--json").stdout)
+    assert sorted(after["sources"]) == sorted(s for s in facts["sources"] if s != tides)
+    assert after["count"] == facts["count"] - facts["sources"][tides]
+    for text in (
+        first.stdout,
+        first.stderr,
+        found.stdout,
+        info.stdout,
+        info.stderr,
+        again.stdout,
+        deleted.stdout,
+    ):
         assert SECRET not in text
     assert SECRET not in (rag_home / "stores.json").read_text(encoding="utf-8")
 
@@ -78,6 +92,15 @@ def test_environment_variables_and_chat_history(
     with PostgresChatMemoryRepository(url) as repo:
         texts = [m.text for m in repo.find("it's 'mine'")]
     assert texts[0] == "Who logs fog signals?" and len(texts) == 2
+
+
+def test_settings_repr_hides_the_database_url() -> None:
+    from rag.config import Settings
+
+    settings = Settings.from_env(
+        {"RAG_STORE": "pgvector", "RAG_DATABASE_URL": f"postgresql://u:{SECRET}@h/db"}
+    )
+    assert settings.database_url is not None and SECRET not in repr(settings)
 
 
 def test_pgvector_without_a_database_is_a_usage_error(cli: RunCli) -> None:
