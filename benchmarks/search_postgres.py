@@ -64,8 +64,12 @@ def _raw(url: str, table: str, approximate: bool, ef_search: int) -> tuple[Any, 
 
     def query(vector: Any, where: Any) -> Any:
         with conn.transaction():
-            if approximate:
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
+            if approximate:  # the settings the store makes, in one statement as the store does
+                conn.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true), "
+                    "set_config('hnsw.iterative_scan', 'strict_order', true)",
+                    (str(ef_search),),
+                )
             return conn.execute(statement, (vector,)).fetchall()
 
     return conn, query
