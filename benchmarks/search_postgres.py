@@ -70,7 +70,7 @@ def _raw(url: str, table: str, approximate: bool, ef_search: int) -> tuple[Any, 
                     "set_config('hnsw.iterative_scan', 'strict_order', true)",
                     (str(ef_search),),
                 )
-            return conn.execute(statement, (vector,)).fetchall()
+            return conn.execute(statement, (vector,), binary=True).fetchall()  # as the store reads
 
     return conn, query
 

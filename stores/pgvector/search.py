@@ -120,7 +120,9 @@ class PgCandidates:
         statement = sql.SQL(
             "SELECT id, text, metadata, embedding FROM {} WHERE {} ORDER BY {} LIMIT %s"
         ).format(self._names.documents, sql.SQL(" AND ".join(where)), sql.SQL(order))
-        found = [Row(r[0], r[1], r[2], vector_array(r[3])) for r in self._conn.execute(statement, params)]
+        # Binary results: a vector then arrives as raw float32 bytes instead of text to parse.
+        rows = self._conn.execute(statement, params, binary=True)
+        found = [Row(r[0], r[1], r[2], vector_array(r[3])) for r in rows]
         self._rows.update((row.id, row) for row in found)
         return found
 
@@ -251,7 +253,7 @@ class PgCandidates:
             statement = sql.SQL("SELECT id, text, metadata, embedding FROM {} WHERE id = ANY(%s)").format(
                 self._names.documents
             )
-            for r in self._conn.execute(statement, (missing,)).fetchall():
+            for r in self._conn.execute(statement, (missing,), binary=True).fetchall():
                 self._rows[r[0]] = Row(r[0], r[1], r[2], vector_array(r[3]))
         return [self._rows[doc_id] for doc_id in ids]
 
