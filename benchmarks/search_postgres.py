@@ -76,12 +76,18 @@ def _raw(url: str, table: str, approximate: bool, ef_search: int) -> tuple[Any, 
 
 
 def _paired(store: Callable[[int], Any], raw: Callable[[int], Any], repeats: int) -> tuple[float, float]:
-    """Median seconds of `store(i)` and `raw(i)`, timed alternately so machine load hits both alike."""
+    """Median seconds of `store(i)` and `raw(i)`, timed alternately so machine load hits both alike.
+
+    Both run the same query `i`; whichever runs second finds the pages the first one read in shared
+    buffers, so the order swaps every time.
+    """
     store(-1)
     raw(-1)
-    mine, theirs = [], []
+    mine: list[float] = []
+    theirs: list[float] = []
     for i in range(repeats):
-        for run, out in ((store, mine), (raw, theirs)):
+        pairs = [(store, mine), (raw, theirs)]
+        for run, out in pairs if i % 2 else pairs[::-1]:
             start = time.perf_counter()
             run(i)
             out.append(time.perf_counter() - start)

@@ -121,8 +121,14 @@ class PgCandidates:
             "SELECT id, text, metadata, embedding FROM {} WHERE {} ORDER BY {} LIMIT %s"
         ).format(self._names.documents, sql.SQL(" AND ".join(where)), sql.SQL(order))
         # Binary results: a vector then arrives as raw float32 bytes instead of text to parse.
-        rows = self._conn.execute(statement, params, binary=True)
-        found = [Row(r[0], r[1], r[2], vector_array(r[3])) for r in rows]
+        if self._settings.approximate:
+            # HNSW's settings and the query travel in one round trip (a pipeline).
+            with self._conn.pipeline():
+                self._set_approximate()
+                cursor = self._conn.execute(statement, params, binary=True)
+        else:
+            cursor = self._conn.execute(statement, params, binary=True)
+        found = [Row(r[0], r[1], r[2], vector_array(r[3])) for r in cursor.fetchall()]
         self._rows.update((row.id, row) for row in found)
         return found
 
@@ -150,8 +156,6 @@ class PgCandidates:
         """The best `depth` (id, cosine) among filter matches whose cosine passes `threshold`."""
         if depth == 0:
             return []
-        if self._settings.approximate:
-            self._set_approximate()
         found, scores = self._scored(threshold, depth)
         hits = [
             (row.id, score)

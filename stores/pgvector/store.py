@@ -214,7 +214,7 @@ class PgVectorStore:
             self._names.documents, sql.SQL(" AND ".join(where))
         )
         with self._db.errors(f"read from {self.table}"), self._db.transaction(read_only=True) as conn:
-            rows = conn.execute(statement, params).fetchall()
+            rows = conn.execute(statement, params, binary=True).fetchall()
         documents = {row[0]: _document(row, include_embeddings) for row in rows}
         if wanted is None:
             return list(documents.values())
