@@ -165,6 +165,13 @@ def create(conn: Any, names: TableNames, info: StoreInfo, *, hnsw: bool) -> Stor
         EmbeddingModelMismatchError: the store records another model or dimension.
     """
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (names.lock_key,))
+    # An existing store is only read: DDL on its tables (even `CREATE INDEX IF NOT EXISTS`) would take
+    # table locks that deadlock with writers holding the info row.
+    if conn.execute("SELECT to_regclass(%s)", (names.info.as_string(conn),)).fetchone()[0] is not None:
+        recorded = read_info(conn, names)
+        if recorded is not None:
+            check_model(recorded, info, names)
+            return recorded
     for statement in _ddl(names, info.dimensions, hnsw):
         conn.execute(statement)
     from psycopg import sql

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -120,6 +121,31 @@ def test_four_writers_two_readers_equal_a_serial_replay(
     stop = tmp_path / "stop"
     readers = [_spawn(_READER, postgres_server_url, table, str(stop)) for _ in range(2)]
     writers = [_spawn(_WRITER, postgres_server_url, table, str(w)) for w in range(WRITERS)]
+    try:
+        _run(writers, readers, stop, postgres_server_url, table)
+    finally:
+        stop.touch()
+        _reap([*writers, *readers])
+
+
+def _reap(procs: list[subprocess.Popen[str]]) -> None:
+    """Kill what still runs and close every pipe (a failed assertion must not leak processes)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
+
+
+def _run(
+    writers: list[subprocess.Popen[str]],
+    readers: list[subprocess.Popen[str]],
+    stop: Path,
+    postgres_server_url: str,
+    table: str,
+) -> None:
     for writer in writers:
         assert writer.stdout is not None and writer.stdin is not None
         line = writer.stdout.readline()
@@ -178,12 +204,26 @@ def test_a_killed_writer_leaves_the_previous_state(
         request = SearchRequest("river bank", top_k=60, mode="hybrid")
         before = [(d.id, d.score) for d in store.similarity_search(request)]
         child = _spawn(_KILLED, postgres_server_url, table)
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        assert line.strip() == "inside", child.stderr.read() if child.stderr else ""
-        child.send_signal(signal.SIGKILL)
-        child.communicate(timeout=30)
-        assert child.returncode == -signal.SIGKILL
+        try:
+            assert child.stdout is not None
+            line = child.stdout.readline()
+            assert line.strip() == "inside", child.stderr.read() if child.stderr else ""
+            # Opening the store while a writer holds its transaction must not wait for it (opening an
+            # existing store once ran DDL whose table locks queued behind writers, and deadlocked).
+            opened: list[PgVectorStore] = []
+            opener = threading.Thread(
+                target=lambda: opened.append(PgVectorStore(MODEL, url=postgres_server_url, table=table))
+            )
+            opener.start()
+            opener.join(timeout=20)
+            assert opened, "opening the store waited for a writer's transaction"
+            assert opened[0].count() == 50  # and it reads the state before the unfinished write
+            opened[0].close()
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=30)
+            assert child.returncode == -signal.SIGKILL
+        finally:
+            _reap([child])
         assert store.count() == 50 and store.get(["new-0", "keep-0"])[0].id == "keep-0"
         assert [(d.id, d.score) for d in store.similarity_search(request)] == before
         store.add([Document("after", "river bank after the crash")])  # the lock was released
