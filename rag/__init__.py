@@ -46,6 +46,7 @@ from rag.memory import (
     ChatMemoryRepository,
     InMemoryChatMemoryRepository,
     MessageWindowChatMemory,
+    PostgresChatMemoryRepository,
     SQLiteChatMemoryRepository,
 )
 from rag.models import ExtractiveChatModel, OpenAIChatModel
@@ -72,6 +73,7 @@ __all__ = [
     "MessageWindowChatMemory",
     "OpenAIChatModel",
     "OpenAIEmbedding",
+    "PostgresChatMemoryRepository",
     "Prompt",
     "PromptChatMemoryAdvisor",
     "PromptTemplate",

@@ -3,8 +3,10 @@
 | Variable            | Meaning                                                        | Default      |
 |---------------------|----------------------------------------------------------------|--------------|
 | `RAG_HOME`          | folder holding the embedded store, manifests and records       | `./.rag`     |
-| `RAG_STORE`         | `chroma` (embedded, or a server with `RAG_CHROMA_URL`) or `numpy` | `chroma`  |
+| `RAG_STORE`         | `chroma` (embedded, or a server with `RAG_CHROMA_URL`), `numpy` | `chroma`     |
+|                     | or `pgvector` (PostgreSQL at `RAG_DATABASE_URL`)                |              |
 | `RAG_CHROMA_URL`    | a Chroma server (`http://127.0.0.1:8000`) instead of embedded   | unset        |
+| `RAG_DATABASE_URL`  | PostgreSQL for `RAG_STORE=pgvector`: vectors, manifest, chat    | unset        |
 | `RAG_COLLECTION`    | collection name (3-512 of `A-Za-z0-9._-`, alphanumeric ends)    | `rag`        |
 | `RAG_EMBEDDER`      | `hashing`, `hashing:2048`, `st:all-MiniLM-L6-v2`, `st:/path`,   | the store's, |
 |                     | `openai:text-embedding-3-small`                                 | else hashing |
@@ -44,7 +46,7 @@ from rag.errors import ConfigError
 
 __all__ = ["DEFAULT_FUSION", "DEFAULT_SEARCH_MODE", "DEFAULT_VECTOR_WEIGHT", "STORE_KINDS", "Settings"]
 
-STORE_KINDS = ("chroma", "numpy")
+STORE_KINDS = ("chroma", "numpy", "pgvector")
 # Chosen on BEIR SciFact with the default hashing embedder (benchmarks/quality.py), nDCG@10: vector 0.43,
 # lexical 0.678, hybrid with plain RRF 0.58, RRF weighted 0.2 to vector 0.64, weighted score fusion with
 # vector weight 0.2: 0.682, the best. A stronger embedder deserves a larger RAG_VECTOR_WEIGHT: measure it
@@ -103,6 +105,7 @@ class Settings:
     home: Path = Path(".rag")
     store: str = "chroma"
     chroma_url: str | None = None
+    database_url: str | None = dataclasses.field(default=None, repr=False)  # may hold a password
     collection: str = "rag"
     embedder: str | None = None
     chunk_size: int | None = None
@@ -183,6 +186,7 @@ class Settings:
             home=Path(_text(env, "RAG_HOME") or ".rag"),
             store=(_text(env, "RAG_STORE") or "chroma").lower(),
             chroma_url=_text(env, "RAG_CHROMA_URL"),
+            database_url=_text(env, "RAG_DATABASE_URL"),
             collection=_text(env, "RAG_COLLECTION") or "rag",
             embedder=_text(env, "RAG_EMBEDDER"),
             chunk_size=_int(env, "RAG_CHUNK_SIZE"),

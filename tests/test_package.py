@@ -11,10 +11,11 @@ import rag.retrieval
 import stores
 
 
-def test_import_pulls_in_neither_chromadb_nor_torch() -> None:
+def test_import_pulls_in_neither_chromadb_nor_torch_nor_psycopg() -> None:
     code = (
         "import sys, rag, stores, ingest, rag.cli, rag.filters, rag.embeddings, rag.chat\n"
-        "heavy = sorted(m for m in ('chromadb', 'torch', 'sentence_transformers', 'transformers') "
+        "heavy = sorted(m for m in ('chromadb', 'torch', 'sentence_transformers', 'transformers', "
+        "'psycopg', 'pgvector') "
         "if m in sys.modules)\n"
         "print(','.join(heavy))"
     )
@@ -78,8 +79,15 @@ def test_exports_are_sorted_and_resolve() -> None:
 
 
 def test_public_names_are_pinned() -> None:
-    assert stores.__all__ == ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings"]
+    assert stores.__all__ == [
+        "ChromaVectorStore",
+        "InMemoryVectorStore",
+        "LexicalIndex",
+        "LexicalSettings",
+        "PgVectorStore",
+    ]
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
+    assert "PostgresChatMemoryRepository" in rag.__all__
     assert {"HomeLock", "HomeLockedError", "IngestPipeline", "Manifest", "walk"} <= set(ingest.__all__)
 
 

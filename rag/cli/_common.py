@@ -11,14 +11,16 @@ import importlib
 import json
 import os
 import re
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from rag.config import Settings
+from rag.database_url import mask_url
 from rag.documents import Document, SearchRequest
 from rag.embeddings import EmbeddingModel, HashingEmbedding
 from rag.errors import (
@@ -32,6 +34,9 @@ from rag.errors import (
 from rag.filters import Filter
 from rag.vectorstore import VectorStore
 
+if TYPE_CHECKING:
+    from ingest.manifest import Manifest
+
 __all__ = [
     "DEFAULT_EMBEDDER",
     "LazyStore",
@@ -41,6 +46,7 @@ __all__ = [
     "build_embedder",
     "common_options",
     "open_store",
+    "pg_table_name",
     "require",
     "settings_from",
 ]
@@ -127,7 +133,9 @@ def require(module: str, extra: str, feature: str) -> None:
 
 def settings_from(ctx: click.Context, **options: Any) -> Settings:
     """The settings from the environment, with `--home` and the given command options applied."""
-    return Settings.from_env().replace(home=ctx.meta.get("rag.home"), **options)
+    return Settings.from_env().replace(
+        home=ctx.meta.get("rag.home"), database_url=ctx.meta.get("rag.database_url"), **options
+    )
 
 
 # -- embedders ---------------------------------------------------------------------------------------
@@ -187,9 +195,37 @@ class OpenedStore:
     flush: Callable[[], None] | None = None
     close: Callable[[], None] = field(default=lambda: None)
 
+    def open_manifest(self) -> Manifest:
+        """The ingestion manifest: a SQLite file beside the store, or a table in the store's database."""
+        if self.settings.store == "pgvector":
+            from ingest.manifest_postgres import PostgresManifest
+
+            url = _database_url(self.settings)
+            return PostgresManifest(url, table=pg_table_name(self.settings.collection))
+        from ingest.manifest import Manifest
+
+        return Manifest(self.manifest_path)
+
+
+def pg_table_name(collection: str) -> str:
+    """The pgvector table of a collection: its name with other characters as `_` (and a hash of the
+    name when any were replaced, so `a-b` and `a_b` stay apart), at most 40 characters."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", collection)
+    if name != collection or name[0].isdigit():
+        return f"c_{name[:28]}_{zlib.crc32(collection.encode()):08x}"
+    return name[:40] if len(name) <= 40 else f"{name[:29]}_{zlib.crc32(collection.encode()):08x}"
+
+
+def _database_url(settings: Settings) -> str:
+    if not settings.database_url:
+        raise ConfigError("--store pgvector needs a database: set RAG_DATABASE_URL or pass --database-url")
+    return settings.database_url
+
 
 def _store_key(settings: Settings) -> str:
     where = f"@{settings.chroma_url}" if settings.store == "chroma" and settings.chroma_url else ""
+    if settings.store == "pgvector":
+        where = f"@{mask_url(_database_url(settings))}"  # the records file never holds a password
     return f"{settings.store}{where}:{settings.collection}"
 
 
@@ -305,6 +341,15 @@ def _factory(settings: Settings, model: EmbeddingModel) -> tuple[Callable[[], Ve
             return InMemoryVectorStore(model, path=folder)  # loads what an earlier run saved there
 
         return numpy_store, str(folder), True
+    if settings.store == "pgvector":
+        url, table = _database_url(settings), pg_table_name(settings.collection)
+
+        def pg_store() -> VectorStore:
+            from stores import PgVectorStore
+
+            return PgVectorStore(model, url=url, table=table)
+
+        return pg_store, f"{mask_url(url)} table {table}", False
     location = settings.chroma_url or str(settings.home / "chroma")
 
     def chroma_store() -> VectorStore:

@@ -106,12 +106,27 @@ def threshold_and_filter_options(func: F) -> F:
     )(func)
 
 
+def _remember_url(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    # Kept in ctx.meta (as --home is), so every command that opens a store sees it through settings_from.
+    if value:
+        ctx.meta["rag.database_url"] = value
+
+
 def store_options(*, defaults: bool = False) -> Callable[[F], F]:
-    """`--store` and `--collection` (parameters `store`, `collection`); `defaults` names them in the help."""
+    """`--store`, `--collection` (parameters `store`, `collection`) and `--database-url` (read by
+    `settings_from`); `defaults` names the defaults in the help."""
     store_default = "; default chroma" if defaults else ""
     collection_default = "; default rag" if defaults else ""
 
     def decorate(func: F) -> F:
+        func = click.option(
+            "--database-url",
+            metavar="URL",
+            expose_value=False,
+            callback=_remember_url,
+            help="PostgreSQL for --store pgvector, e.g. postgresql://user:pass@host/db "
+            "[env RAG_DATABASE_URL].",
+        )(func)
         func = click.option(
             "--collection", help=f"Collection name [env RAG_COLLECTION{collection_default}]."
         )(func)

@@ -2,7 +2,8 @@
 
 Each turn goes through the QuestionAnswerAdvisor (retrieval) and two memories: the newest messages of the
 conversation (a window kept in `RAG_HOME/chat/memory.sqlite`) and long-term memory, every past turn in a
-vector store under `RAG_HOME/chat/`, recalled by similarity to the new question.
+vector store under `RAG_HOME/chat/`, recalled by similarity to the new question. With `--store pgvector`
+both live in the store's PostgreSQL database instead, so every machine sees the same conversations.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.model import ChatModel
-from rag.cli._common import OpenedStore, common_options, open_store, settings_from
+from rag.cli._common import OpenedStore, common_options, open_store, pg_table_name, settings_from
 from rag.cli._models import build_chat_model
 from rag.cli._options import chat_model_options, search_options, store_options
 from rag.cli._scores import cosines
@@ -29,7 +30,13 @@ from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import Settings
 from rag.documents import Document
 from rag.errors import RagError
-from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository, check_conversation_id
+from rag.memory import (
+    ChatMemoryRepository,
+    MessageWindowChatMemory,
+    PostgresChatMemoryRepository,
+    SQLiteChatMemoryRepository,
+    check_conversation_id,
+)
 from rag.vectorstore import VectorStore
 
 __all__ = ["chat"]
@@ -46,7 +53,7 @@ class _Session:
     conversation_id: str
     client: ChatClient
     memory: MessageWindowChatMemory
-    repository: SQLiteChatMemoryRepository
+    repository: ChatMemoryRepository
     long_term: VectorStoreChatMemoryAdvisor
     persist: Callable[[], None]
     stream: bool = True
@@ -60,6 +67,13 @@ class _Session:
         self.persist()
         self.last_sources = ()
         self.last_cosines = ()
+
+
+def _repository(settings: Settings) -> SQLiteChatMemoryRepository | PostgresChatMemoryRepository:
+    """Chat history: in the store's PostgreSQL database for `--store pgvector`, else a SQLite file."""
+    if settings.store == "pgvector" and settings.database_url:
+        return PostgresChatMemoryRepository(settings.database_url)
+    return SQLiteChatMemoryRepository(settings.home / "chat" / "memory.sqlite")
 
 
 def _memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore, Callable[[], None]]:
@@ -76,6 +90,11 @@ def _memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore,
             store.save()  # atomic: a crash keeps the previous save
 
         return store, save
+    if settings.store == "pgvector" and settings.database_url:
+        from stores import PgVectorStore
+
+        table = pg_table_name(f"memory-{settings.collection}")
+        return PgVectorStore(embedding, url=settings.database_url, table=table), lambda: None
     from stores import ChromaVectorStore
 
     chroma = ChromaVectorStore(embedding, collection=name, path=str(folder / "chroma"))
@@ -204,7 +223,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
     search = settings.search_request(top_k=options["top_k"], filter=options["filter_text"])
     opened = open_store(settings)
     model = build_chat_model(settings)
-    repository = SQLiteChatMemoryRepository(settings.home / "chat" / "memory.sqlite")
+    repository = _repository(settings)
     closers: list[Callable[[], None]] = [opened.close, repository.close, _closer(model)]
     try:
         store, persist = _memory_store(settings, opened)

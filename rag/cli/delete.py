@@ -19,8 +19,6 @@ def delete_matching(opened: OpenedStore, selection: Filter) -> tuple[int, int]:
     A source whose chunks are all gone is forgotten (the next `rag ingest` adds it as new); one that
     keeps some chunks is marked for processing, so the next run restores what the file still holds.
     """
-    from ingest.manifest import Manifest
-
     matches = opened.store.get(filter=selection)
     # Chunks are grouped by their file: (root label, path in the root); older chunks have no root.
     by_source: dict[tuple[str | None, str], set[str]] = defaultdict(set)
@@ -30,7 +28,7 @@ def delete_matching(opened: OpenedStore, selection: Filter) -> tuple[int, int]:
     removed = opened.store.delete([doc.id for doc in matches]) if matches else 0
     if opened.flush is not None:
         opened.flush()
-    with Manifest(opened.manifest_path) as manifest:
+    with opened.open_manifest() as manifest:
         for (root, source), ids in by_source.items():
             for entry in manifest.find(source, root):
                 if set(entry.chunk_ids) <= ids:

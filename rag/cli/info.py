@@ -35,9 +35,7 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
     `roots` maps each root's label to its folder; `sources` maps each source id (`label/path`) to its
     number of chunks.
     """
-    from ingest.manifest import Manifest
-
-    with Manifest(opened.manifest_path) as manifest:
+    with opened.open_manifest() as manifest:
         sources = {source: len(entry.chunk_ids) for source, entry in manifest.entries().items()}
         roots = manifest.roots()
     settings, record = opened.settings, opened.record

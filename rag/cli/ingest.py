@@ -239,7 +239,7 @@ def _run(
     pipeline = IngestPipeline(
         opened.store,
         splitter,
-        manifest=opened.manifest_path,
+        manifest=opened.open_manifest(),
         flush=opened.flush,
         reader_options=options,
         extra_metadata=extra,

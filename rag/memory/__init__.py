@@ -11,6 +11,7 @@ Example:
 
 from rag.memory.base import ChatMemory, ChatMemoryRepository, check_conversation_id
 from rag.memory.in_memory import InMemoryChatMemoryRepository
+from rag.memory.postgres import PostgresChatMemoryRepository
 from rag.memory.serialization import message_from_json, message_to_json
 from rag.memory.sqlite import SQLiteChatMemoryRepository
 from rag.memory.window import MessageWindowChatMemory, apply_window
@@ -20,6 +21,7 @@ __all__ = [
     "ChatMemoryRepository",
     "InMemoryChatMemoryRepository",
     "MessageWindowChatMemory",
+    "PostgresChatMemoryRepository",
     "SQLiteChatMemoryRepository",
     "apply_window",
     "check_conversation_id",

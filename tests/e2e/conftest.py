@@ -16,6 +16,7 @@ _ENV = (
     "RAG_HOME",
     "RAG_STORE",
     "RAG_CHROMA_URL",
+    "RAG_DATABASE_URL",
     "RAG_COLLECTION",
     "RAG_EMBEDDER",
     "RAG_CHUNK_SIZE",

@@ -160,7 +160,7 @@ def test_settings_and_embedder_specs() -> None:
     assert (settings.home, settings.store, settings.chunk_overlap) == (Path("/x"), "numpy", 5)
     with pytest.raises(ConfigError, match="RAG_CHUNK_SIZE must be an integer, got 'big'"):
         Settings.from_env({"RAG_CHUNK_SIZE": "big"})
-    with pytest.raises(ConfigError, match="store must be one of chroma, numpy; got 'faiss'"):
+    with pytest.raises(ConfigError, match="store must be one of chroma, numpy, pgvector; got 'faiss'"):
         Settings(store="faiss")
     with pytest.raises(ConfigError, match="collection name 'a b'"):
         Settings(collection="a b")

@@ -1,0 +1,93 @@
+"""What the pgvector store writes besides vectors: exact metadata JSON and each text's BM25 terms.
+
+Metadata goes into a JSONB column that filters read (`stores.pgvector.filters`). JSONB numbers are
+PostgreSQL `numeric`, compared exactly, so a float is written as its exact decimal value (0.1 becomes
+0.1000000000000000055511151231257827...): an int and a float then compare in SQL exactly as Python
+compares them, whatever their size, and reading the text back yields the same float. An integral
+float keeps a ".0" so it reads back as a float. (PostgreSQL has no negative zero: -0.0 reads back 0.0.)
+
+Lexical terms come from the same analysis as `stores.lexical.LexicalIndex` (`Vocabulary.encode_many`),
+so the BM25 statistics kept in PostgreSQL equal the in-memory index's.
+
+Example:
+    >>> metadata_json({"year": 2020, "ratio": 0.5, "tags": ["a", True]})
+    '{"year": 2020, "ratio": 0.5, "tags": ["a", true]}'
+    >>> postings(["the running cats run"])
+    [(['run', 'cat'], [2, 1], 3)]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+
+import numpy as np
+
+from rag.documents import MetadataValue
+from rag.errors import InvalidRequestError
+from stores.lexical_text import Vocabulary
+
+__all__ = ["check_text", "json_scalar", "metadata_json", "postings"]
+
+
+def _float_text(value: float) -> str:
+    text = format(Decimal(value), "f")
+    return text if "." in text else text + ".0"
+
+
+def json_scalar(value: object) -> str:
+    """One scalar as JSON text, floats exact (see the module docstring)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return _float_text(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    raise InvalidRequestError(f"cannot store {value!r} as a metadata value")
+
+
+def _json_value(value: MetadataValue) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(json_scalar(item) for item in value) + "]"
+    return json_scalar(value)
+
+
+def metadata_json(metadata: Mapping[str, MetadataValue]) -> str:
+    """The metadata as a JSON object text for the JSONB column."""
+    items = (
+        f"{json.dumps(name, ensure_ascii=False)}: {_json_value(value)}" for name, value in metadata.items()
+    )
+    return "{" + ", ".join(items) + "}"
+
+
+def check_text(doc_id: str, text: str, metadata: Mapping[str, MetadataValue]) -> None:
+    """Refuse the NUL character, which PostgreSQL text and JSONB cannot hold, naming the document."""
+    if "\x00" in doc_id or "\x00" in text:
+        raise InvalidRequestError(
+            f"document {doc_id!r}: PostgreSQL cannot store the NUL character in ids or texts"
+        )
+    for name, value in metadata.items():
+        values = value if isinstance(value, list) else [value]
+        if "\x00" in name or any(isinstance(item, str) and "\x00" in item for item in values):
+            raise InvalidRequestError(
+                f"metadata {name!r} of document {doc_id!r}: PostgreSQL cannot store the NUL character"
+            )
+
+
+def postings(texts: Sequence[str]) -> list[tuple[list[str], list[int], int]]:
+    """For each text: its distinct terms, each term's frequency, and its length in terms."""
+    vocabulary = Vocabulary()
+    ids, owners, lengths = vocabulary.encode_many(texts)
+    result: list[tuple[list[str], list[int], int]] = [([], [], int(n)) for n in lengths.tolist()]
+    if ids.size:
+        pairs = owners * (len(vocabulary) + 1) + ids.astype(np.int64)
+        unique, counts = np.unique(pairs, return_counts=True)
+        names = vocabulary.terms
+        for pair, count in zip(unique.tolist(), counts.tolist(), strict=True):
+            owner, term = divmod(pair, len(vocabulary) + 1)
+            result[owner][0].append(names[term])
+            result[owner][1].append(count)
+    return result

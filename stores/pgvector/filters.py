@@ -1,0 +1,111 @@
+"""Filter trees compiled to a SQL condition over the store's JSONB metadata column, values bound.
+
+The meaning is FILTERS.md's, the same as `rag.filters.matches` (the numpy store's reference):
+
+- `NOT` is pushed down first (`rag.filters.push_not_down`), so every comparison is compiled as its
+  own operator and evaluates to true or false, never SQL NULL, even when the key is missing.
+- `==`, `IN` and `CONTAINS` are JSONB containment (`metadata @> '{"k": v}'`, `'{"k": [v]}'`): JSONB
+  compares numbers by value (2020 equals 2020.0), never equates a boolean with a number, matches a list
+  only through `CONTAINS`, and is false for a missing key. `!=`, `NOT IN` and `NOT CONTAINS` negate them.
+- `<`, `<=`, `>`, `>=` check the stored type first: numbers compare as JSONB numbers (exact: see
+  `stores.pgvector.encoding`), strings as text in the "C" collation (code-point order); any other pair,
+  and every boolean operand, is false.
+- `IS NULL` / `IS NOT NULL` test whether the key is present (`metadata ? k`).
+
+Keys and values are always bound parameters; identifiers come from `psycopg.sql`. No value is ever part
+of the SQL text, so there is nothing to escape and nothing to inject.
+
+Example:
+    >>> from rag.filters import parse
+    >>> condition = compile_filter(parse("year >= 2020 AND NOT draft == true"))
+    >>> condition.params
+    ['year', 'year', '2020', '{"draft": true}']
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag.filters import And, Comparison, Filter, Op, Or, push_not_down
+from rag.filters.tree import operands
+from stores.pgvector.encoding import json_scalar
+
+__all__ = ["Condition", "compile_filter"]
+
+_ORDER_SQL = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
+
+
+@dataclass
+class Condition:
+    """A SQL condition (text with `%s` placeholders, JSONB column `metadata`) and its parameters in order."""
+
+    text: str = "TRUE"
+    params: list[Any] = field(default_factory=list)
+
+    @property
+    def always(self) -> bool:
+        """Whether the condition keeps every row (no filter)."""
+        return self.text == "TRUE"
+
+
+def _entry(name: str, value: str) -> str:
+    return "{" + json.dumps(name, ensure_ascii=False) + ": " + value + "}"
+
+
+def _ordered(node: Comparison, params: list[Any]) -> str:
+    value = node.value
+    if isinstance(value, bool):
+        return "FALSE"
+    symbol = _ORDER_SQL[node.op]
+    if isinstance(value, str):
+        params += [node.key, node.key, value]
+        return (
+            f"coalesce(jsonb_typeof(metadata -> %s::text) = 'string' "
+            f'AND (metadata ->> %s::text) COLLATE "C" {symbol} %s::text COLLATE "C", FALSE)'
+        )
+    params += [node.key, node.key, json_scalar(value)]
+    return (
+        f"coalesce(jsonb_typeof(metadata -> %s::text) = 'number' "
+        f"AND (metadata -> %s::text) {symbol} %s::jsonb, FALSE)"
+    )
+
+
+def _comparison(node: Comparison, params: list[Any]) -> str:
+    op = node.op
+    if op in _ORDER_SQL:
+        return _ordered(node, params)
+    if op in (Op.IS_NULL, Op.IS_NOT_NULL):
+        params.append(node.key)
+        return "(metadata ? %s::text)" if op is Op.IS_NOT_NULL else "(NOT (metadata ? %s::text))"
+    negated = op in (Op.NE, Op.NIN, Op.NOT_CONTAINS)
+    if op in (Op.IN, Op.NIN):
+        assert isinstance(node.value, tuple)
+        if not node.value:
+            return "TRUE" if negated else "FALSE"
+        params.append([_entry(node.key, json_scalar(v)) for v in node.value])
+        test = "(metadata @> ANY(%s::jsonb[]))"
+    else:
+        value = json_scalar(node.value)
+        params.append(_entry(node.key, f"[{value}]" if op in (Op.CONTAINS, Op.NOT_CONTAINS) else value))
+        test = "(metadata @> %s::jsonb)"
+    return f"(NOT {test})" if negated else test
+
+
+def _compile(node: Filter, params: list[Any]) -> str:
+    if isinstance(node, Comparison):
+        return _comparison(node, params)
+    joiner = " AND " if isinstance(node, And) else " OR "
+    assert isinstance(node, And | Or)
+    # An explicit stack would also do; chains are walked flat by `operands`, so depth stays small.
+    return "(" + joiner.join(_compile(item, params) for item in operands(node)) + ")"
+
+
+def compile_filter(tree: Filter | None) -> Condition:
+    """The SQL condition for `tree` over the JSONB column `metadata` (None: no condition)."""
+    if tree is None:
+        return Condition()
+    params: list[Any] = []
+    text = _compile(push_not_down(tree), params)
+    return Condition(text, params)
