@@ -42,9 +42,7 @@ def delete_matching(opened: OpenedStore, selection: Filter) -> tuple[int, int]:
 def _source_selection(opened: OpenedStore, source: str) -> Filter:
     """The chunks of one source: a source id as `rag info` lists it (`docs/guide.md`: that root only),
     else a path matched in every root."""
-    from ingest.manifest import Manifest
-
-    with Manifest(opened.manifest_path) as manifest:
+    with opened.open_manifest() as manifest:
         entry = manifest.get(source)
     if entry is None or entry.relative == entry.source:
         return key("source") == source

@@ -45,3 +45,24 @@ def test_postgres_manifest_mirrors_sqlite(postgres_server_url: str, fresh_name: 
     with PostgresManifest(postgres_server_url, table=table) as again:  # what was committed is kept
         assert sorted(again.entries()) == ["a.md", "b.md", "d.md"]
         assert isinstance(again, Manifest)
+
+
+def _roots_scenario(manifest: Manifest) -> list[Any]:
+    """Roots recorded, labelled and found as source identity needs them (see `ingest.identity`)."""
+    seen: list[Any] = [manifest.add_root("/srv/en/docs"), manifest.add_root("/srv/es/docs")]
+    seen.append(manifest.add_root("/srv/en/docs"))  # the same folder keeps its label
+    for label in ("docs", "docs-2"):
+        manifest.put(ManifestEntry(f"{label}/README.md", label, 1, 1, "s", "k", (label,), ("d",)))
+    manifest.commit()
+    seen += [manifest.roots(), manifest.find("README.md"), manifest.find("README.md", "docs-2")]
+    seen.append(manifest.find("README.md", "nope"))
+    manifest.close()
+    return seen
+
+
+def test_postgres_manifest_records_roots_like_sqlite(
+    postgres_server_url: str, fresh_name: Callable[[str], str]
+) -> None:
+    got = _roots_scenario(PostgresManifest(postgres_server_url, table=fresh_name("roots")))
+    assert got == _roots_scenario(Manifest(":memory:"))
+    assert got[:3] == ["docs", "docs-2", "docs"]
