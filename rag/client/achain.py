@@ -31,14 +31,17 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal
 
-from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, Usage, UserMessage
+from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, UserMessage
 from rag.chat.model import ChatModel
 from rag.client.chain import _RETRY_FEEDBACK, _Core, advisor_name, sort_advisors
 from rag.client.observation import EventKind, Observation, Observer
 from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
 from rag.client.response import ChatClientResponse
+from rag.client.stream_step import StreamStep, StreamSummary
 from rag.client.threads import BridgeChain, iterate_in_thread, run_bridged
 from rag.errors import InvalidRequestError
+from rag.observability.hub import StepSpan
+from rag.observability.steps import advisor_span, end_model_span, model_span
 
 if TYPE_CHECKING:
     from rag.advisors.base import Advisor
@@ -153,6 +156,11 @@ class AsyncAdvisorChain:
         return self._core.model
 
     @property
+    def names(self) -> tuple[str, ...]:
+        """The names of every advisor, in running order."""
+        return self._core.names
+
+    @property
     def observation(self) -> Observation:
         return self._core.observation
 
@@ -178,6 +186,10 @@ class AsyncAdvisorChain:
             return await self._call_model(request)
         advisor: Any = core.advisors[index]
         following = AsyncAdvisorChain(core, index + 1)
+        # Attached in this task only: the steps awaited below (and a bridged advisor's thread, which
+        # copies the context) see the advisor's span as their parent.
+        span = advisor_span(core.names[index], core.orders[index])
+        token = span.attach() if span is not None else None
         saved = observation.enter()
         start = perf_counter()
         error: BaseException | None = None
@@ -191,7 +203,9 @@ class AsyncAdvisorChain:
             raise
         finally:
             own = observation.leave(saved, perf_counter() - start)
-            observation.record("advisor", core.names[index], own, error=error)
+            if span is not None:
+                span.detach(token)
+            observation.record("advisor", core.names[index], own, error=error, span=span)
         if not isinstance(response, ChatClientResponse):
             raise InvalidRequestError(
                 f"advisor {core.names[index]!r} returned {response!r} from its call method; "
@@ -211,6 +225,8 @@ class AsyncAdvisorChain:
 
     async def _timed_model_call(self, prompt: Prompt) -> ChatResponse:
         observation = self._core.observation
+        span = model_span(self._core.model, prompt, "call")
+        token = span.attach() if span is not None else None
         saved = observation.enter()
         start = perf_counter()
         response: ChatResponse | None = None
@@ -222,8 +238,12 @@ class AsyncAdvisorChain:
             error = exc
             raise
         finally:
-            own = observation.leave(saved, perf_counter() - start)
+            elapsed = perf_counter() - start
+            own = observation.leave(saved, elapsed)
             usage = response.usage if response is not None else None
+            if span is not None:
+                span.detach(token)
+                end_model_span(span, response, elapsed, error)
             observation.record("model", "model:call", own, usage=usage, error=error)
 
     # -- streams -----------------------------------------------------------------------------------
@@ -246,31 +266,37 @@ class AsyncAdvisorChain:
                     if aclose is not None:
                         await aclose()  # now, so an abandoned stream closes its HTTP request at once
 
-            return self._timed_stream("model", "model:stream", model_chunks)
+            return self._timed_stream(
+                "model",
+                "model:stream",
+                model_chunks,
+                lambda: model_span(core.model, request.prompt, "stream"),
+            )
         advisor: Any = core.advisors[index]
         _check_capability([advisor], "stream")
         following = AsyncAdvisorChain(core, index + 1)
+        name, order = core.names[index], core.orders[index]
         if is_async_capable(advisor, "stream"):
-            return self._timed_stream(
-                "advisor", core.names[index], lambda: advisor.aadvise_stream(request, following)
-            )
-        return self._timed_stream(
-            "advisor", core.names[index], lambda: _bridged_stream(advisor, request, following)
-        )
+            start = lambda: advisor.aadvise_stream(request, following)  # noqa: E731
+        else:
+            start = lambda: _bridged_stream(advisor, request, following)  # noqa: E731
+        return self._timed_stream("advisor", name, start, lambda: advisor_span(name, order))
 
     async def _timed_stream(
-        self, kind: EventKind, name: str, start_stream: Callable[[], AsyncIterator[ChatClientResponse]]
+        self,
+        kind: EventKind,
+        name: str,
+        start_stream: Callable[[], AsyncIterator[ChatClientResponse]],
+        open_span: Callable[[], StepSpan | None],
     ) -> AsyncGenerator[ChatClientResponse, None]:
-        # The same bracketing as the sync chain: each step of iteration nests the steps after it.
-        observation = self._core.observation
-        own = 0.0
+        # The same bracketing as the sync chain: each step of iteration nests the steps after it, and the
+        # step's span is current only while a chunk is awaited, never across a yield.
+        step = StreamStep(self._core.observation, open_span(), StreamSummary() if kind == "model" else None)
         error: BaseException | None = None
-        usage: Usage | None = None
         iterator: AsyncIterator[ChatClientResponse] | None = None
         try:
             while True:
-                saved = observation.enter()
-                start = perf_counter()
+                step.resume()
                 try:
                     if iterator is None:
                         iterator = aiter(start_stream())
@@ -278,9 +304,9 @@ class AsyncAdvisorChain:
                 except StopAsyncIteration:
                     return
                 finally:
-                    own += observation.leave(saved, perf_counter() - start)
-                if kind == "model":
-                    usage = item.chat_response.usage or usage
+                    step.pause()
+                if step.summary is not None:
+                    step.summary.add(item.chat_response)
                 yield item
         except (GeneratorExit, asyncio.CancelledError):
             raise  # the reader stopped or went away: not a failure of this step
@@ -291,7 +317,7 @@ class AsyncAdvisorChain:
             aclose = getattr(iterator, "aclose", None)
             if aclose is not None:
                 await aclose()
-            observation.record(kind, name, own, usage=usage, error=error)
+            step.finish(kind, name, error)
 
 
 async def _bridged_call(

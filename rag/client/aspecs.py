@@ -13,6 +13,7 @@ from rag.client.request import ChatClientRequest
 from rag.client.response import ChatClientResponse
 from rag.client.specs import entity_adapter, entity_request, parse_entity
 from rag.errors import InvalidRequestError
+from rag.observability.steps import client_span
 
 if TYPE_CHECKING:
     from rag.client.achain import AsyncAdvisorChain
@@ -110,11 +111,22 @@ class AsyncStreamResponseSpec:
 
     async def _run(self) -> AsyncGenerator[ChatClientResponse, None]:
         observation = self._chain.observation
+        span = client_span("stream", self._chain.names)
         start = perf_counter()
         error: BaseException | None = None
         stream = self._chain.anext_stream(self._request)
         try:
-            async for item in stream:
+            while True:
+                # Current only while a chunk is awaited: a span attached across a yield would leak into
+                # the reader's code.
+                token = span.attach() if span is not None else None
+                try:
+                    item = await anext(stream)
+                except StopAsyncIteration:
+                    return
+                finally:
+                    if span is not None:
+                        span.detach(token)
                 yield item
         except (GeneratorExit, asyncio.CancelledError):
             raise
@@ -123,7 +135,7 @@ class AsyncStreamResponseSpec:
             raise
         finally:
             await stream.aclose()
-            observation.record("request", "request", perf_counter() - start, error=error)
+            observation.record("request", "request", perf_counter() - start, error=error, span=span)
 
     async def chat_response(self) -> AsyncGenerator[ChatResponse, None]:
         """The `ChatResponse` chunks: new text in each, tool calls, usage and finish reason at the end."""

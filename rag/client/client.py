@@ -254,6 +254,8 @@ class ChatClientRequestSpec:
         request = self.build_request(extra_options)
         request.context.update(extra_context)
         chain = self._achain(request, "call")
+        span = client_span("call", chain.names)
+        token = span.attach() if span is not None else None
         start = perf_counter()
         error: BaseException | None = None
         try:
@@ -262,7 +264,10 @@ class ChatClientRequestSpec:
             error = exc
             raise
         finally:
-            chain.observation.record("request", "request", perf_counter() - start, error=error)
+            elapsed = perf_counter() - start
+            if span is not None:
+                span.detach(token)
+            chain.observation.record("request", "request", elapsed, error=error, span=span)
 
     def call(self) -> CallResponseSpec:
         """Send the request; it runs when the result is first read (`content()`, `entity()`...)."""

@@ -356,3 +356,60 @@ def test_a_stream_the_reader_abandons_still_ends_every_span(traces: Traces) -> N
     assert names == ["advisor outer", "chat", "chat_client stream"]
     assert all(s.status.status_code != StatusCode.ERROR for s in traces.spans())
     assert trace.get_current_span() is trace.INVALID_SPAN  # nothing left attached in the caller
+
+
+def _tree(traces: Traces) -> list[tuple[str, str | None]]:
+    """Every span as (name, parent's name), sorted; then the exporter is emptied for the next run."""
+    spans = traces.spans()
+    names = {span.context.span_id: span.name for span in spans}
+    tree = sorted(
+        ((s.name, names.get(s.parent.span_id) if s.parent is not None else None) for s in spans),
+        key=lambda pair: (pair[0], pair[1] or ""),
+    )
+    traces.exporter.clear()
+    return tree
+
+
+@pytest.mark.parametrize("mode", ["call", "stream"])
+def test_async_requests_give_the_same_span_tree_as_sync_ones(
+    traces: Traces, openai_server: OpenAIServer, model: OpenAIChatModel, mode: str
+) -> None:
+    import asyncio
+
+    streamed = sse([chunk("At dusk."), chunk(finish_reason="stop"), chunk(usage=(9, 3))])
+    reply = (
+        Reply(body=streamed, headers={"Content-Type": "text/event-stream"})
+        if mode == "stream"
+        else Reply(json=completion("At dusk."))
+    )
+    openai_server.enqueue(reply, reply)
+
+    def fresh_client() -> ChatClient:  # the same empty memory for both runs, so the same steps run
+        docs, memory = _stores()
+        advisors = [VectorStoreChatMemoryAdvisor(memory), QuestionAnswerAdvisor(docs)]
+        client = ChatClient(model, advisors=advisors)
+        traces.exporter.clear()
+        return client
+
+    def sync_run() -> None:
+        spec = fresh_client().prompt(QUESTION).advisors(conversation_id="c1")
+        if mode == "stream":
+            assert "".join(spec.stream().content()) == "At dusk."
+        else:
+            assert spec.call().content() == "At dusk."
+
+    async def async_run() -> None:
+        spec = fresh_client().prompt(QUESTION).advisors(conversation_id="c1")
+        if mode == "stream":
+            assert "".join([text async for text in spec.astream()]) == "At dusk."
+        else:
+            assert await spec.acall().content() == "At dusk."
+        await model.aclose()
+
+    sync_run()
+    synced = _tree(traces)
+    asyncio.run(async_run())
+    assert _tree(traces) == synced
+    assert (f"chat_client {mode}", None) in synced
+    assert ("advisor QuestionAnswerAdvisor", "advisor VectorStoreChatMemoryAdvisor") in synced
+    assert ("chat test-model", "advisor QuestionAnswerAdvisor") in synced
