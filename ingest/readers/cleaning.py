@@ -7,9 +7,9 @@ indented code blocks and inline code spans keep their `{ #id }` and `<br>` liter
 - Attribute lists (Python-Markdown `attr_list`, kramdown IALs, Pandoc): `{ #id }`, `{#id .class}`,
   `{: .class key="v" }` are removed where they follow text and where they stand on a line of their own.
 - Inline HTML: tags of the usual HTML elements (`<abbr title="...">`, `</abbr>`, `<kbd>`, `<span>`,
-  `<sup>`...) are removed and their text kept; `<br>` becomes a space; single-line comments
-  `<!-- ... -->` are removed. Angle brackets that are not such tags (`<https://...>`, `List<T>`, `a < b`)
-  stay.
+  `<sup>`...) are removed and their text kept; `<br>` becomes a space; comments `<!-- ... -->` are
+  removed, also when they span lines (their lines become empty, so line numbers stay). Angle
+  brackets that are not such tags (`<https://...>`, `List<T>`, `a < b`) stay.
 - A line that held nothing but noise becomes empty, so paragraphs stay apart.
 
 Example:
@@ -62,6 +62,14 @@ def _clean_prose(text: str) -> str:
     return _ATTR_LIST.sub("", text)
 
 
+def _unclosed_comment(line: str) -> int | None:
+    """Where a `<!--` that this line does not close begins, outside inline code; None if there is none."""
+    opened = line.rfind("<!--")
+    if opened < 0 or "-->" in line[opened + 4 :] or line.count("`", 0, opened) % 2:
+        return None
+    return opened
+
+
 def _closes(line: str, fence: str) -> bool:
     stripped = line.strip()
     return (
@@ -74,7 +82,15 @@ def clean_markdown(text: str) -> str:
     lines = text.split("\n")
     fence: str | None = None
     after_blank = True  # an indented line opens a code block only after a blank line
+    comment = False  # inside an HTML comment that began on an earlier line
     for number, line in enumerate(lines):
+        if comment:
+            end = line.find("-->")
+            if end < 0:
+                lines[number] = ""
+                continue
+            comment = False
+            line = lines[number] = line[end + 3 :]
         if fence is not None:
             fence = None if _closes(line, fence) else fence
         elif not line.strip():
@@ -82,6 +98,9 @@ def clean_markdown(text: str) -> str:
         elif opening := _FENCE_OPEN.match(line):
             fence, after_blank = opening.group(1), False
         elif not (after_blank and _INDENTED.match(line)):  # indented code stays as it is
+            opened = _unclosed_comment(line)
+            if opened is not None:
+                line, comment = line[:opened], True
             cleaned = clean_inline(line).rstrip()
             lines[number] = cleaned if cleaned.strip() else ""
             after_blank = False

@@ -46,6 +46,19 @@ _SPACES = re.compile(r"[ \t\n\r\f\v]+")  # HTML whitespace; a no-break space is 
 _BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
 
 
+_PERMALINK_CLASSES = frozenset({"headerlink", "anchor", "mark", "permalink", "header-anchor"})
+
+
+def _is_permalink(attrs: dict[str, str | None]) -> bool:
+    """A link to its own heading: a permalink class (Sphinx `headerlink`, Node's `mark`...) or an anchor
+    whose `href` is `#` plus its own `id`."""
+    href = attrs.get("href") or ""
+    if not href.startswith("#"):
+        return "headerlink" in (attrs.get("class") or "").split()
+    classes = set((attrs.get("class") or "").split())
+    return bool(classes & _PERMALINK_CLASSES) or (len(href) > 1 and attrs.get("id") == href[1:])
+
+
 class _TextParser(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -59,8 +72,8 @@ class _TextParser(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         hidden = any(k == "hidden" or (k == "aria-hidden" and v == "true") for k, v in attrs)
-        # The "¶" permalinks that Sphinx and MkDocs put after every heading are not text.
-        hidden |= tag == "a" and any(k == "class" and "headerlink" in (v or "").split() for k, v in attrs)
+        # The "¶" / "#" permalinks that Sphinx, MkDocs and Node's docs put in every heading are not text.
+        hidden |= tag == "a" and _is_permalink(dict(attrs))
         if tag == "title" and self.skipping in ([], ["head"]):
             self.title = []
         elif self.skipping or tag in _SKIP or (hidden and tag not in _VOID):

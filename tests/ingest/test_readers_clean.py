@@ -192,3 +192,29 @@ def test_html_heading_permalinks_leave_the_text(read: Read) -> None:
     result = read("cors.html", page)
     assert result.units[0].text == "CORS\n\nAdd the CORS middleware."
     assert _exact(result)
+
+
+def test_markdown_comments_over_several_lines_leave_the_text(read: Read) -> None:
+    # Node.js's API docs put YAML history in comments under each heading (seen on a real docs tree).
+    doc = (
+        "# fs\n\n#### `filehandle.readLines([options])`\n\n<!-- YAML\nadded: v18.11.0\n-->\n\n"
+        "Reads lines. <!-- one line --> Keep `<!-- in code` and this.\n\nx <!-- open\nmore\n--> tail\n"
+    )
+    result = read("fs.md", doc)
+    text = "\n".join(unit.text for unit in result.units)
+    assert "YAML" not in text and "added: v18.11.0" not in text and "more" not in text
+    assert "Reads lines.  Keep `<!-- in code` and this." in text and " tail" in text
+    assert _exact(result)
+
+
+def test_html_self_links_in_headings_leave_the_text(read: Read) -> None:
+    # Node.js's HTML docs: a "#" link to the heading's own id; a plain in-page link keeps its text.
+    page = (
+        '<h3>Example: Read file stream line-by-Line<span><a class="mark" href="#ex" id="ex">#</a></span></h3>'
+        '<h3>Other<a href="#o" id="o">§</a></h3><p>See <a href="#ex">the example</a>.</p>'
+    )
+    result = read("readline.html", page)
+    text = "\n".join(unit.text for unit in result.units)
+    assert "line-by-Line#" not in text and "§" not in text
+    assert "Example: Read file stream line-by-Line" in text and "See the example." in text
+    assert _exact(result)
