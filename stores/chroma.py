@@ -61,6 +61,8 @@ _OPAQUE_KEYS = "rag:opaque_keys"
 # Set on collections created empty by this version: every record flags its keys (no `KEYS` list).
 _LAYOUT = "rag:layout"
 _CURRENT_LAYOUT = 2
+# Set on collections created empty since issue 17: every record holds order codes for its string values.
+_ORDERED = "rag:ordered"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 
@@ -138,6 +140,10 @@ class ChromaVectorStore:
         if self._legacy and self._access.count() == 0:
             self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT})
             self._legacy = False
+        self._ordered = self._access.metadata().get(_ORDERED) is True
+        if not self._ordered and self._access.count() == 0:
+            self._access.update_metadata({_ORDERED: True})
+            self._ordered = True
         self._nearest = Nearest(
             self._conn,
             self._collection,
@@ -303,7 +309,7 @@ class ChromaVectorStore:
         tree = as_filter(filter)
         if tree is None:
             return compile_filter(None)
-        return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy)
+        return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy, ordered=self._ordered)
 
     @staticmethod
     def _unique(ids: Iterable[str]) -> list[str]:
