@@ -43,6 +43,7 @@ from stores.chroma_filters import ChromaFilter, Where, compile_filter
 from stores.chroma_hybrid import ChromaCandidates
 from stores.chroma_lexical import ChromaLexical, CollectionAccess
 from stores.chroma_nearest import Nearest
+from stores.chroma_opaque import shared_opaque
 from stores.chroma_records import (
     TEXT,
     decode_metadata,
@@ -131,7 +132,10 @@ class ChromaVectorStore:
         except BaseException:
             self.close()  # a refused store must not keep the folder's files open
             raise
-        self._opaque: set[str] = set(json.loads((self._collection.metadata or {}).get(_OPAQUE_KEYS, "[]")))
+        # Embedded folders belong to this process: its stores share the set and never re-read it.
+        self._local = url is None and client is None
+        self._opaque = shared_opaque(key if path is not None else None)
+        self._opaque.add(set(json.loads((self._collection.metadata or {}).get(_OPAQUE_KEYS, "[]"))))
         self._access = CollectionAccess(
             self._conn, self._collection, collection, self._batch_size, self._shared
         )
@@ -267,16 +271,14 @@ class ChromaVectorStore:
         current = self._current_opaque()
         if keys <= current:
             return
-        self._opaque = current | keys  # a new set: searches may be iterating the old one
-        self._access.update_metadata({_OPAQUE_KEYS: json.dumps(sorted(self._opaque))})
+        whole = self._opaque.add(keys)
+        self._access.update_metadata({_OPAQUE_KEYS: json.dumps(sorted(whole))})
 
-    def _current_opaque(self) -> set[str]:
-        if self._shared:
+    def _current_opaque(self) -> frozenset[str]:
+        if not self._local:
             # Another process may have written to the same collection since.
-            stored = set(json.loads(self._access.metadata().get(_OPAQUE_KEYS, "[]")))
-            if not stored <= self._opaque:
-                self._opaque = self._opaque | stored  # replaced, never changed in place (see above)
-        return self._opaque
+            self._opaque.add(set(json.loads(self._access.metadata().get(_OPAQUE_KEYS, "[]"))))
+        return self._opaque.current
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids or by filter; returns how many documents were removed."""

@@ -202,3 +202,28 @@ def test_exact_must_be_a_flag() -> None:
 
     with pytest.raises(InvalidRequestError, match="exact must be True or False, got 'yes'"):
         SearchRequest("q", exact="yes")  # type: ignore[arg-type]
+
+
+def test_a_filtered_search_on_an_embedded_folder_reads_no_collection_metadata(
+    stores: tuple[ChromaVectorStore, InMemoryVectorStore],
+) -> None:
+    chroma, _ = stores
+    chroma.similarity_search(SearchRequest("q0", 5, filter="bucket == 3"))
+    spy = _Calls(chroma._conn.client)
+    chroma._conn.client = spy
+    try:
+        assert len(chroma.similarity_search(SearchRequest("q0", 5, filter="bucket == 3"))) == 5
+    finally:
+        chroma._conn.client = spy.collection
+    assert spy.calls == []  # the keys Chroma cannot index are known in-process (stores.chroma_opaque)
+
+
+def test_stores_over_one_folder_share_the_keys_chroma_cannot_index(tmp_path: Path) -> None:
+    from rag.embeddings import HashingEmbedding
+
+    model = HashingEmbedding(dimensions=16)
+    with ChromaVectorStore(model, path=tmp_path) as first, ChromaVectorStore(model, path=tmp_path) as second:
+        second.add([Document("small", "a", {"n": 1})])
+        assert second.count("n > 5") == 0
+        first.add([Document("huge", "b", {"n": 2**70})])  # beyond float precision: filtered in Python
+        assert [d.id for d in second.get(filter="n > 5")] == ["huge"]
