@@ -8,8 +8,10 @@ instead and read the metadata only when opened; stores reached through a server 
 
 Example:
     >>> keys = shared_opaque(("chroma-path", "/data", "docs"))
-    >>> keys.add({"huge"}); sorted(keys.current)
+    >>> sorted(keys.add({"huge"}))
     ['huge']
+    >>> shared_opaque(("chroma-path", "/data", "docs")).current == {"huge"}
+    True
 """
 
 from __future__ import annotations
