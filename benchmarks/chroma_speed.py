@@ -126,7 +126,7 @@ def measure(
     return figures
 
 
-def embedded_row(count: int, repeats: int) -> dict[str, float]:
+def embedded_row(count: int, repeats: int, ef_search: int = 400) -> dict[str, float]:
     import chromadb
     from chromadb.config import Settings
 
@@ -134,7 +134,12 @@ def embedded_row(count: int, repeats: int) -> dict[str, float]:
 
     queries = corpus(repeats + 1, seed=99)
     with tempfile.TemporaryDirectory() as folder:
-        store = ChromaVectorStore(Lookup(queries), collection="bench", path=folder)  # type: ignore[arg-type]
+        store = ChromaVectorStore(
+            Lookup(queries),  # type: ignore[arg-type]
+            collection="bench",
+            path=folder,
+            ef_search=ef_search,
+        )
         exact = InMemoryVectorStore(Lookup(queries))  # type: ignore[arg-type]
         started = time.perf_counter()
         for batch in documents(corpus(count)):
@@ -235,11 +240,14 @@ def print_rows(rows: list[tuple[str, dict[str, float] | str]]) -> None:
         )
 
 
-def chroma_section(sizes: list[int], repeats: int, http_size: int, scifact: Path | None) -> None:
+def chroma_section(
+    sizes: list[int], repeats: int, http_size: int, scifact: Path | None, ef_search: int = 400
+) -> None:
     """Measure and print the whole table (search.py calls this after its own tables)."""
     rows: list[tuple[str, dict[str, float] | str]] = []
     for count in sizes:
-        rows.append((f"{count:,} embed", embedded_row(count, repeats)))
+        label = f"{count:,} embed" + ("" if ef_search == 400 else f" ef{ef_search}")
+        rows.append((label, embedded_row(count, repeats, ef_search)))
     if http_size:
         rows.append((f"{http_size:,} http", http_row(http_size, repeats)))
     print_rows(rows)
@@ -263,8 +271,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--http-size", type=int, default=10_000, help="0 skips the HTTP row")
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
+    parser.add_argument("--ef-search", type=int, default=400, help="HNSW ef_search of the embedded rows")
     args = parser.parse_args()
-    chroma_section([int(s) for s in args.sizes.split(",")], args.repeats, args.http_size, args.scifact)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    chroma_section(sizes, args.repeats, args.http_size, args.scifact, args.ef_search)
 
 
 if __name__ == "__main__":
