@@ -9,7 +9,9 @@ lexical (BM25), hybrid with reciprocal rank fusion and with weighted fusion, hyb
 and hybrid with MMR, and hybrid over vector (target <= 2x). Document texts are ~40 words drawn from a
 Zipf law over 50k made-up words; queries are three words of middling frequency.
 Then the numpy store's resident memory (vectors, metadata, texts and the lexical index) for 100k x 384,
-measured in a fresh process.
+measured in a fresh process. Last, issue 17's table (`benchmarks/chroma_speed.py`): the Chroma store
+beside raw chromadb, embedded up to 100k and over HTTP at the smallest size, with recall@10 of its
+default (HNSW) search against `exact=True`, on random unit vectors and on SciFact chunks.
 
     python benchmarks/search.py                      # N = 10k, 100k, 1M
     python benchmarks/search.py --sizes 10000,100000 --repeats 30
@@ -335,6 +337,22 @@ def main() -> None:
             f"{m['raw_mb']:.1f} MB of raw float32 ({m['ratio_total']:.2f}x); metadata, ids and texts "
             f"{m['metadata_mb']:.1f} MB; vectors alone {m['ratio_vectors']:.2f}x the raw bytes"
         )
+    if not args.no_chroma:
+        chroma_contract_table([int(s) for s in args.sizes.split(",")], args.repeats)
+
+
+def chroma_contract_table(sizes: list[int], repeats: int) -> None:
+    """Issue 17's table: the Chroma store beside raw chromadb (embedded and HTTP), recall@10 vs exact."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).with_name("chroma_speed.py")
+    spec = importlib.util.spec_from_file_location("chroma_speed", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    chroma_sizes = [n for n in sizes if n <= CHROMA_LIMIT]
+    module.chroma_section(chroma_sizes, repeats, min(chroma_sizes, default=0), module.DEFAULT_SCIFACT)
 
 
 def postgres_table(args: argparse.Namespace) -> None:

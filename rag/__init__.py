@@ -9,6 +9,9 @@ Example:
     ['1']
 """
 
+from typing import TYPE_CHECKING
+
+from rag._lazy import lazy_exports
 from rag.advisors import (
     BaseAdvisor,
     MessageChatMemoryAdvisor,
@@ -17,7 +20,6 @@ from rag.advisors import (
     RetrievalAugmentationAdvisor,
     SafeGuardAdvisor,
     SimpleLoggerAdvisor,
-    ToolCallAdvisor,
     VectorStoreChatMemoryAdvisor,
 )
 from rag.chat import (
@@ -34,12 +36,7 @@ from rag.chat import (
 from rag.client import ChatClient, ChatClientRequest, ChatClientResponse
 from rag.config import Settings
 from rag.documents import Document, SearchRequest
-from rag.embeddings import (
-    EmbeddingModel,
-    HashingEmbedding,
-    OpenAIEmbedding,
-    SentenceTransformerEmbedding,
-)
+from rag.embeddings import EmbeddingModel, HashingEmbedding, SentenceTransformerEmbedding
 from rag.errors import RagError
 from rag.memory import (
     ChatMemory,
@@ -49,9 +46,15 @@ from rag.memory import (
     PostgresChatMemoryRepository,
     SQLiteChatMemoryRepository,
 )
-from rag.models import ExtractiveChatModel, OpenAIChatModel
-from rag.tools import Tool, ToolCallingManager, ToolContext, tool
+from rag.models import ExtractiveChatModel
+from rag.tools import ToolContext
 from rag.vectorstore import VectorStore
+
+if TYPE_CHECKING:
+    from rag.advisors import ToolCallAdvisor
+    from rag.embeddings import OpenAIEmbedding
+    from rag.models import OpenAIChatModel
+    from rag.tools import Tool, ToolCallingManager, tool
 
 __all__ = [
     "AssistantMessage",
@@ -97,3 +100,17 @@ __all__ = [
     "VectorStoreChatMemoryAdvisor",
     "tool",
 ]
+
+# Their modules import httpx or pydantic: loaded on first use, so `import rag` stays light (rag._lazy).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {
+        "OpenAIChatModel": "rag.models.openai",
+        "OpenAIEmbedding": "rag.embeddings.openai",
+        "Tool": "rag.tools.decorator",
+        "ToolCallAdvisor": "rag.advisors.tool_call",
+        "ToolCallingManager": "rag.tools.manager",
+        "tool": "rag.tools.decorator",
+    },
+)

@@ -126,6 +126,12 @@ SEARCH_MODES: tuple[str, ...] = ("vector", "lexical", "hybrid")
 FUSIONS: tuple[str, ...] = ("rrf", "weighted")
 
 
+def _check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidRequestError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 def _check_unit_interval(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise InvalidRequestError(f"{name} must be within [0, 1], got {value!r}")
@@ -153,6 +159,9 @@ class SearchRequest:
     dropped.
     `diversity` turns on maximal marginal relevance over the candidates: 0 ranks by relevance only,
     1 by novelty only (Spring AI and LangChain call 1 - diversity "lambda").
+    `exact=True` asks for the exact vector top-k on every store: stores with an approximate index (Chroma's
+    HNSW beyond `ef_search` records) then score every eligible document instead, which is slower; the
+    numpy store is always exact. Filters are exact either way (docs/exactness.md).
 
     Example:
         >>> from rag.filters import key
@@ -171,6 +180,7 @@ class SearchRequest:
     vector_weight: float = 0.5
     rrf_k: int = 60
     diversity: float = 0.0
+    exact: bool = False
 
     def __init__(
         self,
@@ -184,6 +194,7 @@ class SearchRequest:
         vector_weight: float = 0.5,
         rrf_k: int = 60,
         diversity: float = 0.0,
+        exact: bool = False,
     ) -> None:
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequestError(f"query text must be a non-empty string, got {query!r}")
@@ -200,6 +211,7 @@ class SearchRequest:
             "vector_weight": _check_unit_interval("vector_weight", vector_weight),
             "rrf_k": rrf_k,
             "diversity": _check_unit_interval("diversity", diversity),
+            "exact": _check_flag("exact", exact),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)

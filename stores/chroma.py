@@ -1,9 +1,11 @@
 """`ChromaVectorStore`: the `VectorStore` protocol on Chroma, embedded, in-process or on a server.
 
 Filters compile to Chroma `where` clauses (`stores.chroma_filters`), records use the layout of
-`stores.chroma_records`, and search re-ranks Chroma's neighbours exactly (`stores.chroma_search`), so
-every answer equals the numpy store's. Lexical and hybrid modes and MMR rank through `stores.ranking`
-over a BM25 index kept beside the collection (`stores.chroma_lexical`, `stores.chroma_hybrid`).
+`stores.chroma_records`. Vector search follows the contract of `stores.chroma_nearest`: filters are
+exact always; the top-k is exact on small collections and with `SearchRequest(exact=True)`, and comes
+from Chroma's HNSW graph (approximate, one query) otherwise. Lexical and hybrid modes and MMR rank
+through `stores.ranking` over a BM25 index kept beside the collection (`stores.chroma_lexical`,
+`stores.chroma_hybrid`).
 chromadb is imported when the first store is constructed.
 
 Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into the stored record (keys
@@ -37,18 +39,18 @@ from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.vectorstore import AsyncStoreMixin
-from stores.chroma_client import connect, lock_key, mark_vectors, open_collection, purger
+from stores.chroma_client import connect, lock_key, open_collection, purger
 from stores.chroma_filters import ChromaFilter, Where, compile_filter
 from stores.chroma_hybrid import ChromaCandidates
 from stores.chroma_lexical import ChromaLexical, CollectionAccess
-from stores.chroma_nearest import ExactNearest, mark_twins
+from stores.chroma_nearest import Nearest
+from stores.chroma_opaque import shared_opaque
 from stores.chroma_records import (
     TEXT,
     decode_metadata,
     decode_text,
     encode_record,
     encode_text,
-    vector_digest,
 )
 from stores.chroma_search import Row, rows_from_get
 from stores.locking import shared_lock
@@ -58,12 +60,11 @@ from stores.ranking import needs_ranking, rank
 __all__ = ["ChromaVectorStore"]
 
 _OPAQUE_KEYS = "rag:opaque_keys"
-# Set once every record carries its vector keys (`ZERO` or `VECTOR`): new collections, older ones on open.
-_VECTORS_MARKED = "rag:vectors_marked"
-# Set on collections created empty by this version: every record flags its keys (no `KEYS` list) and
-# its shared vector (`TWIN`), see chroma_records.
+# Set on collections created empty by this version: every record flags its keys (no `KEYS` list).
 _LAYOUT = "rag:layout"
 _CURRENT_LAYOUT = 2
+# Set on collections created empty since issue 17: every record holds order codes for its string values.
+_ORDERED = "rag:ordered"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 
@@ -74,12 +75,14 @@ def _check_positive(name: str, value: int | None) -> None:
 
 
 class ChromaVectorStore(AsyncStoreMixin):
-    """Documents in a Chroma collection of unit vectors, searched by cosine exactly like the numpy store.
+    """Documents in a Chroma collection of unit vectors, searched by cosine, filtered exactly like numpy.
 
     `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR
     --port N`); `client` uses a chromadb client you made (the store does not close it); none of them, a
     private in-process store that lives until `close()`. `ef_search` sets how widely Chroma's HNSW graph
-    is searched when the collection is created; results are re-ranked exactly either way.
+    is searched (fixed when the collection is created: more is slower and finds more true neighbours);
+    collections of up to `ef_search` records are searched exactly. Beyond that, vector top-k is
+    approximate unless a request says `exact=True` (docs/exactness.md gives measured recall).
 
     Safe to share between threads: searches run side by side, each write runs alone, and stores over
     the same collection in one process share the lock. Across processes: an embedded folder belongs to
@@ -130,20 +133,23 @@ class ChromaVectorStore(AsyncStoreMixin):
         except BaseException:
             self.close()  # a refused store must not keep the folder's files open
             raise
-        self._opaque: set[str] = set(json.loads((self._collection.metadata or {}).get(_OPAQUE_KEYS, "[]")))
+        # Embedded folders belong to this process: its stores share the set and never re-read it.
+        self._local = url is None and client is None
+        self._opaque = shared_opaque(key if path is not None else None)
+        self._opaque.add(set(json.loads((self._collection.metadata or {}).get(_OPAQUE_KEYS, "[]"))))
         self._access = CollectionAccess(
             self._conn, self._collection, collection, self._batch_size, self._shared
         )
         self._lexical = ChromaLexical(self._access, Path(path) if path is not None else None, key)
-        if not self._access.metadata().get(_VECTORS_MARKED):
-            with self._conn.errors(f"mark the vectors of the collection {collection!r}"):
-                mark_vectors(self._collection, self._batch_size)
-            self._access.update_metadata({_VECTORS_MARKED: True})
         self._legacy = self._access.metadata().get(_LAYOUT) != _CURRENT_LAYOUT
         if self._legacy and self._access.count() == 0:
             self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT})
             self._legacy = False
-        self._nearest = ExactNearest(
+        self._ordered = self._access.metadata().get(_ORDERED) is True
+        if not self._ordered and self._access.count() == 0:
+            self._access.update_metadata({_ORDERED: True})
+            self._ordered = True
+        self._nearest = Nearest(
             self._conn,
             self._collection,
             collection,
@@ -151,7 +157,6 @@ class ChromaVectorStore(AsyncStoreMixin):
             self._batch_size,
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._matching_ids,
-            all_twins=self._legacy,
         )
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
@@ -211,9 +216,8 @@ class ChromaVectorStore(AsyncStoreMixin):
         vectors = self._vectors(docs)
         metadatas: list[dict[str, Any]] = []
         opaque: set[str] = set()
-        for doc, vector in zip(docs, vectors, strict=True):
+        for doc in docs:
             record, unindexed = encode_record(doc.metadata)
-            record.update(vector_digest(vector))  # see chroma_nearest; `_replacing` drops the stale key
             record[TEXT] = encode_text(doc.text)  # not in `documents`: see chroma_records
             opaque.update(unindexed)
             metadatas.append(record)
@@ -233,7 +237,6 @@ class ChromaVectorStore(AsyncStoreMixin):
             for start in range(0, len(docs), self._batch_size):
                 stop = start + self._batch_size
                 ids = [doc.id for doc in docs[start:stop]]
-                mark_twins(self._conn, self._collection, ids, metadatas[start:stop])
                 batch = self._replacing(ids, metadatas[start:stop])
                 with self._conn.errors(f"write documents to the collection {self._name!r}"):
                     self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
@@ -269,16 +272,14 @@ class ChromaVectorStore(AsyncStoreMixin):
         current = self._current_opaque()
         if keys <= current:
             return
-        self._opaque = current | keys  # a new set: searches may be iterating the old one
-        self._access.update_metadata({_OPAQUE_KEYS: json.dumps(sorted(self._opaque))})
+        whole = self._opaque.add(keys)
+        self._access.update_metadata({_OPAQUE_KEYS: json.dumps(sorted(whole))})
 
-    def _current_opaque(self) -> set[str]:
-        if self._shared:
+    def _current_opaque(self) -> frozenset[str]:
+        if not self._local:
             # Another process may have written to the same collection since.
-            stored = set(json.loads(self._access.metadata().get(_OPAQUE_KEYS, "[]")))
-            if not stored <= self._opaque:
-                self._opaque = self._opaque | stored  # replaced, never changed in place (see above)
-        return self._opaque
+            self._opaque.add(set(json.loads(self._access.metadata().get(_OPAQUE_KEYS, "[]"))))
+        return self._opaque.current
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids or by filter; returns how many documents were removed."""
@@ -311,7 +312,7 @@ class ChromaVectorStore(AsyncStoreMixin):
         tree = as_filter(filter)
         if tree is None:
             return compile_filter(None)
-        return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy)
+        return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy, ordered=self._ordered)
 
     @staticmethod
     def _unique(ids: Iterable[str]) -> list[str]:
@@ -395,7 +396,10 @@ class ChromaVectorStore(AsyncStoreMixin):
         )
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
-        """The best `top_k` documents for the request's query, with `score` set (exact, ties by id)."""
+        """The best `top_k` documents for the request's query, with `score` set (ties by id).
+
+        Exact for small collections and `exact=True`; from Chroma's HNSW graph otherwise (see the class).
+        """
         req = request if isinstance(request, SearchRequest) else SearchRequest(request)
         if req.top_k == 0:
             return []
@@ -414,7 +418,7 @@ class ChromaVectorStore(AsyncStoreMixin):
         source = ChromaCandidates(
             req,
             query,
-            lambda plain: self._nearest.rows(query, compiled, plain),
+            lambda plain: self._nearest.rows(query, compiled, plain, embeddings=True),
             lambda: None if compiled.where is None and compiled.exact else set(self._matching_ids(compiled)),
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._lexical.index,

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import numpy as np
-
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import (
     ConfigError,
@@ -25,7 +23,6 @@ from rag.errors import (
     StoreConnectionError,
     StoreError,
 )
-from stores.chroma_records import vector_digest
 
 __all__ = [
     "Connection",
@@ -269,20 +266,3 @@ def purger(collection: Any, batch_size: int) -> Callable[[], None]:
             collection.delete(ids=ids[start : start + batch_size])
 
     return purge
-
-
-def mark_vectors(collection: Any, page: int) -> None:
-    """Set the reserved vector keys (`chroma_records.vector_digest`) on every record of `collection`.
-
-    For collections written before the store kept them; reads and writes a page at a time.
-    """
-    offset = 0
-    while True:
-        result = collection.get(include=["embeddings"], limit=page, offset=offset)
-        ids: list[str] = list(result["ids"])
-        if ids:
-            marks = [vector_digest(np.asarray(vector, np.float32)) for vector in result["embeddings"]]
-            collection.update(ids=ids, metadatas=marks)
-        if len(ids) < page:
-            return
-        offset += page

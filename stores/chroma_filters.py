@@ -53,6 +53,8 @@ from stores.chroma_records import (
     item_token,
     key_flag,
     key_token,
+    order_code,
+    order_key,
 )
 
 __all__ = ["MAX_COST", "MAX_LEVELS", "ChromaFilter", "Where", "bounded", "compile_filter"]
@@ -126,10 +128,15 @@ class _Context:
 
     opaque: frozenset[str]
     legacy_keys: bool
+    ordered: bool = False
 
 
 def compile_filter(
-    tree: Filter | None, opaque_keys: Collection[str] = (), *, legacy_keys: bool = False
+    tree: Filter | None,
+    opaque_keys: Collection[str] = (),
+    *,
+    legacy_keys: bool = False,
+    ordered: bool = False,
 ) -> ChromaFilter:
     """Compile a filter tree for Chroma.
 
@@ -139,6 +146,8 @@ def compile_filter(
             `stores.chroma_records`); comparisons on them are finished in Python.
         legacy_keys: The collection may hold records of older versions, which list their keys in
             `_rag_keys` instead of flagging each one; key tests then read both.
+        ordered: Every record holds `order_key` codes for its string values (collections created by
+            this version), so string orderings are narrowed by Chroma before Python finishes them.
 
     Raises:
         FilterError: the tree nests deeper than `rag.filters.MAX_DEPTH`.
@@ -146,7 +155,7 @@ def compile_filter(
     if tree is None:
         return ChromaFilter(None, False, True, None)
     normal = normalize(tree)
-    part = _compile(normal, _Context(frozenset(opaque_keys), legacy_keys), 0)
+    part = _compile(normal, _Context(frozenset(opaque_keys), legacy_keys, ordered), 0)
     if part.where is None:
         return ChromaFilter(None, not part.constant, part.exact, tree, normal)
     where, whole = bounded(part.where, MAX_COST)
@@ -240,7 +249,9 @@ def _comparison(node: Comparison, context: _Context) -> _Part:
         return _Part({ITEMS: {test: item_token(node.key, node.value)}})
     if node.op in _ORDERING and isinstance(node.value, bool):
         return _NONE  # FILTERS.md orders numbers with numbers only: never true
-    if not indexable_key(node.key) or (node.op in _ORDERING and isinstance(node.value, str)):
+    if node.op in _ORDERING and isinstance(node.value, str):
+        return _string_order(node, context)
+    if not indexable_key(node.key):
         return _python(node, context)
     part = _values(node, context)
     if node.key in context.opaque:
@@ -249,6 +260,15 @@ def _comparison(node: Comparison, context: _Context) -> _Part:
             part = _combine("$or", [part, _Part({OPAQUE: {"$contains": key_token(node.key)}})])
         part = _Part(part.where, part.constant, exact=False)
     return part
+
+
+def _string_order(node: Comparison, context: _Context) -> _Part:
+    """`<`, `<=`, `>`, `>=` on text: narrowed by the order codes where every record has them."""
+    if not context.ordered or not indexable_key(node.key) or node.key in context.opaque:
+        return _python(node, context)
+    assert isinstance(node.value, str)
+    bound = "$lte" if node.op in (Op.LT, Op.LE) else "$gte"  # codes tie on a shared 6-byte prefix
+    return _Part({order_key(node.key): {bound: order_code(node.value)}}, exact=False)
 
 
 def _values(node: Comparison, context: _Context) -> _Part:

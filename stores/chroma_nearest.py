@@ -1,17 +1,22 @@
-"""Exact vector top-k on a Chroma collection: HNSW candidates re-scored, with what HNSW can lose.
+"""Vector top-k on a Chroma collection: exact scans, or Chroma's HNSW graph (approximate).
 
-The re-ranking rule is `stores.chroma_search`'s; this module decides which rows Chroma is asked for.
-Up to `ef_search` matches (counted with a limited read) are read directly. Beyond, Chroma is
-queried; only when it returns fewer rows than asked are the matches counted, and if there are more,
-HNSW lost some and every match is read. Records sharing a vector are completed by their `VECTOR`
-digest when a returned record is marked `TWIN` (`mark_twins` sets it on writes; collections of
-older versions are searched for every record's twins). Zero-vector records, which HNSW may lose,
-are read by their `ZERO` marker when one of them could enter the result.
+The contract (docs/exactness.md):
+
+- Which documents are eligible never depends on the path: a filter means what it means for `get` and
+  `count`, Chroma's `where` plus the Python part of `stores.chroma_filters`.
+- Exact paths score every eligible record in numpy (`stores.numpy_search.exact_scores`, so scores equal
+  the numpy store's to the last bit) and order by (score descending, id ascending): a request with
+  `exact=True`, and any collection of at most `scan_limit` records (the store's `ef_search`), where
+  reading everything costs no more than HNSW would.
+- Otherwise Chroma's HNSW graph answers, once, with the fields a raw `collection.query` would return:
+  it may miss true neighbours (how often is measured by benchmarks/search.py and stated in the docs),
+  and the scores it reports are Chroma's own (1 - inner-product distance, rounded like the numpy
+  store's), which agree with exact scores to about 1e-7.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,20 +26,33 @@ import numpy.typing as npt
 from rag.documents import SearchRequest
 from stores.chroma_client import Connection
 from stores.chroma_filters import ChromaFilter, Where
-from stores.chroma_records import TWIN, VECTOR, ZERO, decode_metadata
-from stores.chroma_search import Row, merge, rows_from_get, rows_from_query, scores, top_rows
+from stores.chroma_search import Row, merge, rows_from_get, rows_from_query, scores
+from stores.numpy_search import SCORE_DECIMALS
 
-__all__ = ["ExactNearest", "mark_twins"]
+__all__ = ["Nearest", "ranked"]
 
 _ROW_FIELDS = ["embeddings", "metadatas", "documents"]
 
 
+def ranked(rows: Sequence[Row], values: Sequence[float], req: SearchRequest) -> list[tuple[Row, float]]:
+    """The best `req.top_k` of `rows` scored `values` that pass the threshold, best first, ties by id."""
+    hits = [(row, value) for row, value in zip(rows, values, strict=True) if req.accepts(value)]
+    hits.sort(key=lambda hit: (-hit[1], hit[0].id))
+    return hits[: req.top_k]
+
+
+def _score_of(distance: float) -> float:
+    """A cosine score from Chroma's inner-product distance, rounded as the numpy store rounds."""
+    return round(min(1.0, max(-1.0, 1.0 - float(distance))), SCORE_DECIMALS) + 0.0
+
+
 @dataclass
-class ExactNearest:
-    """Exact cosine top-k among a filter's matches in one collection (`ChromaVectorStore` uses it).
+class Nearest:
+    """Vector top-k (with threshold) among a filter's matches in one collection (`ChromaVectorStore`).
 
     Example:
-        >>> nearest = ExactNearest(conn, collection, "docs", 400, 1024, fetch, matching_ids)  # doctest: +SKIP
+        >>> nearest = Nearest(conn, collection, "docs", 400, 1024, fetch, matching_ids)  # doctest: +SKIP
+        >>> request = SearchRequest("q", exact=True)
         >>> found = nearest.rows(query, compile_filter(None), request)  # doctest: +SKIP
         >>> [(row.id, score) for row, score in found]  # doctest: +SKIP
         [('a', 0.91), ('b', 0.42)]
@@ -44,146 +62,110 @@ class ExactNearest:
     collection: Any
     name: str
     scan_limit: int
-    """Up to this many matches (the collection's `ef_search`) are read and scored directly."""
+    """Collections of up to this many records (the store's `ef_search`) are read and scored exactly."""
     batch_size: int
     fetch: Callable[[list[str], Sequence[str]], list[Row]]
     """Rows by ids, with the given fields (`ChromaVectorStore._fetch`)."""
     matching_ids: Callable[[ChromaFilter], list[str]]
     """Every id a filter matches, its Python part included."""
-    all_twins: bool = False
-    """The collection may hold duplicates written without `TWIN` (by older versions): look for them all."""
     large: bool = False
-    """The whole collection was seen holding more than `scan_limit` records (`forget_size` resets it)."""
+    """The collection was seen holding more than `scan_limit` records (`forget_size` resets it)."""
 
     def forget_size(self) -> None:
         """After deletes: the collection may have become small enough to read directly again."""
         self.large = False
 
     def rows(
-        self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest
-    ) -> list[tuple[Row, float]]:
-        """Exact cosine top-k (with threshold) among the filter's matches, rows with their embeddings."""
-        if compiled.exact:
-            found = top_rows(lambda n: self._nearest(query, n, compiled.where, None), query, req)
-            return self._with_zero_rows(found, query, compiled, req)
-        # Python decides the matches; Chroma ranks only those ids, chunk by chunk.
-        ids = sorted(self.matching_ids(compiled))
-        parts = [
-            top_rows(lambda n, chunk=chunk: self._nearest(query, n, None, chunk), query, req)  # type: ignore[misc]
-            for chunk in (ids[i : i + self.batch_size] for i in range(0, len(ids), self.batch_size))
-        ]
-        return self._with_zero_rows(merge(parts, req.top_k), query, compiled, req)
-
-    def _with_zero_rows(
         self,
-        found: list[tuple[Row, float]],
         query: npt.NDArray[np.float32],
         compiled: ChromaFilter,
         req: SearchRequest,
+        *,
+        embeddings: bool = False,
     ) -> list[tuple[Row, float]]:
-        """`found` with the zero-vector records (cosine 0) that belong in it, which HNSW may have lost.
+        """Top-k (with threshold) among the filter's matches.
 
-        Many records sharing the zero vector leave some of them unreachable in Chroma's graph, so they
-        are read by their `ZERO` marker instead, and only when one of them could enter the result.
+        Rows carry embeddings on exact paths, and on HNSW's when `embeddings` is set (hybrid needs them).
         """
-        if not req.accepts(0.0) or (len(found) == req.top_k and found[-1][1] > 0.0):
-            return found
-        where: Where = {ZERO: True} if compiled.where is None else {"$and": [compiled.where, {ZERO: True}]}
-        with self.conn.errors(f"read from the collection {self.name!r}"):
-            marked = rows_from_get(self.collection.get(where=where, include=["metadatas"]))
-        # Equal scores go to the smaller id, so the first top_k zero ids by id are all that can enter.
-        known = {row.id for row, _ in found}
-        zero_ids = sorted(r.id for r in marked if compiled.accepts(decode_metadata(r.record)))[: req.top_k]
-        rows = self.fetch([i for i in zero_ids if i not in known], _ROW_FIELDS)
-        extra = list(zip(rows, scores(rows, query).tolist(), strict=True))
-        return merge([found, extra], req.top_k)
+        if req.top_k == 0:
+            return []
+        large = self._is_large()
+        if req.exact or not large:
+            return self._scan(query, compiled, req, large)
+        if compiled.exact:
+            return self._hnsw(query, req, compiled.where, None, embeddings)
+        # Python decides the matches; Chroma ranks only those ids, chunk by chunk.
+        ids = sorted(self.matching_ids(compiled))
+        if len(ids) <= self.scan_limit:
+            rows = self.fetch(ids, _ROW_FIELDS)
+            return ranked(rows, scores(rows, query).tolist(), req)
+        parts = [
+            self._hnsw(query, req, None, ids[i : i + self.batch_size], embeddings)
+            for i in range(0, len(ids), self.batch_size)
+        ]
+        return merge(parts, req.top_k)
 
-    def _nearest(
-        self, query: npt.NDArray[np.float32], n: int, where: Where | None, ids: list[str] | None
-    ) -> list[Row]:
-        """Chroma's nearest `n` matches, or every match when there are few or its graph lost some."""
-        # Up to ef_search matches are read directly: HNSW would visit them all anyway, and after
-        # upserts and deletes its graph can leave a record unreachable, which a direct read cannot.
-        # The size of the whole collection is remembered: only deletes shrink it (in a collection shared
-        # with other writers, theirs go unseen and such searches stay on HNSW).
-        whole = where is None and ids is None
-        if not (whole and self.large):
-            if self._population(where, ids, limit=self.scan_limit + 1) <= self.scan_limit:
-                return self._every_match(where, ids)
-            self.large = self.large or whole
+    def _is_large(self) -> bool:
+        # Only deletes shrink a collection, so once large it stays so until `forget_size` (writes by
+        # other processes to a shared collection go unseen: their searches stay on HNSW, as documented).
+        if not self.large:
+            with self.conn.errors(f"count the collection {self.name!r}"):
+                self.large = int(self.collection.count()) > self.scan_limit
+        return self.large
+
+    def _hnsw(
+        self,
+        query: npt.NDArray[np.float32],
+        req: SearchRequest,
+        where: Where | None,
+        ids: list[str] | None,
+        embeddings: bool,
+    ) -> list[tuple[Row, float]]:
+        """One Chroma query: its nearest `top_k` matches, scored by Chroma's distances."""
+        wanted = req.top_k if ids is None else min(req.top_k, len(ids))
+        include = ["metadatas", "documents", "distances", *(["embeddings"] if embeddings else [])]
         with self.conn.errors(f"query the collection {self.name!r}"):
             result = self.collection.query(
-                query_embeddings=[query], n_results=n, where=where, ids=ids, include=_ROW_FIELDS
+                query_embeddings=[query], n_results=wanted, where=where, ids=ids, include=include
             )
-        rows = rows_from_query(result)
-        if len(rows) >= n:
-            return rows + self._duplicates(rows, where, ids)
-        # Fewer rows than asked: either every match, or HNSW lost records (it does with equal vectors).
-        if len(rows) >= self._population(where, ids):
-            return rows
-        return self._every_match(where, ids)
+        distances = result["distances"][0]
+        return ranked(rows_from_query(result), [_score_of(d) for d in distances], req)
 
-    def _every_match(self, where: Where | None, ids: list[str] | None) -> list[Row]:
-        if ids is not None:
-            return self.fetch(ids, _ROW_FIELDS)
-        with self.conn.errors(f"read from the collection {self.name!r}"):
-            return rows_from_get(self.collection.get(where=where, include=_ROW_FIELDS))
+    def _scan(
+        self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest, large: bool
+    ) -> list[tuple[Row, float]]:
+        """Exact: every match's vector scored in numpy, a page at a time.
 
-    def _duplicates(self, rows: list[Row], where: Where | None, ids: list[str] | None) -> list[Row]:
-        """The matches sharing a vector with `rows` but missing from them (HNSW loses such twins)."""
-        digests = sorted(
-            {
-                row.record[VECTOR]
-                for row in rows
-                if row.record and VECTOR in row.record and (self.all_twins or TWIN in row.record)
-            }
-        )
-        if not digests:
-            return []
-        clause: Where = {VECTOR: {"$in": digests}}
-        with self.conn.errors(f"read from the collection {self.name!r}"):
-            result = self.collection.get(
-                where=clause if where is None else {"$and": [where, clause]}, ids=ids, include=_ROW_FIELDS
-            )
-        known = {row.id for row in rows}
-        return [row for row in rows_from_get(result) if row.id not in known]
-
-    def _population(self, where: Where | None, ids: list[str] | None, limit: int | None = None) -> int:
-        """How many records a query with `where` or `ids` (existing ids only) ranks, counted up to `limit`.
-
-        A limited count reads at most `limit` ids, so a large collection costs no full count.
+        A small collection is read whole in one call; a large one (`exact=True`) without metadata, which
+        is then read for the winners only.
         """
-        if ids is not None:
-            return len(ids)
-        with self.conn.errors(f"count the collection {self.name!r}"):
-            if where is None and limit is None:
-                return int(self.collection.count())
-            return len(self.collection.get(where=where, limit=limit, include=[])["ids"])
+        fields = ["embeddings"] if large else _ROW_FIELDS
+        if compiled.exact:
+            pages = self._pages(compiled.where, fields)
+        else:
+            ids = sorted(self.matching_ids(compiled))
+            pages = (
+                self.fetch(ids[i : i + self.batch_size], fields) for i in range(0, len(ids), self.batch_size)
+            )
+        best: list[tuple[Row, float]] = []
+        for page in pages:
+            best = merge([best, ranked(page, scores(page, query).tolist(), req)], req.top_k)
+        if not best or fields == _ROW_FIELDS:
+            return best
+        full = {row.id: row for row in self.fetch([row.id for row, _ in best], _ROW_FIELDS)}
+        return [(full[row.id], value) for row, value in best if row.id in full]
 
-
-def mark_twins(conn: Connection, collection: Any, ids: list[str], records: list[dict[str, Any]]) -> None:
-    """Set `TWIN` on the records about to be written whose vector another record has, and on those others.
-
-    `records` (the Chroma metadata for `ids`, with their `VECTOR` keys) are changed in place; stored
-    records sharing a vector with one of them gain `TWIN` at once. Stored records with the same ids are
-    being replaced, so only their new vectors count.
-    """
-    batch: dict[str, list[int]] = {}
-    for i, record in enumerate(records):
-        if VECTOR in record:
-            batch.setdefault(record[VECTOR], []).append(i)
-    if not batch:
-        return
-    writing = set(ids)
-    with conn.errors("look for records with the same vectors"):
-        stored = rows_from_get(collection.get(where={VECTOR: {"$in": sorted(batch)}}, include=["metadatas"]))
-    partners = [row for row in stored if row.id not in writing and row.record]
-    shared = {row.record[VECTOR] for row in partners if row.record}
-    shared.update(digest for digest, members in batch.items() if len(members) > 1)
-    for digest in shared:
-        for i in batch[digest]:
-            records[i][TWIN] = 1
-    unmarked = [row.id for row in partners if row.record and TWIN not in row.record]
-    if unmarked:
-        with conn.errors("mark records with the same vectors"):
-            collection.update(ids=unmarked, metadatas=[{TWIN: 1} for _ in unmarked])
+    def _pages(self, where: Where | None, fields: list[str]) -> Iterator[list[Row]]:
+        """Every record matching `where`, ids and embeddings, `batch_size` at a time."""
+        offset = 0
+        while True:
+            with self.conn.errors(f"read from the collection {self.name!r}"):
+                result = self.collection.get(
+                    where=where, limit=self.batch_size, offset=offset, include=fields
+                )
+            page = rows_from_get(result)
+            if page:
+                yield page
+            if len(page) < self.batch_size:
+                return
+            offset += self.batch_size

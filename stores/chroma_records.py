@@ -20,12 +20,13 @@ it compares it with an integer value. So each record carries:
   for `CONTAINS` / `NOT CONTAINS` on lists of any type.
 - `_rag_opaque`: a token per key whose value could not be indexed on this record (a huge integer, a
   string Chroma cannot encode); filters on such keys are finished in Python.
-- `_rag_zero`: True on a record whose vector is all zeros (an empty or stopword-only text). Chroma's
-  HNSW graph can lose such records, so search finds them through this key instead (`stores.chroma`).
-- `_rag_vec`: a digest of a non-zero vector (`vector_digest`); records sharing a vector share it, so
-  search completes a group of duplicates HNSW returned only part of.
-- `_rag_twin`: 1 on a record whose vector another record also has (set when either is written), so
-  search looks for missing duplicates only when it found a record that has some.
+- `_rag_ord:<token>`: for each string value under an indexable key, an order-preserving number made of
+  its first 6 UTF-8 bytes (`order_code`): `a < b` implies `code(a) <= code(b)`, so a string ordering
+  (`date >= '2023-01-01'`), which Chroma refuses on strings, is narrowed by Chroma and finished in
+  Python. Only collections created by this version hold it on every record (`stores.chroma`).
+- `_rag_zero`, `_rag_vec`, `_rag_twin`: vector marks that versions before issue 17 wrote (a zero
+  vector, a digest of the vector, "another record has this vector"); no longer written nor read, and
+  dropped when such a record is rewritten.
 
 Records written by older versions keep their text in `documents` (`_rag_text` only when Chroma could
 not store it) and list their keys in `_rag_keys`; `decode_text` and the filters read both layouts.
@@ -64,6 +65,8 @@ __all__ = [
     "item_token",
     "key_flag",
     "key_token",
+    "order_code",
+    "order_key",
     "vector_digest",
 ]
 
@@ -76,7 +79,9 @@ TEXT = "_rag_text"
 ZERO = "_rag_zero"
 VECTOR = "_rag_vec"
 TWIN = "_rag_twin"
+ORDER_PREFIX = "_rag_ord:"
 RESERVED_PREFIX = "_rag_"
+_ORDER_BYTES = 6  # 48 bits: exact in a float64, which Chroma compares correctly
 
 # Beyond 2**53 an integer is not exactly a float, and Chroma compares numbers as floats.
 _SAFE_INT = 2**53
@@ -125,6 +130,21 @@ def key_flag(key: str) -> str:
     return KEY_FLAG + key_token(key)
 
 
+@functools.lru_cache(maxsize=4096)
+def order_key(key: str) -> str:
+    """The reserved key holding `order_code` of the string value under `key`."""
+    return ORDER_PREFIX + key_token(key)
+
+
+def order_code(text: str) -> float:
+    """An order-preserving number for a string: its first 6 UTF-8 bytes, zero-padded, big-endian.
+
+    UTF-8 orders bytes as Python orders code points, so `a < b` implies `order_code(a) <= order_code(b)`.
+    """
+    head = text.encode("utf-8", "surrogatepass")[:_ORDER_BYTES]
+    return float(int.from_bytes(head.ljust(_ORDER_BYTES, b"\0"), "big"))
+
+
 def _normal(value: object) -> tuple[str, object]:
     if isinstance(value, bool):
         return "b", value
@@ -159,6 +179,8 @@ def encode_record(metadata: Mapping[str, MetadataValue]) -> tuple[dict[str, Any]
             opaque.append(name)
         else:
             record[name] = indexed
+            if isinstance(indexed, str):
+                record[order_key(name)] = order_code(indexed)
     if items:
         record[ITEMS] = list(items)
     if opaque:

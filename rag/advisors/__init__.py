@@ -6,6 +6,9 @@ Example:
     ['SafeGuardAdvisor', 'log']
 """
 
+from typing import TYPE_CHECKING
+
+from rag._lazy import lazy_exports
 from rag.advisors.base import (
     CHAT_MEMORY_ORDER,
     DEFAULT_ORDER,
@@ -30,7 +33,9 @@ from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.advisors.retrieval_augmentation import RetrievalAugmentationAdvisor
 from rag.advisors.safeguard import SafeGuardAdvisor
-from rag.advisors.tool_call import RETURN_DIRECT, ToolCallAdvisor
+
+if TYPE_CHECKING:
+    from rag.advisors.tool_call import RETURN_DIRECT, ToolCallAdvisor
 
 __all__ = [
     "CHAT_MEMORY_ORDER",
@@ -58,3 +63,13 @@ __all__ = [
     "ToolCallAdvisor",
     "VectorStoreChatMemoryAdvisor",
 ]
+
+# Their modules import httpx or pydantic: loaded on first use (see rag._lazy).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {
+        "RETURN_DIRECT": "rag.advisors.tool_call",
+        "ToolCallAdvisor": "rag.advisors.tool_call",
+    },
+)

@@ -6,10 +6,15 @@ Example:
     1
 """
 
+from typing import TYPE_CHECKING
+
+from rag._lazy import lazy_exports
 from rag.embeddings.base import EmbeddingModel, TokenCounter, normalize_rows
 from rag.embeddings.hashing import HashingEmbedding
-from rag.embeddings.openai import OpenAIEmbedding
 from rag.embeddings.sentence_transformers import SentenceTransformerEmbedding
+
+if TYPE_CHECKING:
+    from rag.embeddings.openai import OpenAIEmbedding
 
 __all__ = [
     "EmbeddingModel",
@@ -19,3 +24,12 @@ __all__ = [
     "TokenCounter",
     "normalize_rows",
 ]
+
+# Their modules import httpx or pydantic: loaded on first use (see rag._lazy).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {
+        "OpenAIEmbedding": "rag.embeddings.openai",
+    },
+)

@@ -11,10 +11,15 @@ Example:
     ['a', 'b']
 """
 
+from typing import TYPE_CHECKING
+
+from rag._lazy import lazy_exports
 from rag.tools.context import TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
-from rag.tools.decorator import Tool, tool
-from rag.tools.hooks import TodoReminderHook
-from rag.tools.manager import ToolCallingManager, ToolExecutionResult, ToolResultHook
+
+if TYPE_CHECKING:
+    from rag.tools.decorator import Tool, tool
+    from rag.tools.hooks import TodoReminderHook
+    from rag.tools.manager import ToolCallingManager, ToolExecutionResult, ToolResultHook
 
 __all__ = [
     "TOOL_MANUAL",
@@ -28,3 +33,17 @@ __all__ = [
     "ToolResultHook",
     "tool",
 ]
+
+# Their modules import httpx or pydantic: loaded on first use (see rag._lazy).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    globals(),
+    {
+        "Tool": "rag.tools.decorator",
+        "tool": "rag.tools.decorator",
+        "TodoReminderHook": "rag.tools.hooks",
+        "ToolCallingManager": "rag.tools.manager",
+        "ToolExecutionResult": "rag.tools.manager",
+        "ToolResultHook": "rag.tools.manager",
+    },
+)

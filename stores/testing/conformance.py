@@ -301,6 +301,26 @@ class VectorStoreConformance(SearchModeConformance):
         assert _ids(store.similarity_search(request)) == ["q", "r"]
         assert store.similarity_search(request.replace(filter="n > 100")) == []
 
+    def test_exact_requests_rank_every_match_exactly(self, store: VectorStore) -> None:
+        # The exactness contract (docs/exactness.md): `exact=True` is exact on every store, filtered or not,
+        # with ties by id, zero vectors included.
+        q = _query_vector(store, "alpha beta")
+        cosines = {f"c{i:02d}": round(0.9 - 0.05 * i, 2) for i in range(20)}
+        _scored(store, cosines)
+        store.add([Document("z0", "", {"n": 0}), Document("z1", "", {"n": 1})])  # zero vectors: cosine 0
+        store.add([Document("tie", "t", {"n": 2}, embedding=vector_with_cosine(q, 0.5, seed=5))])
+        for text_filter, eligible in ((None, lambda n: True), ("n >= 2", lambda n: n >= 2)):
+            request = SearchRequest("alpha beta", top_k=25, filter=text_filter, exact=True)
+            every = store.get(filter=text_filter, include_embeddings=True)
+            expected = sorted(
+                ((float(np.dot(d.embedding, q)), d.id) for d in every if d.embedding is not None),
+                key=lambda hit: (-round(hit[0], 5), hit[1]),
+            )
+            found = store.similarity_search(request)
+            assert _ids(found) == [doc_id for _, doc_id in expected][:25]
+            assert all(eligible(int(str(d.metadata["n"]))) for d in found)
+            assert store.similarity_search(request.replace(exact=False)) == found  # small: exact anyway
+
     def test_search_on_empty_store(self, store: VectorStore) -> None:
         assert store.similarity_search("anything") == [] and store.count() == 0
 

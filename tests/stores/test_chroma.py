@@ -14,7 +14,6 @@ import pytest
 
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
-from rag.embeddings.base import normalize_rows
 from rag.errors import (
     DimensionMismatchError,
     EmbeddingModelMismatchError,
@@ -25,7 +24,6 @@ from rag.errors import (
 from rag.filters import Filter, key, matches, parse
 from stores import ChromaVectorStore
 from stores.chroma_filters import compile_filter
-from stores.numpy_search import exact_scores
 from stores.testing.cases import filter_documents
 from tests.stores.conftest import start_chroma_server, stop_chroma_server
 
@@ -276,8 +274,8 @@ def test_closed_in_process_stores_leave_no_metadata_behind() -> None:
         fresh.add([Document(f"n{i:02d}", "text") for i in range(40)])
         assert fresh.count("year IS NULL") == 40 and fresh.count("tags CONTAINS 'tech'") == 0
         raw = fresh.chroma_collection.get(include=["metadatas"])["metadatas"]
-        # Forty equal texts: equal vectors, so each record is marked as having twins.
-        assert all(set(record) == {"_rag_meta", "_rag_vec", "_rag_text", "_rag_twin"} for record in raw)
+        # No metadata keys: the JSON copy and the text, nothing else (no vector marks since issue 17).
+        assert all(set(record) == {"_rag_meta", "_rag_text"} for record in raw)
 
 
 def test_persistent_store_reopens_with_its_data(tmp_path: Path, embedding: HashingEmbedding) -> None:
@@ -351,85 +349,9 @@ class _Lookup:
         return np.stack([self.vectors[text] for text in texts]).astype(np.float32)
 
 
-CASES = [(12, None), (40, None), (12, "odd == true"), (5, "odd == true AND odd != 'x'")]
-
-
-def test_top_k_is_exact_on_thousands_of_vectors() -> None:
-    rng = np.random.default_rng(11)
-    dims = 32
-    vectors = rng.standard_normal((3000, dims)).astype(np.float32)
-    vectors[100:130] = vectors[7]  # a block of exact ties
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    ids = [f"v{i:04d}" for i in range(len(vectors))]
-    queries = {"tie": vectors[7], **{f"q{i}": v for i, v in enumerate(rng.standard_normal((8, dims)))}}
-    model = _Lookup({name: v / np.linalg.norm(v) for name, v in queries.items()}, dims)
-    odd = [n % 3 == 1 for n in range(len(ids))]
-    docs = [Document(i, "", {"odd": o}, embedding=v) for i, o, v in zip(ids, odd, vectors, strict=True)]
-    with ChromaVectorStore(model, collection="exactness") as store:  # type: ignore[arg-type]
-        store.add(docs)
-        stored = normalize_rows(vectors, model=model.name)  # the stores normalise what they are given
-        for name in model.vectors:
-            query = normalize_rows(model.embed([name]), model=model.name)[0]
-            scores = exact_scores(stored, np.arange(len(ids)), query).tolist()
-            ranked = sorted(zip(ids, scores, odd, strict=True), key=lambda hit: (-hit[1], hit[0]))
-            for k, text_filter in CASES:
-                expected = [(i, s) for i, s, o in ranked if o or text_filter is None][:k]
-                hits = store.similarity_search(SearchRequest(name, top_k=k, filter=text_filter))
-                assert [(d.id, d.score) for d in hits] == expected, (name, k, text_filter)
-        tied = store.similarity_search(SearchRequest("tie", top_k=20))
-        assert [d.id for d in tied] == ["v0007", *ids[100:119]]
-
-
 def test_importing_stores_does_not_import_chromadb() -> None:
     code = "import sys, stores; assert 'chromadb' not in sys.modules, 'chromadb imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def _crowded_documents(query: str) -> list[Document]:
-    """150 zero vectors, 100 copies of one vector close to `query`'s and 60 random ones, ids shuffled."""
-    rng = np.random.default_rng(3)
-    near = MODEL.embed([query])[0] + rng.normal(0, 0.08, MODEL.dimensions)
-    vectors = np.concatenate([np.zeros((150, 64)), np.tile(near, (100, 1)), rng.normal(size=(60, 64))])
-    vectors = normalize_rows(vectors, model="test")
-    order = rng.permutation(len(vectors))
-    return [
-        Document(f"d{int(n):03d}", "text", {"odd": int(n) % 2 == 1}, embedding=vector)
-        for n, vector in zip(order, vectors, strict=True)
-    ]
-
-
-@pytest.mark.parametrize("where", [None, "odd == true"])
-def test_records_sharing_a_vector_are_all_found(where: str | None) -> None:
-    # A small ef_search keeps every search on HNSW, which drops some of the records that share the
-    # zero vector or one repeated vector; the store finds them through their reserved vector keys.
-    from stores import InMemoryVectorStore
-
-    docs = _crowded_documents("river bank")
-    reference = InMemoryVectorStore(MODEL)
-    reference.add(docs)
-    with ChromaVectorStore(MODEL, collection="crowded", ef_search=10) as store:
-        store.add(docs)
-        for top_k in (30, 200):
-            request = SearchRequest("river bank", top_k, filter=where)
-            expected = [(d.id, d.score) for d in reference.similarity_search(request)]
-            assert [(d.id, d.score) for d in store.similarity_search(request)] == expected
-
-
-def test_a_collection_without_vector_keys_gets_them_on_open() -> None:
-    docs = [Document("e", ""), Document("x", "river bank"), Document("y", "river bank")]
-    with ChromaVectorStore(MODEL, collection="unmarked") as first:
-        first.add(docs)
-        raw = first.chroma_collection
-        raw.update(ids=["e", "x", "y"], metadatas=[{"_rag_zero": None, "_rag_vec": None}] * 3)
-        raw.modify(metadata={k: v for k, v in raw.metadata.items() if k != "rag:vectors_marked"})
-        assert all("_rag_zero" not in r and "_rag_vec" not in r for r in raw.get()["metadatas"])
-        second = ChromaVectorStore(MODEL, collection="unmarked", client=first.chroma_client)
-        records = dict(zip(*(second.chroma_collection.get()[k] for k in ("ids", "metadatas")), strict=True))
-        assert records["e"]["_rag_zero"] is True and "_rag_vec" not in records["e"]
-        assert records["x"]["_rag_vec"] == records["y"]["_rag_vec"]
-        hits = second.similarity_search(SearchRequest("bank", top_k=3))
-        assert [(d.id, d.score) for d in hits][-1] == ("e", 0.0) and hits[0].metadata == {}
-        second.close()
 
 
 def test_a_collection_shrunk_by_deletes_is_read_directly_again() -> None:

@@ -1,7 +1,7 @@
 """The Chroma record layout (stores.chroma_records): what a record holds, and records of older versions.
 
-Twins (records sharing a vector) are marked when written, so search completes a group HNSW returned only
-part of; collections written before the marks look for every record's twins.
+Records carry no vector keys any more (search no longer repairs HNSW's losses: `exact=True` scans);
+those older versions wrote (`_rag_vec`, `_rag_zero`, `_rag_twin`) are dropped when a record is rewritten.
 
 Older versions kept the text in Chroma's `documents` and listed the metadata keys in a `_rag_keys` list.
 A collection holding such records must still read, filter and search exactly, and records rewritten
@@ -11,7 +11,6 @@ by this version must lose the old list.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,6 @@ from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from stores import ChromaVectorStore
 from stores.chroma_records import vector_digest
-from tests.stores.test_chroma import MODEL as CROWD_MODEL
-from tests.stores.test_chroma import _crowded_documents
 
 MODEL = HashingEmbedding(dimensions=64)
 
@@ -83,6 +80,14 @@ def test_records_hold_text_and_key_flags_in_metadata() -> None:
     assert json.loads(record["_rag_text"]) == "first text\nwith a line"
     assert record['_rag_key:"year"'] == 1 and record['_rag_key:"tags"'] == 1
     assert "_rag_keys" not in record
+    assert set(record) == {
+        "_rag_meta",
+        "_rag_text",
+        "year",
+        '_rag_key:"year"',
+        '_rag_key:"tags"',
+        "_rag_items",
+    }
 
 
 def test_older_records_read_filter_and_search_exactly(old_store_path: Path) -> None:
@@ -104,6 +109,7 @@ def test_rewritten_older_records_lose_the_key_list(old_store_path: Path) -> None
         assert (b.text, b.metadata) == ("beta rewritten", {"year": 1999})
         raw = store.chroma_collection.get(ids=["b"], include=["metadatas"])["metadatas"][0]
         assert "_rag_keys" not in raw and "title" not in raw and raw['_rag_key:"year"'] == 1
+        assert "_rag_vec" not in raw
 
 
 def test_an_empty_older_collection_moves_to_the_current_layout(tmp_path: Path) -> None:
@@ -119,66 +125,3 @@ def test_an_empty_older_collection_moves_to_the_current_layout(tmp_path: Path) -
         assert store.chroma_collection.metadata.get("rag:layout") == 2
         store.add([Document("a", "alpha", {"k": 1})])
         assert store.count("k IS NOT NULL") == 1 and store.count("k IS NULL") == 0
-
-
-def _reference_hits(docs: list[Document], request: SearchRequest) -> list[tuple[str, float | None]]:
-    from stores import InMemoryVectorStore
-
-    reference = InMemoryVectorStore(CROWD_MODEL)
-    reference.add(docs)
-    return [(d.id, d.score) for d in reference.similarity_search(request)]
-
-
-def test_twins_written_in_separate_adds_are_marked_and_all_found() -> None:
-    docs = _crowded_documents("river bank")
-    with ChromaVectorStore(CROWD_MODEL, collection="twins", ef_search=10) as store:
-        for start in range(0, len(docs), 37):  # twins meet across writes, not only inside one
-            store.add(docs[start : start + 37])
-        raw = store.chroma_collection.get(include=["metadatas"])
-        digests = Counter(r["_rag_vec"] for r in raw["metadatas"] if "_rag_vec" in r)
-        for record in raw["metadatas"]:
-            shared = "_rag_vec" in record and digests[record["_rag_vec"]] > 1
-            assert ("_rag_twin" in record) == shared
-        store.add([Document(raw["ids"][0], "rewritten alone", embedding=np.eye(64, dtype=np.float32)[5])])
-        assert "_rag_twin" not in store.chroma_collection.get(ids=[raw["ids"][0]])["metadatas"][0]
-        for top_k in (30, 200):
-            request = SearchRequest("river bank", top_k)
-            assert [(d.id, d.score) for d in store.similarity_search(request)] == _reference_hits(
-                store.get(include_embeddings=True), request
-            )
-
-
-def test_older_collections_look_for_twins_without_marks(monkeypatch: pytest.MonkeyPatch) -> None:
-    docs = _crowded_documents("river bank")
-    with monkeypatch.context() as older_version:
-        older_version.setattr("stores.chroma.mark_twins", lambda *args: None)  # writes as before the marks
-        first = ChromaVectorStore(CROWD_MODEL, collection="unmarked-twins", ef_search=10)
-        first.add(docs)
-    with first:
-        raw = first.chroma_collection
-        assert not any("_rag_twin" in r for r in raw.get(include=["metadatas"])["metadatas"])
-        raw.modify(metadata={k: v for k, v in raw.metadata.items() if k != "rag:layout"})
-        with ChromaVectorStore(
-            CROWD_MODEL, collection="unmarked-twins", ef_search=10, client=first.chroma_client
-        ) as older:
-            for top_k in (30, 200):
-                request = SearchRequest("river bank", top_k)
-                hits = [(d.id, d.score) for d in older.similarity_search(request)]
-                assert hits == _reference_hits(docs, request)
-
-
-@pytest.mark.parametrize("all_twins", [False, True])
-def test_unmarked_twins_are_looked_for_only_in_older_collections(all_twins: bool) -> None:
-    from stores.chroma_nearest import ExactNearest
-    from stores.chroma_search import rows_from_get
-
-    with ChromaVectorStore(MODEL) as store:
-        store.add([Document("a", "river bank"), Document("b", "river bank"), Document("c", "lone hill")])
-        raw = store.chroma_collection
-        raw.update(ids=["a", "b"], metadatas=[{"_rag_twin": None}] * 2)  # as older versions wrote them
-        nearest = ExactNearest(
-            store._conn, raw, "t", 400, 100, lambda ids, f: [], lambda f: [], all_twins=all_twins
-        )
-        found = rows_from_get(raw.get(ids=["a", "c"], include=["metadatas"]))
-        twins = nearest._duplicates(found, None, None)
-        assert [row.id for row in twins] == (["b"] if all_twins else [])

@@ -1,0 +1,281 @@
+"""The Chroma store beside raw chromadb, and how approximate its HNSW answers are (issue 17's table).
+
+For each size (random unit vectors, d=384, metadata `bucket` = row % 100), one embedded collection is
+read by the store and by a raw `chromadb` client on the same folder; every figure is a median over
+queries timed in alternation (store, raw, store, ...), so machine load hits both alike:
+
+- unfiltered top-10: store vs raw `query` returning the same fields (documents, metadatas, distances);
+- a 10% filter (`bucket < 10`): store vs raw `query(where=...)`;
+- hybrid vs the store's own vector query; `exact=True` (a full scan) vs the default;
+- recall@10 of the default search against the exact answer (a numpy store over the same documents,
+  which the test suite holds identical to `exact=True`; scanning with `exact=True` for every query
+  would take minutes at 100k).
+
+Then the same at 10k over HTTP (`chroma run` on a loopback port), and recall@10 on BEIR SciFact chunks
+embedded by the default embedder (`--scifact`, default ../shared/data/scifact; skipped when missing).
+
+    python benchmarks/chroma_speed.py --sizes 10000,100000 --repeats 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+# benchmarks/ingest.py shares its name with the `ingest` package: keep this folder off the import path.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+
+from rag import Document, SearchRequest  # noqa: E402
+from rag.filters import key  # noqa: E402
+
+DEFAULT_SCIFACT = _HERE.parents[1] / "shared" / "data" / "scifact"
+DIMENSIONS = 384
+
+
+class Lookup:
+    """An embedding model for timing: query texts map to prepared vectors (documents bring their own)."""
+
+    def __init__(self, queries: npt.NDArray[np.float32]) -> None:
+        self.queries = queries
+        self.dimensions = queries.shape[1]
+        self.name = f"bench-lookup-{self.dimensions}"
+
+    def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        return self.queries[[int(text.split()[-1]) for text in texts]]
+
+
+def unit(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def corpus(count: int, seed: int = 0) -> npt.NDArray[np.float32]:
+    return unit(np.random.default_rng(seed).standard_normal((count, DIMENSIONS), dtype=np.float32))
+
+
+def documents(vectors: npt.NDArray[np.float32]) -> Iterator[list[Document]]:
+    for start in range(0, len(vectors), 5000):
+        block = vectors[start : start + 5000]
+        yield [
+            Document(f"doc-{start + i:07d}", f"text {start + i}", {"bucket": (start + i) % 100}, embedding=v)
+            for i, v in enumerate(block)
+        ]
+
+
+def paired(runs: dict[str, Callable[[int], Any]], repeats: int) -> dict[str, float]:
+    """Median seconds of each run, timed in alternation after one warm-up call each."""
+    for run in runs.values():
+        run(0)
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for i in range(1, repeats + 1):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run(i)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def recall(store: Any, exact: Any, requests: list[SearchRequest]) -> float:
+    """Mean share of the exact top-k (from `exact`, a numpy store over the same documents, which the
+    tests hold equal to `exact=True`) that the store's default search finds."""
+    found = 0
+    wanted = 0
+    for request in requests:
+        truth = {d.id for d in exact.similarity_search(request)}
+        found += len(truth & {d.id for d in store.similarity_search(request)})
+        wanted += len(truth)
+    return found / max(wanted, 1)
+
+
+def measure(
+    store: Any, exact: Any, collection: Any, queries: npt.NDArray[np.float32], repeats: int
+) -> dict[str, float]:
+    """Every figure of one row of the table, store against raw `collection`."""
+    fields: Any = ["documents", "metadatas", "distances"]
+    where: Any = {"bucket": {"$lt": 10.0}}  # the store keeps numbers as floats
+
+    def search(**options: Any) -> Callable[[int], Any]:
+        return lambda i: store.similarity_search(SearchRequest(f"q {i}", top_k=10, **options))
+
+    def raw(clause: Any) -> Callable[[int], Any]:
+        return lambda i: collection.query(
+            query_embeddings=[queries[i]], n_results=10, where=clause, include=fields
+        )
+
+    figures = paired({"store": search(), "raw": raw(None)}, repeats)
+    filtered = paired({"store": search(filter=key("bucket") < 10), "raw": raw(where)}, repeats)
+    figures.update({"store 10%": filtered["store"], "raw 10%": filtered["raw"]})
+    modes = paired({"vector": search(), "hybrid": search(mode="hybrid")}, repeats)
+    figures.update(modes)
+    figures["exact"] = paired({"exact": search(exact=True)}, 3)["exact"]
+    requests = [SearchRequest(f"q {i}", top_k=10) for i in range(1, repeats + 1)]
+    figures["recall"] = recall(store, exact, requests)
+    return figures
+
+
+def embedded_row(count: int, repeats: int, ef_search: int = 400) -> dict[str, float]:
+    import chromadb
+    from chromadb.config import Settings
+
+    from stores import ChromaVectorStore, InMemoryVectorStore
+
+    queries = corpus(repeats + 1, seed=99)
+    with tempfile.TemporaryDirectory() as folder:
+        store = ChromaVectorStore(
+            Lookup(queries),  # type: ignore[arg-type]
+            collection="bench",
+            path=folder,
+            ef_search=ef_search,
+        )
+        exact = InMemoryVectorStore(Lookup(queries))  # type: ignore[arg-type]
+        started = time.perf_counter()
+        for batch in documents(corpus(count)):
+            store.add(batch)
+            exact.add(batch)
+        print(f"N={count:,}: chroma store built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        raw = chromadb.PersistentClient(path=folder, settings=Settings(anonymized_telemetry=False))
+        figures = measure(store, exact, raw.get_collection("bench"), queries, repeats)
+        store.close()
+    return figures
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def http_row(count: int, repeats: int) -> dict[str, float] | str:
+    import chromadb
+    import httpx
+
+    from stores import ChromaVectorStore, InMemoryVectorStore
+
+    chroma = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
+    if chroma is None:
+        return "no `chroma` command"
+    queries = corpus(repeats + 1, seed=99)
+    with tempfile.TemporaryDirectory() as folder:
+        port = _free_port()
+        env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+        command = [chroma, "run", "--path", folder, "--port", str(port), "--host", "127.0.0.1"]
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            for _ in range(300):
+                try:
+                    if httpx.get(f"{url}/api/v2/heartbeat", timeout=1.0).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            store = ChromaVectorStore(Lookup(queries), collection="bench", url=url)  # type: ignore[arg-type]
+            exact = InMemoryVectorStore(Lookup(queries))  # type: ignore[arg-type]
+            for batch in documents(corpus(count)):
+                store.add(batch)
+                exact.add(batch)
+            raw = chromadb.HttpClient(host="127.0.0.1", port=port)
+            figures = measure(store, exact, raw.get_collection("bench"), queries, repeats)
+            store.close()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    return figures
+
+
+def scifact_recall(data: Path, queries: int) -> tuple[int, float, float] | str:
+    """(chunks, recall@10, recall@100) of the default search against `exact=True` on SciFact chunks."""
+    if not (data / "corpus.jsonl").is_file():
+        return f"no SciFact data at {str(data)!r}"
+    from ingest.pipeline import IngestPipeline
+    from ingest.readers import ReaderOptions
+    from rag.cli._common import DEFAULT_EMBEDDER, build_embedder
+    from rag.cli.ingest import make_splitter
+    from rag.eval import load_beir
+    from stores import ChromaVectorStore, InMemoryVectorStore
+
+    model = build_embedder(DEFAULT_EMBEDDER)
+    exact = InMemoryVectorStore(model)
+    with tempfile.TemporaryDirectory() as folder, ChromaVectorStore(model, path=folder) as store:
+        options = ReaderOptions(text_field="title,text", id_field="_id")
+        for target in (store, exact):
+            pipeline = IngestPipeline(target, make_splitter(model, None, None), reader_options=options)
+            pipeline.run([data / "corpus.jsonl"])
+            pipeline.manifest.close()
+        texts = [q.text for q in load_beir(data, "test")][:queries]
+        at10 = recall(store, exact, [SearchRequest(t, top_k=10) for t in texts])
+        at100 = recall(store, exact, [SearchRequest(t, top_k=100) for t in texts])
+        return store.count(), at10, at100
+
+
+def print_rows(rows: list[tuple[str, dict[str, float] | str]]) -> None:
+    print("\nChroma store vs raw chromadb, top-10 (medians of paired queries, ms; x = store / raw)")
+    header = (
+        f"{'where':>14} {'store':>7} {'raw':>7} {'x':>5} {'10% st':>7} {'10% raw':>8} {'x':>5} "
+        f"{'hybrid':>7} {'x vec':>6} {'exact':>8} {'recall@10':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    for label, f in rows:
+        if isinstance(f, str):
+            print(f"{label:>14} not measured: {f}")
+            continue
+        ms = {name: value * 1e3 for name, value in f.items()}
+        print(
+            f"{label:>14} {ms['store']:>7.2f} {ms['raw']:>7.2f} {f['store'] / f['raw']:>5.2f} "
+            f"{ms['store 10%']:>7.2f} {ms['raw 10%']:>8.2f} {f['store 10%'] / f['raw 10%']:>5.2f} "
+            f"{ms['hybrid']:>7.2f} {f['hybrid'] / f['vector']:>6.2f} {ms['exact']:>8.1f} {f['recall']:>10.3f}"
+        )
+
+
+def chroma_section(
+    sizes: list[int], repeats: int, http_size: int, scifact: Path | None, ef_search: int = 400
+) -> None:
+    """Measure and print the whole table (search.py calls this after its own tables)."""
+    rows: list[tuple[str, dict[str, float] | str]] = []
+    for count in sizes:
+        label = f"{count:,} embed" + ("" if ef_search == 400 else f" ef{ef_search}")
+        rows.append((label, embedded_row(count, repeats, ef_search)))
+    if http_size:
+        rows.append((f"{http_size:,} http", http_row(http_size, repeats)))
+    print_rows(rows)
+    if scifact is not None:
+        result = scifact_recall(scifact, 300)
+        if isinstance(result, str):
+            print(f"SciFact recall not measured: {result}")
+        else:
+            chunks, at10, at100 = result
+            print(
+                f"SciFact ({chunks:,} chunks, default embedder, 300 test queries): default search finds "
+                f"{at10:.3f} of the exact top 10 and {at100:.3f} of the exact top 100"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--http-size", type=int, default=10_000, help="0 skips the HTTP row")
+    parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
+    parser.add_argument("--ef-search", type=int, default=400, help="HNSW ef_search of the embedded rows")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    chroma_section(sizes, args.repeats, args.http_size, args.scifact, args.ef_search)
+
+
+if __name__ == "__main__":
+    main()
