@@ -14,33 +14,11 @@ import httpx
 
 from rag.errors import InvalidRequestError
 from rag.redaction import Redactor, split_credentials
+from rag.secret import Secret
 
 __all__ = ["DEFAULT_OPENAI_BASE_URL", "Endpoint", "Secret", "resolve_openai_endpoint"]
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
-
-
-class Secret:
-    """A string that never shows itself in a repr or str (an API key).
-
-    Example:
-        >>> key = Secret("sk-123")
-        >>> key, key.reveal()
-        (Secret('***'), 'sk-123')
-    """
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
 
 
 def resolve_openai_endpoint(base_url: str | None, api_key: str | None) -> tuple[str, Secret | None]:

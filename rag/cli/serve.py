@@ -17,7 +17,7 @@ from rag.cli._options import (
 )
 from rag.config import Settings
 from rag.errors import ConfigError
-from rag.http import Secret
+from rag.secret import Secret
 from rag.serve.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_RATE_LIMIT, ServeConfig, check_binding
 from rag.serve.service import RagService
 

@@ -15,13 +15,13 @@ Example:
     ['b', 'a', 'c']
 """
 
+from rag._lazy import lazy_exports
 from rag.retrieval.augmenter import ContextualQueryAugmenter
 from rag.retrieval.expansion import MultiQueryExpander
 from rag.retrieval.fusion import reciprocal_rank_fusion, weighted_fusion
 from rag.retrieval.joiners import ConcatenationDocumentJoiner, ReciprocalRankDocumentJoiner
 from rag.retrieval.mmr import mmr
 from rag.retrieval.postprocessors import MaximalMarginalRelevance, MaxPerSource, NearDuplicateFilter
-from rag.retrieval.rerank_http import HttpReranker
 from rag.retrieval.rerankers import CrossEncoderReranker
 from rag.retrieval.retriever import VectorStoreDocumentRetriever
 from rag.retrieval.stages import (
@@ -64,3 +64,6 @@ __all__ = [
     "reciprocal_rank_fusion",
     "weighted_fusion",
 ]
+
+# Its module imports httpx: loaded on first use, so `import rag` stays light (rag._lazy).
+__getattr__, __dir__ = lazy_exports(__name__, globals(), {"HttpReranker": "rag.retrieval.rerank_http"})

@@ -6,7 +6,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from rag.errors import ConfigError
-from rag.http import Secret
+from rag.secret import Secret
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_RATE_LIMIT", "ServeConfig", "check_binding", "is_loopback"]
 
