@@ -26,15 +26,15 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal
 
 from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, UserMessage
 from rag.chat.model import ChatModel
-from rag.client.chain import _RETRY_FEEDBACK, _Core, advisor_name, sort_advisors
-from rag.client.observation import EventKind, Observation, Observer
+from rag.client.chain import _RETRY_FEEDBACK, ChainPosition, advisor_name
+from rag.client.observation import EventKind
 from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
 from rag.client.response import ChatClientResponse
 from rag.client.stream_step import StreamStep, StreamSummary
@@ -109,70 +109,18 @@ def _model_stream(model: ChatModel, prompt: Prompt) -> AsyncIterator[ChatRespons
     return iterate_in_thread(lambda: model.stream(prompt))
 
 
-class AsyncAdvisorChain:
+class AsyncAdvisorChain(ChainPosition):
     """A position in the ordered advisors of one async request; past the last one, the model call.
 
     Advisors with async methods receive it and `await chain.anext_call(request)` or iterate
     `chain.anext_stream(request)`; `copy(after=advisor)` works as on `AdvisorChain`.
     """
 
-    __slots__ = ("_core", "_index")
+    __slots__ = ()
 
-    def __init__(self, core: _Core, index: int = 0) -> None:
-        self._core = core
-        self._index = index
-
-    @classmethod
-    def build(
-        cls,
-        model: ChatModel,
-        advisors: Iterable[Advisor],
-        *,
-        mode: Literal["call", "stream"] = "call",
-        context: dict[str, Any] | None = None,
-        observer: Observer | None = None,
-    ) -> AsyncAdvisorChain:
-        """A chain over `advisors` sorted by order (as `AdvisorChain.build`), positioned at the start.
-
-        Raises:
-            InvalidRequestError: an order out of range, or an advisor that cannot run in `mode`.
-        """
-        ordered = sort_advisors(advisors)
-        _check_capability(ordered, mode)
-        return cls(_Core(ordered, model, Observation(context, observer, mode)))
-
-    @property
-    def advisors(self) -> tuple[Advisor, ...]:
-        """Every advisor of the chain, in running order."""
-        return self._core.advisors
-
-    @property
-    def remaining(self) -> tuple[Advisor, ...]:
-        """The advisors still to run from this position (the model call follows them)."""
-        return self._core.advisors[self._index :]
-
-    @property
-    def model(self) -> ChatModel:
-        return self._core.model
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The names of every advisor, in running order."""
-        return self._core.names
-
-    @property
-    def observation(self) -> Observation:
-        return self._core.observation
-
-    def copy(self, *, after: Advisor) -> AsyncAdvisorChain:
-        """The chain positioned right after `after` (see `AdvisorChain.copy`)."""
-        advisors = self._core.advisors
-        for i in (*range(self._index - 1, -1, -1), *range(self._index, len(advisors))):
-            if advisors[i] is after:
-                return AsyncAdvisorChain(self._core, i + 1)
-        raise InvalidRequestError(
-            f"advisor {advisor_name(after)!r} is not in this chain; it holds {list(self._core.names)!r}"
-        )
+    @staticmethod
+    def _check_capability(advisors: Sequence[Advisor], mode: Literal["call", "stream"]) -> None:
+        _check_capability(advisors, mode)
 
     # -- calls -------------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, UserMessage
 from rag.chat.model import ChatModel
@@ -113,20 +113,14 @@ class _Core:
         self.observation = observation
 
 
-class AdvisorChain:
-    """A position in the ordered advisors of one request; past the last one, the model call.
+Self = TypeVar("Self", bound="ChainPosition")
 
-    Build one with `AdvisorChain.build(model, advisors)`; advisors receive the chain positioned after
-    themselves and call `chain.next_call(request)` (or `next_stream`) to go on.
 
-    Example:
-        >>> from rag.advisors import BaseAdvisor
-        >>> from rag.chat import Prompt
-        >>> from rag.testing import FakeChatModel
-        >>> chain = AdvisorChain.build(FakeChatModel(default="ok"), [BaseAdvisor(name="a")])
-        >>> request = ChatClientRequest(Prompt("q"))
-        >>> [advisor.name for advisor in chain.remaining], chain.next_call(request).text
-        (['a'], 'ok')
+class ChainPosition:
+    """What the sync and async chains share: one request's ordered advisors and a position in them.
+
+    `build` sorts the advisors and checks they can run in the mode; `copy(after=advisor)` repositions.
+    `AdvisorChain` and `rag.client.achain.AsyncAdvisorChain` add how a step runs.
     """
 
     __slots__ = ("_core", "_index")
@@ -137,14 +131,14 @@ class AdvisorChain:
 
     @classmethod
     def build(
-        cls,
+        cls: type[Self],
         model: ChatModel,
         advisors: Iterable[Advisor],
         *,
         mode: Literal["call", "stream"] = "call",
         context: dict[str, Any] | None = None,
         observer: Observer | None = None,
-    ) -> AdvisorChain:
+    ) -> Self:
         """A chain over `advisors` sorted by order, checked to support `mode`, positioned at the start.
 
         Timings and usage go into `context`, or else into the context of the first request the chain runs.
@@ -153,9 +147,14 @@ class AdvisorChain:
             InvalidRequestError: an order out of range, or an advisor that cannot run in `mode`.
         """
         ordered = sort_advisors(advisors)
-        _check_capability(ordered, mode)
+        cls._check_capability(ordered, mode)
         observation = Observation(context, observer, mode)
         return cls(_Core(ordered, model, observation))
+
+    @staticmethod
+    def _check_capability(advisors: Sequence[Advisor], mode: Literal["call", "stream"]) -> None:
+        """Refuse an advisor that cannot run in `mode` (async chains also accept async-only advisors)."""
+        _check_capability(advisors, mode)
 
     # -- inspection --------------------------------------------------------------------------------
 
@@ -182,7 +181,7 @@ class AdvisorChain:
     def observation(self) -> Observation:
         return self._core.observation
 
-    def copy(self, *, after: Advisor) -> AdvisorChain:
+    def copy(self: Self, *, after: Advisor) -> Self:
         """The chain positioned right after `after`: running it re-runs the advisors behind it and the model.
 
         Raises:
@@ -192,10 +191,29 @@ class AdvisorChain:
         # Search backwards from here first: an advisor registered twice means the nearest one.
         for i in (*range(self._index - 1, -1, -1), *range(self._index, len(advisors))):
             if advisors[i] is after:
-                return AdvisorChain(self._core, i + 1)
+                return type(self)(self._core, i + 1)
         raise InvalidRequestError(
             f"advisor {advisor_name(after)!r} is not in this chain; it holds {list(self._core.names)!r}"
         )
+
+
+class AdvisorChain(ChainPosition):
+    """A position in the ordered advisors of one request; past the last one, the model call.
+
+    Build one with `AdvisorChain.build(model, advisors)`; advisors receive the chain positioned after
+    themselves and call `chain.next_call(request)` (or `next_stream`) to go on.
+
+    Example:
+        >>> from rag.advisors import BaseAdvisor
+        >>> from rag.chat import Prompt
+        >>> from rag.testing import FakeChatModel
+        >>> chain = AdvisorChain.build(FakeChatModel(default="ok"), [BaseAdvisor(name="a")])
+        >>> request = ChatClientRequest(Prompt("q"))
+        >>> [advisor.name for advisor in chain.remaining], chain.next_call(request).text
+        (['a'], 'ok')
+    """
+
+    __slots__ = ()
 
     # -- calls -------------------------------------------------------------------------------------
 
