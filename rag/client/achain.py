@@ -28,25 +28,24 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
-from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal
 
-from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, UserMessage
+from rag.chat.messages import ChatResponse, Prompt
 from rag.chat.model import ChatModel
-from rag.client.chain import _RETRY_FEEDBACK, ChainPosition, advisor_name
+from rag.client.chain import CallStep, ChainPosition, advisor_name, final_prompt, retry_prompt
 from rag.client.observation import EventKind
-from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
+from rag.client.request import OUTPUT_VALIDATOR, ChatClientRequest
 from rag.client.response import ChatClientResponse
 from rag.client.stream_step import StreamStep, StreamSummary
 from rag.client.threads import BridgeChain, iterate_in_thread, run_bridged
 from rag.errors import InvalidRequestError
 from rag.observability.hub import StepSpan
-from rag.observability.steps import advisor_span, end_model_span, model_span
+from rag.observability.steps import advisor_span, model_span
 
 if TYPE_CHECKING:
     from rag.advisors.base import Advisor
 
-__all__ = ["AsyncAdvisorChain", "final_prompt", "is_async_capable", "retry_prompt"]
+__all__ = ["AsyncAdvisorChain", "is_async_capable"]
 
 _METHODS = {"call": ("advise_call", "aadvise_call"), "stream": ("advise_stream", "aadvise_stream")}
 
@@ -76,21 +75,6 @@ def _check_capability(advisors: Iterable[Advisor], mode: Literal["call", "stream
                 f"advisor {advisor_name(advisor)!r} ({type(advisor).__name__}) cannot run in {mode} "
                 f"requests: it has neither {sync_name}() nor {async_name}()"
             )
-
-
-def final_prompt(request: ChatClientRequest) -> Prompt:
-    """The prompt the model receives: structured-output instructions appended at the very end, if any."""
-    prompt = request.prompt
-    output_format = request.context.get(OUTPUT_FORMAT)
-    if output_format:
-        prompt = prompt.augment_user(f"{prompt.user_text}\n\n{output_format}")
-    return prompt
-
-
-def retry_prompt(prompt: Prompt, reply: ChatResponse, problem: str) -> Prompt:
-    """The prompt of the one corrective retry after an invalid structured reply."""
-    feedback = UserMessage(_RETRY_FEEDBACK.replace("{problem}", problem))
-    return prompt.with_messages([*prompt.messages, AssistantMessage(reply.text), feedback])
 
 
 async def _model_call(model: ChatModel, prompt: Prompt) -> ChatResponse:
@@ -136,24 +120,12 @@ class AsyncAdvisorChain(ChainPosition):
         following = AsyncAdvisorChain(core, index + 1)
         # Attached in this task only: the steps awaited below (and a bridged advisor's thread, which
         # copies the context) see the advisor's span as their parent.
-        span = advisor_span(core.names[index], core.orders[index])
-        token = span.attach() if span is not None else None
-        saved = observation.enter()
-        start = perf_counter()
-        error: BaseException | None = None
-        try:
+        name = core.names[index]
+        with CallStep(observation, "advisor", name, advisor_span(name, core.orders[index])):
             if is_async_capable(advisor, "call"):
                 response = await advisor.aadvise_call(request, following)
             else:
                 response = await _bridged_call(advisor, request, following)
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            own = observation.leave(saved, perf_counter() - start)
-            if span is not None:
-                span.detach(token)
-            observation.record("advisor", core.names[index], own, error=error, span=span)
         if not isinstance(response, ChatClientResponse):
             raise InvalidRequestError(
                 f"advisor {core.names[index]!r} returned {response!r} from its call method; "
@@ -172,27 +144,12 @@ class AsyncAdvisorChain(ChainPosition):
         return ChatClientResponse(response, request.context)
 
     async def _timed_model_call(self, prompt: Prompt) -> ChatResponse:
-        observation = self._core.observation
-        span = model_span(self._core.model, prompt, "call")
-        token = span.attach() if span is not None else None
-        saved = observation.enter()
-        start = perf_counter()
-        response: ChatResponse | None = None
-        error: BaseException | None = None
-        try:
-            response = await _model_call(self._core.model, prompt)
-            return response
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            elapsed = perf_counter() - start
-            own = observation.leave(saved, elapsed)
-            usage = response.usage if response is not None else None
-            if span is not None:
-                span.detach(token)
-                end_model_span(span, response, elapsed, error)
-            observation.record("model", "model:call", own, usage=usage, error=error)
+        core = self._core
+        with CallStep(
+            core.observation, "model", "model:call", model_span(core.model, prompt, "call")
+        ) as step:
+            step.response = await _model_call(core.model, prompt)
+        return step.response
 
     # -- streams -----------------------------------------------------------------------------------
 

@@ -116,6 +116,56 @@ class _Core:
 Self = TypeVar("Self", bound="ChainPosition")
 
 
+def final_prompt(request: ChatClientRequest) -> Prompt:
+    """The prompt the model receives: structured-output instructions appended at the very end, if any."""
+    prompt = request.prompt
+    output_format = request.context.get(OUTPUT_FORMAT)
+    if output_format:
+        prompt = prompt.augment_user(f"{prompt.user_text}\n\n{output_format}")
+    return prompt
+
+
+def retry_prompt(prompt: Prompt, reply: ChatResponse, problem: str) -> Prompt:
+    """The prompt of the one corrective retry after an invalid structured reply."""
+    feedback = UserMessage(_RETRY_FEEDBACK.replace("{problem}", problem))
+    return prompt.with_messages([*prompt.messages, AssistantMessage(reply.text), feedback])
+
+
+class CallStep:
+    """One timed step of a call (an advisor's turn or a model call), sync or async alike.
+
+    Inside the `with` block the step's span is current and its clock runs; on leaving, its own time
+    (without the steps nested in it) and any error are reported once, and a model step's span gets the
+    reply's attributes (set `response` inside the block).
+    """
+
+    __slots__ = ("kind", "name", "observation", "response", "saved", "span", "start", "token")
+
+    def __init__(self, observation: Observation, kind: EventKind, name: str, span: StepSpan | None) -> None:
+        self.observation, self.kind, self.name, self.span = observation, kind, name, span
+        self.response: ChatResponse | None = None
+
+    def __enter__(self) -> CallStep:
+        self.token = self.span.attach() if self.span is not None else None
+        self.saved = self.observation.enter()
+        self.start = perf_counter()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+        elapsed = perf_counter() - self.start
+        own = self.observation.leave(self.saved, elapsed)
+        span = self.span
+        if span is not None:
+            span.detach(self.token)
+        if self.kind == "model":
+            usage = self.response.usage if self.response is not None else None
+            if span is not None:
+                end_model_span(span, self.response, elapsed, error)
+            self.observation.record("model", self.name, own, usage=usage, error=error)
+        else:
+            self.observation.record(self.kind, self.name, own, error=error, span=span)
+
+
 class ChainPosition:
     """What the sync and async chains share: one request's ordered advisors and a position in them.
 
@@ -226,21 +276,9 @@ class AdvisorChain(ChainPosition):
         if index >= len(core.advisors):
             return self._call_model(request)
         advisor = core.advisors[index]
-        span = advisor_span(core.names[index], core.orders[index])
-        token = span.attach() if span is not None else None
-        saved = observation.enter()
-        start = perf_counter()
-        error: BaseException | None = None
-        try:
+        name = core.names[index]
+        with CallStep(observation, "advisor", name, advisor_span(name, core.orders[index])):
             response = cast("CallAdvisor", advisor).advise_call(request, AdvisorChain(core, index + 1))
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            own = observation.leave(saved, perf_counter() - start)
-            if span is not None:
-                span.detach(token)
-            observation.record("advisor", core.names[index], own, error=error, span=span)
         if not isinstance(response, ChatClientResponse):
             raise InvalidRequestError(
                 f"advisor {core.names[index]!r} returned {response!r} from advise_call; "
@@ -249,43 +287,22 @@ class AdvisorChain(ChainPosition):
         return response
 
     def _call_model(self, request: ChatClientRequest) -> ChatClientResponse:
-        prompt = request.prompt
-        output_format = request.context.get(OUTPUT_FORMAT)
-        if output_format:
-            # Added here, at the very end, so advisors (retrieval, memory) only ever see the user's own text.
-            prompt = prompt.augment_user(f"{prompt.user_text}\n\n{output_format}")
+        prompt = final_prompt(request)
         response = self._timed_model_call(prompt)
         validator: Callable[[str], str | None] | None = request.context.get(OUTPUT_VALIDATOR)
         if validator is not None:
             problem = validator(response.text)
             if problem is not None:
-                feedback = UserMessage(_RETRY_FEEDBACK.replace("{problem}", problem))
-                retry = prompt.with_messages([*prompt.messages, AssistantMessage(response.text), feedback])
-                response = self._timed_model_call(retry)
+                response = self._timed_model_call(retry_prompt(prompt, response, problem))
         return ChatClientResponse(response, request.context)
 
     def _timed_model_call(self, prompt: Prompt) -> ChatResponse:
-        observation = self._core.observation
-        span = model_span(self._core.model, prompt, "call")
-        token = span.attach() if span is not None else None
-        saved = observation.enter()
-        start = perf_counter()
-        response: ChatResponse | None = None
-        error: BaseException | None = None
-        try:
-            response = self._core.model.call(prompt)
-            return response
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            elapsed = perf_counter() - start
-            own = observation.leave(saved, elapsed)
-            usage = response.usage if response is not None else None
-            if span is not None:
-                span.detach(token)
-                end_model_span(span, response, elapsed, error)
-            observation.record("model", "model:call", own, usage=usage, error=error)
+        core = self._core
+        with CallStep(
+            core.observation, "model", "model:call", model_span(core.model, prompt, "call")
+        ) as step:
+            step.response = core.model.call(prompt)
+        return step.response
 
     # -- streams -----------------------------------------------------------------------------------
 
