@@ -95,7 +95,7 @@ def search_origin(embedder: str, record: SearchRecord | None) -> str:
         >>> search_origin("st:/m", SearchRecord(0.5))
         'default for embedder st'
         >>> search_origin("hashing", SearchRecord(0.1, "hybrid", "q.jsonl", "2026-01-02T03:04Z", 10, 0.5))
-        'tuned on q.jsonl at 2026-01-02T03:04Z (nDCG@10 0.500)'
+        'tuned on q.jsonl at 2026-01-02T03:04Z, nDCG@10 0.500'
     """
     family = embedder_family(embedder)
     if record is None:
@@ -104,5 +104,5 @@ def search_origin(embedder: str, record: SearchRecord | None) -> str:
         return f"default for embedder {family}"
     reached = ""
     if record.top_k is not None and record.ndcg is not None and math.isfinite(record.ndcg):
-        reached = f" (nDCG@{record.top_k} {record.ndcg:.3f})"
+        reached = f", nDCG@{record.top_k} {record.ndcg:.3f}"
     return f"tuned on {record.tuned_on} at {record.tuned_at}{reached}"

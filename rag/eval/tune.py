@@ -3,8 +3,8 @@
 `tune` evaluates vector and lexical search once each and hybrid search at every vector weight of a sweep
 (0, 0.1, ..., 1 by default), all at one top-k, and picks the setting with the best nDCG@k. Ties go to the
 simpler mode (lexical, then vector, then hybrid: fewer moving parts, and lexical search embeds nothing),
-then to the weight closest to the one in effect, so a sweep that cannot tell settings apart changes
-nothing. With a store whose model is a `QueryEmbeddingCache` each question is embedded once per run.
+then to the weight closest to the one in effect (then the lower one), so a sweep that cannot tell
+settings apart changes nothing. With a store whose model is a `QueryEmbeddingCache` each question is embedded once per run.
 
 Example:
     >>> from rag import Document, HashingEmbedding
@@ -121,7 +121,8 @@ def _row(result: SettingResult, weight: float | None) -> TuneRow:
 
 
 def pick_best(rows: Sequence[TuneRow], current_weight: float) -> TuneRow:
-    """The row with the best nDCG; ties: the simpler mode, then the weight closest to `current_weight`.
+    """The row with the best nDCG; ties: the simpler mode, then the weight closest to `current_weight`,
+    then the lower weight.
 
     Example:
         >>> rows = [TuneRow("hybrid", w, {"ndcg": 0.5}) for w in (0.1, 0.4)]
@@ -132,13 +133,13 @@ def pick_best(rows: Sequence[TuneRow], current_weight: float) -> TuneRow:
         raise InvalidRequestError("no settings to choose from")
     top = max(row.metrics["ndcg"] for row in rows)
     tied = [row for row in rows if row.metrics["ndcg"] >= top - _TIE]
-    return min(
-        tied,
-        key=lambda row: (
-            _SIMPLER_FIRST.index(row.mode),
-            abs((row.vector_weight if row.vector_weight is not None else current_weight) - current_weight),
-        ),
-    )
+
+    def preference(row: TuneRow) -> tuple[int, float, float]:
+        weight = current_weight if row.vector_weight is None else row.vector_weight
+        # Rounded: 0.7 and 0.9 are equally far from 0.8, though not in binary floating point.
+        return _SIMPLER_FIRST.index(row.mode), round(abs(weight - current_weight), 9), weight
+
+    return min(tied, key=preference)
 
 
 def tune(
