@@ -11,8 +11,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from click.testing import Result
+
+from tests.e2e.serve_helpers import ServeProcess, rag_env
 
 RunCli = Callable[..., Result]
 PAGES = {
@@ -110,6 +113,26 @@ def test_tune_records_a_hybrid_weight(cli: RunCli, labelled: Path, rag_home: Pat
     hits = cli("query", "Where do gulls nest? breakwater", *STORE, "--json")
     explicit = cli("query", "Where do gulls nest? breakwater", *STORE, "--json", "--vector-weight", "0")
     assert json.loads(hits.stdout) == json.loads(explicit.stdout)
+
+
+def test_rag_serve_searches_with_the_tuned_setting(cli: RunCli, labelled: Path, rag_home: Path) -> None:
+    assert (
+        cli("eval", labelled, *STORE, "-k", "3", "--tune", "--mode", "hybrid", "--weights", "0,1").exit_code
+        == 0
+    )
+    query = "Where do gulls nest? breakwater"
+    expected = cli("query", query, *STORE, "--json", "--mode", "hybrid", "--vector-weight", "0")
+    server = ServeProcess([], rag_env(rag_home))
+    try:
+        tuned = httpx.post(f"{server.base}/v1/search", json={"query": query, "top_k": 4}).json()["data"]
+        given = {"query": query, "top_k": 4, "vector_weight": 1.0}
+        vector = httpx.post(f"{server.base}/v1/search", json=given).json()["data"]
+    finally:
+        server.stop()
+    assert [(hit["id"], hit["score"]) for hit in tuned] == [
+        (hit["id"], hit["score"]) for hit in json.loads(expected.stdout)
+    ]
+    assert [hit["id"] for hit in vector] != [hit["id"] for hit in tuned]  # a request's own weight still wins
 
 
 def test_dry_run_prints_the_choice_and_writes_nothing(cli: RunCli, labelled: Path, rag_home: Path) -> None:
