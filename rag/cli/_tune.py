@@ -50,6 +50,39 @@ def _current(result: TuneResult, mode: str) -> TuneRow | None:
     return None
 
 
+def _print(result: TuneResult, mode: str, as_json: bool) -> None:
+    """The sweep table and the choice (and the setting it replaces), or all of it as JSON."""
+    if as_json:
+        click.echo(result.to_json())
+        return
+    click.echo(result.table())
+    click.echo(f"best: {_describe(result.best, result.chosen_weight, result.top_k)}")
+    before = _current(result, mode)
+    if before is not None and before is not result.best:
+        click.echo(f"was:  {_describe(before, result.current_weight, result.top_k)}")
+
+
+def _record(settings: Settings, result: TuneResult, path: Path) -> None:
+    """Record the choice as the store's search settings, with the questions file and the time."""
+    when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ")
+    best = result.best
+    tuned = SearchRecord(
+        result.chosen_weight,
+        best.mode,
+        str(path.resolve()),
+        when,
+        result.top_k,
+        round(best.metrics["ndcg"], 4),
+    )
+    record_search(settings, tuned)
+    click.echo(
+        f"recorded in {settings.home / 'stores.json'} for {settings.store} collection "
+        f"{settings.collection!r}: rag query, ask, chat and serve now search this way "
+        "(--mode, --vector-weight and RAG_* still override)",
+        err=True,
+    )
+
+
 def run_tune(
     settings: Settings,
     questions: QuestionSet,
@@ -87,26 +120,9 @@ def run_tune(
         )
     finally:
         opened.close()
-    weight = result.chosen_weight
-    if as_json:
-        click.echo(result.to_json())
+    _print(result, base.mode, as_json)
+    if record:
+        _record(settings, result, path)
     else:
-        click.echo(result.table())
-        click.echo(f"best: {_describe(result.best, weight, k)}")
-        before = _current(result, base.mode)
-        if before is not None and before is not result.best:
-            click.echo(f"was:  {_describe(before, result.current_weight, k)}")
-    if not record:
         click.echo("dry run: nothing recorded", err=True)
-        return result
-    when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ")
-    ndcg = result.best.metrics["ndcg"]
-    tuned = SearchRecord(weight, result.best.mode, str(path.resolve()), when, k, round(ndcg, 4))
-    record_search(settings, tuned)
-    click.echo(
-        f"recorded in {settings.home / 'stores.json'} for {settings.store} collection "
-        f"{settings.collection!r}: rag query, ask, chat and serve now search this way "
-        "(--mode, --vector-weight and RAG_* still override)",
-        err=True,
-    )
     return result

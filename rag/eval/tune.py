@@ -4,7 +4,8 @@
 (0, 0.1, ..., 1 by default), all at one top-k, and picks the setting with the best nDCG@k. Ties go to the
 simpler mode (lexical, then vector, then hybrid: fewer moving parts, and lexical search embeds nothing),
 then to the weight closest to the one in effect (then the lower one), so a sweep that cannot tell
-settings apart changes nothing. With a store whose model is a `QueryEmbeddingCache` each question is embedded once per run.
+settings apart changes nothing. With a store whose model is a `QueryEmbeddingCache` each question is
+embedded once per run.
 
 Example:
     >>> from rag import Document, HashingEmbedding
