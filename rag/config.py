@@ -13,13 +13,20 @@
 | `RAG_CHUNK_SIZE`    | chunk size in the model's tokens (words without a tokenizer)   | splitter's   |
 | `RAG_CHUNK_OVERLAP` | overlap between neighbouring chunks, same unit                 | splitter's   |
 | `RAG_CHAT_MODEL`    | chat model name for an OpenAI-compatible endpoint              | unset        |
-| `RAG_SEARCH_MODE`   | `vector`, `lexical` (BM25) or `hybrid` (both, fused)            | `hybrid`     |
+| `RAG_SEARCH_MODE`   | `vector`, `lexical` (BM25) or `hybrid` (both, fused)            | recorded,    |
+|                     |                                                                 | else hybrid  |
 | `RAG_FUSION`        | how hybrid fuses the rankings: `weighted` or `rrf`              | `weighted`   |
-| `RAG_VECTOR_WEIGHT` | the vector ranking's share in either fusion, in [0, 1]          | `0.2`        |
+| `RAG_VECTOR_WEIGHT` | the vector ranking's share in either fusion, in [0, 1]          | recorded,    |
+|                     |                                                                 | else per     |
+|                     |                                                                 | embedder     |
 | `RAG_DIVERSITY`     | MMR diversity in [0, 1]; 0 ranks by relevance only              | `0`          |
 | `OPENAI_API_KEY`, `OPENAI_BASE_URL` | the OpenAI-compatible endpoint                 | unset        |
 
 Nothing reads a `.env` file: the environment is what the process was given.
+
+The search mode and vector weight left unset (None) are decided later: the CLI uses what the home recorded
+for the store (`rag ingest` records the embedder's default weight, `rag eval --tune` the measured best),
+else `search_request()` uses the default mode and `default_vector_weight(embedder)`.
 
 Example:
     >>> s = Settings.from_env({"RAG_STORE": "numpy", "RAG_CHUNK_SIZE": "200"})
@@ -39,12 +46,22 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from rag.documents import FUSIONS, SEARCH_MODES, SearchRequest
 from rag.errors import ConfigError
 
-__all__ = ["DEFAULT_FUSION", "DEFAULT_SEARCH_MODE", "DEFAULT_VECTOR_WEIGHT", "STORE_KINDS", "Settings"]
+__all__ = [
+    "DEFAULT_FUSION",
+    "DEFAULT_SEARCH_MODE",
+    "DEFAULT_VECTOR_WEIGHT",
+    "STORE_KINDS",
+    "VECTOR_WEIGHT_BY_EMBEDDER",
+    "Settings",
+    "default_vector_weight",
+    "embedder_family",
+]
 
 STORE_KINDS = ("chroma", "numpy", "pgvector")
 # Chosen on BEIR SciFact with the default hashing embedder (benchmarks/quality.py), nDCG@10: vector 0.43,
@@ -56,8 +73,43 @@ DEFAULT_SEARCH_MODE = "hybrid"
 DEFAULT_FUSION = "weighted"
 """How hybrid search fuses its rankings when `RAG_FUSION` is unset."""
 DEFAULT_VECTOR_WEIGHT = 0.2
-"""The vector ranking's share in hybrid fusion when `RAG_VECTOR_WEIGHT` is unset."""
+"""The vector ranking's share in hybrid fusion for the default (hashing) embedder, or an unknown one."""
+VECTOR_WEIGHT_BY_EMBEDDER: Mapping[str, float] = MappingProxyType(
+    {
+        # Measured on BEIR SciFact (benchmarks/quality.py): hashing's vectors only echo the words, so
+        # BM25 should lead (0.2: nDCG@10 0.682, against 0.43 for vector alone).
+        "hashing": DEFAULT_VECTOR_WEIGHT,
+        # Measured with all-MiniLM-L6-v2 on SciFact: 0.5 best (hybrid nDCG@10 0.730; 0.700 at 0.2).
+        "st": 0.5,
+        # A guess, not measured: OpenAI's embedders are at least as strong as MiniLM.
+        "openai": 0.5,
+    }
+)
+"""The vector share in hybrid fusion by embedder family (the part of the spec before `:`)."""
 _COLLECTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
+
+
+def embedder_family(spec: str | None) -> str:
+    """The family of an embedder spec: `hashing`, `st` (also for `sentence-transformers:`) or `openai`.
+
+    None (no embedder chosen) is the default embedder's family, `hashing`.
+
+    Example:
+        >>> embedder_family("st:all-MiniLM-L6-v2"), embedder_family("hashing:2048"), embedder_family(None)
+        ('st', 'hashing', 'hashing')
+    """
+    kind = (spec or "hashing").strip().partition(":")[0].lower()
+    return "st" if kind == "sentence-transformers" else kind
+
+
+def default_vector_weight(spec: str | None) -> float:
+    """The vector share that suits an embedder spec (`VECTOR_WEIGHT_BY_EMBEDDER`; unknown: 0.2).
+
+    Example:
+        >>> default_vector_weight("hashing"), default_vector_weight("st:/models/minilm")
+        (0.2, 0.5)
+    """
+    return VECTOR_WEIGHT_BY_EMBEDDER.get(embedder_family(spec), DEFAULT_VECTOR_WEIGHT)
 
 
 def _int(environ: Mapping[str, str], name: str) -> int | None:
@@ -94,7 +146,9 @@ class Settings:
     """The toolkit's configuration: store location and kind, embedder, chunking, chat endpoint, search.
 
     `embedder`, `chunk_size` and `chunk_overlap` are None when not set: the CLI then uses what the store
-    was built with, or the defaults. Construct with `from_env()`, then apply options with `replace()`.
+    was built with, or the defaults. So are `search_mode` and `vector_weight`: the CLI then uses what the
+    home recorded for the store, and `search_request()` the defaults for the embedder. Construct with
+    `from_env()`, then apply options with `replace()`.
 
     Example:
         >>> s = Settings(home=Path("/tmp/rag-home"), store="numpy")
@@ -114,9 +168,9 @@ class Settings:
     openai_api_key: str | None = dataclasses.field(default=None, repr=False)
     # The base URL may carry credentials (`user:key@host`, `?api-key=`): like the key, kept out of the repr.
     openai_base_url: str | None = dataclasses.field(default=None, repr=False)
-    search_mode: str = DEFAULT_SEARCH_MODE
+    search_mode: str | None = None
     fusion: str = DEFAULT_FUSION
-    vector_weight: float = DEFAULT_VECTOR_WEIGHT
+    vector_weight: float | None = None
     diversity: float = 0.0
 
     def __post_init__(self) -> None:
@@ -150,29 +204,34 @@ class Settings:
             ("search mode", "RAG_SEARCH_MODE", self.search_mode, SEARCH_MODES),
             ("fusion", "RAG_FUSION", self.fusion, FUSIONS),
         ):
-            if value not in choices:
+            if value is not None and value not in choices:
                 raise ConfigError(f"{name} ({variable}) must be one of {', '.join(choices)}; got {value!r}")
         for name, variable, number in (
             ("vector weight", "RAG_VECTOR_WEIGHT", self.vector_weight),
             ("diversity", "RAG_DIVERSITY", self.diversity),
         ):
+            if number is None:
+                continue
             if isinstance(number, bool) or not isinstance(number, int | float) or not 0.0 <= number <= 1.0:
                 raise ConfigError(f"{name} ({variable}) must be within [0, 1], got {number!r}")
 
     def search_request(self, query: str = "defaults", **changes: Any) -> SearchRequest:
         """A `SearchRequest` with these settings' mode, fusion, vector weight and diversity.
 
-        `changes` set other fields (`top_k`, `similarity_threshold`, `filter`, ...); None values are
-        skipped, so unset command options keep the request's defaults.
+        An unset mode is `DEFAULT_SEARCH_MODE`; an unset vector weight the embedder's default
+        (`default_vector_weight`). `changes` set other fields (`top_k`, `similarity_threshold`,
+        `filter`, ...); None values are skipped, so unset command options keep the request's defaults.
 
         Example:
             >>> Settings(search_mode="lexical").search_request("E-214", top_k=None).top_k
             4
         """
         values: dict[str, Any] = {
-            "mode": self.search_mode,
+            "mode": self.search_mode or DEFAULT_SEARCH_MODE,
             "fusion": self.fusion,
-            "vector_weight": self.vector_weight,
+            "vector_weight": (
+                default_vector_weight(self.embedder) if self.vector_weight is None else self.vector_weight
+            ),
             "diversity": self.diversity,
         }
         values.update((name, value) for name, value in changes.items() if value is not None)
@@ -194,9 +253,9 @@ class Settings:
             chat_model=_text(env, "RAG_CHAT_MODEL"),
             openai_api_key=_text(env, "OPENAI_API_KEY"),
             openai_base_url=_text(env, "OPENAI_BASE_URL"),
-            search_mode=(_text(env, "RAG_SEARCH_MODE") or DEFAULT_SEARCH_MODE).lower(),
+            search_mode=(_text(env, "RAG_SEARCH_MODE") or "").lower() or None,
             fusion=(_text(env, "RAG_FUSION") or DEFAULT_FUSION).lower(),
-            vector_weight=_or(_float(env, "RAG_VECTOR_WEIGHT"), DEFAULT_VECTOR_WEIGHT),
+            vector_weight=_float(env, "RAG_VECTOR_WEIGHT"),
             diversity=_or(_float(env, "RAG_DIVERSITY"), 0.0),
         )
 

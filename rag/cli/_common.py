@@ -2,7 +2,8 @@
 
 This module and the command modules are the only code in `rag` that imports `stores` and `ingest`.
 Each store a command opens is recorded in `RAG_HOME/stores.json` with the embedder spec and chunk
-settings it was built with, so later commands reuse them and a different model is a clear error.
+settings it was built with, so later commands reuse them and a different model is a clear error, and with
+its search settings (`rag.cli._search`), which every command's settings start from.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from rag.config import Settings
+from rag.cli._search import SearchRecord, resolve_search
+from rag.config import Settings, default_vector_weight
 from rag.database_url import mask_url
 from rag.documents import Document, SearchRequest
 from rag.embeddings import EmbeddingModel, HashingEmbedding
@@ -47,6 +49,7 @@ __all__ = [
     "common_options",
     "open_store",
     "pg_table_name",
+    "record_search",
     "require",
     "settings_from",
 ]
@@ -132,10 +135,20 @@ def require(module: str, extra: str, feature: str) -> None:
 
 
 def settings_from(ctx: click.Context, **options: Any) -> Settings:
-    """The settings from the environment, with `--home` and the given command options applied."""
-    return Settings.from_env().replace(
+    """The settings from the environment, with `--home` and the given command options applied.
+
+    The search mode and vector weight that neither an option nor a `RAG_*` variable sets are the ones
+    the home recorded for the store (see `rag.cli._search`), else the defaults for its embedder.
+    """
+    settings = Settings.from_env().replace(
         home=ctx.meta.get("rag.home"), database_url=ctx.meta.get("rag.database_url"), **options
     )
+    try:
+        raw = _load_records(settings).get(_store_key(settings))
+    except ConfigError:
+        raw = None  # no database URL yet: opening the store says so, with the whole story
+    known = _record_from(raw) if isinstance(raw, dict) else None
+    return resolve_search(settings, known.embedder if known else None, known.search if known else None)
 
 
 # -- embedders ---------------------------------------------------------------------------------------
@@ -181,6 +194,23 @@ class StoreRecord:
     dimensions: int
     chunk_size: int | None = None
     chunk_overlap: int | None = None
+    search: SearchRecord | None = None
+    """The search settings in effect for the store (None: a home written before they were recorded)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form kept in `stores.json`."""
+        raw = asdict(self)
+        raw["search"] = self.search.to_dict() if self.search is not None else None
+        return {name: value for name, value in raw.items() if name != "search" or value is not None}
+
+
+def _record_from(raw: dict[str, Any]) -> StoreRecord:
+    search = raw.get("search")
+    fields = {name: value for name, value in raw.items() if name != "search"}
+    try:
+        return StoreRecord(**fields, search=SearchRecord.from_dict(search) if search is not None else None)
+    except TypeError as exc:  # an unknown or missing field: a hand-edited or newer file
+        raise ConfigError(f"cannot read store record {raw!r} in stores.json: {exc}") from exc
 
 
 @dataclass
@@ -246,12 +276,30 @@ def _load_records(settings: Settings) -> dict[str, Any]:
 
 def _save_record(settings: Settings, record: StoreRecord) -> None:
     records = _load_records(settings)
-    records[_store_key(settings)] = asdict(record)
+    records[_store_key(settings)] = record.to_dict()
     path = _records_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(records, indent=2, sort_keys=True), encoding="utf-8")
     os.replace(tmp, path)  # atomic: readers never see half a file
+
+
+def record_search(settings: Settings, search: SearchRecord) -> StoreRecord:
+    """Record `search` as the store's search settings in the home (`rag eval --tune`).
+
+    Raises:
+        StoreNotFoundError: no store was built for these settings.
+    """
+    raw = _load_records(settings).get(_store_key(settings))
+    if not isinstance(raw, dict):
+        raise StoreNotFoundError(
+            f"no {settings.store} collection {settings.collection!r} in {str(settings.home)!r}; "
+            "run `rag ingest` first",
+            path=str(settings.home),
+        )
+    record = replace(_record_from(raw), search=search)
+    _save_record(settings, record)
+    return record
 
 
 def _resolve_embedder(settings: Settings, known: StoreRecord | None) -> tuple[str, EmbeddingModel]:
@@ -383,7 +431,7 @@ def open_store(
         reach_server(settings.chroma_url)  # else a server that is down reads as "no collection"
     records = _load_records(settings)
     raw = records.get(_store_key(settings))
-    known = StoreRecord(**raw) if isinstance(raw, dict) else None
+    known = _record_from(raw) if isinstance(raw, dict) else None
     if known is None and not create:
         raise StoreNotFoundError(
             f"no {settings.store} collection {settings.collection!r} in {str(settings.home)!r}; "
@@ -399,6 +447,8 @@ def open_store(
         settings.chunk_overlap
         if settings.chunk_overlap is not None
         else (known.chunk_overlap if known else None),
+        # A new store records the weight that suits its embedder; an old home without one keeps none.
+        known.search if known else SearchRecord(default_vector_weight(spec)),
     )
     if wrap_model is not None:
         model = wrap_model(model)

@@ -8,12 +8,13 @@ from typing import Any, TypeVar
 
 import click
 
-from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, DEFAULT_VECTOR_WEIGHT, STORE_KINDS
+from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, STORE_KINDS, VECTOR_WEIGHT_BY_EMBEDDER
 from rag.documents import FUSIONS, SEARCH_MODES
 
 __all__ = ["chat_model_options", "search_options", "store_options", "threshold_and_filter_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+_WEIGHTS = ", ".join(f"{family} {weight:g}" for family, weight in VECTOR_WEIGHT_BY_EMBEDDER.items())
 
 
 def _mode_list(_ctx: click.Context, _param: click.Parameter, value: str | None) -> list[str] | None:
@@ -40,13 +41,13 @@ def _mode_option(several: bool) -> Callable[[F], F]:
             metavar="MODE,...",
             callback=_mode_list,
             help=f"Search modes to compare, comma-separated: {what}, e.g. --mode vector,lexical,hybrid "
-            f"[env RAG_SEARCH_MODE; default {DEFAULT_SEARCH_MODE}].",
+            f"[env RAG_SEARCH_MODE; default: the home's record, else {DEFAULT_SEARCH_MODE}].",
         )
     return click.option(
         "--mode",
         type=click.Choice(SEARCH_MODES, case_sensitive=False),
         help=f"Search mode: {what}, e.g. --mode lexical for an error code "
-        f"[env RAG_SEARCH_MODE; default {DEFAULT_SEARCH_MODE}].",
+        f"[env RAG_SEARCH_MODE; default: the home's record, else {DEFAULT_SEARCH_MODE}].",
     )
 
 
@@ -77,7 +78,8 @@ def search_options(*, several_modes: bool = False) -> Callable[[F], F]:
             type=click.FloatRange(0.0, 1.0),
             metavar="0..1",
             help="Share of the vector ranking in hybrid fusion, in [0, 1], e.g. --vector-weight 0.7 "
-            f"[env RAG_VECTOR_WEIGHT; default {DEFAULT_VECTOR_WEIGHT}].",
+            "[env RAG_VECTOR_WEIGHT; default: the home's record (rag eval --tune), else the embedder's: "
+            f"{_WEIGHTS}].",
         )(func)
         func = click.option(
             "--fusion",

@@ -12,6 +12,7 @@ from rag.chat.model import ChatModel
 from rag.cli._common import common_options, open_store, require, settings_from
 from rag.cli._models import build_chat_model
 from rag.cli._options import search_options, store_options
+from rag.cli._tune import check_tune_options, run_tune
 from rag.config import Settings
 from rag.eval import (
     QUESTION_FILTER,
@@ -134,6 +135,28 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     help="Also grade answers (faithfulness, relevance) with MODEL on the OpenAI-compatible endpoint "
     "(OPENAI_BASE_URL, OPENAI_API_KEY).",
 )
+@click.option(
+    "--tune",
+    "tune_search",
+    is_flag=True,
+    help="Sweep the modes and hybrid's vector weight at the largest --top-k, pick the best nDCG and record "
+    "it in the home, so rag query, ask, chat and serve use it.",
+)
+@click.option(
+    "--weights",
+    callback=_number_list(float, 0.0, 1.0),
+    metavar="W,...",
+    default="0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
+    show_default=True,
+    help="Vector weights --tune tries in hybrid mode, comma-separated.",
+)
+@click.option(
+    "--dry-run",
+    "--no-record",
+    "dry_run",
+    is_flag=True,
+    help="With --tune: print the sweep and the choice, record nothing.",
+)
 @search_options(several_modes=True)
 @common_options
 @click.pass_context
@@ -158,6 +181,9 @@ def eval_command(
     answers: bool | None,
     answer_with: str,
     judge_model: str | None,
+    tune_search: bool,
+    weights: list[float],
+    dry_run: bool,
 ) -> None:
     """Evaluate retrieval on labelled QUESTIONS for every mode x filter x threshold x top-k setting.
 
@@ -166,19 +192,29 @@ def eval_command(
     `rag ingest FOLDER/corpus.jsonl --id-field _id --text-field title,text`.
     Metrics are computed per source (or labelled page): several chunks of one source count once.
 
+    With --tune: vector and lexical search, and hybrid search at each of --weights, at the largest
+    --top-k; the best nDCG wins (ties: the simpler mode, then the weight closest to the current one)
+    and is recorded in the home as the store's search mode and vector weight (not with --dry-run).
+
     \b
     Example:
         rag ingest data/docs
         rag eval data/questions.jsonl --top-k 1,5,10 --threshold 0,0.3 --plot eval.png
         rag eval scifact/ --top-k 10,100 --filter none --mode vector,lexical,hybrid
         rag eval data/questions.jsonl --top-k 3 --judge gpt-4o-mini
+        rag eval data/questions.jsonl --top-k 5 --tune --dry-run
     """
+    if dry_run and not tune_search:
+        raise click.UsageError("--dry-run goes with --tune")
+    if tune_search:
+        options = {"--plot": plot_path, "--csv": csv_path, "--answers": answers, "--judge": judge_model}
+        check_tune_options(thresholds, list(filters), **options)
     if plot_path is not None:  # before the work: a missing extra must not cost a whole evaluation
         require("matplotlib.figure", "notebooks", "--plot")
     qset = load_beir(questions, split) if beir or questions.is_dir() else load_questions(questions)
     for warning in qset.warnings:
         click.echo(f"warning: {warning}", err=True)
-    filter_settings = parse_filter_options(filters, qset)
+    filter_settings = parse_filter_options(filters, qset) if filters or not tune_search else [None]
     settings = settings_from(
         ctx,
         store=store,
@@ -188,7 +224,21 @@ def eval_command(
         vector_weight=vector_weight,
         diversity=diversity,
     )
-    chosen = modes or [settings.search_mode]
+    if tune_search:
+        run_tune(
+            settings,
+            qset,
+            questions,
+            top_k=top_k,
+            threshold=thresholds[0],
+            filter_setting=filter_settings[0],
+            modes=modes,
+            weights=weights,
+            record=not dry_run,
+            as_json=as_json,
+        )
+        return
+    chosen = modes or [settings.search_request().mode]
     opened = open_store(settings, wrap_model=QueryEmbeddingCache)  # first: an unreachable store is one line
     # (the cache embeds each question once per run)
     answerer: ChatModel | None = None

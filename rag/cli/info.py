@@ -9,8 +9,10 @@ import click
 
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
 from rag.cli._options import store_options
+from rag.cli._search import search_origin
+from rag.config import DEFAULT_SEARCH_MODE, default_vector_weight
 
-__all__ = ["chunking_in_effect", "describe", "info"]
+__all__ = ["chunking_in_effect", "describe", "info", "recorded_search"]
 
 
 def chunking_in_effect(size: int | None, overlap: int | None) -> tuple[int, int]:
@@ -27,6 +29,22 @@ def chunking_in_effect(size: int | None, overlap: int | None) -> tuple[int, int]
 
     size = DEFAULT_CHUNK_SIZE if size is None else size
     return size, min(DEFAULT_CHUNK_OVERLAP, size - 1) if overlap is None else overlap
+
+
+def recorded_search(opened: OpenedStore) -> dict[str, Any]:
+    """The store's recorded search mode and vector weight, and where they came from (`origin`).
+
+    A home written before search settings were recorded shows the embedder's defaults. `RAG_*`
+    variables and options are not applied: this is what the home holds.
+    """
+    record = opened.record
+    search = record.search
+    return {
+        "mode": (search.mode if search else None) or DEFAULT_SEARCH_MODE,
+        "vector_weight": search.vector_weight if search else default_vector_weight(record.embedder),
+        "origin": search_origin(record.embedder, search),
+        "recorded": search.to_dict() if search else None,
+    }
 
 
 def describe(opened: OpenedStore) -> dict[str, Any]:
@@ -51,6 +69,7 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
         "chunk_size": size,
         "chunk_overlap": overlap,
         "chunking_defaults": record.chunk_size is None and record.chunk_overlap is None,
+        "search": recorded_search(opened),
         "roots": roots,
         "sources": sources,
     }
@@ -62,7 +81,11 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
 @common_options
 @click.pass_context
 def info(ctx: click.Context, store: str | None, collection: str | None, as_json: bool) -> None:
-    """Show the collection, its chunk count, embedding model, roots and ingested sources.
+    """Show the collection, its chunk count, embedding model, search settings, roots and sources.
+
+    The search line is the mode and vector weight `rag query`, `ask`, `chat` and `serve` use when no
+    option or RAG_* variable sets them, and where they came from: the default for the store's
+    embedder, or `rag eval --tune` (the questions file and when).
 
     Sources are listed by identity: the label of the root they were ingested from, then their path
     in it (`docs/guide/install.md`); each root's folder is listed under `roots`.
@@ -84,6 +107,9 @@ def info(ctx: click.Context, store: str | None, collection: str | None, as_json:
     chunking = f"size {facts['chunk_size']}, overlap {facts['chunk_overlap']}"
     chunking += " (the defaults)" if facts["chunking_defaults"] else ""
     click.echo(f"{'chunking:':<17}{chunking}")
+    search = facts["search"]
+    weight = f", vector weight {search['vector_weight']:g}" if search["mode"] == "hybrid" else ""
+    click.echo(f"{'search:':<17}{search['mode']}{weight} ({search['origin']})")
     click.echo(f"{'roots:':<17}{len(facts['roots'])}")
     for label, path in facts["roots"].items():
         click.echo(f"  {label}  {path}")

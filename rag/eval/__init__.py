@@ -5,6 +5,7 @@ Example:
     >>> results = evaluate(store, load_questions("data/questions.jsonl"), top_k=[1, 5, 10])  # doctest: +SKIP
     >>> print(results.table())  # doctest: +SKIP
     >>> answers = evaluate(store, questions, top_k=[3], answerer=ExtractiveChatModel())  # doctest: +SKIP
+    >>> print(tune(store, questions, top_k=10).table())  # best mode and vector weight  # doctest: +SKIP
 """
 
 from rag.eval.answering import AnswerScorer
@@ -15,9 +16,11 @@ from rag.eval.query_cache import QueryEmbeddingCache
 from rag.eval.questions import Question, QuestionSet, Relevant, load_beir, load_questions, parse_questions
 from rag.eval.results import EvalResults, QuestionResult, SettingResult
 from rag.eval.sweep import QUESTION_FILTER, evaluate
+from rag.eval.tune import DEFAULT_TUNE_WEIGHTS, TuneResult, TuneRow, tune
 
 __all__ = [
     "ANSWER_METRICS",
+    "DEFAULT_TUNE_WEIGHTS",
     "JUDGE_METRICS",
     "JUDGE_TEMPLATE_PATH",
     "METRICS",
@@ -31,6 +34,8 @@ __all__ = [
     "QuestionSet",
     "Relevant",
     "SettingResult",
+    "TuneResult",
+    "TuneRow",
     "answer_contains",
     "evaluate",
     "load_beir",
@@ -40,4 +45,5 @@ __all__ = [
     "score_answer",
     "score_ranking",
     "token_f1",
+    "tune",
 ]
