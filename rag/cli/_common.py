@@ -9,17 +9,24 @@ its search settings (`rag.cli._search`), which every command's settings start fr
 from __future__ import annotations
 
 import importlib
-import json
-import os
 import re
-import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from rag.cli._records import (
+    StoreRecord,
+    database_url,
+    load_records,
+    pg_table_name,
+    record_from,
+    record_search,
+    save_record,
+    store_key,
+)
 from rag.cli._search import SearchRecord, resolve_search
 from rag.config import Settings, default_vector_weight
 from rag.database_url import mask_url
@@ -144,10 +151,10 @@ def settings_from(ctx: click.Context, **options: Any) -> Settings:
         home=ctx.meta.get("rag.home"), database_url=ctx.meta.get("rag.database_url"), **options
     )
     try:
-        raw = _load_records(settings).get(_store_key(settings))
+        raw = load_records(settings).get(store_key(settings))
     except ConfigError:
         raw = None  # no database URL yet: opening the store says so, with the whole story
-    known = _record_from(raw) if isinstance(raw, dict) else None
+    known = record_from(raw) if isinstance(raw, dict) else None
     return resolve_search(settings, known.embedder if known else None, known.search if known else None)
 
 
@@ -186,34 +193,6 @@ def build_embedder(spec: str, settings: Settings | None = None) -> EmbeddingMode
 
 
 @dataclass
-class StoreRecord:
-    """What a store was built with, kept in `RAG_HOME/stores.json`."""
-
-    embedder: str
-    model: str
-    dimensions: int
-    chunk_size: int | None = None
-    chunk_overlap: int | None = None
-    search: SearchRecord | None = None
-    """The search settings in effect for the store (None: a home written before they were recorded)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form kept in `stores.json`."""
-        raw = asdict(self)
-        raw["search"] = self.search.to_dict() if self.search is not None else None
-        return {name: value for name, value in raw.items() if name != "search" or value is not None}
-
-
-def _record_from(raw: dict[str, Any]) -> StoreRecord:
-    search = raw.get("search")
-    fields = {name: value for name, value in raw.items() if name != "search"}
-    try:
-        return StoreRecord(**fields, search=SearchRecord.from_dict(search) if search is not None else None)
-    except TypeError as exc:  # an unknown or missing field: a hand-edited or newer file
-        raise ConfigError(f"cannot read store record {raw!r} in stores.json: {exc}") from exc
-
-
-@dataclass
 class OpenedStore:
     """An open store with what goes with it: its record, manifest file, and how to make it durable."""
 
@@ -230,76 +209,11 @@ class OpenedStore:
         if self.settings.store == "pgvector":
             from ingest.manifest_postgres import PostgresManifest
 
-            url = _database_url(self.settings)
+            url = database_url(self.settings)
             return PostgresManifest(url, table=pg_table_name(self.settings.collection))
         from ingest.manifest import Manifest
 
         return Manifest(self.manifest_path)
-
-
-def pg_table_name(collection: str) -> str:
-    """The pgvector table of a collection: its name with other characters as `_` (and a hash of the
-    name when any were replaced, so `a-b` and `a_b` stay apart), at most 40 characters."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", collection)
-    if name != collection or name[0].isdigit():
-        return f"c_{name[:28]}_{zlib.crc32(collection.encode()):08x}"
-    return name[:40] if len(name) <= 40 else f"{name[:29]}_{zlib.crc32(collection.encode()):08x}"
-
-
-def _database_url(settings: Settings) -> str:
-    if not settings.database_url:
-        raise ConfigError("--store pgvector needs a database: set RAG_DATABASE_URL or pass --database-url")
-    return settings.database_url
-
-
-def _store_key(settings: Settings) -> str:
-    where = f"@{settings.chroma_url}" if settings.store == "chroma" and settings.chroma_url else ""
-    if settings.store == "pgvector":
-        where = f"@{mask_url(_database_url(settings))}"  # the records file never holds a password
-    return f"{settings.store}{where}:{settings.collection}"
-
-
-def _records_path(settings: Settings) -> Path:
-    return settings.home / "stores.json"
-
-
-def _load_records(settings: Settings) -> dict[str, Any]:
-    path = _records_path(settings)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read store records {str(path)!r}: {exc}") from exc
-    return data if isinstance(data, dict) else {}
-
-
-def _save_record(settings: Settings, record: StoreRecord) -> None:
-    records = _load_records(settings)
-    records[_store_key(settings)] = record.to_dict()
-    path = _records_path(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(records, indent=2, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)  # atomic: readers never see half a file
-
-
-def record_search(settings: Settings, search: SearchRecord) -> StoreRecord:
-    """Record `search` as the store's search settings in the home (`rag eval --tune`).
-
-    Raises:
-        StoreNotFoundError: no store was built for these settings.
-    """
-    raw = _load_records(settings).get(_store_key(settings))
-    if not isinstance(raw, dict):
-        raise StoreNotFoundError(
-            f"no {settings.store} collection {settings.collection!r} in {str(settings.home)!r}; "
-            "run `rag ingest` first",
-            path=str(settings.home),
-        )
-    record = replace(_record_from(raw), search=search)
-    _save_record(settings, record)
-    return record
 
 
 def _resolve_embedder(settings: Settings, known: StoreRecord | None) -> tuple[str, EmbeddingModel]:
@@ -390,7 +304,7 @@ def _factory(settings: Settings, model: EmbeddingModel) -> tuple[Callable[[], Ve
 
         return numpy_store, str(folder), True
     if settings.store == "pgvector":
-        url, table = _database_url(settings), pg_table_name(settings.collection)
+        url, table = database_url(settings), pg_table_name(settings.collection)
 
         def pg_store() -> VectorStore:
             from stores import PgVectorStore
@@ -429,9 +343,9 @@ def open_store(
         from stores.chroma_client import reach_server
 
         reach_server(settings.chroma_url)  # else a server that is down reads as "no collection"
-    records = _load_records(settings)
-    raw = records.get(_store_key(settings))
-    known = _record_from(raw) if isinstance(raw, dict) else None
+    records = load_records(settings)
+    raw = records.get(store_key(settings))
+    known = record_from(raw) if isinstance(raw, dict) else None
     if known is None and not create:
         raise StoreNotFoundError(
             f"no {settings.store} collection {settings.collection!r} in {str(settings.home)!r}; "
@@ -455,8 +369,8 @@ def open_store(
     factory, location, needs_save = _factory(settings, model)
     store = LazyStore(model, factory)
     if create and record != known:
-        _save_record(settings, record)
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", _store_key(settings))
+        save_record(settings, record)
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", store_key(settings))
     manifest = settings.home / "manifests" / f"{safe}.sqlite"
     flush = (lambda: store.call_if_opened("save")) if needs_save else None
     return OpenedStore(store, settings, record, location, manifest, flush, lambda: _close(store, model))
