@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import string
 from pathlib import Path
+from typing import Any
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = str.split(
@@ -35,6 +36,20 @@ def vocabulary() -> list[str]:
     return list(seen)
 
 
+def tiny_tokenizer(folder: Path) -> Any:
+    """The word-piece tokenizer of `vocabulary()`, written to `folder` and loaded back, checked to know its
+    words (in transformers 5 `BertTokenizer` is the fast one, and `vocab_file=` alone would be ignored)."""
+    from transformers import BertTokenizer
+
+    vocab = vocabulary()
+    folder.mkdir(parents=True)
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizer.from_pretrained(str(folder))
+    if len(tokenizer) != len(vocab) or tokenizer.unk_token_id in tokenizer("the cat")["input_ids"]:
+        raise RuntimeError(f"the tiny tokenizer lost its vocabulary: {len(tokenizer)} tokens")
+    return tokenizer
+
+
 def build_tiny_bert(folder: Path, *, seed: int = 0) -> Path:
     """Write a sentence-transformers model (BERT + mean pooling) to `folder / "tiny-bert"` and return it.
 
@@ -44,16 +59,10 @@ def build_tiny_bert(folder: Path, *, seed: int = 0) -> Path:
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    from transformers import BertConfig, BertModel, BertTokenizer
+    from transformers import BertConfig, BertModel
 
     vocab = vocabulary()
-    tokenizer_dir = folder / "tokenizer"
-    tokenizer_dir.mkdir(parents=True)
-    (tokenizer_dir / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    # In transformers 5 `BertTokenizer` is the fast, Rust-backed tokenizer (`BertTokenizerFast` an alias).
-    tokenizer = BertTokenizer.from_pretrained(str(tokenizer_dir))
-    if len(tokenizer) != len(vocab) or tokenizer.unk_token_id in tokenizer("the cat")["input_ids"]:
-        raise RuntimeError(f"the tiny tokenizer lost its vocabulary: {len(tokenizer)} tokens")
+    tokenizer = tiny_tokenizer(folder / "tokenizer")
 
     torch.manual_seed(seed)
     config = BertConfig(

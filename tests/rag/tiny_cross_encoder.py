@@ -8,22 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.rag.tiny_bert import vocabulary
+from tests.rag.tiny_bert import tiny_tokenizer, vocabulary
 
 
 def build_tiny_cross_encoder(folder: Path, *, seed: int = 0) -> Path:
     """Write the model to `folder / "tiny-cross-encoder"` and return that folder."""
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+    from transformers import BertConfig, BertForSequenceClassification
 
     vocab = vocabulary()
-    tokenizer_dir = folder / "tokenizer"
-    tokenizer_dir.mkdir(parents=True)
-    (tokenizer_dir / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    # Loaded with from_pretrained: BertTokenizerFast(vocab_file=...) ignores the vocabulary in transformers 5.
-    tokenizer = BertTokenizer.from_pretrained(str(tokenizer_dir))
-    if len(tokenizer) != len(vocab) or tokenizer.unk_token_id in tokenizer("the cat")["input_ids"]:
-        raise RuntimeError(f"the tiny tokenizer lost its vocabulary: {len(tokenizer)} tokens")
+    tokenizer = tiny_tokenizer(folder / "tokenizer")
 
     torch.manual_seed(seed)
     config = BertConfig(
