@@ -130,7 +130,7 @@ def embedded_row(count: int, repeats: int, ef_search: int = 400) -> dict[str, fl
     import chromadb
     from chromadb.config import Settings
 
-    from stores import ChromaVectorStore, InMemoryVectorStore
+    from stores import ChromaVectorStore, NumpyVectorStore
 
     queries = corpus(repeats + 1, seed=99)
     with tempfile.TemporaryDirectory() as folder:
@@ -140,7 +140,7 @@ def embedded_row(count: int, repeats: int, ef_search: int = 400) -> dict[str, fl
             path=folder,
             ef_search=ef_search,
         )
-        exact = InMemoryVectorStore(Lookup(queries))  # type: ignore[arg-type]
+        exact = NumpyVectorStore(Lookup(queries))  # type: ignore[arg-type]
         started = time.perf_counter()
         for batch in documents(corpus(count)):
             store.add(batch)
@@ -162,7 +162,7 @@ def http_row(count: int, repeats: int) -> dict[str, float] | str:
     import chromadb
     import httpx
 
-    from stores import ChromaVectorStore, InMemoryVectorStore
+    from stores import ChromaVectorStore, NumpyVectorStore
 
     chroma = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
     if chroma is None:
@@ -182,7 +182,7 @@ def http_row(count: int, repeats: int) -> dict[str, float] | str:
                 except httpx.TransportError:
                     time.sleep(0.1)
             store = ChromaVectorStore(Lookup(queries), collection="bench", url=url)  # type: ignore[arg-type]
-            exact = InMemoryVectorStore(Lookup(queries))  # type: ignore[arg-type]
+            exact = NumpyVectorStore(Lookup(queries))  # type: ignore[arg-type]
             for batch in documents(corpus(count)):
                 store.add(batch)
                 exact.add(batch)
@@ -204,10 +204,10 @@ def scifact_recall(data: Path, queries: int) -> tuple[int, float, float] | str:
     from rag.cli._common import DEFAULT_EMBEDDER, build_embedder
     from rag.cli.ingest import make_splitter
     from rag.eval import load_beir
-    from stores import ChromaVectorStore, InMemoryVectorStore
+    from stores import ChromaVectorStore, NumpyVectorStore
 
     model = build_embedder(DEFAULT_EMBEDDER)
-    exact = InMemoryVectorStore(model)
+    exact = NumpyVectorStore(model)
     with tempfile.TemporaryDirectory() as folder, ChromaVectorStore(model, path=folder) as store:
         options = ReaderOptions(text_field="title,text", id_field="_id")
         for target in (store, exact):

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from rag import Document, HashingEmbedding, SearchRequest
-from stores import ChromaVectorStore, InMemoryVectorStore
+from stores import ChromaVectorStore, NumpyVectorStore
 from stores.locking import ReadWriteLock
 
 WORDS = [f"w{i}" for i in range(2000)]
@@ -53,7 +53,7 @@ def documents(count: int, dim: int, seed: int, prefix: str = "d") -> list[Docume
 
 
 def old_store_classes(commit: str) -> tuple[type[Any], type[Any]]:
-    """`InMemoryVectorStore` and `ChromaVectorStore` as they were at `commit`, beside today's."""
+    """`NumpyVectorStore` and `ChromaVectorStore` as they were at `commit`, beside today's."""
     tree = tempfile.mkdtemp(prefix="stores-old-")
     archive = subprocess.run(
         ["git", "-C", str(ROOT), "archive", commit, "stores"], capture_output=True, check=True
@@ -64,7 +64,7 @@ def old_store_classes(commit: str) -> tuple[type[Any], type[Any]]:
         del sys.modules[name]
     sys.path.insert(0, tree)
     try:
-        old_numpy = importlib.import_module("stores.inmemory").InMemoryVectorStore
+        old_numpy = importlib.import_module("stores.numpy.store").NumpyVectorStore
         old_chroma = importlib.import_module("stores.chroma").ChromaVectorStore
     finally:
         sys.path.remove(tree)
@@ -145,7 +145,7 @@ def throughput(store: Any, readers: int, seconds: float, dim: int, writing: bool
 
 def build(kind: str, docs: list[Document], model: HashingEmbedding, folder: Path) -> Any:
     if kind == "numpy":
-        store = InMemoryVectorStore(model, path=folder / "numpy")
+        store = NumpyVectorStore(model, path=folder / "numpy")
         store.add(docs)
         store.save()
         return store

@@ -4,7 +4,7 @@ SciFact abstracts (repeated to reach N) get metadata `n` (the row number) and `d
 string), and are written to both stores with the hashing embedder. Then, for a few filters, it times
 `count(filter)` and a top-10 vector search under the filter (medians). The filters
 cover the three ways Chroma runs them: a plain comparison (`n < 2000`, Chroma alone), a key test
-(`date IS NOT NULL`, the reserved key flags of stores/chroma_records.py) and a string ordering, which
+(`date IS NOT NULL`, the reserved key flags of stores/chroma/records.py) and a string ordering, which
 Chroma cannot evaluate, so candidates are read and finished in Python.
 
     python benchmarks/filters.py [--size 20000] [--repeats 5] [--data PATH/corpus.jsonl]
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.vectorstore import VectorStore
-from stores import ChromaVectorStore, InMemoryVectorStore
+from stores import ChromaVectorStore, NumpyVectorStore
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact" / "corpus.jsonl"
 FILTERS = ["n < 2000", "date IS NOT NULL AND n < 2000", "date >= '2023-01-01'"]
@@ -63,7 +63,7 @@ def main() -> int:
     docs = _documents(args.data, args.size)
     model = HashingEmbedding()
     with tempfile.TemporaryDirectory(prefix="rag-filters-") as folder:
-        numpy_store = InMemoryVectorStore(model)
+        numpy_store = NumpyVectorStore(model)
         chroma = ChromaVectorStore(model, path=folder)
         started = time.perf_counter()
         chroma.add(docs)

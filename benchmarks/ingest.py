@@ -141,12 +141,12 @@ def add_beside_upsert(corpus: Path, limit: int | None, repeats: int = 3) -> dict
     from ingest.readers import ReaderOptions
     from rag.cli.ingest import make_splitter
     from rag.embeddings import HashingEmbedding
-    from stores import ChromaVectorStore, InMemoryVectorStore
-    from stores.chroma_records import TEXT, encode_record, encode_text
+    from stores import ChromaVectorStore, NumpyVectorStore
+    from stores.chroma.records import TEXT, encode_record, encode_text
 
     model = HashingEmbedding()
     # The pipeline's own chunks (ids, texts, metadata), embedded once through a numpy store.
-    staging = InMemoryVectorStore(model)
+    staging = NumpyVectorStore(model)
     options = ReaderOptions(text_field="title,text", id_field="_id")
     pipeline = IngestPipeline(staging, make_splitter(model, None, None), reader_options=options)
     pipeline.run([corpus])

@@ -34,7 +34,7 @@ from rag.documents import SearchRequest  # noqa: E402
 from rag.eval import QuestionSet, load_beir, score_ranking  # noqa: E402
 from rag.eval.metrics import units_of  # noqa: E402
 from rag.vectorstore import VectorStore  # noqa: E402
-from stores import ChromaVectorStore, InMemoryVectorStore  # noqa: E402
+from stores import ChromaVectorStore, NumpyVectorStore  # noqa: E402
 
 DEFAULT_DATA = _HERE.parents[1] / "shared" / "data" / "scifact"
 
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     original = stores.ranking.candidate_depth
     with tempfile.TemporaryDirectory(prefix="rag-page-size-") as folder:
         store: VectorStore = (
-            InMemoryVectorStore(model, path=folder)
+            NumpyVectorStore(model, path=folder)
             if args.store == "numpy"
             else ChromaVectorStore(model, path=Path(folder) / "chroma")
         )

@@ -43,7 +43,7 @@ from rag.documents import FUSIONS, SEARCH_MODES, SearchMode, SearchRequest  # no
 from rag.eval import QuestionSet, evaluate, load_beir, score_ranking  # noqa: E402
 from rag.eval.metrics import units_of  # noqa: E402
 from rag.vectorstore import VectorStore  # noqa: E402
-from stores import InMemoryVectorStore  # noqa: E402
+from stores import NumpyVectorStore  # noqa: E402
 
 DEFAULT_DATA = _HERE.parents[1] / "shared" / "data" / "scifact"
 BM25 = {"ndcg@10": 0.679, "recall@100": 0.925}  # Lucene/Anserini BM25, title+text in one field
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     per_chunk: dict[str, dict[str, float]] = {}
     fewest = DEPTH
     with tempfile.TemporaryDirectory(prefix="rag-quality-") as folder:
-        store = InMemoryVectorStore(model, path=folder)
+        store = NumpyVectorStore(model, path=folder)
         ingest_s, chunks = _ingest(store, corpus, args.embed_context)
         started = time.perf_counter()
         for mode in args.modes:

@@ -40,8 +40,8 @@ import numpy.typing as npt
 from rag import Document, SearchRequest
 from rag.filters import key
 from rag.testing import FakeEmbedding
-from stores.inmemory import InMemoryVectorStore
-from stores.numpy_search import score_rows
+from stores.numpy.search import score_rows
+from stores.numpy.store import NumpyVectorStore
 
 BUCKETS = 100  # metadata `bucket` = row % 100, so `bucket < 10` selects 10% and `bucket == 0` 1%
 CHROMA_LIMIT = 100_000
@@ -97,8 +97,8 @@ def documents(count: int, dimensions: int, seed: int = 0) -> Iterator[list[Docum
         start += len(block)
 
 
-def build_store(count: int, dimensions: int) -> InMemoryVectorStore:
-    store = InMemoryVectorStore(FakeEmbedding(dimensions))
+def build_store(count: int, dimensions: int) -> NumpyVectorStore:
+    store = NumpyVectorStore(FakeEmbedding(dimensions))
     for batch in documents(count, dimensions):
         store.add(batch)
     return store
@@ -127,7 +127,7 @@ def memory_floor(matrix: npt.NDArray[np.float32], repeats: int) -> float:
     return min(min(timings(read, repeats)) for read in readers)
 
 
-def numpy_figures(store: InMemoryVectorStore, repeats: int) -> dict[str, float]:
+def numpy_figures(store: NumpyVectorStore, repeats: int) -> dict[str, float]:
     # The benchmark reads the store's matrix directly to time a bare read of exactly those bytes.
     matrix = store._matrix[: len(store)]
     figures = {"floor": memory_floor(matrix, repeats)}

@@ -2,9 +2,9 @@
 
 Example:
     >>> from rag import HashingEmbedding
-    >>> from stores import InMemoryVectorStore
+    >>> from stores import NumpyVectorStore
     >>> from ingest import IngestPipeline, RecursiveSplitter
-    >>> pipeline = IngestPipeline(InMemoryVectorStore(HashingEmbedding()), RecursiveSplitter())
+    >>> pipeline = IngestPipeline(NumpyVectorStore(HashingEmbedding()), RecursiveSplitter())
 """
 
 from ingest.lock import HomeLock, HomeLockedError

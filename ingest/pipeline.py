@@ -7,9 +7,9 @@ is replaced only after the store holds its chunks (see `ingest.manifest` for cra
 
 Example:
     >>> from rag import HashingEmbedding
-    >>> from stores import InMemoryVectorStore
+    >>> from stores import NumpyVectorStore
     >>> from ingest.splitters import RecursiveSplitter
-    >>> store = InMemoryVectorStore(HashingEmbedding())
+    >>> store = NumpyVectorStore(HashingEmbedding())
     >>> pipeline = IngestPipeline(store, RecursiveSplitter(200, 20))
     >>> report = pipeline.run(["docs/"])  # doctest: +SKIP
     >>> report.counts["new"], report.chunks_written  # doctest: +SKIP

@@ -2,8 +2,8 @@
 
 Example:
     >>> from rag import Document, SearchRequest, HashingEmbedding
-    >>> from stores import InMemoryVectorStore
-    >>> store = InMemoryVectorStore(HashingEmbedding())
+    >>> from stores import NumpyVectorStore
+    >>> store = NumpyVectorStore(HashingEmbedding())
     >>> store.add([Document("1", "Chroma keeps vectors on disk", {"source": "a.md"})])
     >>> [d.id for d in store.similarity_search(SearchRequest("where are vectors kept", top_k=1))]
     ['1']

@@ -96,8 +96,8 @@ class AsyncStoreMixin:
     Example:
         >>> import asyncio
         >>> from rag import Document, HashingEmbedding
-        >>> from stores import InMemoryVectorStore
-        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> from stores import NumpyVectorStore
+        >>> store = NumpyVectorStore(HashingEmbedding())
         >>> asyncio.run(store.aadd([Document("d1", "Tides flood the causeway.")]))
         >>> [d.id for d in asyncio.run(store.asimilarity_search("causeway"))]
         ['d1']

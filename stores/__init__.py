@@ -1,4 +1,4 @@
-"""Vector stores: in-memory numpy (persisted to a folder), Chroma (embedded or server) and PostgreSQL.
+"""Vector stores: numpy (exact, in memory, saved to a folder), Chroma (embedded or server) and PostgreSQL.
 
 Each store keeps a BM25 `LexicalIndex` beside its vectors, written by the same `add` and `delete`
 calls, for `SearchRequest(mode="lexical" | "hybrid")`. Importing this package does not import
@@ -7,16 +7,16 @@ store is safe to share between threads (`stores.locking`: searches run together,
 
 Example:
     >>> from rag import Document, HashingEmbedding
-    >>> from stores import InMemoryVectorStore
-    >>> store = InMemoryVectorStore(HashingEmbedding())
+    >>> from stores import NumpyVectorStore
+    >>> store = NumpyVectorStore(HashingEmbedding())
     >>> store.add([Document("1", "hello", {"lang": "en"})])
     >>> store.count("lang == 'en'")
     1
 """
 
 from stores.chroma import ChromaVectorStore
-from stores.inmemory import InMemoryVectorStore
 from stores.lexical import LexicalIndex, LexicalSettings
+from stores.numpy import NumpyVectorStore
 from stores.pgvector import PgVectorStore
 
-__all__ = ["ChromaVectorStore", "InMemoryVectorStore", "LexicalIndex", "LexicalSettings", "PgVectorStore"]
+__all__ = ["ChromaVectorStore", "LexicalIndex", "LexicalSettings", "NumpyVectorStore", "PgVectorStore"]

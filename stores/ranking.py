@@ -81,7 +81,7 @@ class Candidates(Protocol):
         ...
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
-        """The cosine of each id, computed as `stores.numpy_search.exact_scores` does."""
+        """The cosine of each id, computed as `stores.numpy.search.exact_scores` does."""
         ...
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:

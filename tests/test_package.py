@@ -81,9 +81,9 @@ def test_exports_are_sorted_and_resolve() -> None:
 def test_public_names_are_pinned() -> None:
     assert stores.__all__ == [
         "ChromaVectorStore",
-        "InMemoryVectorStore",
         "LexicalIndex",
         "LexicalSettings",
+        "NumpyVectorStore",
         "PgVectorStore",
     ]
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)

@@ -83,8 +83,8 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
     Example:
         >>> from rag.client import ChatClient
         >>> from rag.testing import FakeChatModel, FakeEmbedding
-        >>> from stores import InMemoryVectorStore
-        >>> store = InMemoryVectorStore(FakeEmbedding())
+        >>> from stores import NumpyVectorStore
+        >>> store = NumpyVectorStore(FakeEmbedding())
         >>> model = FakeChatModel(default="Noted.")
         >>> client = ChatClient(model, advisors=[VectorStoreChatMemoryAdvisor(store, top_k=4)])
         >>> _ = client.prompt("My boat is the Gull.").advisors(conversation_id="c1").call().content()

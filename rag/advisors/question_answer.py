@@ -136,8 +136,8 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         >>> from rag import Document, HashingEmbedding
         >>> from rag.client import ChatClient
         >>> from rag.models import ExtractiveChatModel
-        >>> from stores import InMemoryVectorStore
-        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> from stores import NumpyVectorStore
+        >>> store = NumpyVectorStore(HashingEmbedding())
         >>> store.add([Document("d1", "The beacon is lit at dusk.", {"source": "beacon.md"})])
         >>> client = ChatClient(ExtractiveChatModel(), advisors=[QuestionAnswerAdvisor(store)])
         >>> response = client.prompt("When is the beacon lit?").call().chat_response()

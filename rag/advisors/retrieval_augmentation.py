@@ -63,8 +63,8 @@ class RetrievalAugmentationAdvisor(BaseAdvisor):
         >>> from rag.client import ChatClient
         >>> from rag.retrieval import MaxPerSource, VectorStoreDocumentRetriever
         >>> from rag.testing import FakeChatModel
-        >>> from stores import InMemoryVectorStore
-        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> from stores import NumpyVectorStore
+        >>> store = NumpyVectorStore(HashingEmbedding())
         >>> store.add([Document("d1", "The beacon is lit at dusk.", {"source": "beacon.md"})])
         >>> advisor = RetrievalAugmentationAdvisor(
         ...     VectorStoreDocumentRetriever(store, top_k=4), post_processors=[MaxPerSource(2)])

@@ -252,7 +252,7 @@ class LazyStore:
 
     @property
     def kind(self) -> str:
-        """The family of the store behind this one (`chroma`, `inmemory`), for traces; opens it."""
+        """The family of the store behind this one (`chroma`, `numpy`, `pgvector`), for traces; opens it."""
         from rag.observability.steps import store_kind
 
         return store_kind(self.real)
@@ -298,9 +298,9 @@ def _factory(settings: Settings, model: EmbeddingModel) -> tuple[Callable[[], Ve
         folder = settings.home / "numpy" / settings.collection
 
         def numpy_store() -> VectorStore:
-            from stores import InMemoryVectorStore
+            from stores import NumpyVectorStore
 
-            return InMemoryVectorStore(model, path=folder)  # loads what an earlier run saved there
+            return NumpyVectorStore(model, path=folder)  # loads what an earlier run saved there
 
         return numpy_store, str(folder), True
     if settings.store == "pgvector":
@@ -340,7 +340,7 @@ def open_store(
         StoreConnectionError: the settings name a Chroma server that does not answer (or a bad URL).
     """
     if settings.store == "chroma" and settings.chroma_url:
-        from stores.chroma_client import reach_server
+        from stores.chroma.client import reach_server
 
         reach_server(settings.chroma_url)  # else a server that is down reads as "no collection"
     records = load_records(settings)

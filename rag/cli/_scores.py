@@ -3,7 +3,7 @@
 In lexical and hybrid mode a hit's `score` is a BM25 or fused score (the fused top hit is often 1.000),
 while `--threshold` always compares the cosine similarity. The commands show both, labelled, so a user
 can tell why a threshold keeps or drops a hit. The cosine is recomputed here from the stored vectors
-exactly as the stores compute it (`stores.numpy_search.exact_scores`), so it is the very number the
+exactly as the stores compute it (`stores.numpy.search.exact_scores`), so it is the very number the
 threshold saw.
 """
 
@@ -41,8 +41,8 @@ def cosines(store: VectorStore, query: str, hits: Sequence[Document]) -> list[fl
     """
     if not hits:
         return []
-    from stores.numpy_embed import embed_queries
-    from stores.numpy_search import exact_scores
+    from stores.numpy.embed import embed_queries
+    from stores.numpy.search import exact_scores
 
     stored = store.get([doc.id for doc in hits], include_embeddings=True)
     vectors = {doc.id: doc.embedding for doc in stored if doc.embedding is not None}

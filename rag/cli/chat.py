@@ -82,9 +82,9 @@ def _memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore,
     folder = settings.home / "chat"
     name = f"memory-{settings.collection}"
     if settings.store == "numpy":
-        from stores import InMemoryVectorStore
+        from stores import NumpyVectorStore
 
-        store = InMemoryVectorStore(embedding, path=folder / "numpy" / name)
+        store = NumpyVectorStore(embedding, path=folder / "numpy" / name)
 
         def save() -> None:
             store.save()  # atomic: a crash keeps the previous save

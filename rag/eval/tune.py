@@ -10,8 +10,8 @@ embedded once per run.
 Example:
     >>> from rag import Document, HashingEmbedding
     >>> from rag.eval import parse_questions, tune
-    >>> from stores import InMemoryVectorStore
-    >>> store = InMemoryVectorStore(HashingEmbedding())
+    >>> from stores import NumpyVectorStore
+    >>> store = NumpyVectorStore(HashingEmbedding())
     >>> store.add([Document("1", "the pump primes itself", {"source": "pump.md"}),
     ...            Document("2", "valves open at dawn", {"source": "valves.md"})])
     >>> qs = parse_questions(['{"question": "when do valves open", "relevant": [{"source": "valves.md"}]}'])

@@ -174,7 +174,7 @@ def tool_span(call: ToolCall) -> Iterator[StepSpan | None]:
 
 
 def store_kind(store: object) -> str:
-    """A short name for a store's family: its `kind` attribute, or from its class (`chroma`, `inmemory`)."""
+    """A short name for a store's family: its `kind` attribute, or from its class (`chroma`, `numpy`, `pgvector`)."""
     kind = getattr(store, "kind", None)
     if isinstance(kind, str) and kind:
         return kind

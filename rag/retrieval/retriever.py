@@ -29,8 +29,8 @@ class VectorStoreDocumentRetriever:
 
     Example:
         >>> from rag import Document, HashingEmbedding
-        >>> from stores import InMemoryVectorStore
-        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> from stores import NumpyVectorStore
+        >>> store = NumpyVectorStore(HashingEmbedding())
         >>> store.add([Document("en", "The beacon is lit at dusk.", {"lang": "en"}),
         ...            Document("fr", "Le beacon est allumé au crépuscule.", {"lang": "fr"})])
         >>> retriever = VectorStoreDocumentRetriever(store, top_k=2, mode="hybrid", scope="lang == 'en'")

@@ -286,8 +286,8 @@ def create_app(service: RagService, config: ServeConfig | None = None) -> Starle
     Example:
         >>> from rag import HashingEmbedding, SearchRequest
         >>> from rag.models import ExtractiveChatModel
-        >>> from stores import InMemoryVectorStore
-        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> from stores import NumpyVectorStore
+        >>> store = NumpyVectorStore(HashingEmbedding())
         >>> service = RagService(store, ExtractiveChatModel(), SearchRequest("x"))
         >>> app = create_app(service)  # then: uvicorn.run(app, host="127.0.0.1", port=8000)
         >>> sorted(route.path for route in app.routes)[:2]

@@ -34,8 +34,8 @@ class RagService:
         >>> import asyncio
         >>> from rag import Document, HashingEmbedding
         >>> from rag.models import ExtractiveChatModel
-        >>> from stores import InMemoryVectorStore
-        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> from stores import NumpyVectorStore
+        >>> store = NumpyVectorStore(HashingEmbedding())
         >>> store.add([Document("d1", "The beacon is lit at dusk.", {"source": "beacon.md"})])
         >>> service = RagService(store, ExtractiveChatModel(), SearchRequest("defaults"))
         >>> [d.id for d in asyncio.run(service.search({"query": "beacon"}))]

@@ -26,7 +26,7 @@ import numpy as np
 
 from rag.documents import MetadataValue
 from rag.errors import InvalidRequestError
-from stores.lexical_text import Vocabulary
+from stores.lexical.text import Vocabulary
 
 __all__ = ["check_text", "json_scalar", "metadata_json", "postings"]
 

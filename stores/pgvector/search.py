@@ -3,7 +3,7 @@
 PostgreSQL orders the rows (a sequential scan with `<#>`, the negative inner product, which is exact and
 gives the zero vector a score of 0; or, for an approximate store, the HNSW index with `<=>`), and Python
 scores the few candidates again the way the other stores do: cosines with
-`stores.numpy_search.exact_scores`, BM25 with the formula and operation order of
+`stores.numpy.search.exact_scores`, BM25 with the formula and operation order of
 `stores.lexical.LexicalIndex`. SQL's own arithmetic differs in the last bits, so each list is read a
 little deeper than asked and widened until the rows past the cut cannot tie with it; the final order is
 then score descending, id ascending, exactly as on every store.
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stores.lexical_text import analyze
-from stores.numpy_search import TOLERANCE, exact_scores
+from stores.lexical.text import analyze
+from stores.numpy.search import TOLERANCE, exact_scores
 from stores.pgvector.filters import Condition
 from stores.pgvector.schema import StoreInfo, TableNames
 

@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import stores.pgvector.schema as tables
 from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
-from stores.lexical import DEFAULT_B, DEFAULT_K1
-from stores.lexical_text import TOKENIZER
-from stores.numpy_embed import document_vectors, embed_queries
-from stores.pgvector import schema as tables
+from stores.lexical.index import DEFAULT_B, DEFAULT_K1
+from stores.lexical.text import TOKENIZER
+from stores.numpy.embed import document_vectors, embed_queries
 from stores.pgvector.connection import Database
 from stores.pgvector.encoding import check_text
 from stores.pgvector.filters import compile_filter

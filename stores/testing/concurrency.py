@@ -27,8 +27,8 @@ import numpy as np
 from rag.documents import Document, MetadataValue, SearchRequest
 from rag.filters import Filter, key
 from rag.vectorstore import VectorStore
-from stores.lexical import LexicalIndex
-from stores.numpy_search import exact_scores
+from stores.lexical.index import LexicalIndex
+from stores.numpy.search import exact_scores
 
 __all__ = [
     "WORDS",

@@ -6,11 +6,11 @@ again with a given embedding model (for persistence and the model-mismatch check
 
 Example:
     >>> import pytest
-    >>> from stores import InMemoryVectorStore
+    >>> from stores import NumpyVectorStore
     >>> class TestMyStore(VectorStoreConformance):
     ...     @pytest.fixture
     ...     def store(self, embedding):
-    ...         return InMemoryVectorStore(embedding)
+    ...         return NumpyVectorStore(embedding)
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from rag.embeddings import EmbeddingModel
 from rag.filters import key
 from rag.retrieval import reciprocal_rank_fusion, weighted_fusion
 from rag.vectorstore import VectorStore
-from stores.lexical import LexicalIndex
+from stores.lexical.index import LexicalIndex
 from stores.ranking import candidate_depth
 from stores.testing.cases import (
     LEXICAL_QUERY,

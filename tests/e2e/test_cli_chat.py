@@ -55,9 +55,9 @@ def _long_term_count(home: Path, store_kind: str, conversation: str) -> int:
 
     folder = home / "chat"
     if store_kind == "numpy":
-        from stores import InMemoryVectorStore
+        from stores import NumpyVectorStore
 
-        return InMemoryVectorStore(HashingEmbedding(), path=folder / "numpy" / "memory-rag").count(
+        return NumpyVectorStore(HashingEmbedding(), path=folder / "numpy" / "memory-rag").count(
             key("conversation_id") == conversation
         )
     from stores import ChromaVectorStore

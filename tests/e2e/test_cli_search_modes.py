@@ -16,7 +16,7 @@ from click.testing import Result
 from rag import Document, SearchRequest
 from rag.advisors.memory_vector import MEMORY_MARKER
 from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, DEFAULT_VECTOR_WEIGHT
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 
 RunCli = Callable[..., Result]
 _SEARCH_ENV = ("RAG_SEARCH_MODE", "RAG_FUSION", "RAG_VECTOR_WEIGHT", "RAG_DIVERSITY", "RAG_CHAT_MODEL")
@@ -27,13 +27,13 @@ def searches(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[SearchRequest]]:
     for name in _SEARCH_ENV:
         monkeypatch.delenv(name, raising=False)
     seen: list[SearchRequest] = []
-    real = InMemoryVectorStore.similarity_search
+    real = NumpyVectorStore.similarity_search
 
-    def recording(self: InMemoryVectorStore, request: SearchRequest | str) -> list[Document]:
+    def recording(self: NumpyVectorStore, request: SearchRequest | str) -> list[Document]:
         seen.append(request if isinstance(request, SearchRequest) else SearchRequest(request))
         return real(self, request)
 
-    monkeypatch.setattr(InMemoryVectorStore, "similarity_search", recording)
+    monkeypatch.setattr(NumpyVectorStore, "similarity_search", recording)
     yield seen
 
 

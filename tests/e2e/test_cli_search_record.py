@@ -15,7 +15,7 @@ from click.testing import Result
 
 from rag import Document, SearchRequest
 from rag.advisors.memory_vector import MEMORY_MARKER
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from tests.rag.tiny_bert import build_tiny_bert
 
 RunCli = Callable[..., Result]
@@ -29,13 +29,13 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def searches(monkeypatch: pytest.MonkeyPatch) -> list[SearchRequest]:
     seen: list[SearchRequest] = []
-    real = InMemoryVectorStore.similarity_search
+    real = NumpyVectorStore.similarity_search
 
-    def recording(self: InMemoryVectorStore, request: SearchRequest | str) -> list[Document]:
+    def recording(self: NumpyVectorStore, request: SearchRequest | str) -> list[Document]:
         seen.append(request if isinstance(request, SearchRequest) else SearchRequest(request))
         return real(self, request)
 
-    monkeypatch.setattr(InMemoryVectorStore, "similarity_search", recording)
+    monkeypatch.setattr(NumpyVectorStore, "similarity_search", recording)
     return seen
 
 

@@ -10,7 +10,7 @@ import pytest
 from rag import HashingEmbedding
 from rag.errors import FilterSyntaxError
 from rag.filters import parse
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FILTERS = (ROOT / "docs" / "filters.md").read_text(encoding="utf-8")
@@ -23,16 +23,16 @@ def _blocks(text: str, heading: str) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def sample_store() -> InMemoryVectorStore:
+def sample_store() -> NumpyVectorStore:
     from ingest.pipeline import IngestPipeline
     from ingest.splitters import RecursiveSplitter
 
-    store = InMemoryVectorStore(HashingEmbedding())
+    store = NumpyVectorStore(HashingEmbedding())
     IngestPipeline(store, RecursiveSplitter()).run([ROOT / "data" / "docs"])
     return store
 
 
-def test_first_look_examples_each_match_sample_chunks(sample_store: InMemoryVectorStore) -> None:
+def test_first_look_examples_each_match_sample_chunks(sample_store: NumpyVectorStore) -> None:
     [(_, examples)] = _blocks(FILTERS, "## A first look")
     lines = [line for line in examples.splitlines() if line.strip()]
     assert len(lines) == 4
@@ -56,7 +56,7 @@ def test_error_example_is_the_real_message() -> None:
 def test_not_and_missing_keys_behave_as_documented() -> None:
     from rag import Document
 
-    store = InMemoryVectorStore(HashingEmbedding(dimensions=16))
+    store = NumpyVectorStore(HashingEmbedding(dimensions=16))
     store.add([Document("one", "x", {"a": 1}), Document("seven", "y", {"a": 7}), Document("none", "z", {})])
     assert parse("NOT a == 1 AND b == 2") == parse("(NOT a == 1) AND b == 2")
     assert {d.id for d in store.get(filter="NOT a == 1")} == {"seven", "none"}  # same as a != 1

@@ -14,7 +14,7 @@ from rag.embeddings import HashingEmbedding
 from rag.http import RetryPolicy
 from rag.models import ExtractiveChatModel, OpenAIChatModel
 from rag.serve import RagService, ServeConfig, create_app
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from tests.e2e.serve_helpers import ThreadServer
 from tests.openai_server import OpenAIServer, Reply
 from tests.rag.slow_stream_server import SlowStreamServer
@@ -22,8 +22,8 @@ from tests.rag.slow_stream_server import SlowStreamServer
 MESSAGES = [{"role": "user", "content": "When is the beacon lit?"}]
 
 
-def _store() -> InMemoryVectorStore:
-    store = InMemoryVectorStore(HashingEmbedding())
+def _store() -> NumpyVectorStore:
+    store = NumpyVectorStore(HashingEmbedding())
     store.add([Document("d1", "The beacon is lit at dusk.", {"source": "beacon.md"})])
     return store
 

@@ -19,7 +19,7 @@ from ingest.readers import ReaderOptions, read_file
 from ingest.splitters import RecursiveSplitter
 from rag import Document, HashingEmbedding
 from rag.errors import StoreError
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 
 EMBEDDING = HashingEmbedding(64)
 SPLITTER = RecursiveSplitter(40, 5)
@@ -33,7 +33,7 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 
 def _pipeline(tmp: Path) -> IngestPipeline:
-    store = InMemoryVectorStore(EMBEDDING, path=tmp / "store")
+    store = NumpyVectorStore(EMBEDDING, path=tmp / "store")
 
     def flush() -> None:
         store.save()
@@ -143,7 +143,7 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 def _old_home(tmp: Path, docs: Path, settings_key: str, recorded: Path | None = None) -> None:
     """A store and manifest as the code before source ids wrote them: rows keyed by the relative path,
     the root's absolute path beside it, chunk ids hashed from the relative path, no `root` metadata."""
-    store = InMemoryVectorStore(EMBEDDING, path=tmp / "store")
+    store = NumpyVectorStore(EMBEDDING, path=tmp / "store")
     db = sqlite3.connect(tmp / "manifest.sqlite")
     db.executescript(_V1_SCHEMA)
     for path in sorted(docs.rglob("*.md")):
@@ -169,9 +169,9 @@ def test_an_old_manifest_is_migrated_and_its_store_stays_readable(tmp_path: Path
     _write(docs, "README.md", "Old readme about the beacon.")
     _write(docs, "guide/install.md", "Old install notes.")
     _write(other, "README.md", "Another folder's readme.")
-    settings_key = IngestPipeline(InMemoryVectorStore(EMBEDDING), SPLITTER).settings_key
+    settings_key = IngestPipeline(NumpyVectorStore(EMBEDDING), SPLITTER).settings_key
     _old_home(tmp_path, docs, settings_key)
-    old_ids = {doc.id for doc in InMemoryVectorStore(EMBEDDING, path=tmp_path / "store").get()}
+    old_ids = {doc.id for doc in NumpyVectorStore(EMBEDDING, path=tmp_path / "store").get()}
     assert old_ids and all(len(i) == 32 for i in old_ids)
 
     pipeline = _pipeline(tmp_path)  # opening the manifest migrates it
@@ -202,7 +202,7 @@ def test_an_old_root_reached_through_a_link_is_the_same_root(tmp_path: Path) -> 
     _write(docs, "a.md", "Alpha.")
     alias = tmp_path / "alias"
     os.symlink(docs, alias)  # the old code recorded the path as typed, links unresolved
-    settings_key = IngestPipeline(InMemoryVectorStore(EMBEDDING), SPLITTER).settings_key
+    settings_key = IngestPipeline(NumpyVectorStore(EMBEDDING), SPLITTER).settings_key
     _old_home(tmp_path, docs, settings_key, recorded=alias)
     pipeline = _pipeline(tmp_path)
     assert pipeline.manifest.roots() == {"docs": os.path.realpath(docs)}

@@ -71,10 +71,10 @@ class Bench:
 
     def open_store(self) -> tuple[VectorStore, Callable[[], None] | None]:
         if self.kind == "numpy":
-            from stores import InMemoryVectorStore
+            from stores import NumpyVectorStore
 
             folder = self.tmp / "numpy"
-            store = InMemoryVectorStore(EMBEDDING, path=folder)
+            store = NumpyVectorStore(EMBEDDING, path=folder)
 
             def save() -> None:
                 store.save()

@@ -7,12 +7,12 @@ from pathlib import Path
 from ingest.pipeline import IngestPipeline
 from ingest.splitters import RecursiveSplitter
 from rag.testing import FakeEmbedding
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 
 GUIDE = "# FastAPI\n\n## Path Parameters\n\nDeclare them in the path.\n\nThen type them.\n"
 
 
-def _run(folder: Path, store: InMemoryVectorStore, manifest: Path, embed_context: bool) -> int:
+def _run(folder: Path, store: NumpyVectorStore, manifest: Path, embed_context: bool) -> int:
     pipeline = IngestPipeline(store, RecursiveSplitter(4, 1), manifest=manifest, embed_context=embed_context)
     try:
         return pipeline.run([folder]).chunks_embedded
@@ -25,7 +25,7 @@ def test_switching_embed_context_re_embeds_with_title_and_headings(tmp_path: Pat
     folder.mkdir()
     (folder / "guide.md").write_text(GUIDE, encoding="utf-8")
     fake = FakeEmbedding(dimensions=8)
-    store = InMemoryVectorStore(fake)
+    store = NumpyVectorStore(fake)
     manifest = tmp_path / "manifest.sqlite"
     plain = _run(folder, store, manifest, False)
     texts = sorted(d.text for d in store.get())

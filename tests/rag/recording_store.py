@@ -14,7 +14,7 @@ class RecordingStore:
     """Wraps `inner` (any VectorStore); `requests` lists the `SearchRequest`s searched, in order.
 
     Example:
-        >>> store = RecordingStore(InMemoryVectorStore(HashingEmbedding()))  # doctest: +SKIP
+        >>> store = RecordingStore(NumpyVectorStore(HashingEmbedding()))  # doctest: +SKIP
         >>> hits = store.similarity_search(SearchRequest("q", mode="hybrid"))  # doctest: +SKIP
         >>> store.requests[0].mode  # doctest: +SKIP
         'hybrid'

@@ -1,4 +1,4 @@
-"""QuestionAnswerAdvisor on a real InMemoryVectorStore with HashingEmbedding."""
+"""QuestionAnswerAdvisor on a real NumpyVectorStore with HashingEmbedding."""
 
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ from rag.errors import InvalidRequestError, TemplateError
 from rag.filters import key
 from rag.models import ExtractiveChatModel
 from rag.testing import FakeChatModel
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from tests.rag.recording_store import RecordingStore
 
 RULE = "-" * 21
 
 
 @pytest.fixture
-def store() -> InMemoryVectorStore:
-    store = InMemoryVectorStore(HashingEmbedding())
+def store() -> NumpyVectorStore:
+    store = NumpyVectorStore(HashingEmbedding())
     store.add(
         [
             Document(
@@ -51,7 +51,7 @@ def store() -> InMemoryVectorStore:
     return store
 
 
-def test_retrieved_documents_go_into_the_prompt_and_the_metadata(store: InMemoryVectorStore) -> None:
+def test_retrieved_documents_go_into_the_prompt_and_the_metadata(store: NumpyVectorStore) -> None:
     model = FakeChatModel(default="answer")
     advisor = QuestionAnswerAdvisor(store, SearchRequest("ignored", top_k=2))
     response = ChatClient(model, advisors=[advisor]).prompt("When is the beacon lamp lit?").call().response()
@@ -69,7 +69,7 @@ def test_retrieved_documents_go_into_the_prompt_and_the_metadata(store: InMemory
     assert model.prompts[0].messages[-1].metadata["question"] == "When is the beacon lamp lit?"
 
 
-def test_a_request_filter_replaces_the_default_filter(store: InMemoryVectorStore) -> None:
+def test_a_request_filter_replaces_the_default_filter(store: NumpyVectorStore) -> None:
     model = FakeChatModel(default="ok")
     client = ChatClient(model, advisors=[QuestionAnswerAdvisor(store, filter="lang == 'en'", top_k=4)])
     ids = lambda spec: [d.id for d in spec.call().chat_response().metadata[RETRIEVED_DOCUMENTS]]  # noqa: E731
@@ -79,7 +79,7 @@ def test_a_request_filter_replaces_the_default_filter(store: InMemoryVectorStore
     assert ids(client.prompt("beacon lamp").advisors(filter=key("lang") == "fr")) == ["fr-beacon"]
 
 
-def test_top_k_and_threshold_from_the_request(store: InMemoryVectorStore) -> None:
+def test_top_k_and_threshold_from_the_request(store: NumpyVectorStore) -> None:
     client = ChatClient(FakeChatModel(default="ok"), advisors=[QuestionAnswerAdvisor(store)])
     one = client.prompt("beacon lamp").advisors(top_k=1).call().chat_response()
     assert [d.id for d in one.metadata[RETRIEVED_DOCUMENTS]] == ["en-beacon"]
@@ -89,7 +89,7 @@ def test_top_k_and_threshold_from_the_request(store: InMemoryVectorStore) -> Non
     assert none.metadata[RETRIEVED_DOCUMENTS] == []
 
 
-def test_nothing_retrieved_tells_the_model_to_say_it_cannot_answer(store: InMemoryVectorStore) -> None:
+def test_nothing_retrieved_tells_the_model_to_say_it_cannot_answer(store: NumpyVectorStore) -> None:
     model = FakeChatModel(default="ok")
     client = ChatClient(model, advisors=[QuestionAnswerAdvisor(store, similarity_threshold=0.99)])
     client.prompt("beacon lamp").call().content()
@@ -104,13 +104,13 @@ def test_nothing_retrieved_tells_the_model_to_say_it_cannot_answer(store: InMemo
     )
 
 
-def test_the_extractive_model_quotes_the_passages_with_their_sources(store: InMemoryVectorStore) -> None:
+def test_the_extractive_model_quotes_the_passages_with_their_sources(store: NumpyVectorStore) -> None:
     client = ChatClient(ExtractiveChatModel(), advisors=[QuestionAnswerAdvisor(store, top_k=2)])
     answer = client.prompt("When do spring tides flood the causeway?").call().content()
     assert "- Spring tides flood the causeway twice a month. [tides.md]" in answer
 
 
-def test_document_text_with_braces_passes_untouched(store: InMemoryVectorStore) -> None:
+def test_document_text_with_braces_passes_untouched(store: NumpyVectorStore) -> None:
     model = FakeChatModel(default="ok")
     ChatClient(model, advisors=[QuestionAnswerAdvisor(store, filter="source == 'conf.md'")]).prompt(
         "config {braces}"
@@ -119,7 +119,7 @@ def test_document_text_with_braces_passes_untouched(store: InMemoryVectorStore) 
     assert model.prompts[0].user_text.startswith("config {braces}\n")
 
 
-def test_custom_templates_and_their_placeholders(store: InMemoryVectorStore) -> None:
+def test_custom_templates_and_their_placeholders(store: NumpyVectorStore) -> None:
     model = FakeChatModel(default="ok")
     advisor = QuestionAnswerAdvisor(store, template="Q: {query}\nC: {question_answer_context}", top_k=1)
     ChatClient(model, advisors=[advisor]).prompt("tides").call().content()
@@ -130,7 +130,7 @@ def test_custom_templates_and_their_placeholders(store: InMemoryVectorStore) -> 
         QuestionAnswerAdvisor(store, empty_template="nothing")
 
 
-def test_streaming_delivers_the_documents_in_the_last_chunk(store: InMemoryVectorStore) -> None:
+def test_streaming_delivers_the_documents_in_the_last_chunk(store: NumpyVectorStore) -> None:
     client = ChatClient(FakeChatModel([["The ", "lamp"]]), advisors=[QuestionAnswerAdvisor(store, top_k=1)])
     stream = client.prompt("beacon lamp").stream()
     chunks = list(stream.chat_response())
@@ -139,14 +139,14 @@ def test_streaming_delivers_the_documents_in_the_last_chunk(store: InMemoryVecto
     assert [d.id for d in stream.context[RETRIEVED_DOCUMENTS]] == ["en-beacon"]
 
 
-def test_blank_user_text_is_an_error(store: InMemoryVectorStore) -> None:
+def test_blank_user_text_is_an_error(store: NumpyVectorStore) -> None:
     model = FakeChatModel(default="ok")
     with pytest.raises(InvalidRequestError, match="QuestionAnswerAdvisor needs user text"):
         ChatClient(model, advisors=[QuestionAnswerAdvisor(store)]).prompt("   ").call().content()
     assert model.prompts == []
 
 
-def test_mode_fusion_weight_and_diversity_reach_the_store(store: InMemoryVectorStore) -> None:
+def test_mode_fusion_weight_and_diversity_reach_the_store(store: NumpyVectorStore) -> None:
     recording = RecordingStore(store)
     advisor = QuestionAnswerAdvisor(
         recording,
@@ -176,7 +176,7 @@ def test_mode_fusion_weight_and_diversity_reach_the_store(store: InMemoryVectorS
     assert QuestionAnswerAdvisor(store).search_request.mode == "vector"  # SearchRequest's own default
 
 
-def test_search_settings_from_the_request_context(store: InMemoryVectorStore) -> None:
+def test_search_settings_from_the_request_context(store: NumpyVectorStore) -> None:
     recording = RecordingStore(store)
     client = ChatClient(
         FakeChatModel(default="ok"), advisors=[QuestionAnswerAdvisor(recording, mode="hybrid", diversity=0.2)]
@@ -208,7 +208,7 @@ def test_search_settings_from_the_request_context(store: InMemoryVectorStore) ->
     ],
 )
 def test_bad_search_settings_name_the_field(
-    store: InMemoryVectorStore, params: dict[str, Any], message: str
+    store: NumpyVectorStore, params: dict[str, Any], message: str
 ) -> None:
     recording = RecordingStore(store)
     client = ChatClient(FakeChatModel(default="ok"), advisors=[QuestionAnswerAdvisor(recording)])

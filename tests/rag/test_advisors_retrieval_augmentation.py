@@ -27,7 +27,7 @@ from rag.retrieval import (
     VectorStoreDocumentRetriever,
 )
 from rag.testing import FakeChatModel
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 
 DOCUMENTS = [
     Document(
@@ -41,8 +41,8 @@ DOCUMENTS = [
 
 
 @pytest.fixture
-def store() -> InMemoryVectorStore:
-    store = InMemoryVectorStore(HashingEmbedding())
+def store() -> NumpyVectorStore:
+    store = NumpyVectorStore(HashingEmbedding())
     store.add(DOCUMENTS)
     return store
 
@@ -66,7 +66,7 @@ def _documents(response: ChatClientResponse) -> list[str]:
     return [d.id for d in response.chat_response.metadata[RETRIEVED_DOCUMENTS]]
 
 
-def test_the_stages_run_in_order_and_the_model_sees_the_original_question(store: InMemoryVectorStore) -> None:
+def test_the_stages_run_in_order_and_the_model_sees_the_original_question(store: NumpyVectorStore) -> None:
     log: list[str] = []
     helper = FakeChatModel(["beacon lamp lighting", "beacon lamp keeper\nbeacon lamp oil"])
     retriever = VectorStoreDocumentRetriever(store, top_k=2)
@@ -99,7 +99,7 @@ def test_the_stages_run_in_order_and_the_model_sees_the_original_question(store:
     assert "[1] (source: beacon.md)" in user.text
 
 
-def test_without_optional_stages_it_is_retrieve_then_augment(store: InMemoryVectorStore) -> None:
+def test_without_optional_stages_it_is_retrieve_then_augment(store: NumpyVectorStore) -> None:
     model = FakeChatModel(default="ok")
     advisor = RetrievalAugmentationAdvisor(VectorStoreDocumentRetriever(store, top_k=3))
     response = ChatClient(model, advisors=[advisor]).prompt("When is the beacon lamp lit?").call().response()
@@ -108,7 +108,7 @@ def test_without_optional_stages_it_is_retrieve_then_augment(store: InMemoryVect
     assert response.chat_response.metadata[RETRIEVED_DOCUMENTS] == response.context[RETRIEVED_DOCUMENTS]
 
 
-def test_empty_context_policy(store: InMemoryVectorStore) -> None:
+def test_empty_context_policy(store: NumpyVectorStore) -> None:
     nothing = VectorStoreDocumentRetriever(store, filter="lang == 'de'")
     refuse = FakeChatModel(default="Sorry.")
     ChatClient(refuse, advisors=[RetrievalAugmentationAdvisor(nothing)]).prompt("Beacon?").call().content()
@@ -121,14 +121,14 @@ def test_empty_context_policy(store: InMemoryVectorStore) -> None:
     assert allow.prompts[0].user_text == "Beacon?"
 
 
-def test_a_request_filter_reaches_the_retrievers(store: InMemoryVectorStore) -> None:
+def test_a_request_filter_reaches_the_retrievers(store: NumpyVectorStore) -> None:
     advisor = RetrievalAugmentationAdvisor(VectorStoreDocumentRetriever(store, top_k=5))
     client = ChatClient(FakeChatModel(default="ok"), advisors=[advisor])
     response = client.prompt("beacon lamp allumé").advisors(filter="lang == 'fr'").call().response()
     assert _documents(response) == ["phare"]
 
 
-def test_per_request_search_settings_reach_the_retrievers(store: InMemoryVectorStore) -> None:
+def test_per_request_search_settings_reach_the_retrievers(store: NumpyVectorStore) -> None:
     retriever = VectorStoreDocumentRetriever(store, top_k=5, scope="source == 'beacon.md'")
     client = ChatClient(FakeChatModel(default="ok"), advisors=[RetrievalAugmentationAdvisor(retriever)])
     one = client.prompt("beacon lamp keeper").advisors(top_k=1).call().response()
@@ -140,7 +140,7 @@ def test_per_request_search_settings_reach_the_retrievers(store: InMemoryVectorS
     assert _documents(widened) == []  # the scope holds against a request filter
 
 
-def test_compression_reads_the_conversation_from_chat_memory(store: InMemoryVectorStore) -> None:
+def test_compression_reads_the_conversation_from_chat_memory(store: NumpyVectorStore) -> None:
     memory = MessageChatMemoryAdvisor(MessageWindowChatMemory(InMemoryChatMemoryRepository()))
     helper = FakeChatModel(["In winter, when does the keeper light the beacon lamp?"])
     advisor = RetrievalAugmentationAdvisor(
@@ -157,7 +157,7 @@ def test_compression_reads_the_conversation_from_chat_memory(store: InMemoryVect
     assert model.prompts[1].messages[-1].metadata["question"] == "And in winter?"
 
 
-def test_chat_memory_in_the_same_store_is_never_retrieved(store: InMemoryVectorStore) -> None:
+def test_chat_memory_in_the_same_store_is_never_retrieved(store: NumpyVectorStore) -> None:
     memory = VectorStoreChatMemoryAdvisor(store, top_k=4)
     advisor = RetrievalAugmentationAdvisor(
         VectorStoreDocumentRetriever(store, top_k=20), joiner=ReciprocalRankDocumentJoiner()
@@ -175,7 +175,7 @@ def test_chat_memory_in_the_same_store_is_never_retrieved(store: InMemoryVectorS
     assert set(_documents(response)) == {"beacon-2"}  # the one document without `lang`
 
 
-def test_streaming_returns_the_documents_too(store: InMemoryVectorStore) -> None:
+def test_streaming_returns_the_documents_too(store: NumpyVectorStore) -> None:
     advisor = RetrievalAugmentationAdvisor(VectorStoreDocumentRetriever(store, top_k=2))
     chunks = list(
         ChatClient(FakeChatModel(default="At dusk."), advisors=[advisor])
@@ -191,7 +191,7 @@ def test_streaming_returns_the_documents_too(store: InMemoryVectorStore) -> None
     assert len(found) == 1 and len(found[0]) == 2
 
 
-def test_the_offline_answerer_quotes_the_documents(store: InMemoryVectorStore) -> None:
+def test_the_offline_answerer_quotes_the_documents(store: NumpyVectorStore) -> None:
     advisor = RetrievalAugmentationAdvisor(VectorStoreDocumentRetriever(store, top_k=3))
     answer = (
         ChatClient(ExtractiveChatModel(), advisors=[advisor])
@@ -202,7 +202,7 @@ def test_the_offline_answerer_quotes_the_documents(store: InMemoryVectorStore) -
     assert "lit at dusk" in answer and "beacon.md" in answer
 
 
-def test_bad_construction_and_requests(store: InMemoryVectorStore) -> None:
+def test_bad_construction_and_requests(store: NumpyVectorStore) -> None:
     with pytest.raises(InvalidRequestError, match="retrievers"):
         RetrievalAugmentationAdvisor([])
     with pytest.raises(InvalidRequestError, match="retrievers"):

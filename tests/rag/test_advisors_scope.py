@@ -21,7 +21,7 @@ from rag.errors import FilterSyntaxError, InvalidRequestError
 from rag.filters import Filter, as_filter, key, matches
 from rag.testing import FakeChatModel, FakeEmbedding
 from rag.vectorstore import VectorStore
-from stores import ChromaVectorStore, InMemoryVectorStore
+from stores import ChromaVectorStore, NumpyVectorStore
 
 DOCUMENTS = [
     Document(
@@ -65,7 +65,7 @@ FILTERS: list[str | Filter] = [
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
     embedding = FakeEmbedding()
     if request.param == "numpy":
-        yield InMemoryVectorStore(embedding)
+        yield NumpyVectorStore(embedding)
         return
     chroma = ChromaVectorStore(embedding, path=tmp_path / "chroma")
     yield chroma

@@ -21,7 +21,7 @@ from rag.memory import MessageWindowChatMemory
 from rag.models import OpenAIChatModel
 from rag.testing import FakeChatModel
 from rag.vectorstore import aadd, asimilarity_search
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from tests.openai_server import OpenAIServer, RecordedRequest, Reply, chunk, completion, sse, stream_reply
 from tests.rag.slow_stream_server import SlowStreamServer
 
@@ -241,7 +241,7 @@ def test_openai_aembed_matches_embed(openai_server: OpenAIServer) -> None:
 
 
 def test_store_async_search_and_add_match_the_sync_ones() -> None:
-    store = InMemoryVectorStore(HashingEmbedding())
+    store = NumpyVectorStore(HashingEmbedding())
     documents = [Document(f"d{i}", f"tide {i} floods the causeway {'again ' * i}") for i in range(8)]
     request = SearchRequest("causeway floods", top_k=3)
 

@@ -16,7 +16,7 @@ from rag.documents import Document
 from rag.embeddings import HashingEmbedding
 from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
 from rag.testing import FakeChatModel
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 
 MODES = ["call", "stream", "acall", "astream"]
 
@@ -108,7 +108,7 @@ def _run(mode: str, client: ChatClient, question: str) -> tuple[str, dict[str, A
 
 def _scenario(mode: str, folder: Path) -> dict[str, Any]:
     log: list[str] = []
-    store = InMemoryVectorStore(HashingEmbedding())
+    store = NumpyVectorStore(HashingEmbedding())
     store.add(
         [
             Document("tides", "Spring tides flood the causeway twice a month.", {"source": "tides.md"}),

@@ -23,7 +23,7 @@ from rag.eval.answers import (
 from rag.eval.judge import JUDGE_TEMPLATE_PATH, LLMJudge
 from rag.models import ExtractiveChatModel, OpenAIChatModel
 from rag.testing import FakeChatModel
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from tests.openai_server import OpenAIServer, Reply, completion
 
 BEACON = Document("b1", "The harbour beacon is lit at dusk by the keeper.", {"source": "beacon.md"})
@@ -78,8 +78,8 @@ def test_quotes_must_occur_in_a_retrieved_passage() -> None:
     assert quotes_grounded(extractive, [VALVES]) == 0.0
 
 
-def _store() -> InMemoryVectorStore:
-    store = InMemoryVectorStore(HashingEmbedding())
+def _store() -> NumpyVectorStore:
+    store = NumpyVectorStore(HashingEmbedding())
     store.add([BEACON, VALVES])
     return store
 

@@ -7,7 +7,7 @@ from collections import Counter
 from rag.documents import Document
 from rag.eval import QueryEmbeddingCache, evaluate, parse_questions
 from rag.testing import FakeEmbedding
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 
 DOCS = [
     Document("1", "the pump primes itself before dawn", {"source": "pump.md", "kind": "a"}),
@@ -22,9 +22,9 @@ QUESTIONS = parse_questions(
 )
 
 
-def _store() -> tuple[InMemoryVectorStore, FakeEmbedding]:
+def _store() -> tuple[NumpyVectorStore, FakeEmbedding]:
     fake = FakeEmbedding(dimensions=8)
-    store = InMemoryVectorStore(QueryEmbeddingCache(fake))
+    store = NumpyVectorStore(QueryEmbeddingCache(fake))
     store.add(DOCS)
     fake.calls.clear()
     return store, fake
@@ -53,7 +53,7 @@ def test_lexical_mode_embeds_nothing() -> None:
 
 def test_the_cache_changes_no_result() -> None:
     cached, _ = _store()
-    plain = InMemoryVectorStore(FakeEmbedding(dimensions=8))
+    plain = NumpyVectorStore(FakeEmbedding(dimensions=8))
     plain.add(DOCS)
     settings = {"top_k": [1, 2, 3], "thresholds": [0.0, 0.1], "modes": ["vector", "lexical", "hybrid"]}
     with_cache = evaluate(cached, QUESTIONS, **settings)  # type: ignore[arg-type]

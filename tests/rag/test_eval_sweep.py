@@ -15,7 +15,7 @@ from rag.errors import ConfigError, FilterSyntaxError, InvalidRequestError
 from rag.eval import METRICS, QUESTION_FILTER, EvalResults, Question, QuestionSet, Relevant, evaluate
 from rag.eval.metrics import score_ranking, units_of
 from rag.filters import Filter, as_filter
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from tests.rag.recording_store import RecordingStore
 
 _DOCS = [
@@ -48,7 +48,7 @@ _QUESTIONS = QuestionSet(
 )
 
 
-class CountingStore(InMemoryVectorStore):
+class CountingStore(NumpyVectorStore):
     """The numpy store, counting its searches."""
 
     searches = 0

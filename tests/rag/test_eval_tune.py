@@ -13,7 +13,7 @@ from rag.config import VECTOR_WEIGHT_BY_EMBEDDER, Settings, default_vector_weigh
 from rag.errors import ConfigError, InvalidRequestError
 from rag.eval import parse_questions, tune
 from rag.eval.tune import TuneRow, pick_best
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from tests.rag.recording_store import RecordingStore
 
 
@@ -96,7 +96,7 @@ def test_ties_go_to_the_simpler_mode_then_to_the_current_weight() -> None:
 
 
 def test_tune_searches_each_setting_once_per_question_and_keeps_the_request_settings() -> None:
-    inner = InMemoryVectorStore(HashingEmbedding())
+    inner = NumpyVectorStore(HashingEmbedding())
     inner.add(
         [
             Document("1", "the pump primes itself at dawn", {"source": "pump.md"}),
@@ -135,7 +135,7 @@ def test_tune_searches_each_setting_once_per_question_and_keeps_the_request_sett
     ],
 )
 def test_bad_sweeps_are_named(options: dict[str, object], message: str) -> None:
-    store = InMemoryVectorStore(HashingEmbedding())
+    store = NumpyVectorStore(HashingEmbedding())
     store.add([Document("1", "the pump", {"source": "pump.md"})])
     questions = parse_questions(['{"question": "pump", "relevant": [{"source": "pump.md"}]}'])
     with pytest.raises(InvalidRequestError, match=message):

@@ -13,7 +13,7 @@ from rag.client import ChatClient
 from rag.filters import key
 from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
 from rag.testing import FakeChatModel, FakeEmbedding
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 
 THREADS = 32
 CONVERSATIONS = 200
@@ -26,7 +26,7 @@ def test_threads_lose_no_turn_and_mix_none(tmp_path: Path) -> None:
     # Two repository objects on one file: threads of one process also meet on SQLite's own locking.
     repos = [SQLiteChatMemoryRepository(path), SQLiteChatMemoryRepository(path)]
     memories = [MessageWindowChatMemory(repo, max_messages=2 * TURNS) for repo in repos]
-    store = InMemoryVectorStore(FakeEmbedding())
+    store = NumpyVectorStore(FakeEmbedding())
     vector = VectorStoreChatMemoryAdvisor(store, top_k=2 * TURNS)
     mixed: list[str] = []
 

@@ -25,7 +25,7 @@ from rag.documents import SearchRequest
 from rag.memory import InMemoryChatMemoryRepository, MessageWindowChatMemory, SQLiteChatMemoryRepository
 from rag.memory.advising import ChatMemoryAdvisor
 from rag.testing import FakeChatModel, FakeEmbedding
-from stores import ChromaVectorStore, InMemoryVectorStore
+from stores import ChromaVectorStore, NumpyVectorStore
 
 HOSTILE = [
     "x' OR conversation_id != '",
@@ -74,7 +74,7 @@ def _backend(name: str, folder: Path) -> tuple[ChatMemoryAdvisor, Callable[[], N
     if store == "chroma":
         chroma = ChromaVectorStore(FakeEmbedding(), collection="memory", path=str(folder / "chroma"))
         return VectorStoreChatMemoryAdvisor(chroma, top_k=50), chroma.close
-    return VectorStoreChatMemoryAdvisor(InMemoryVectorStore(FakeEmbedding()), top_k=50), lambda: None
+    return VectorStoreChatMemoryAdvisor(NumpyVectorStore(FakeEmbedding()), top_k=50), lambda: None
 
 
 BACKENDS = [

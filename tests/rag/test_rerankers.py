@@ -21,7 +21,7 @@ from rag.retrieval import (
     VectorStoreDocumentRetriever,
 )
 from rag.testing import FakeChatModel
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from tests.openai_server import OpenAIServer, Reply
 from tests.rag.tiny_cross_encoder import build_tiny_cross_encoder
 
@@ -64,7 +64,7 @@ def test_cross_encoder_orders_by_the_models_own_scores(cross_encoder_dir: Path) 
 
 
 def test_cross_encoder_inside_the_advisor(cross_encoder_dir: Path) -> None:
-    store = InMemoryVectorStore(HashingEmbedding())
+    store = NumpyVectorStore(HashingEmbedding())
     store.add(DOCS)
     reranker = CrossEncoderReranker(cross_encoder_dir, top_n=3)
     advisor = RetrievalAugmentationAdvisor(

@@ -39,7 +39,7 @@ from rag.retrieval import (
 )
 from rag.testing import FakeChatModel
 from rag.vectorstore import VectorStore
-from stores import ChromaVectorStore, InMemoryVectorStore
+from stores import ChromaVectorStore, NumpyVectorStore
 
 DOCUMENTS = [
     Document(
@@ -59,7 +59,7 @@ DOCUMENTS = [
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorStore]:
     embedding = HashingEmbedding()
     if request.param == "numpy":
-        yield InMemoryVectorStore(embedding)
+        yield NumpyVectorStore(embedding)
         return
     chroma = ChromaVectorStore(embedding, path=tmp_path / "chroma")
     yield chroma
@@ -112,7 +112,7 @@ def test_retriever_filters_request_filter_scope_and_memory(store: VectorStore) -
 
 
 def test_retriever_rejects_bad_filters_and_settings() -> None:
-    store = InMemoryVectorStore(HashingEmbedding())
+    store = NumpyVectorStore(HashingEmbedding())
     with pytest.raises(FilterSyntaxError):
         VectorStoreDocumentRetriever(store, filter="lang = 'en'")
     with pytest.raises(InvalidRequestError, match="top_k"):

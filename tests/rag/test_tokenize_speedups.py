@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.embeddings import HashingEmbedding, tokenize
-from stores.lexical_text import Vocabulary, analyze
+from stores.lexical.text import Vocabulary, analyze
 
 _SEPARATORS = str.maketrans({c: " " for c in map(chr, range(128)) if not c.isalnum()})
 _ALNUM_RUN = re.compile(r"[^\W_]+")

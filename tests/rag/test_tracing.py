@@ -26,7 +26,7 @@ from rag.http import RetryPolicy
 from rag.models.openai import OpenAIChatModel
 from rag.observability import disable_tracing, enable_tracing, tracing_enabled
 from rag.tools import tool
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from tests.openai_server import OpenAIServer, Reply, chunk, completion, sse
 
 KEY = "sk-trace-5ecret-key"
@@ -95,10 +95,10 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def _stores() -> tuple[InMemoryVectorStore, InMemoryVectorStore]:
-    docs = InMemoryVectorStore(HashingEmbedding())
+def _stores() -> tuple[NumpyVectorStore, NumpyVectorStore]:
+    docs = NumpyVectorStore(HashingEmbedding())
     docs.add([Document("d1", DOC_TEXT, {"source": "beacon.md"})])
-    return docs, InMemoryVectorStore(HashingEmbedding())
+    return docs, NumpyVectorStore(HashingEmbedding())
 
 
 def _every_value(spans: list[ReadableSpan]) -> str:
@@ -141,12 +141,12 @@ def test_call_with_qa_memory_and_a_tool_round(
     memory_span = traces.one("advisor VectorStoreChatMemoryAdvisor")
     # Recall (a store query embedding the question), the rest of the chain, then the turn written back.
     assert traces.children(memory_span) == [
-        "query inmemory",
+        "query numpy",
         "advisor QuestionAnswerAdvisor",
         f"embeddings {memory.embedding.name}",
     ]
     qa = traces.one("advisor QuestionAnswerAdvisor")
-    assert traces.children(qa) == ["query inmemory", "advisor ToolCallAdvisor"]
+    assert traces.children(qa) == ["query numpy", "advisor ToolCallAdvisor"]
     tool_advisor = traces.one("advisor ToolCallAdvisor")
     assert traces.children(tool_advisor) == ["chat test-model", "execute_tool add", "chat test-model"]
 
@@ -165,17 +165,17 @@ def test_call_with_qa_memory_and_a_tool_round(
     assert (tool_span.attributes or {})["gen_ai.tool.call.id"] == "c1"
 
     qa_query = [
-        s for s in traces.by_name("query inmemory") if s.parent and s.parent.span_id == qa.context.span_id
+        s for s in traces.by_name("query numpy") if s.parent and s.parent.span_id == qa.context.span_id
     ]
     query = dict(qa_query[0].attributes or {})
     assert (query["db.system.name"], query["rag.search.mode"], query["db.vector.query.top_k"]) == (
-        "inmemory",
+        "numpy",
         "vector",
         4,
     )
     assert query["rag.search.hits"] == 1
     memory_query = dict(
-        next(s for s in traces.by_name("query inmemory") if s is not qa_query[0]).attributes or {}
+        next(s for s in traces.by_name("query numpy") if s is not qa_query[0]).attributes or {}
     )
     # Memory recall reads only the turns the memory advisor marked, of this conversation.
     assert memory_query["rag.search.filter"] == "('rag:kind' == 'chat_memory') AND (conversation_id == 'c1')"
@@ -210,7 +210,7 @@ def test_opting_in_records_the_prompt_and_the_reply(
     chat = dict(found.one("chat test-model").attributes or {})
     assert QUESTION in str(chat["gen_ai.input.messages"]) and DOC_TEXT in str(chat["gen_ai.input.messages"])
     assert json.loads(str(chat["gen_ai.output.messages"]))[0]["parts"][0]["content"] == "At dusk."
-    assert (found.one("query inmemory").attributes or {})["rag.search.query"] == QUESTION
+    assert (found.one("query numpy").attributes or {})["rag.search.query"] == QUESTION
     assert KEY not in _every_value(found.spans())
 
 
@@ -235,7 +235,7 @@ def test_stream_spans_nest_and_do_not_leak_into_the_caller(
     assert root.parent is not None and root.parent.span_id == traces.one("app request").context.span_id
     assert traces.children(root) == ["advisor QuestionAnswerAdvisor"]
     qa = traces.one("advisor QuestionAnswerAdvisor")
-    assert traces.children(qa) == ["query inmemory", "chat test-model"]
+    assert traces.children(qa) == ["query numpy", "chat test-model"]
     chat = dict(traces.one("chat test-model").attributes or {})
     assert chat["rag.model.mode"] == "stream"
     assert (chat["gen_ai.usage.input_tokens"], chat["gen_ai.usage.output_tokens"]) == (12, 3)
@@ -259,7 +259,7 @@ def test_a_failing_model_call_marks_its_spans_and_leaks_no_secret(
     assert (chat.attributes or {})["error.type"] == "ModelError"
     for name in ("advisor QuestionAnswerAdvisor", "chat_client call"):
         assert traces.one(name).status.status_code == StatusCode.ERROR
-    assert traces.one("query inmemory").status.status_code != StatusCode.ERROR
+    assert traces.one("query numpy").status.status_code != StatusCode.ERROR
     every = _every_value(traces.spans())
     assert KEY not in every and "Incorrect API key" not in every and QUESTION not in every
     [point] = [
@@ -277,7 +277,7 @@ def test_ingest_run_is_a_span_with_one_event_per_file(traces: Traces, tmp_path: 
     (folder / "a.md").write_text("# Beacon\n\nThe beacon is lit at dusk.\n", encoding="utf-8")
     (folder / "b.txt").write_text("Valves open at dawn.\n", encoding="utf-8")
     (folder / "broken.pdf").write_bytes(b"not a pdf at all")
-    store = InMemoryVectorStore(HashingEmbedding())
+    store = NumpyVectorStore(HashingEmbedding())
     report = IngestPipeline(store, RecursiveSplitter(200, 20)).run([folder])
     span = traces.one("ingest")
     events = {str((e.attributes or {})["rag.ingest.source"]): e for e in span.events}

@@ -31,14 +31,14 @@ _SCRIPT = textwrap.dedent(
     from rag.observability import enable_tracing, tracing_enabled
     from rag.testing import FakeChatModel
     from rag.tools import tool
-    from stores import InMemoryVectorStore
+    from stores import NumpyVectorStore
 
     @tool
     def add(a: int, b: int) -> int:
         '''Add two integers.'''
         return a + b
 
-    store = InMemoryVectorStore(HashingEmbedding())
+    store = NumpyVectorStore(HashingEmbedding())
     IngestPipeline(store, RecursiveSplitter(200, 20)).run([sys.argv[1]])
     ask = AssistantMessage(tool_calls=[ToolCall("c1", "add", '{"a": 2, "b": 2}')])
     model = FakeChatModel([ask, "4.", ["str", "eamed"]])

@@ -23,7 +23,7 @@ from rag.errors import (
 )
 from rag.filters import Filter, key, matches, parse
 from stores import ChromaVectorStore
-from stores.chroma_filters import compile_filter
+from stores.chroma.filters import compile_filter
 from stores.testing.cases import filter_documents
 from tests.stores.conftest import start_chroma_server, stop_chroma_server
 

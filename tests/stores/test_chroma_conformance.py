@@ -12,7 +12,7 @@ import pytest
 from rag.embeddings import EmbeddingModel, HashingEmbedding
 from rag.vectorstore import VectorStore
 from stores import ChromaVectorStore
-from stores.chroma_client import close_client
+from stores.chroma.client import close_client
 from stores.testing.conformance import Reopen, VectorStoreConformance
 
 MODEL = HashingEmbedding(dimensions=64)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from rag import Document, SearchRequest
-from stores import ChromaVectorStore, InMemoryVectorStore
+from stores import ChromaVectorStore, NumpyVectorStore
 
 DIMS = 32
 FILTERS = [None, "odd == true", "bucket < 2 AND odd != true", "name < 'n0300'"]
@@ -82,11 +82,11 @@ def _sparse_collection(path: Path, model: _Lookup) -> None:
 @pytest.fixture(scope="module")
 def stores(
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[ChromaVectorStore, InMemoryVectorStore]]:
+) -> Iterator[tuple[ChromaVectorStore, NumpyVectorStore]]:
     model, docs = _corpus()
     path = tmp_path_factory.mktemp("sparse")
     _sparse_collection(path, model)
-    reference = InMemoryVectorStore(model)  # type: ignore[arg-type]
+    reference = NumpyVectorStore(model)  # type: ignore[arg-type]
     reference.add(docs)
     with ChromaVectorStore(model, collection="sparse", path=path, ef_search=10) as chroma:  # type: ignore[arg-type]
         chroma.add(docs)
@@ -111,14 +111,14 @@ def _hits(found: list[Document]) -> list[tuple[str, float | None]]:
 
 @pytest.mark.parametrize("text_filter", FILTERS)
 def test_filters_are_identical_on_every_path(
-    stores: tuple[ChromaVectorStore, InMemoryVectorStore], text_filter: str | None
+    stores: tuple[ChromaVectorStore, NumpyVectorStore], text_filter: str | None
 ) -> None:
     chroma, reference = stores
     assert [d.id for d in chroma.get(filter=text_filter)] == [d.id for d in reference.get(filter=text_filter)]
     assert chroma.count(text_filter) == reference.count(text_filter)
 
 
-def test_exact_requests_equal_the_numpy_store(stores: tuple[ChromaVectorStore, InMemoryVectorStore]) -> None:
+def test_exact_requests_equal_the_numpy_store(stores: tuple[ChromaVectorStore, NumpyVectorStore]) -> None:
     chroma, reference = stores
     for request in _requests(exact=True):
         assert _hits(chroma.similarity_search(request)) == _hits(reference.similarity_search(request)), (
@@ -128,7 +128,7 @@ def test_exact_requests_equal_the_numpy_store(stores: tuple[ChromaVectorStore, I
     assert [d.id for d in tied] == ["v0007", *(f"v{i:04d}" for i in range(100, 119))]
 
 
-def test_exact_hybrid_equals_the_numpy_store(stores: tuple[ChromaVectorStore, InMemoryVectorStore]) -> None:
+def test_exact_hybrid_equals_the_numpy_store(stores: tuple[ChromaVectorStore, NumpyVectorStore]) -> None:
     chroma, reference = stores
     request = SearchRequest("q3", 10, filter="odd == true", mode="hybrid", exact=True)
     assert [d.id for d in chroma.similarity_search(request)] == [
@@ -137,7 +137,7 @@ def test_exact_hybrid_equals_the_numpy_store(stores: tuple[ChromaVectorStore, In
 
 
 def test_default_searches_are_approximate_but_honest(
-    stores: tuple[ChromaVectorStore, InMemoryVectorStore],
+    stores: tuple[ChromaVectorStore, NumpyVectorStore],
 ) -> None:
     chroma, reference = stores
     found = wanted = 0
@@ -163,7 +163,7 @@ def test_small_collections_are_searched_exactly() -> None:
     small = docs[:10] + docs[100:105] + docs[200:203]  # ties and zero vectors included
     with ChromaVectorStore(model, collection="small", ef_search=20) as store:  # type: ignore[arg-type]
         store.add(small)
-        oracle = InMemoryVectorStore(model)  # type: ignore[arg-type]
+        oracle = NumpyVectorStore(model)  # type: ignore[arg-type]
         oracle.add(small)
         for request in [SearchRequest("tie", 18), SearchRequest("q1", 6, filter="odd == true")]:
             assert _hits(store.similarity_search(request)) == _hits(oracle.similarity_search(request))
@@ -183,7 +183,7 @@ class _Calls:
 
 @pytest.mark.parametrize("text_filter", [None, "bucket == 3"])
 def test_a_large_collection_is_queried_once(
-    stores: tuple[ChromaVectorStore, InMemoryVectorStore], text_filter: str | None
+    stores: tuple[ChromaVectorStore, NumpyVectorStore], text_filter: str | None
 ) -> None:
     chroma, _ = stores
     chroma.similarity_search(SearchRequest("q0", 5))  # the collection's size is now known
@@ -205,7 +205,7 @@ def test_exact_must_be_a_flag() -> None:
 
 
 def test_a_filtered_search_on_an_embedded_folder_reads_no_collection_metadata(
-    stores: tuple[ChromaVectorStore, InMemoryVectorStore],
+    stores: tuple[ChromaVectorStore, NumpyVectorStore],
 ) -> None:
     chroma, _ = stores
     chroma.similarity_search(SearchRequest("q0", 5, filter="bucket == 3"))
@@ -215,7 +215,7 @@ def test_a_filtered_search_on_an_embedded_folder_reads_no_collection_metadata(
         assert len(chroma.similarity_search(SearchRequest("q0", 5, filter="bucket == 3"))) == 5
     finally:
         chroma._conn.client = spy.collection
-    assert spy.calls == []  # the keys Chroma cannot index are known in-process (stores.chroma_opaque)
+    assert spy.calls == []  # the keys Chroma cannot index are known in-process (stores.chroma.opaque)
 
 
 def test_stores_over_one_folder_share_the_keys_chroma_cannot_index(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The Chroma record layout (stores.chroma_records): what a record holds, and records of older versions.
+"""The Chroma record layout (stores.chroma.records): what a record holds, and records of older versions.
 
 Records carry no vector keys any more (search no longer repairs HNSW's losses: `exact=True` scans);
 those older versions wrote (`_rag_vec`, `_rag_zero`, `_rag_twin`) are dropped when a record is rewritten.
@@ -20,7 +20,7 @@ import pytest
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from stores import ChromaVectorStore
-from stores.chroma_records import vector_digest
+from stores.chroma.records import vector_digest
 
 MODEL = HashingEmbedding(dimensions=64)
 

@@ -14,9 +14,9 @@ import pytest
 
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
-from stores import ChromaVectorStore, InMemoryVectorStore
-from stores.chroma_lexical import FOLDER, STATE_KEY
-from stores.lexical_persist import MANIFEST
+from stores import ChromaVectorStore, NumpyVectorStore
+from stores.chroma.lexical import FOLDER, STATE_KEY
+from stores.lexical.persist import MANIFEST
 
 MODEL = HashingEmbedding(dimensions=64)
 DOCS = [
@@ -32,7 +32,7 @@ def _ids(store: Any, request: SearchRequest = LEXICAL) -> list[str]:
 
 
 def _expected(docs: list[Document], request: SearchRequest = LEXICAL) -> list[tuple[str, float | None]]:
-    reference = InMemoryVectorStore(MODEL)
+    reference = NumpyVectorStore(MODEL)
     reference.add(docs)
     return [(doc.id, doc.score) for doc in reference.similarity_search(request)]
 

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from rag import Document
 from rag.embeddings import HashingEmbedding
 from rag.filters import parse
-from stores import ChromaVectorStore, InMemoryVectorStore
-from stores.chroma_filters import compile_filter
-from stores.chroma_records import order_code, order_key
+from stores import ChromaVectorStore, NumpyVectorStore
+from stores.chroma.filters import compile_filter
+from stores.chroma.records import order_code, order_key
 
 MODEL = HashingEmbedding(dimensions=16)
 VALUES = [
@@ -48,7 +48,7 @@ def _docs() -> list[Document]:
 
 
 def test_string_orderings_equal_the_numpy_store() -> None:
-    reference = InMemoryVectorStore(MODEL)
+    reference = NumpyVectorStore(MODEL)
     reference.add(_docs())
     with ChromaVectorStore(MODEL, collection="ordered") as store:
         store.add(_docs())

@@ -19,7 +19,7 @@ import pytest
 from rag.documents import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.errors import StoreError
-from stores import InMemoryVectorStore
+from stores import NumpyVectorStore
 from stores.locking import FolderLock, ReadWriteLock
 from stores.testing.concurrency import (
     WORDS,
@@ -161,12 +161,12 @@ def test_folder_lock_excludes_another_process(tmp_path: Path) -> None:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_writers_and_readers_end_like_a_serial_replay(seed: int) -> None:
     plans = writer_plans(seed, writers=4, steps=14)
-    store = InMemoryVectorStore(MODEL)
+    store = NumpyVectorStore(MODEL)
     with fast_switching():
         report = run_threads(store, plans, readers=2, seed=seed)
     assert report.errors == []
     assert report.reads > 0
-    serial = replay(InMemoryVectorStore(MODEL), plans)
+    serial = replay(NumpyVectorStore(MODEL), plans)
     assert state(store) == state(serial)
     for words in (WORDS[:2], WORDS[3:6], WORDS[-2:]):
         query = " ".join(words)
@@ -177,7 +177,7 @@ def test_writers_and_readers_end_like_a_serial_replay(seed: int) -> None:
 
 def test_the_lexical_index_equals_a_fresh_one_after_a_concurrent_run() -> None:
     plans = writer_plans(11, writers=4, steps=14)
-    store = InMemoryVectorStore(MODEL)
+    store = NumpyVectorStore(MODEL)
     with fast_switching():
         assert run_threads(store, plans, readers=2).errors == []
     final = store.get()
@@ -188,7 +188,7 @@ def test_the_lexical_index_equals_a_fresh_one_after_a_concurrent_run() -> None:
 
 def test_saves_during_writes_are_consistent_and_never_collide(tmp_path: Path) -> None:
     plans = writer_plans(21, writers=2, steps=12)
-    store = InMemoryVectorStore(MODEL, path=tmp_path / "store")
+    store = NumpyVectorStore(MODEL, path=tmp_path / "store")
     errors: list[BaseException] = []
 
     def save_repeatedly() -> None:
@@ -206,13 +206,13 @@ def test_saves_during_writes_are_consistent_and_never_collide(tmp_path: Path) ->
         for thread in savers:
             thread.join(60)
     assert errors == [] and report.errors == []
-    saved = InMemoryVectorStore.load(tmp_path / "store", MODEL)  # whichever save came last
+    saved = NumpyVectorStore.load(tmp_path / "store", MODEL)  # whichever save came last
     for document in saved.get(include_embeddings=True):
         assert check_hit(saved, document) is None
         assert document.embedding is not None
         assert float(document.embedding @ MODEL.embed([document.text])[0]) > 1 - 1e-5  # its own vector
     store.save()
-    assert state(InMemoryVectorStore.load(tmp_path / "store", MODEL)) == state(store)
+    assert state(NumpyVectorStore.load(tmp_path / "store", MODEL)) == state(store)
 
 
 # -- processes ----------------------------------------------------------------------------------------------
@@ -220,34 +220,34 @@ def test_saves_during_writes_are_consistent_and_never_collide(tmp_path: Path) ->
 
 def test_a_stale_copy_does_not_overwrite_a_newer_save(tmp_path: Path) -> None:
     folder = tmp_path / "store"
-    first = InMemoryVectorStore(MODEL, path=folder)
+    first = NumpyVectorStore(MODEL, path=folder)
     first.add([Document("a", "alpha")])
     first.save()
-    mine = InMemoryVectorStore(MODEL, path=folder)
-    theirs = InMemoryVectorStore(MODEL, path=folder)
+    mine = NumpyVectorStore(MODEL, path=folder)
+    theirs = NumpyVectorStore(MODEL, path=folder)
     theirs.add([Document("b", "beta")])
     theirs.save()
     mine.add([Document("c", "gamma")])
     with pytest.raises(StoreError, match="another writer saved there") as info:
         mine.save()
     assert str(folder) in str(info.value)
-    assert [d.id for d in InMemoryVectorStore.load(folder, MODEL).get()] == ["a", "b"]
+    assert [d.id for d in NumpyVectorStore.load(folder, MODEL).get()] == ["a", "b"]
     theirs.add([Document("d", "delta")])
     theirs.save()  # the copy that saved last stays current
     mine.save(overwrite=True)
-    assert [d.id for d in InMemoryVectorStore.load(folder, MODEL).get()] == ["a", "c"]
+    assert [d.id for d in NumpyVectorStore.load(folder, MODEL).get()] == ["a", "c"]
 
 
 def test_a_new_store_does_not_replace_a_folder_saved_meanwhile(tmp_path: Path) -> None:
     folder = tmp_path / "store"
-    early = InMemoryVectorStore(MODEL, path=folder)  # nothing saved there yet
-    other = InMemoryVectorStore(MODEL, path=folder)
+    early = NumpyVectorStore(MODEL, path=folder)  # nothing saved there yet
+    other = NumpyVectorStore(MODEL, path=folder)
     other.add([Document("b", "beta")])
     other.save()
     early.add([Document("a", "alpha")])
     with pytest.raises(StoreError, match=str(folder.name)):
         early.save()
-    assert [d.id for d in InMemoryVectorStore.load(folder, MODEL).get()] == ["b"]
+    assert [d.id for d in NumpyVectorStore.load(folder, MODEL).get()] == ["b"]
 
 
 _SAVER = textwrap.dedent(
@@ -257,10 +257,10 @@ _SAVER = textwrap.dedent(
     from rag.documents import Document
     from rag.embeddings import HashingEmbedding
     from rag.errors import StoreError
-    from stores import InMemoryVectorStore
+    from stores import NumpyVectorStore
 
     folder, name, other = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-    store = InMemoryVectorStore(HashingEmbedding(dimensions=64), path=folder)
+    store = NumpyVectorStore(HashingEmbedding(dimensions=64), path=folder)
     (folder.parent / f"{name}.loaded").touch()
     while not (folder.parent / f"{other}.loaded").exists():  # both hold the same copy before saving
         time.sleep(0.01)
@@ -277,7 +277,7 @@ _SAVER = textwrap.dedent(
 
 def test_two_processes_saving_one_folder_lose_nothing_silently(tmp_path: Path) -> None:
     folder = tmp_path / "store"
-    seed = InMemoryVectorStore(MODEL, path=folder)
+    seed = NumpyVectorStore(MODEL, path=folder)
     seed.add([Document("base", "the first save")])
     seed.save()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -300,4 +300,4 @@ def test_two_processes_saving_one_folder_lose_nothing_silently(tmp_path: Path) -
     refused = [out for out in outcomes.values() if out.startswith("refused")]
     assert len(saved) == 1 and len(refused) == 1, outcomes
     assert str(folder) in refused[0]
-    assert [d.id for d in InMemoryVectorStore.load(folder, MODEL).get()] == sorted({"base", *saved})
+    assert [d.id for d in NumpyVectorStore.load(folder, MODEL).get()] == sorted({"base", *saved})

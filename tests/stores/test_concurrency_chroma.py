@@ -15,7 +15,7 @@ import pytest
 from rag.documents import SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.vectorstore import VectorStore
-from stores import ChromaVectorStore, InMemoryVectorStore
+from stores import ChromaVectorStore, NumpyVectorStore
 from stores.testing.concurrency import (
     Operation,
     apply,
@@ -44,7 +44,7 @@ def test_writers_and_readers_end_like_a_serial_replay(store: ChromaVectorStore, 
         report = run_threads(store, plans, readers=2, seed=seed)
     assert report.errors == []
     assert report.reads > 0
-    serial = replay(InMemoryVectorStore(MODEL), plans)
+    serial = replay(NumpyVectorStore(MODEL), plans)
     assert state(store) == state(serial)
     assert store.count() == serial.count()
     final = serial.get()
@@ -71,7 +71,7 @@ def test_two_stores_on_one_folder_share_the_lock(tmp_path: Path) -> None:
         with fast_switching():
             report = run_threads(first, plans, readers=2, writer=write)
         assert report.errors == []
-        serial = replay(InMemoryVectorStore(MODEL), plans)
+        serial = replay(NumpyVectorStore(MODEL), plans)
         assert state(first) == state(serial) == state(second)
         found = second.similarity_search(SearchRequest("alpha", top_k=10, mode="lexical"))
         assert [(d.id, d.score) for d in found] == lexical_scores(serial.get(), "alpha", 10)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.filters import Filter, matches
-from stores import ChromaVectorStore, InMemoryVectorStore
+from stores import ChromaVectorStore, NumpyVectorStore
 from stores.testing.strategies import KEYS, filter_trees, metadata_dicts
 
 MODEL = HashingEmbedding(dimensions=32)
@@ -99,7 +99,7 @@ def test_chroma_agrees_with_numpy(
     search: dict[str, Any],
     limit: int | None,
 ) -> None:
-    reference = InMemoryVectorStore(MODEL)
+    reference = NumpyVectorStore(MODEL)
     reference.add(docs)
     _reset(chroma, docs)
     for tree in trees:
@@ -119,7 +119,7 @@ def test_chroma_agrees_with_numpy(
 def test_delete_by_filter_agrees_with_numpy(
     chroma: ChromaVectorStore, docs: list[Document], tree: Filter
 ) -> None:
-    reference = InMemoryVectorStore(MODEL)
+    reference = NumpyVectorStore(MODEL)
     reference.add(docs)
     _reset(chroma, docs)
     assert chroma.delete(filter=tree) == reference.delete(filter=tree)
@@ -131,7 +131,7 @@ def test_delete_by_filter_agrees_with_numpy(
 def test_keys_chroma_cannot_index_agree_with_numpy(
     chroma: ChromaVectorStore, docs: list[Document], tree: Filter, search: dict[str, Any]
 ) -> None:
-    reference = InMemoryVectorStore(MODEL)
+    reference = NumpyVectorStore(MODEL)
     reference.add(docs)
     _reset(chroma, docs)
     assert [doc.id for doc in chroma.get(filter=tree)] == [doc.id for doc in reference.get(filter=tree)]
@@ -176,7 +176,7 @@ def _stress_requests(rng: random.Random) -> Iterator[SearchRequest]:
 def test_zero_and_repeated_vectors_are_found_after_upserts_and_deletes(ef_search: int) -> None:
     rng = random.Random(7)
     ids = [f"d{index:03d}" for index in range(190)]
-    reference = InMemoryVectorStore(STRESS_MODEL)
+    reference = NumpyVectorStore(STRESS_MODEL)
     with ChromaVectorStore(STRESS_MODEL, collection="stress", ef_search=ef_search) as chroma:
         for batch in (ids[:120], ids[60:190], rng.sample(ids, 70)):
             docs = _stress_docs(rng, batch)

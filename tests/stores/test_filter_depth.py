@@ -19,8 +19,8 @@ from rag.embeddings import HashingEmbedding
 from rag.errors import FilterError, RagError
 from rag.filters import Filter, Not, key, matches, parse
 from rag.vectorstore import VectorStore
-from stores import ChromaVectorStore, InMemoryVectorStore
-from stores.chroma_filters import MAX_COST, MAX_LEVELS, bounded, compile_filter
+from stores import ChromaVectorStore, NumpyVectorStore
+from stores.chroma.filters import MAX_COST, MAX_LEVELS, bounded, compile_filter
 
 MODEL = HashingEmbedding(dimensions=32)
 DOCUMENTS = [
@@ -81,7 +81,7 @@ SHAPES: dict[str, Callable[[int], Filter]] = {
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, VectorStore]]:
-    numpy_store = InMemoryVectorStore(MODEL)
+    numpy_store = NumpyVectorStore(MODEL)
     chroma = ChromaVectorStore(MODEL, path=tmp_path_factory.mktemp("chroma"))
     for store in (numpy_store, chroma):
         store.add(DOCUMENTS)
@@ -144,7 +144,7 @@ def test_wide_filters_from_text(stores: dict[str, VectorStore], width: int, oper
 
 
 def test_delete_with_a_deep_filter(tmp_path: Path) -> None:
-    for store in (InMemoryVectorStore(MODEL), ChromaVectorStore(MODEL, path=tmp_path / "c")):
+    for store in (NumpyVectorStore(MODEL), ChromaVectorStore(MODEL, path=tmp_path / "c")):
         store.add(DOCUMENTS)
         assert store.delete(filter=_alternating(600)) == sum(
             matches(_alternating(600), d.metadata) for d in DOCUMENTS

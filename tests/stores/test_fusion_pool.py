@@ -16,7 +16,7 @@ import pytest
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.vectorstore import VectorStore
-from stores import ChromaVectorStore, InMemoryVectorStore
+from stores import ChromaVectorStore, NumpyVectorStore
 from stores.ranking import CANDIDATE_POOL, candidate_depth
 
 WORDS = str.split(
@@ -46,8 +46,8 @@ def _corpus(count: int = 400, seed: int = 7) -> list[Document]:
 
 
 @pytest.fixture(scope="module")
-def numpy_store() -> InMemoryVectorStore:
-    store = InMemoryVectorStore(HashingEmbedding(dimensions=DIMENSIONS))
+def numpy_store() -> NumpyVectorStore:
+    store = NumpyVectorStore(HashingEmbedding(dimensions=DIMENSIONS))
     store.add(_corpus())
     return store
 
@@ -74,7 +74,7 @@ def _assert_prefixes(store: VectorStore, base: SearchRequest) -> None:
 @pytest.mark.parametrize("fusion", ["rrf", "weighted"])
 @pytest.mark.parametrize("query", QUERIES)
 def test_numpy_hybrid_lists_are_prefixes_of_longer_ones(
-    numpy_store: InMemoryVectorStore, fusion: str, query: str
+    numpy_store: NumpyVectorStore, fusion: str, query: str
 ) -> None:
     base = SearchRequest(query, mode="hybrid", fusion=fusion, vector_weight=0.3)  # type: ignore[arg-type]
     _assert_prefixes(numpy_store, base)
@@ -84,7 +84,7 @@ def test_numpy_hybrid_lists_are_prefixes_of_longer_ones(
 @pytest.mark.parametrize("fusion", ["rrf", "weighted"])
 @pytest.mark.parametrize("query", QUERIES[:2])
 def test_chroma_hybrid_lists_are_prefixes_of_longer_ones(
-    chroma_store: ChromaVectorStore, numpy_store: InMemoryVectorStore, fusion: str, query: str
+    chroma_store: ChromaVectorStore, numpy_store: NumpyVectorStore, fusion: str, query: str
 ) -> None:
     base = SearchRequest(query, mode="hybrid", fusion=fusion, vector_weight=0.7)  # type: ignore[arg-type]
     _assert_prefixes(chroma_store, base)
@@ -94,7 +94,7 @@ def test_chroma_hybrid_lists_are_prefixes_of_longer_ones(
 
 
 @pytest.mark.parametrize("mode", ["vector", "lexical", "hybrid"])
-def test_mmr_lists_are_prefixes_of_longer_ones(numpy_store: InMemoryVectorStore, mode: str) -> None:
+def test_mmr_lists_are_prefixes_of_longer_ones(numpy_store: NumpyVectorStore, mode: str) -> None:
     base = SearchRequest("alpha beta lamp", mode=mode, diversity=0.4)  # type: ignore[arg-type]
     _assert_prefixes(numpy_store, base)
 

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import stores.lexical as lexical_module
-import stores.lexical_persist as persist_module
+import stores.lexical.index as lexical_module
+import stores.lexical.persist as persist_module
 from rag.errors import InvalidRequestError, StoreError, StoreNotFoundError
 from stores.lexical import LexicalIndex, LexicalSettings
-from stores.lexical_text import TOKENIZER, Vocabulary, analyze
+from stores.lexical.text import TOKENIZER, Vocabulary, analyze
 
 K1, B = 1.2, 0.75
 
@@ -314,7 +314,7 @@ def test_a_crash_during_save_leaves_the_previous_save_loadable(
     def crash(*args: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("stores.lexical_persist.os.replace", crash)
+    monkeypatch.setattr("stores.lexical.persist.os.replace", crash)
     with pytest.raises(StoreError, match=r"could not save the lexical index.*disk full"):
         fruit.save(tmp_path)
     assert LexicalIndex.load(tmp_path).search("cherry", 10) == before

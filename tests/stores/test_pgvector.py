@@ -11,7 +11,7 @@ from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.errors import InvalidRequestError, StoreConnectionError
 from rag.filters import key
-from stores import InMemoryVectorStore, PgVectorStore
+from stores import NumpyVectorStore, PgVectorStore
 from stores.pgvector.filters import compile_filter
 
 MODEL = HashingEmbedding(dimensions=64)
@@ -46,7 +46,7 @@ def test_threads_share_one_store(postgres_server_url: str, fresh_name: Callable[
         for thread in threads:
             thread.join()
         assert errors == []
-        reference = InMemoryVectorStore(MODEL)
+        reference = NumpyVectorStore(MODEL)
         reference.add(d for n in range(8) for r in range(1, 5) for d in _docs(f"t{n}r{r}", 20))
         assert [d.id for d in store.get()] == [d.id for d in reference.get()]
         request = SearchRequest("river money", top_k=30, mode="lexical")
@@ -65,7 +65,7 @@ def test_approximate_search_through_hnsw_keeps_exact_scores(
         store.create_hnsw_index()  # already there: nothing happens
     with PgVectorStore(MODEL, url=postgres_server_url, table=table, approximate=True, ef_search=400) as fast:
         assert fast.approximate
-        reference = InMemoryVectorStore(MODEL)
+        reference = NumpyVectorStore(MODEL)
         reference.add(_docs("h", 200))
         request = SearchRequest("fish boat", top_k=10, filter=key("i") >= 50)
         found = fast.similarity_search(request)
@@ -153,7 +153,7 @@ def test_terms_of_another_tokenizer_are_rebuilt_on_open(
                 sql.Identifier(table + "_info")
             )
         )
-    reference = InMemoryVectorStore(MODEL)
+    reference = NumpyVectorStore(MODEL)
     reference.add(_docs("k", 60))
     request = SearchRequest("river money boat", top_k=20, mode="lexical")
     with PgVectorStore(MODEL, url=postgres_server_url, table=table) as store:

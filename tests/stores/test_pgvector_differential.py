@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from rag import Document
 from rag.filters import Comparison, Filter, matches
-from stores import InMemoryVectorStore, PgVectorStore
+from stores import NumpyVectorStore, PgVectorStore
 from stores.testing.strategies import filter_trees
 from tests.stores.test_differential import (
     MODEL,
@@ -59,7 +59,7 @@ def _reset(store: PgVectorStore, docs: list[Document]) -> None:
 def test_pgvector_agrees_with_numpy(
     pg: PgVectorStore, docs: list[Document], trees: list[Filter], search: dict[str, Any], limit: int | None
 ) -> None:
-    reference = InMemoryVectorStore(MODEL)
+    reference = NumpyVectorStore(MODEL)
     reference.add(docs)
     _reset(pg, docs)
     assert [doc.metadata for doc in pg.get()] == [doc.metadata for doc in reference.get()]
@@ -77,7 +77,7 @@ def test_pgvector_agrees_with_numpy(
 @settings(max_examples=20, deadline=None)
 @given(docs=corpora(), tree=filter_trees())
 def test_delete_by_filter_agrees_with_numpy(pg: PgVectorStore, docs: list[Document], tree: Filter) -> None:
-    reference = InMemoryVectorStore(MODEL)
+    reference = NumpyVectorStore(MODEL)
     reference.add(docs)
     _reset(pg, docs)
     assert pg.delete(filter=tree) == reference.delete(filter=tree)
@@ -128,7 +128,7 @@ def test_zero_and_repeated_vectors_after_upserts_and_deletes(
 ) -> None:
     rng = random.Random(7)
     ids = [f"d{index:03d}" for index in range(190)]
-    reference = InMemoryVectorStore(STRESS_MODEL)
+    reference = NumpyVectorStore(STRESS_MODEL)
     table = fresh_name("stress")
     with PgVectorStore(STRESS_MODEL, url=postgres_server_url, table=table, approximate=approximate) as pg:
         for batch in (ids[:120], ids[60:190], rng.sample(ids, 70)):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
-from stores import InMemoryVectorStore, PgVectorStore
+from stores import NumpyVectorStore, PgVectorStore
 
 _ROOT = Path(__file__).resolve().parents[2]
 MODEL = HashingEmbedding(dimensions=32)
@@ -92,13 +92,13 @@ def _spawn(code: str, *args: str) -> subprocess.Popen[str]:
     )
 
 
-def _serial_replay() -> tuple[InMemoryVectorStore, int]:
+def _serial_replay() -> tuple[NumpyVectorStore, int]:
     """The numpy store after the same operations one at a time; and how many shared ids get deleted."""
     namespace: dict[str, object] = {}
     exec(textwrap.dedent(_COMMON), namespace)  # the same document definitions as the processes
     shared: Callable[[int], Document] = namespace["shared"]  # type: ignore[assignment]
     own: Callable[[int, int, int], Document] = namespace["own"]  # type: ignore[assignment]
-    store = InMemoryVectorStore(MODEL)
+    store = NumpyVectorStore(MODEL)
     for w in range(WRITERS):
         store.add([shared(n) for n in range(w * 40, w * 40 + 80)])
     deleted: set[str] = set()

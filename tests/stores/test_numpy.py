@@ -1,4 +1,4 @@
-"""InMemoryVectorStore: the conformance suite, persistence, and filters/search against reference oracles."""
+"""NumpyVectorStore: the conformance suite, persistence, and filters/search against reference oracles."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import stores.numpy.persist as numpy_persist
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import EmbeddingError, InvalidRequestError, StoreError, StoreNotFoundError
 from rag.filters import Filter, key, matches
 from rag.vectorstore import VectorStore
-from stores import numpy_persist
-from stores.inmemory import InMemoryVectorStore
-from stores.numpy_search import exact_scores, score_rows
+from stores.numpy.search import exact_scores, score_rows
+from stores.numpy.store import NumpyVectorStore
 from stores.testing.cases import CountingEmbedding
 from stores.testing.conformance import VectorStoreConformance
 from stores.testing.strategies import filter_trees, metadata_dicts
@@ -30,21 +30,19 @@ DIMENSIONS = 16
 
 class TestInMemoryConformance(VectorStoreConformance):
     @pytest.fixture
-    def store(self, embedding: EmbeddingModel) -> InMemoryVectorStore:
-        return InMemoryVectorStore(embedding, batch_size=100)
+    def store(self, embedding: EmbeddingModel) -> NumpyVectorStore:
+        return NumpyVectorStore(embedding, batch_size=100)
 
     @pytest.fixture
     def reopen(self, tmp_path: Path) -> Callable[[VectorStore, EmbeddingModel], VectorStore]:
         def reopen(store: VectorStore, embedding: EmbeddingModel) -> VectorStore:
-            assert isinstance(store, InMemoryVectorStore)
+            assert isinstance(store, NumpyVectorStore)
             store.save(tmp_path / "saved")
-            return InMemoryVectorStore.load(tmp_path / "saved", embedding)
+            return NumpyVectorStore.load(tmp_path / "saved", embedding)
 
         return reopen
 
-    def test_batches_respect_batch_size(
-        self, store: InMemoryVectorStore, embedding: CountingEmbedding
-    ) -> None:
+    def test_batches_respect_batch_size(self, store: NumpyVectorStore, embedding: CountingEmbedding) -> None:
         store.add(Document(str(i), f"text {i}") for i in range(250))
         assert [len(b) for b in embedding.batches] == [100, 100, 50]
 
@@ -64,10 +62,10 @@ class _TableModel:
 
 def _random_store(
     count: int, seed: int = 0, embedding: EmbeddingModel | None = None
-) -> tuple[InMemoryVectorStore, np.ndarray]:
+) -> tuple[NumpyVectorStore, np.ndarray]:
     rng = np.random.default_rng(seed)
     vectors = rng.standard_normal((count, DIMENSIONS)).astype(np.float32)
-    store = InMemoryVectorStore(embedding or HashingEmbedding(DIMENSIONS))
+    store = NumpyVectorStore(embedding or HashingEmbedding(DIMENSIONS))
     store.add(
         Document(f"id{i:05d}", f"t{i}", {"bucket": i % 10, "even": i % 2 == 0}, embedding=v)
         for i, v in enumerate(vectors)
@@ -78,7 +76,7 @@ def _random_store(
 # -- persistence ---------------------------------------------------------------------------------
 
 
-def _saved_state(store: InMemoryVectorStore) -> list[tuple[Any, ...]]:
+def _saved_state(store: NumpyVectorStore) -> list[tuple[Any, ...]]:
     return [(d.id, d.text, d.metadata, d.embedding.tobytes()) for d in store.get(include_embeddings=True)]  # type: ignore[union-attr]
 
 
@@ -92,7 +90,7 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
         ]
     )
     folder = store.save(tmp_path / "nested" / "store")
-    loaded = InMemoryVectorStore.load(folder, HashingEmbedding(DIMENSIONS))
+    loaded = NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))
     assert _saved_state(loaded) == _saved_state(store)
     assert loaded.get(["odd"])[0].metadata == {"big": 2**70, "f": 0.1, "b": True, "l": [1, 2.5, "x"]}
     assert loaded.count(key("bucket") == 3) == 30 and loaded.count(key("big") == 2**70) == 1
@@ -103,19 +101,19 @@ def test_save_and_load_round_trip(tmp_path: Path) -> None:
 
 def test_constructor_path_loads_when_present_and_saves_there(tmp_path: Path) -> None:
     folder = tmp_path / "s"
-    first = InMemoryVectorStore(HashingEmbedding(DIMENSIONS), path=folder)
+    first = NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=folder)
     assert first.count() == 0 and not folder.exists()
     first.add([Document("a", "alpha")])
     assert first.save() == folder
-    assert [d.id for d in InMemoryVectorStore(HashingEmbedding(DIMENSIONS), path=folder).get()] == ["a"]
+    assert [d.id for d in NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=folder).get()] == ["a"]
     with pytest.raises(InvalidRequestError, match="path"):
-        InMemoryVectorStore(HashingEmbedding(DIMENSIONS)).save()
+        NumpyVectorStore(HashingEmbedding(DIMENSIONS)).save()
 
 
 def test_load_of_a_missing_path_names_it(tmp_path: Path) -> None:
     missing = tmp_path / "nothing here"
     with pytest.raises(StoreNotFoundError, match="nothing here") as info:
-        InMemoryVectorStore.load(missing, HashingEmbedding(DIMENSIONS))
+        NumpyVectorStore.load(missing, HashingEmbedding(DIMENSIONS))
     assert info.value.path == str(missing)
 
 
@@ -125,7 +123,7 @@ def test_crash_mid_save_leaves_the_previous_copy(
 ) -> None:
     store, _ = _random_store(50)
     folder = store.save(tmp_path / "s")
-    before = _saved_state(InMemoryVectorStore.load(folder, HashingEmbedding(DIMENSIONS)))
+    before = _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS)))
     store.delete(filter=key("bucket") < 5)
     store.add([Document("new", "new one")])
     real_write = numpy_persist._write_file
@@ -142,10 +140,10 @@ def test_crash_mid_save_leaves_the_previous_copy(
     with pytest.raises(StoreError, match="No space left") as info:
         store.save(folder)
     assert str(folder) in str(info.value)
-    assert _saved_state(InMemoryVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == before
+    assert _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == before
     monkeypatch.setattr(numpy_persist, "_write_file", real_write)
     store.save(folder)
-    assert _saved_state(InMemoryVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == _saved_state(store)
+    assert _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == _saved_state(store)
     # The lock file, the manifest and one generation (vectors, documents, the index): leftovers removed.
     kinds = sorted(p.name.split("-")[0] for p in folder.iterdir())
     assert kinds == [".lock", "bm25", "documents", "manifest.json", "vectors"]
@@ -162,7 +160,7 @@ def test_crash_before_the_manifest_switch(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(os, "replace", no_rename)
     with pytest.raises(StoreError):
         store.save(folder)
-    assert InMemoryVectorStore.load(folder, HashingEmbedding(DIMENSIONS)).count() == 20
+    assert NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS)).count() == 20
 
 
 def test_a_damaged_manifest_is_a_store_error(tmp_path: Path) -> None:
@@ -171,10 +169,10 @@ def test_a_damaged_manifest_is_a_store_error(tmp_path: Path) -> None:
     manifest = json.loads((folder / numpy_persist.MANIFEST).read_text())
     (folder / manifest["vectors"]).write_bytes(b"not numpy")
     with pytest.raises(StoreError, match=str(folder.name)):
-        InMemoryVectorStore.load(folder, HashingEmbedding(DIMENSIONS))
+        NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))
     (folder / numpy_persist.MANIFEST).write_text("{")
     with pytest.raises(StoreError, match="manifest"):
-        InMemoryVectorStore.load(folder, HashingEmbedding(DIMENSIONS))
+        NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))
 
 
 # -- filters against the reference evaluator -----------------------------------------------------
@@ -197,7 +195,7 @@ def test_filters_agree_with_the_reference(
     deleted: set[int],
     replacements: list[dict[str, Any]],
 ) -> None:
-    store = InMemoryVectorStore(HashingEmbedding(DIMENSIONS))
+    store = NumpyVectorStore(HashingEmbedding(DIMENSIONS))
     docs = [Document(f"d{i:02d}", "x", m) for i, m in enumerate(metadatas)]
     store.add(docs)
     # Deletes and upserts move rows and rewrite columns; the masks must follow.
@@ -234,7 +232,7 @@ def test_integers_beyond_float_precision_compare_exactly(tree: Filter) -> None:
         "d": {"n": 10**400, "l": ["x"]},
         "e": {"n": "x"},
     }
-    store = InMemoryVectorStore(HashingEmbedding(DIMENSIONS))
+    store = NumpyVectorStore(HashingEmbedding(DIMENSIONS))
     store.add(Document(i, i, m) for i, m in metadatas.items())
     assert [d.id for d in store.get(filter=tree)] == _reference_ids(metadatas, tree)
 
@@ -283,7 +281,7 @@ def test_batched_search_equals_single_searches() -> None:
 
 
 def test_duplicated_vectors_tie_by_id_across_many_rows() -> None:
-    store = InMemoryVectorStore(HashingEmbedding(DIMENSIONS))
+    store = NumpyVectorStore(HashingEmbedding(DIMENSIONS))
     vector = np.ones(DIMENSIONS, np.float32)
     store.add(Document(f"{i:04d}", "x", embedding=vector) for i in reversed(range(500)))
     found = store.similarity_search(SearchRequest("x", top_k=5))
@@ -328,7 +326,7 @@ class _BrokenModel:
     ids=["nan", "wide", "rows"],
 )
 def test_bad_model_output_is_an_embedding_error(output: np.ndarray) -> None:
-    store = InMemoryVectorStore(_BrokenModel(output))
+    store = NumpyVectorStore(_BrokenModel(output))
     with pytest.raises(EmbeddingError, match="broken"):
         store.add([Document("a", "text")])
     assert store.count() == 0
@@ -342,11 +340,11 @@ def test_bad_model_output_is_an_embedding_error(output: np.ndarray) -> None:
         lambda s: s.get(limit=-1),
         lambda s: s.add([{"id": "x"}]),
         lambda s: s.similarity_search_batch([3]),
-        lambda s: InMemoryVectorStore(HashingEmbedding(DIMENSIONS), batch_size=0),
+        lambda s: NumpyVectorStore(HashingEmbedding(DIMENSIONS), batch_size=0),
     ],
     ids=["delete-str", "get-str", "limit", "not-a-document", "not-a-request", "batch-size"],
 )
-def test_bad_arguments_are_invalid_requests(call: Callable[[InMemoryVectorStore], Any]) -> None:
+def test_bad_arguments_are_invalid_requests(call: Callable[[NumpyVectorStore], Any]) -> None:
     store, _ = _random_store(3)
     with pytest.raises(InvalidRequestError):
         call(store)

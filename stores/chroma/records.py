@@ -14,7 +14,7 @@ it compares it with an integer value. So each record carries:
 - `_rag_key:<token>` = 1 for each key present (the token is `key_token(key)`), for `IS NULL` /
   `IS NOT NULL` and to narrow comparisons finished in Python. Single flags cost Chroma far less to
   write than a list with one element per key, which records of older versions carry (`_rag_keys`,
-  still read by `stores.chroma_filters` in collections that may hold such records). The flag is an
+  still read by `stores.chroma.filters` in collections that may hold such records). The flag is an
   integer, not a boolean, because Chroma indexes integer values and scans for boolean ones.
 - `_rag_items`: a token per (key, list element), numbers normalised so `1` and `1.0` give one token,
   for `CONTAINS` / `NOT CONTAINS` on lists of any type.

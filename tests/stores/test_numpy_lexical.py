@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+import stores.numpy.persist as numpy_persist
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.errors import StoreError
-from stores import numpy_persist
-from stores.inmemory import InMemoryVectorStore
 from stores.lexical import LexicalIndex
-from stores.lexical_persist import MANIFEST as LEXICAL_MANIFEST
+from stores.lexical.persist import MANIFEST as LEXICAL_MANIFEST
+from stores.numpy.store import NumpyVectorStore
 from stores.testing.cases import LEXICAL_QUERY, lexical_documents
 
 MODEL = HashingEmbedding(dimensions=32)
@@ -25,13 +25,13 @@ REQUESTS = [
 ]
 
 
-def _answers(store: InMemoryVectorStore) -> list[list[tuple[str, float | None]]]:
+def _answers(store: NumpyVectorStore) -> list[list[tuple[str, float | None]]]:
     return [[(d.id, d.score) for d in store.similarity_search(r)] for r in REQUESTS]
 
 
 @pytest.fixture
 def saved(tmp_path: Path) -> tuple[Path, list[list[tuple[str, float | None]]]]:
-    store = InMemoryVectorStore(MODEL)
+    store = NumpyVectorStore(MODEL)
     store.add(lexical_documents())
     return store.save(tmp_path / "store"), _answers(store)
 
@@ -52,7 +52,7 @@ def test_the_saved_index_is_loaded(saved: tuple[Path, Any], monkeypatch: pytest.
     folder, answers = saved
     assert (folder / _manifest(folder)["lexical"] / LEXICAL_MANIFEST).is_file()
     _no_rebuild(monkeypatch)
-    assert _answers(InMemoryVectorStore.load(folder, MODEL)) == answers
+    assert _answers(NumpyVectorStore.load(folder, MODEL)) == answers
 
 
 def test_a_store_saved_before_the_index_existed_gains_one(saved: tuple[Path, Any]) -> None:
@@ -60,7 +60,7 @@ def test_a_store_saved_before_the_index_existed_gains_one(saved: tuple[Path, Any
     manifest = _manifest(folder)
     shutil.rmtree(folder / manifest.pop("lexical"))
     (folder / numpy_persist.MANIFEST).write_text(json.dumps(manifest))
-    store = InMemoryVectorStore(MODEL, path=folder)
+    store = NumpyVectorStore(MODEL, path=folder)
     assert _answers(store) == answers
     store.save()
     assert "lexical" in _manifest(folder)
@@ -81,14 +81,14 @@ def test_an_unusable_index_is_rebuilt_from_the_texts(saved: tuple[Path, Any], da
     else:
         for data in index_folder.glob("*.npz"):
             data.unlink()
-    assert _answers(InMemoryVectorStore.load(folder, MODEL)) == answers
+    assert _answers(NumpyVectorStore.load(folder, MODEL)) == answers
 
 
 def test_a_crash_while_saving_the_index_keeps_the_previous_save(
     saved: tuple[Path, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder, answers = saved
-    store = InMemoryVectorStore.load(folder, MODEL)
+    store = NumpyVectorStore.load(folder, MODEL)
     store.delete(["l2"])
     store.add([Document("l9", "sparse sparse retrieval")])
 
@@ -99,13 +99,13 @@ def test_a_crash_while_saving_the_index_keeps_the_previous_save(
     with pytest.raises(StoreError, match="no space"):
         store.save()
     monkeypatch.undo()
-    assert _answers(InMemoryVectorStore.load(folder, MODEL)) == answers
+    assert _answers(NumpyVectorStore.load(folder, MODEL)) == answers
     store.save()
-    assert _answers(InMemoryVectorStore.load(folder, MODEL)) == _answers(store) != answers
+    assert _answers(NumpyVectorStore.load(folder, MODEL)) == _answers(store) != answers
 
 
 def test_batched_search_mixes_modes_like_single_searches() -> None:
-    store = InMemoryVectorStore(MODEL)
+    store = NumpyVectorStore(MODEL)
     store.add(lexical_documents())
     store.delete(["l3"])  # rows move: the index's rows and the store's must stay matched
     requests = [*REQUESTS, SearchRequest(LEXICAL_QUERY, top_k=4, filter="n > 1"), SearchRequest("dense")]

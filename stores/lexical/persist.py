@@ -4,11 +4,11 @@ The folder gets `lexical.json` (format, version, BM25 settings, tokenizer, sizes
 one `lexical-<generation>.npz` holding the postings, document lengths, ids and vocabulary. A save writes
 and flushes a new generation, then switches the manifest with one `os.replace`: a crash at any moment
 leaves the manifest naming a complete generation, old or new. These names do not collide with the
-in-memory store's files, so an index can be saved inside a store's folder.
+numpy store's files, so an index can be saved inside a store's folder.
 
 Example:
     >>> import tempfile, numpy as np
-    >>> from stores.lexical_segments import build
+    >>> from stores.lexical.segments import build
     >>> folder = tempfile.mkdtemp()
     >>> segment = build(np.array([0, 1], np.int32), np.array([0, 0]), 1, first_row=0)
     >>> settings = {"k1": 0.9, "b": 0.4, "tokenizer": "t"}
@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.errors import StoreError, StoreNotFoundError
-from stores.lexical_segments import Segment
+from stores.lexical.segments import Segment
 
 __all__ = ["MANIFEST", "Saved", "read", "read_settings", "write"]
 

@@ -1,11 +1,11 @@
 """`ChromaVectorStore`: the `VectorStore` protocol on Chroma, embedded, in-process or on a server.
 
-Filters compile to Chroma `where` clauses (`stores.chroma_filters`), records use the layout of
-`stores.chroma_records`. Vector search follows the contract of `stores.chroma_nearest`: filters are
+Filters compile to Chroma `where` clauses (`stores.chroma.filters`), records use the layout of
+`stores.chroma.records`. Vector search follows the contract of `stores.chroma.nearest`: filters are
 exact always; the top-k is exact on small collections and with `SearchRequest(exact=True)`, and comes
 from Chroma's HNSW graph (approximate, one query) otherwise. Lexical and hybrid modes and MMR rank
-through `stores.ranking` over a BM25 index kept beside the collection (`stores.chroma_lexical`,
-`stores.chroma_hybrid`).
+through `stores.ranking` over a BM25 index kept beside the collection (`stores.chroma.lexical`,
+`stores.chroma.hybrid`).
 chromadb is imported when the first store is constructed.
 
 Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into the stored record (keys
@@ -39,22 +39,22 @@ from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.vectorstore import AsyncStoreMixin
-from stores.chroma_client import connect, lock_key, open_collection, purger
-from stores.chroma_filters import ChromaFilter, Where, compile_filter
-from stores.chroma_hybrid import ChromaCandidates
-from stores.chroma_lexical import ChromaLexical, CollectionAccess
-from stores.chroma_nearest import Nearest
-from stores.chroma_opaque import shared_opaque
-from stores.chroma_records import (
+from stores.chroma.client import connect, lock_key, open_collection, purger
+from stores.chroma.filters import ChromaFilter, Where, compile_filter
+from stores.chroma.hybrid import ChromaCandidates
+from stores.chroma.lexical import ChromaLexical, CollectionAccess
+from stores.chroma.nearest import Nearest
+from stores.chroma.opaque import shared_opaque
+from stores.chroma.records import (
     TEXT,
     decode_metadata,
     decode_text,
     encode_record,
     encode_text,
 )
-from stores.chroma_search import Row, rows_from_get
+from stores.chroma.search import Row, rows_from_get
 from stores.locking import shared_lock
-from stores.numpy_embed import document_vectors, embed_queries
+from stores.numpy.embed import document_vectors, embed_queries
 from stores.ranking import needs_ranking, rank
 
 __all__ = ["ChromaVectorStore"]
@@ -183,7 +183,7 @@ class ChromaVectorStore(AsyncStoreMixin):
 
     @property
     def chroma_collection(self) -> Any:
-        """The chromadb collection; its records use the layout of `stores.chroma_records`."""
+        """The chromadb collection; its records use the layout of `stores.chroma.records`."""
         return self._collection
 
     def flush(self) -> None:

@@ -1,6 +1,6 @@
 """The keys holding values Chroma cannot index, as known to every store object of one process.
 
-Filters on such keys are finished in Python (`stores.chroma_filters`), so a store must know every one
+Filters on such keys are finished in Python (`stores.chroma.filters`), so a store must know every one
 before it compiles a filter. The collection's metadata records them; reading it costs a call to Chroma
 per filtered search. An embedded folder belongs to one process, so its stores share the set here
 instead and read the metadata only when opened; stores reached through a server or a client you made

@@ -1,9 +1,9 @@
-"""`InMemoryVectorStore`: exact cosine search in numpy, vectorised metadata filters, saved to a folder.
+"""`NumpyVectorStore`: exact cosine search in numpy, vectorised metadata filters, saved to a folder.
 
 Vectors live in one C-contiguous float32 matrix holding only live rows (a delete moves the last rows
-into the holes), grown geometrically. Metadata is mirrored in numpy columns (`stores.numpy_columns`) so
+into the holes), grown geometrically. Metadata is mirrored in numpy columns (`stores.numpy.columns`) so
 a filter is a boolean mask computed without a Python loop per document; a filtered search then scores
-only the selected rows. Search itself is in `stores.numpy_search`; saving in `stores.numpy_persist`.
+only the selected rows. Search itself is in `stores.numpy.search`; saving in `stores.numpy.persist`.
 A BM25 index (`stores.lexical`) over the same texts is written by the same `add` and `delete` calls
 and saved in the same atomic save; lexical and hybrid modes and MMR go through `stores.ranking`.
 
@@ -24,21 +24,21 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import stores.numpy.persist as numpy_persist
 from rag.documents import Document, MetadataValue, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
 from rag.vectorstore import AsyncStoreMixin
-from stores import numpy_persist
-from stores.lexical import LexicalIndex
+from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
-from stores.numpy_columns import MetadataColumns
-from stores.numpy_embed import document_vectors, embed_queries
-from stores.numpy_hybrid import NumpyCandidates
-from stores.numpy_search import rank_candidates, scan
+from stores.numpy.columns import MetadataColumns
+from stores.numpy.embed import document_vectors, embed_queries
+from stores.numpy.hybrid import NumpyCandidates
+from stores.numpy.search import rank_candidates, scan
 from stores.ranking import needs_ranking, rank
 
-__all__ = ["InMemoryVectorStore"]
+__all__ = ["NumpyVectorStore"]
 
 IntArray = npt.NDArray[np.int64]
 PathLike = str | os.PathLike[str]
@@ -55,7 +55,7 @@ def _copy_metadata(metadata: dict[str, MetadataValue]) -> dict[str, MetadataValu
     return {name: list(value) if isinstance(value, list) else value for name, value in metadata.items()}
 
 
-class InMemoryVectorStore(AsyncStoreMixin):
+class NumpyVectorStore(AsyncStoreMixin):
     """A vector store in process memory: exact search, upsert by id, filters, atomic save to a folder.
 
     Safe to share between threads: searches run side by side, each write runs alone, and every call
@@ -65,7 +65,7 @@ class InMemoryVectorStore(AsyncStoreMixin):
 
     Example:
         >>> from rag import Document, HashingEmbedding
-        >>> store = InMemoryVectorStore(HashingEmbedding())
+        >>> store = NumpyVectorStore(HashingEmbedding())
         >>> store.add([Document("1", "numpy keeps vectors in memory", {"lang": "en"})])
         >>> [d.id for d in store.similarity_search("vectors in memory")]
         ['1']
@@ -117,7 +117,7 @@ class InMemoryVectorStore(AsyncStoreMixin):
         return self._size
 
     def __repr__(self) -> str:
-        return f"InMemoryVectorStore({self._embedding.name!r}, count={self._size})"
+        return f"NumpyVectorStore({self._embedding.name!r}, count={self._size})"
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -399,7 +399,7 @@ class InMemoryVectorStore(AsyncStoreMixin):
         return target
 
     @classmethod
-    def load(cls, path: PathLike, embedding: EmbeddingModel, *, batch_size: int = 256) -> InMemoryVectorStore:
+    def load(cls, path: PathLike, embedding: EmbeddingModel, *, batch_size: int = 256) -> NumpyVectorStore:
         """Open a store saved in `path`.
 
         Raises:

@@ -47,11 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import RagError, StoreError
-from stores.chroma_client import Connection
-from stores.chroma_records import decode_text
-from stores.chroma_search import rows_from_get
-from stores.lexical import LexicalIndex
-from stores.lexical_text import TOKENIZER
+from stores.chroma.client import Connection
+from stores.chroma.records import decode_text
+from stores.chroma.search import rows_from_get
+from stores.lexical.index import LexicalIndex
+from stores.lexical.text import TOKENIZER
 from stores.locking import shared_mutex
 
 __all__ = ["FOLDER", "STATE_KEY", "ChromaLexical", "CollectionAccess"]

@@ -11,7 +11,7 @@ What chromadb 1.5.9 does, measured against its embedded client (tests/stores/tes
   records index every number as a float (exact up to 2**53) and operands are sent as floats; larger
   integers are finished in Python.
 - `$contains` is type-strict: `1` does not find `1.0` in a list. Lists are therefore indexed as tokens
-  in `_rag_items` (see `stores.chroma_records`) where `1` and `1.0` share one token.
+  in `_rag_items` (see `stores.chroma.records`) where `1` and `1.0` share one token.
 - Refused by Chroma and rewritten here: a one-operand `$and`/`$or` (unwrapped), an empty `$in`
   (matches nothing) or `$nin` (matches everything), an `$in` list of mixed types (split by type into
   an `$or`, `$nin` into an `$and`), `$lt`/`$gt`... with a string or boolean operand (a boolean gives
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from rag.filters import Comparison, Filter, Normal, Op, holds, normalize
-from stores.chroma_records import (
+from stores.chroma.records import (
     ITEMS,
     KEYS,
     OPAQUE,
@@ -143,7 +143,7 @@ def compile_filter(
     Args:
         tree: The filter, or None for "everything".
         opaque_keys: Keys that hold, on some record, a value Chroma could not index (see
-            `stores.chroma_records`); comparisons on them are finished in Python.
+            `stores.chroma.records`); comparisons on them are finished in Python.
         legacy_keys: The collection may hold records of older versions, which list their keys in
             `_rag_keys` instead of flagging each one; key tests then read both.
         ordered: Every record holds `order_key` codes for its string values (collections created by

@@ -1,4 +1,4 @@
-"""Saving the in-memory store to a folder and loading it back, crash-safely.
+"""Saving the numpy store to a folder and loading it back, crash-safely.
 
 A folder holds `manifest.json` and the data it names: `vectors-<generation>.npy` (float32),
 `documents-<generation>.json` (ids, texts and metadata) and the BM25 index in `bm25-<generation>/`
@@ -41,8 +41,8 @@ import numpy.typing as npt
 
 from rag.documents import MetadataValue, check_metadata
 from rag.errors import EmbeddingModelMismatchError, StoreError, StoreNotFoundError
-from stores.lexical import LexicalIndex
-from stores.lexical_text import TOKENIZER
+from stores.lexical.index import LexicalIndex
+from stores.lexical.text import TOKENIZER
 from stores.locking import FolderLock
 
 __all__ = ["LOCK_FILE", "MANIFEST", "Snapshot", "exists", "read", "saved_generation", "write"]
@@ -199,7 +199,7 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
         raise StoreNotFoundError(
-            f"no saved in-memory store at {str(folder)!r} (no {MANIFEST})", path=str(folder)
+            f"no saved numpy store at {str(folder)!r} (no {MANIFEST})", path=str(folder)
         )
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -210,7 +210,7 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
         or manifest.get("format") != _FORMAT
         or manifest.get("version") != _VERSION
     ):
-        raise StoreError(f"{str(manifest_path)!r} is not an in-memory store manifest (format {_FORMAT!r})")
+        raise StoreError(f"{str(manifest_path)!r} is not a numpy store manifest (format {_FORMAT!r})")
     return manifest
 
 

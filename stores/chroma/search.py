@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import SearchRequest
-from stores.numpy_search import exact_scores
+from stores.numpy.search import exact_scores
 
 __all__ = ["Row", "merge", "rows_from_get", "rows_from_query", "scores", "top_rows"]
 

@@ -3,8 +3,8 @@
 The contract (docs/exactness.md):
 
 - Which documents are eligible never depends on the path: a filter means what it means for `get` and
-  `count`, Chroma's `where` plus the Python part of `stores.chroma_filters`.
-- Exact paths score every eligible record in numpy (`stores.numpy_search.exact_scores`, so scores equal
+  `count`, Chroma's `where` plus the Python part of `stores.chroma.filters`.
+- Exact paths score every eligible record in numpy (`stores.numpy.search.exact_scores`, so scores equal
   the numpy store's to the last bit) and order by (score descending, id ascending): a request with
   `exact=True`, and any collection of at most `scan_limit` records (the store's `ef_search`), where
   reading everything costs no more than HNSW would.
@@ -24,10 +24,10 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import SearchRequest
-from stores.chroma_client import Connection
-from stores.chroma_filters import ChromaFilter, Where
-from stores.chroma_search import Row, merge, rows_from_get, rows_from_query, scores
-from stores.numpy_search import SCORE_DECIMALS
+from stores.chroma.client import Connection
+from stores.chroma.filters import ChromaFilter, Where
+from stores.chroma.search import Row, merge, rows_from_get, rows_from_query, scores
+from stores.numpy.search import SCORE_DECIMALS
 
 __all__ = ["Nearest", "ranked"]
 

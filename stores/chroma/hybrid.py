@@ -23,8 +23,8 @@ import numpy.typing as npt
 
 from rag.documents import SearchRequest
 from rag.errors import StoreError
-from stores.chroma_search import Row, scores
-from stores.lexical import LexicalIndex
+from stores.chroma.search import Row, scores
+from stores.lexical.index import LexicalIndex
 
 __all__ = ["ChromaCandidates"]
 

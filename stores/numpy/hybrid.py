@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from stores.lexical import LexicalIndex
-from stores.numpy_search import exact_scores, rank_candidates, scan
+from stores.lexical.index import LexicalIndex
+from stores.numpy.search import exact_scores, rank_candidates, scan
 
 __all__ = ["NumpyCandidates"]
 

@@ -9,10 +9,10 @@ Scoring is Okapi BM25 with Lucene's idf:
 where `|d|` counts the document's terms after analysis (stopwords dropped), `qtf` is how often the term
 appears in the query, and N, df and avgdl describe the live documents exactly after any sequence of
 adds and deletes. Every hit has at least one query term, so every score is > 0. (Lucene >= 8 drops the
-constant `k1 + 1` factor; rankings are the same.) Text analysis is described in `stores.lexical_text`.
+constant `k1 + 1` factor; rankings are the same.) Text analysis is described in `stores.lexical.text`.
 
 Layout: rows are assigned in order of arrival; postings live in immutable term-major segments
-(`stores.lexical_segments`) whose sizes stay geometric, so an add costs the size of its batch plus
+(`stores.lexical.segments`) whose sizes stay geometric, so an add costs the size of its batch plus
 amortised merges, never a rebuild; a delete clears a bit in the live-row mask; document frequencies are
 counted from the live postings of each query term at search time, so they are never stale. When dead
 rows outnumber live ones, rows are renumbered (compacted).
@@ -33,9 +33,9 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.errors import InvalidRequestError
-from stores.lexical_persist import Saved, read, read_settings, write
-from stores.lexical_segments import Segment, build, merge, postings
-from stores.lexical_text import TOKENIZER, Vocabulary
+from stores.lexical.persist import Saved, read, read_settings, write
+from stores.lexical.segments import Segment, build, merge, postings
+from stores.lexical.text import TOKENIZER, Vocabulary
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
 

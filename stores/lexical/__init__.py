@@ -1,0 +1,9 @@
+"""The BM25 index every store keeps beside its vectors, for lexical and hybrid search.
+
+`index` holds `LexicalIndex` and its scoring, `text` the analysis (tokens, stopwords), `segments` the
+immutable postings segments, and `persist` the save and load.
+"""
+
+from stores.lexical.index import DEFAULT_B, DEFAULT_K1, LexicalIndex, LexicalSettings, LexicalStats
+
+__all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
