@@ -25,6 +25,7 @@ from rag.client.response import ChatClientResponse
 from rag.client.specs import CallResponseSpec, StreamResponseSpec
 from rag.errors import InvalidRequestError
 from rag.observability.steps import client_span
+from rag.tools.objects import expand_tools
 
 if TYPE_CHECKING:
     from rag.advisors.base import AnyAdvisor
@@ -42,7 +43,8 @@ def tool_definition(tool: object) -> ToolDefinition:
     if isinstance(definition, ToolDefinition):
         return definition
     raise InvalidRequestError(
-        f"{tool!r} is not a tool: expected a ToolDefinition or an object with .definition"
+        f"{tool!r} is not a tool: expected a Tool (see @tool), a ToolDefinition, or an object with "
+        "@tool methods"
     )
 
 
@@ -98,7 +100,7 @@ class ChatClient:
         self.advisors: tuple[AnyAdvisor, ...] = tuple(advisors)
         sort_advisors(self.advisors)  # a bad order fails at construction, not at the first request
         self.options = options
-        self.tools: tuple[object, ...] = tuple(tools)
+        self.tools: tuple[object, ...] = tuple(expand_tools(tools))
         for tool in self.tools:
             tool_definition(tool)
         self.observer = observer
@@ -179,10 +181,14 @@ class ChatClientRequestSpec:
         return self
 
     def tools(self, *tools: object) -> Self:
-        """Tools the model may call: `ToolDefinition`s or objects with a `.definition`."""
-        for tool in tools:
+        """Tools the model may call: `Tool`s, `ToolDefinition`s, or objects (or classes) with `@tool` methods.
+
+        An object contributes each of its `@tool` methods, bound to it (see `rag.tools.tools_from`).
+        """
+        expanded = expand_tools(tools)
+        for tool in expanded:
             tool_definition(tool)
-        self._tools.extend(tools)
+        self._tools.extend(expanded)
         return self
 
     def build_request(self, extra_options: ChatOptions | None = None) -> ChatClientRequest:

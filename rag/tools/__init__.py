@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rag._lazy import lazy_exports
 from rag.tools.context import TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
+from rag.tools.objects import tools_from
 
 if TYPE_CHECKING:
     from rag.tools.decorator import Tool, tool
@@ -32,6 +33,7 @@ __all__ = [
     "ToolExecutionResult",
     "ToolResultHook",
     "tool",
+    "tools_from",
 ]
 
 # Their modules import httpx or pydantic: loaded on first use (see rag._lazy).

@@ -111,6 +111,11 @@ class Tool:
         return self._spec.model
 
     @property
+    def needs_instance(self) -> bool:
+        """True for a method tool read from its class: it takes `self`, so only an instance can run it."""
+        return self._unbound
+
+    @property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.func)
 

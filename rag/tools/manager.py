@@ -30,6 +30,7 @@ from rag.errors import ToolError
 from rag.observability.steps import tool_span
 from rag.tools.context import ToolContext
 from rag.tools.decorator import Tool, result_text
+from rag.tools.objects import expand_tools
 
 __all__ = ["ToolCallingManager", "ToolExecutionResult", "ToolResultHook", "resolve_tools"]
 
@@ -70,20 +71,24 @@ class ToolExecutionResult:
 
 
 def resolve_tools(tools: Iterable[object] | Mapping[str, object]) -> dict[str, Tool | ToolDefinition]:
-    """Tools by name: `Tool`s, bare `ToolDefinition`s (known but not runnable), or objects with `.definition`.
+    """Tools by name: `Tool`s, bare `ToolDefinition`s (known but not runnable), objects with `.definition`,
+    and the `@tool` methods of objects (see `tools_from`).
 
     Raises:
         ToolError: two different tools with one name, or an object that is not a tool.
     """
     items = tools.values() if isinstance(tools, Mapping) else tools
     found: dict[str, Tool | ToolDefinition] = {}
-    for item in items:
+    for item in expand_tools(items):
         if isinstance(item, Tool | ToolDefinition):
             entry: Tool | ToolDefinition = item
         elif isinstance(definition := getattr(item, "definition", None), ToolDefinition):
             entry = definition
         else:
-            raise ToolError(f"{item!r} is not a tool: expected a Tool (see @tool) or a ToolDefinition")
+            raise ToolError(
+                f"{item!r} is not a tool: expected a Tool (see @tool), a ToolDefinition, or an object with "
+                "@tool methods"
+            )
         name = entry.name
         if name in found and found[name] is not entry:
             raise ToolError(f"two different tools are named {name!r}; tool names must be unique")
