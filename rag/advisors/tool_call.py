@@ -33,7 +33,7 @@ from rag.client.chain import sort_advisors
 from rag.client.request import TOOLS, ChatClientRequest
 from rag.client.response import ChatClientResponse
 from rag.errors import InvalidRequestError, ToolError
-from rag.tools.context import TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
+from rag.tools.context import TOOL_CONTEXT, TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
 from rag.tools.manager import ToolCallingManager, ToolExecutionResult
 
 if TYPE_CHECKING:
@@ -157,7 +157,8 @@ class _ToolLoop:
                 "tool rounds; stopping. Raise ToolCallAdvisor(max_rounds=...) if the task needs more rounds"
             )
         self.rounds += 1
-        context = ToolContext(self.request.context, tuple(self.messages), self.rounds)
+        values = self.request.context.get(TOOL_CONTEXT) or {}
+        context = ToolContext(self.request.context, tuple(self.messages), self.rounds, values)
         outcome = advisor.manager.execute(calls, self.tools, context)
         if outcome.malformed:
             self.malformed_rounds += 1

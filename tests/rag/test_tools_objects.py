@@ -92,7 +92,7 @@ def test_request_tools_accept_an_object_through_a_real_client() -> None:
     model = FakeChatModel([ask(("count", {"item": "apple"}), ("who_asks", {})), "3 apples."])
     shop = Shop({"apple": 3, "pear": 1})
     client = ChatClient(model)
-    response = client.prompt("How many apples?").tools(shop).advisors(user="ada").call().response()
+    response = client.prompt("How many apples?").tools(shop).tool_context(user="ada").call().response()
     assert response.text == "3 apples."
     sent = model.prompts[0].options
     assert sent is not None and [t.name for t in sent.tools or ()] == ["count", "who_asks"]
