@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from rag.advisors.base import TOOL_CALLING_ORDER
-from rag.chat.messages import AssistantMessage, ChatResponse, Message
+from rag.chat.messages import AssistantMessage, ChatResponse, Message, Prompt
 from rag.client.aggregate import aggregate_chunks
 from rag.client.chain import sort_advisors
 from rag.client.request import TOOLS, ChatClientRequest
@@ -159,7 +159,8 @@ class _ToolLoop:
         self.rounds += 1
         values = self.request.context.get(TOOL_CONTEXT) or {}
         context = ToolContext(self.request.context, tuple(self.messages), self.rounds, values)
-        outcome = advisor.manager.execute(calls, self.tools, context)
+        prompt = Prompt(self.messages, self.request.prompt.options)
+        outcome = advisor.manager.execute_tool_calls(prompt, reply, self.tools, context)
         if outcome.malformed:
             self.malformed_rounds += 1
             if self.malformed_rounds > advisor.max_malformed_retries:
@@ -170,7 +171,7 @@ class _ToolLoop:
                     f"last: {bad.name!r} with {bad.arguments!r} (max_malformed_retries="
                     f"{advisor.max_malformed_retries})"
                 )
-        exchange: list[Message] = [AssistantMessage(reply.message.text, calls), *outcome.messages]
+        exchange = outcome.conversation_history[len(self.messages) :]
         self.messages.extend(exchange)
         self.exchanged.extend(exchange)
         self.request.context.update(self.metadata())
