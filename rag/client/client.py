@@ -18,6 +18,7 @@ from rag.chat.model import ChatModel
 from rag.chat.template import PromptTemplate
 from rag.client.achain import AsyncAdvisorChain
 from rag.client.aspecs import AsyncCallResponseSpec, AsyncStreamResponseSpec
+from rag.client.builder import ChatClientBuilder
 from rag.client.chain import AdvisorChain, sort_advisors
 from rag.client.observation import Observer
 from rag.client.request import TOOLS, ChatClientRequest, context_entries
@@ -109,6 +110,11 @@ class ChatClient:
             tool_definition(tool)
         self.tool_context: dict[str, Any] = _tool_context(tool_context or {})
         self.observer = observer
+
+    @classmethod
+    def builder(cls, model: ChatModel) -> ChatClientBuilder:
+        """Spring AI's `ChatClient.builder(model)`: the constructor's arguments as `default_*` calls."""
+        return ChatClientBuilder(cls, model)
 
     def prompt(
         self, prompt: str | PromptTemplate | Prompt | None = None, /, **params: Any
