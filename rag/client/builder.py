@@ -15,8 +15,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from rag.chat.messages import ChatOptions
 from rag.chat.model import ChatModel
@@ -25,12 +25,13 @@ from rag.client.observation import Observer
 
 if TYPE_CHECKING:
     from rag.advisors.base import AnyAdvisor
-    from rag.client.client import ChatClient
 
 __all__ = ["ChatClientBuilder"]
 
+ClientT = TypeVar("ClientT")
 
-class ChatClientBuilder:
+
+class ChatClientBuilder(Generic[ClientT]):
     """Collects a `ChatClient`'s defaults under Spring AI's names; `build()` makes the client.
 
     Repeated calls add up: advisors and tools are appended, tool context entries and options merged (the
@@ -45,9 +46,9 @@ class ChatClientBuilder:
         'Be terse.'
     """
 
-    def __init__(self, client_class: type[ChatClient], model: ChatModel) -> None:
+    def __init__(self, client_class: Callable[..., ClientT], model: ChatModel) -> None:
         # The class is handed in rather than imported, so this module and rag.client.client do not
-        # import each other.
+        # import each other (not even for type checking).
         self._client_class = client_class
         self._model = model
         self._system: str | PromptTemplate | None = None
@@ -88,7 +89,7 @@ class ChatClientBuilder:
         self._observer = observer
         return self
 
-    def build(self) -> ChatClient:
+    def build(self) -> ClientT:
         """The client, checked as the constructor checks it.
 
         Raises:

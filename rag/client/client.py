@@ -112,7 +112,7 @@ class ChatClient:
         self.observer = observer
 
     @classmethod
-    def builder(cls, model: ChatModel) -> ChatClientBuilder:
+    def builder(cls, model: ChatModel) -> ChatClientBuilder[Self]:
         """Spring AI's `ChatClient.builder(model)`: the constructor's arguments as `default_*` calls."""
         return ChatClientBuilder(cls, model)
 
