@@ -61,7 +61,8 @@ class Tool:
 
     Build one with `@tool` or `tool(func, name=..., description=..., return_direct=...)`. Calling the tool
     object calls the function unchanged; `invoke(arguments, context)` validates model-given arguments first.
-    Decorating a method makes a tool per instance (`obj.method` is a bound `Tool`).
+    Decorating a method makes a tool per instance (`obj.method` is a bound `Tool`); `.tools(obj)` offers
+    every `@tool` method of `obj` at once (see `rag.tools.tools_from`).
 
     Example:
         >>> class Shop:
