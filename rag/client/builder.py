@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 from rag.chat.messages import ChatOptions
 from rag.chat.model import ChatModel
 from rag.chat.template import PromptTemplate
-from rag.client.observation import Observer
 
 if TYPE_CHECKING:
     from rag.advisors.base import AnyAdvisor
@@ -57,7 +56,6 @@ class ChatClientBuilder(Generic[ClientT]):
         self._options: ChatOptions | None = None
         self._tools: list[object] = []
         self._tool_context: dict[str, Any] = {}
-        self._observer: Observer | None = None
 
     def default_system(self, text: str | PromptTemplate, /, **params: Any) -> Self:
         """The default system text (`system=`); a template when `params` are given."""
@@ -84,11 +82,6 @@ class ChatClientBuilder(Generic[ClientT]):
         self._tool_context.update({**(values or {}), **more})
         return self
 
-    def observer(self, observer: Observer) -> Self:
-        """The observer of every step (`observer=`)."""
-        self._observer = observer
-        return self
-
     def build(self) -> ClientT:
         """The client, checked as the constructor checks it.
 
@@ -104,7 +97,6 @@ class ChatClientBuilder(Generic[ClientT]):
             options=self._options,
             tools=self._tools,
             tool_context=self._tool_context,
-            observer=self._observer,
         )
 
     def __repr__(self) -> str:

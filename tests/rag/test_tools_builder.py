@@ -6,7 +6,6 @@ import pytest
 
 from rag.chat import AssistantMessage, ChatOptions, ToolCall, ToolMessage
 from rag.client import ChatClient
-from rag.client.observation import ObservationEvent
 from rag.errors import InvalidRequestError, ToolError
 from rag.testing import FakeChatModel
 from rag.tools import ToolContext, tool
@@ -24,7 +23,6 @@ class Bank:
 
 
 def test_builder_default_tools_object_and_tool_context_reach_the_tool() -> None:
-    events: list[ObservationEvent] = []
     model = FakeChatModel([AssistantMessage(tool_calls=(ToolCall("c1", "balance", "{}"),)), "Done."])
     client = (
         ChatClient.builder(model)
@@ -34,7 +32,6 @@ def test_builder_default_tools_object_and_tool_context_reach_the_tool() -> None:
         .default_tools(Bank({"ada": 10, "bob": 3}))
         .default_tool_context({"customer": "ada", "branch": "Lyon"})
         .default_tool_context(branch="Paris")
-        .observer(events.append)
         .build()
     )
     assert client.prompt("My balance?").tool_context(customer="bob").call().content() == "Done."
@@ -43,7 +40,7 @@ def test_builder_default_tools_object_and_tool_context_reach_the_tool() -> None:
     assert first.options is not None and (first.options.temperature, first.options.max_tokens) == (0.0, 9)
     assert [t.name for t in first.options.tools or ()] == ["balance"]
     assert [m.text for m in model.prompts[1].messages if isinstance(m, ToolMessage)] == ["bob (Paris): 3"]
-    assert events and client.tool_context == {"customer": "ada", "branch": "Paris"}
+    assert client.tool_context == {"customer": "ada", "branch": "Paris"}
 
 
 def test_builder_default_advisors_run() -> None:
