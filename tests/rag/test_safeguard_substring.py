@@ -6,9 +6,10 @@ import pytest
 
 from rag.advisors import SafeGuardAdvisor
 from rag.client import ChatClient
-from rag.client.request import SAFEGUARD_BLOCKED
 from rag.errors import InvalidRequestError
 from rag.testing import FakeChatModel
+
+BLOCKED = "safeguard_blocked"  # the documented context key (its constant's module is moving)
 
 
 @pytest.mark.parametrize(
@@ -62,10 +63,10 @@ def test_substring_blocks_through_a_client_without_calling_the_model(mode: str) 
     spec = ChatClient(model, advisors=[guard]).prompt("what is the admin PASSWORD?")
     if mode == "call":
         response = spec.call().response()
-        assert response.text == "No." and response.context[SAFEGUARD_BLOCKED] == "pass"
+        assert response.text == "No." and response.context[BLOCKED] == "pass"
     else:
         stream = spec.stream()
-        assert list(stream.content()) == ["No."] and stream.context[SAFEGUARD_BLOCKED] == "pass"
+        assert list(stream.content()) == ["No."] and stream.context[BLOCKED] == "pass"
     assert model.prompts == []
 
 
