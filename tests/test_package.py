@@ -108,3 +108,25 @@ def test_observability_and_eval_exports_are_pinned() -> None:
         names = list(package.__all__)
         assert names == sorted(names, key=_isort_key), package.__name__
         assert all(getattr(package, name) is not None for name in names)
+
+
+def test_tools_names_are_pinned() -> None:
+    import rag.tools
+
+    assert rag.tools.__all__ == [
+        "TOOL_CONTEXT",
+        "TOOL_MANUAL",
+        "TOOL_MESSAGES",
+        "TOOL_ROUNDS",
+        "TodoReminderHook",
+        "Tool",
+        "ToolCallingManager",
+        "ToolContext",
+        "ToolExecutionResult",
+        "ToolResultHook",
+        "tool",
+        "tools_from",
+    ]
+    assert list(rag.tools.__all__) == sorted(rag.tools.__all__, key=_isort_key)
+    for name in rag.tools.__all__:
+        assert getattr(rag.tools, name) is not None, name

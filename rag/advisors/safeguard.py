@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from rag.advisors.base import SAFEGUARD_ORDER, BaseAdvisor
 from rag.chat.messages import AssistantMessage, ChatResponse, UserMessage
@@ -16,26 +16,38 @@ from rag.errors import InvalidRequestError
 if TYPE_CHECKING:
     from rag.client.chain import AdvisorChain
 
-__all__ = ["DEFAULT_FAILURE_RESPONSE", "SafeGuardAdvisor"]
+__all__ = ["DEFAULT_FAILURE_RESPONSE", "Match", "SafeGuardAdvisor"]
+
+Match: TypeAlias = Literal["word", "substring"]
+"""How a sensitive word matches: as a whole word, or anywhere in the text (Spring AI's `contains`)."""
 
 DEFAULT_FAILURE_RESPONSE = (
     "I can't help with this request because it touches on restricted content. Please rephrase it."
 )
 
 
-def _fold(text: str) -> str:
-    """Text compared without regard to case or Unicode composition ("STRASSE" meets "Straße")."""
-    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
+def _fold(text: str, case_sensitive: bool = False) -> str:
+    """Text compared without regard to Unicode composition and, unless `case_sensitive`, to case.
+
+    Case folding lets "STRASSE" meet "Straße"; composition lets a decomposed "é" meet the composed one.
+    """
+    composed = unicodedata.normalize("NFC", text)
+    return composed if case_sensitive else unicodedata.normalize("NFC", composed.casefold())
 
 
 class SafeGuardAdvisor(BaseAdvisor):
     """Answers with `failure_response`, and never calls the model, when a user message holds a sensitive word.
 
-    Words match whole and case-insensitively: "secret" matches "SECRET!" but not "secretary". Word edges
-    are Unicode-aware (letters of any script count as word characters, so scripts written without spaces,
-    such as Chinese, only match as whole runs). A phrase matches across any whitespace. Only user messages
-    are checked: system text is the application's own. The matched word goes into the context under
-    `safeguard_blocked`; the reply's metadata carries `safeguard_blocked=True`.
+    By default words match whole and case-insensitively: "secret" matches "SECRET!" but not "secretary".
+    Word edges are Unicode-aware (letters of any script count as word characters, so scripts written
+    without spaces, such as Chinese, only match as whole runs). `match="substring"` is Spring AI's rule
+    instead: a word matches anywhere, inside longer words too ("secret" blocks "secretary"), which also
+    catches words glued into compounds or written in scripts without spaces, at the price of false alarms
+    ("ass" blocks "class"). Whole words are the default because a guard that refuses innocent questions
+    gets switched off. Both modes ignore case unless `case_sensitive=True` (Spring compares as written:
+    `match="substring", case_sensitive=True` is its exact behaviour). A phrase matches across any
+    whitespace. Only user messages are checked: system text is the application's own. The matched word
+    goes into the context under `safeguard_blocked`; the reply's metadata carries `safeguard_blocked=True`.
 
     Example:
         >>> from rag.client import ChatClient
@@ -55,6 +67,8 @@ class SafeGuardAdvisor(BaseAdvisor):
         sensitive_words: Iterable[str],
         *,
         failure_response: str = DEFAULT_FAILURE_RESPONSE,
+        match: Match = "word",
+        case_sensitive: bool = False,
         order: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -63,19 +77,24 @@ class SafeGuardAdvisor(BaseAdvisor):
         for word in words:
             if not isinstance(word, str) or not word.strip():
                 raise InvalidRequestError(f"sensitive words must be non-empty strings, got {word!r}")
+        if match not in ("word", "substring"):
+            raise InvalidRequestError(f"SafeGuardAdvisor match must be 'word' or 'substring', got {match!r}")
         self.sensitive_words: tuple[str, ...] = tuple(words)
         self.failure_response = failure_response
+        self.match: Match = match
+        self.case_sensitive = case_sensitive
         self._patterns = [(word, self._compile(word)) for word in words]
 
-    @staticmethod
-    def _compile(word: str) -> re.Pattern[str]:
-        phrase = r"\s+".join(re.escape(part) for part in _fold(word).split())
+    def _compile(self, word: str) -> re.Pattern[str]:
+        phrase = r"\s+".join(re.escape(part) for part in _fold(word, self.case_sensitive).split())
+        if self.match == "substring":
+            return re.compile(phrase)
         # Lookarounds rather than \b, so words that start or end with a symbol ("c++") work too.
         return re.compile(rf"(?<!\w){phrase}(?!\w)")
 
     def find(self, text: str) -> str | None:
         """The first sensitive word found in `text`, or None."""
-        folded = _fold(text)
+        folded = _fold(text, self.case_sensitive)
         for word, pattern in self._patterns:
             if pattern.search(folded):
                 return word

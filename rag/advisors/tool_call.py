@@ -27,13 +27,13 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from rag.advisors.base import TOOL_CALLING_ORDER
-from rag.chat.messages import AssistantMessage, ChatResponse, Message
+from rag.chat.messages import AssistantMessage, ChatResponse, Message, Prompt
 from rag.client.aggregate import aggregate_chunks
 from rag.client.chain import sort_advisors
 from rag.client.request import TOOLS, ChatClientRequest
 from rag.client.response import ChatClientResponse
 from rag.errors import InvalidRequestError, ToolError
-from rag.tools.context import TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
+from rag.tools.context import TOOL_CONTEXT, TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
 from rag.tools.manager import ToolCallingManager, ToolExecutionResult
 
 if TYPE_CHECKING:
@@ -157,8 +157,10 @@ class _ToolLoop:
                 "tool rounds; stopping. Raise ToolCallAdvisor(max_rounds=...) if the task needs more rounds"
             )
         self.rounds += 1
-        context = ToolContext(self.request.context, tuple(self.messages), self.rounds)
-        outcome = advisor.manager.execute(calls, self.tools, context)
+        values = self.request.context.get(TOOL_CONTEXT) or {}
+        context = ToolContext(self.request.context, tuple(self.messages), self.rounds, values)
+        prompt = Prompt(self.messages, self.request.prompt.options)
+        outcome = advisor.manager.execute_tool_calls(prompt, reply, self.tools, context)
         if outcome.malformed:
             self.malformed_rounds += 1
             if self.malformed_rounds > advisor.max_malformed_retries:
@@ -169,7 +171,7 @@ class _ToolLoop:
                     f"last: {bad.name!r} with {bad.arguments!r} (max_malformed_retries="
                     f"{advisor.max_malformed_retries})"
                 )
-        exchange: list[Message] = [AssistantMessage(reply.message.text, calls), *outcome.messages]
+        exchange = outcome.conversation_history[len(self.messages) :]
         self.messages.extend(exchange)
         self.exchanged.extend(exchange)
         self.request.context.update(self.metadata())

@@ -18,6 +18,7 @@ from rag.chat.model import ChatModel
 from rag.chat.template import PromptTemplate
 from rag.client.achain import AsyncAdvisorChain
 from rag.client.aspecs import AsyncCallResponseSpec, AsyncStreamResponseSpec
+from rag.client.builder import ChatClientBuilder
 from rag.client.chain import AdvisorChain, sort_advisors
 from rag.client.observation import Observer
 from rag.client.request import TOOLS, ChatClientRequest, context_entries
@@ -25,6 +26,8 @@ from rag.client.response import ChatClientResponse
 from rag.client.specs import CallResponseSpec, StreamResponseSpec
 from rag.errors import InvalidRequestError
 from rag.observability.steps import client_span
+from rag.tools.context import TOOL_CONTEXT
+from rag.tools.objects import expand_tools
 
 if TYPE_CHECKING:
     from rag.advisors.base import AnyAdvisor
@@ -42,7 +45,8 @@ def tool_definition(tool: object) -> ToolDefinition:
     if isinstance(definition, ToolDefinition):
         return definition
     raise InvalidRequestError(
-        f"{tool!r} is not a tool: expected a ToolDefinition or an object with .definition"
+        f"{tool!r} is not a tool: expected a Tool (see @tool), a ToolDefinition, or an object with "
+        "@tool methods"
     )
 
 
@@ -69,7 +73,9 @@ class ChatClient:
     """A chat model with default system text, advisors, options and tools; ask with `prompt()`.
 
     Options merge request > client default > model default. Advisors run by `order`, client defaults first
-    on ties; the model call comes last. `observer` receives an `ObservationEvent` for each step.
+    on ties; the model call comes last. `tools` takes tools and objects with `@tool` methods; tools read
+    `tool_context` (merged under each request's `.tool_context(...)`, whose keys win) through `ToolContext`.
+    `observer` receives an `ObservationEvent` for each step.
 
     Example:
         >>> from rag.chat import ChatOptions
@@ -91,6 +97,7 @@ class ChatClient:
         advisors: Iterable[AnyAdvisor] = (),
         options: ChatOptions | None = None,
         tools: Iterable[object] = (),
+        tool_context: Mapping[str, Any] | None = None,
         observer: Observer | None = None,
     ) -> None:
         self.model = model
@@ -98,10 +105,16 @@ class ChatClient:
         self.advisors: tuple[AnyAdvisor, ...] = tuple(advisors)
         sort_advisors(self.advisors)  # a bad order fails at construction, not at the first request
         self.options = options
-        self.tools: tuple[object, ...] = tuple(tools)
+        self.tools: tuple[object, ...] = tuple(expand_tools(tools))
         for tool in self.tools:
             tool_definition(tool)
+        self.tool_context: dict[str, Any] = _tool_context(tool_context or {})
         self.observer = observer
+
+    @classmethod
+    def builder(cls, model: ChatModel) -> ChatClientBuilder[Self]:
+        """Spring AI's `ChatClient.builder(model)`: the constructor's arguments as `default_*` calls."""
+        return ChatClientBuilder(cls, model)
 
     def prompt(
         self, prompt: str | PromptTemplate | Prompt | None = None, /, **params: Any
@@ -146,6 +159,7 @@ class ChatClientRequestSpec:
         self._advisors: list[AnyAdvisor] = list(client.advisors)
         self._context: dict[str, Any] = {}
         self._tools: list[object] = list(client.tools)
+        self._tool_context: dict[str, Any] = {}
 
     def system(self, text: str | PromptTemplate, /, **params: Any) -> Self:
         """The system text (replacing the client's default); a template when `params` are given."""
@@ -179,10 +193,19 @@ class ChatClientRequestSpec:
         return self
 
     def tools(self, *tools: object) -> Self:
-        """Tools the model may call: `ToolDefinition`s or objects with a `.definition`."""
-        for tool in tools:
+        """Tools the model may call: `Tool`s, `ToolDefinition`s, or objects (or classes) with `@tool` methods.
+
+        An object contributes each of its `@tool` methods, bound to it (see `rag.tools.tools_from`).
+        """
+        expanded = expand_tools(tools)
+        for tool in expanded:
             tool_definition(tool)
-        self._tools.extend(tools)
+        self._tools.extend(expanded)
+        return self
+
+    def tool_context(self, values: Mapping[str, Any] | None = None, /, **more: Any) -> Self:
+        """Entries tools read through `ToolContext` (merged over the client's `tool_context=`; these win)."""
+        self._tool_context.update(_tool_context({**(values or {}), **more}))
         return self
 
     def build_request(self, extra_options: ChatOptions | None = None) -> ChatClientRequest:
@@ -204,6 +227,8 @@ class ChatClientRequestSpec:
         if self._tools:
             options = _with_tools(options, self._tools)
             context[TOOLS] = tuple(self._tools)
+        if client.tool_context or self._tool_context:
+            context[TOOL_CONTEXT] = {**client.tool_context, **self._tool_context}
         return ChatClientRequest(Prompt(messages, options), context)
 
     def _chain_advisors(self) -> list[AnyAdvisor]:
@@ -295,6 +320,14 @@ class ChatClientRequestSpec:
     async def aentity(self, output_type: type[T]) -> T:
         """`await spec.aentity(Type)`: the async `call().entity(Type)`."""
         return await self.acall().entity(output_type)
+
+
+def _tool_context(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a tool context, its keys checked (tools look entries up by name)."""
+    for key in values:
+        if not isinstance(key, str) or not key:
+            raise InvalidRequestError(f"tool context keys must be non-empty strings, got {key!r}")
+    return dict(values)
 
 
 def _with_tools(options: ChatOptions, tools: Iterable[object]) -> ChatOptions:

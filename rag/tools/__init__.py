@@ -14,7 +14,8 @@ Example:
 from typing import TYPE_CHECKING
 
 from rag._lazy import lazy_exports
-from rag.tools.context import TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
+from rag.tools.context import TOOL_CONTEXT, TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
+from rag.tools.objects import tools_from
 
 if TYPE_CHECKING:
     from rag.tools.decorator import Tool, tool
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from rag.tools.manager import ToolCallingManager, ToolExecutionResult, ToolResultHook
 
 __all__ = [
+    "TOOL_CONTEXT",
     "TOOL_MANUAL",
     "TOOL_MESSAGES",
     "TOOL_ROUNDS",
@@ -32,6 +34,7 @@ __all__ = [
     "ToolExecutionResult",
     "ToolResultHook",
     "tool",
+    "tools_from",
 ]
 
 # Their modules import httpx or pydantic: loaded on first use (see rag._lazy).

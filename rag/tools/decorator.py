@@ -61,7 +61,8 @@ class Tool:
 
     Build one with `@tool` or `tool(func, name=..., description=..., return_direct=...)`. Calling the tool
     object calls the function unchanged; `invoke(arguments, context)` validates model-given arguments first.
-    Decorating a method makes a tool per instance (`obj.method` is a bound `Tool`).
+    Decorating a method makes a tool per instance (`obj.method` is a bound `Tool`); `.tools(obj)` offers
+    every `@tool` method of `obj` at once (see `rag.tools.tools_from`).
 
     Example:
         >>> class Shop:
@@ -109,6 +110,11 @@ class Tool:
     def arguments_model(self) -> type[pydantic.BaseModel]:
         """The pydantic model that validates the model's arguments."""
         return self._spec.model
+
+    @property
+    def needs_instance(self) -> bool:
+        """True for a method tool read from its class: it takes `self`, so only an instance can run it."""
+        return self._unbound
 
     @property
     def is_async(self) -> bool:

@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,11 +26,20 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import pydantic
 
-from rag.chat.messages import ToolCall, ToolDefinition, ToolMessage
+from rag.chat.messages import (
+    AssistantMessage,
+    ChatResponse,
+    Message,
+    Prompt,
+    ToolCall,
+    ToolDefinition,
+    ToolMessage,
+)
 from rag.errors import ToolError
 from rag.observability.steps import tool_span
 from rag.tools.context import ToolContext
 from rag.tools.decorator import Tool, result_text
+from rag.tools.objects import expand_tools
 
 __all__ = ["ToolCallingManager", "ToolExecutionResult", "ToolResultHook", "resolve_tools"]
 
@@ -48,15 +58,19 @@ class ToolResultHook(Protocol):
 
 @dataclass(frozen=True)
 class ToolExecutionResult:
-    """The tool messages of one round (in call order), and whether they are the final answer.
+    """The tool messages of one round (in call order), the whole conversation, and whether it is the answer.
 
-    `return_direct` is true only when every call succeeded and every tool called has `return_direct`.
-    `malformed` lists the calls whose arguments were not a JSON object.
+    `conversation_history` is every message so far (Spring AI's `conversationHistory()`): the prompt's
+    messages, the assistant's tool-call message, then the tool results; send it back to the model as
+    `Prompt(result.conversation_history, options)` to continue. `return_direct` is true only when every
+    call succeeded and every tool called has `return_direct`. `malformed` lists the calls whose arguments
+    were not a JSON object.
     """
 
     messages: tuple[ToolMessage, ...]
     return_direct: bool = False
     malformed: tuple[ToolCall, ...] = ()
+    conversation_history: tuple[Message, ...] = ()
 
     @property
     def text(self) -> str:
@@ -70,20 +84,24 @@ class ToolExecutionResult:
 
 
 def resolve_tools(tools: Iterable[object] | Mapping[str, object]) -> dict[str, Tool | ToolDefinition]:
-    """Tools by name: `Tool`s, bare `ToolDefinition`s (known but not runnable), or objects with `.definition`.
+    """Tools by name: `Tool`s, bare `ToolDefinition`s (known but not runnable), objects with `.definition`,
+    and the `@tool` methods of objects (see `tools_from`).
 
     Raises:
         ToolError: two different tools with one name, or an object that is not a tool.
     """
     items = tools.values() if isinstance(tools, Mapping) else tools
     found: dict[str, Tool | ToolDefinition] = {}
-    for item in items:
+    for item in expand_tools(items):
         if isinstance(item, Tool | ToolDefinition):
             entry: Tool | ToolDefinition = item
         elif isinstance(definition := getattr(item, "definition", None), ToolDefinition):
             entry = definition
         else:
-            raise ToolError(f"{item!r} is not a tool: expected a Tool (see @tool) or a ToolDefinition")
+            raise ToolError(
+                f"{item!r} is not a tool: expected a Tool (see @tool), a ToolDefinition, or an object with "
+                "@tool methods"
+            )
         name = entry.name
         if name in found and found[name] is not entry:
             raise ToolError(f"two different tools are named {name!r}; tool names must be unique")
@@ -102,6 +120,9 @@ def _validation_lines(exc: pydantic.ValidationError) -> str:
 
 class ToolCallingManager:
     """Validates and executes tool calls; problems become tool results the model can act on.
+
+    To run tools yourself (the model's tool calls handed back, as with `ToolCallAdvisor(manual=True)`),
+    loop on `execute_tool_calls(prompt, response, tools)` and send `conversation_history` back.
 
     Args:
         raise_on_error: raise `ToolError` when arguments fail the schema or a tool raises, instead of
@@ -127,6 +148,9 @@ class ToolCallingManager:
     ) -> ToolExecutionResult:
         """Run `calls` (in order) against `tools` and return one `ToolMessage` per call, hooks applied.
 
+        The result's `conversation_history` is `context.messages`, an assistant message holding `calls`,
+        then the results; `execute_tool_calls` keeps the assistant's own text as well.
+
         Raises:
             ToolError: with `raise_on_error`, when arguments fail the schema or a tool raises.
         """
@@ -149,7 +173,37 @@ class ToolCallingManager:
         results: Sequence[ToolMessage] = messages
         for hook in self.hooks:
             results = hook(calls, results, context)
-        return ToolExecutionResult(tuple(results), direct, tuple(malformed))
+        history: tuple[Message, ...] = context.messages
+        if calls:
+            history = (*history, AssistantMessage(None, tuple(calls)), *results)
+        return ToolExecutionResult(tuple(results), direct, tuple(malformed), history)
+
+    def execute_tool_calls(
+        self,
+        prompt: Prompt,
+        response: ChatResponse,
+        tools: Iterable[object] | Mapping[str, object],
+        context: ToolContext | None = None,
+    ) -> ToolExecutionResult:
+        """Run the tool calls of the model's `response` to `prompt` (Spring AI's `executeToolCalls`).
+
+        The result's `conversation_history` is the prompt's messages, the reply (its text and tool calls),
+        then the tool results, ready for `Prompt(result.conversation_history, prompt.options)`. Tools see
+        the prompt's messages as `ToolContext.messages`, with `context`'s other fields.
+
+        Raises:
+            ToolError: the response asks for no tool call; with `raise_on_error`, as `execute`.
+        """
+        calls = response.message.tool_calls
+        if not calls:
+            raise ToolError(
+                f"the model's reply has no tool calls to execute (finish reason {response.finish_reason!r})"
+            )
+        base = context if context is not None else ToolContext()
+        result = self.execute(calls, tools, dataclasses.replace(base, messages=prompt.messages))
+        reply = AssistantMessage(response.message.text, calls)
+        history = (*prompt.messages, reply, *result.messages)
+        return dataclasses.replace(result, conversation_history=history)
 
     def _run_one(
         self, call: ToolCall, known: Mapping[str, Tool | ToolDefinition], context: ToolContext
