@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rag import Document, HashingEmbedding
@@ -172,3 +174,13 @@ def test_param_sets_merge_field_by_field_and_refuse_other_objects() -> None:
     assert merged.get(VectorStoreChatMemoryAdvisor.Params) is None
     with pytest.raises(InvalidRequestError, match="is not an advisor's Params"):
         ParamSet([{"top_k": 2}])  # type: ignore[list-item]
+
+
+def test_the_per_request_parameters_example_in_the_docs_runs_as_written(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "advisors.md").read_text(encoding="utf-8")
+    section = text[text.index("## Per-request parameters") :].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/advisors.md", "exec"), {})
+    assert capsys.readouterr().out == "['fr']\n"
