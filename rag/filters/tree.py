@@ -207,6 +207,7 @@ class Comparison(_Node):
     """`key op value`; `value` is a tuple for IN / NOT IN and None for IS [NOT] NULL.
 
     Example:
+        >>> from rag.filters import key
         >>> Comparison("year", ">=", 2020) == (key("year") >= 2020)
         True
         >>> Comparison("draft", "==", True) == Comparison("draft", "==", 1)  # a boolean is not a number
@@ -247,6 +248,7 @@ class And(_Node):
     """Both operands hold.
 
     Example:
+        >>> from rag.filters import key
         >>> And(key("a") == 1, key("b") == 2) == ((key("a") == 1) & (key("b") == 2))
         True
     """
@@ -264,6 +266,7 @@ class Or(_Node):
     """At least one operand holds.
 
     Example:
+        >>> from rag.filters import key
         >>> Or(key("a") == 1, key("b") == 2) == ((key("a") == 1) | (key("b") == 2))
         True
     """
@@ -281,6 +284,7 @@ class Not(_Node):
     """The operand does not hold; see `negate` for how NOT is evaluated.
 
     Example:
+        >>> from rag.filters import key
         >>> Not(key("a") == 1) == ~(key("a") == 1)
         True
     """

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 from pathlib import Path
 
 import pytest
@@ -184,3 +186,27 @@ def test_the_per_request_parameters_example_in_the_docs_runs_as_written(
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "docs/advisors.md", "exec"), {})
     assert capsys.readouterr().out == "['fr']\n"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "rag.params",
+        "rag.advisors.aliases",
+        "rag.advisors.orders",
+        "rag.advisors.request",
+        "rag.advisors.response",
+        "rag.advisors.question_answer",
+        "rag.advisors.memory_vector",
+        "rag.advisors.retrieval_augmentation",
+        "rag.retrieval.params",
+        "rag.retrieval.scope",
+        "rag.client.client",
+        "rag.filters.tree",
+        "rag.filters.builder",
+        "rag.filters.text",
+    ],
+)
+def test_the_docstring_examples_run(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
