@@ -47,6 +47,7 @@ from rag.advisors.request import ChatClientRequest
 from rag.advisors.response import ChatClientResponse
 from rag.advisors.retrieval_augmentation import RetrievalAugmentationAdvisor
 from rag.advisors.safeguard import SafeGuardAdvisor
+from rag.params import AdvisorParams, ParamSet
 
 if TYPE_CHECKING:
     from rag.advisors.tool_call import RETURN_DIRECT, ToolCallAdvisor
@@ -64,6 +65,7 @@ __all__ = [
     "TOOL_CALLING_ORDER",
     "Advisor",
     "AdvisorChain",
+    "AdvisorParams",
     "AnyAdvisor",
     "AsyncAdvisorChain",
     "AsyncCallAdvisor",
@@ -76,6 +78,7 @@ __all__ = [
     "MessageChatMemoryAdvisor",
     "ObservationEvent",
     "Observer",
+    "ParamSet",
     "PromptChatMemoryAdvisor",
     "QuestionAnswerAdvisor",
     "RetrievalAugmentationAdvisor",
