@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rag.advisors.base import BaseAdvisor
 from rag.advisors.orders import QUESTION_ANSWER_ORDER
@@ -142,17 +142,17 @@ class QuestionAnswerAdvisor(BaseAdvisor):
     ) -> None:
         super().__init__(order=order, name=name)
         self.store = store
-        base = search_request or SearchRequest("defaults")
-        changes: dict[str, Any] = {
-            "top_k": top_k,
-            "similarity_threshold": similarity_threshold,
-            "filter": filter,
-            "mode": mode,
-            "fusion": fusion,
-            "vector_weight": vector_weight,
-            "diversity": diversity,
-        }
-        self.search_request = base.replace(**{k: v for k, v in changes.items() if v is not None})
+        # The keywords are the same SearchParams a request may give, checked the same way.
+        defaults = self.Params(
+            top_k=top_k,
+            similarity_threshold=similarity_threshold,
+            filter=filter,
+            mode=mode,
+            fusion=fusion,
+            vector_weight=vector_weight,
+            diversity=diversity,
+        )
+        self.search_request = defaults.apply(search_request or SearchRequest("defaults"))
         self.scope = as_filter(scope)
         """The fixed scope every search stays inside (None: the whole store, chat memory excepted)."""
         self.template = _template(template, what="template")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from rag.documents import Document, Fusion, SearchMode, SearchRequest
 from rag.filters import Filter, as_filter
@@ -67,17 +66,17 @@ class VectorStoreDocumentRetriever:
         diversity: float | None = None,
     ) -> None:
         self.store = store
-        base = search_request or SearchRequest("defaults")
-        changes: dict[str, Any] = {
-            "top_k": top_k,
-            "similarity_threshold": similarity_threshold,
-            "filter": filter,
-            "mode": mode,
-            "fusion": fusion,
-            "vector_weight": vector_weight,
-            "diversity": diversity,
-        }
-        self.search_request = base.replace(**{k: v for k, v in changes.items() if v is not None})
+        # The keywords are the same SearchParams a request may give, checked the same way.
+        defaults = self.Params(
+            top_k=top_k,
+            similarity_threshold=similarity_threshold,
+            filter=filter,
+            mode=mode,
+            fusion=fusion,
+            vector_weight=vector_weight,
+            diversity=diversity,
+        )
+        self.search_request = defaults.apply(search_request or SearchRequest("defaults"))
         self.scope = as_filter(scope)
 
     def search_request_for(self, query: Query) -> SearchRequest:
