@@ -7,6 +7,10 @@ import sys
 
 import ingest
 import rag
+import rag.advisors
+import rag.client
+import rag.memory
+import rag.params
 import rag.retrieval
 import stores
 
@@ -51,6 +55,7 @@ def test_modular_rag_names_are_pinned() -> None:
         "QueryTransformer",
         "ReciprocalRankDocumentJoiner",
         "RewriteQueryTransformer",
+        "SearchParams",
         "TranslationQueryTransformer",
         "VectorStoreDocumentRetriever",
         "mmr",
@@ -60,9 +65,12 @@ def test_modular_rag_names_are_pinned() -> None:
 
 
 def test_modular_rag_modules_import_first_in_a_fresh_interpreter() -> None:
-    # rag.retrieval and rag.advisors import each other's modules: every entry point must still load.
+    # rag.advisors builds on rag.retrieval (never the reverse): every entry point must still load alone.
     for statement in (
         "import rag.retrieval.retriever",
+        "import rag.params",
+        "import rag.advisors.aliases",
+        "import rag.client.client",
         "import rag.advisors.retrieval_augmentation",
         "import stores.ranking",
         "from rag.retrieval import ContextualQueryAugmenter",
@@ -70,8 +78,86 @@ def test_modular_rag_modules_import_first_in_a_fresh_interpreter() -> None:
         subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True, check=True)
 
 
+def test_advisor_and_client_names_are_pinned() -> None:
+    assert rag.advisors.__all__ == [
+        "CHAT_MEMORY_ORDER",
+        "DEFAULT_ORDER",
+        "HIGHEST_PRECEDENCE",
+        "LOGGER_ORDER",
+        "LOWEST_PRECEDENCE",
+        "MODEL_CALL_ORDER",
+        "QUESTION_ANSWER_ORDER",
+        "RETURN_DIRECT",
+        "SAFEGUARD_ORDER",
+        "TOOL_CALLING_ORDER",
+        "Advisor",
+        "AdvisorChain",
+        "AdvisorParams",
+        "AnyAdvisor",
+        "AsyncAdvisorChain",
+        "AsyncCallAdvisor",
+        "AsyncStreamAdvisor",
+        "BaseAdvisor",
+        "CallAdvisor",
+        "ChatClientRequest",
+        "ChatClientResponse",
+        "ChatMemoryAdvisor",
+        "MessageChatMemoryAdvisor",
+        "ObservationEvent",
+        "Observer",
+        "ParamSet",
+        "PromptChatMemoryAdvisor",
+        "QuestionAnswerAdvisor",
+        "RetrievalAugmentationAdvisor",
+        "SafeGuardAdvisor",
+        "SimpleLoggerAdvisor",
+        "StreamAdvisor",
+        "Timing",
+        "ToolCallAdvisor",
+        "VectorStoreChatMemoryAdvisor",
+        "aggregate_chunks",
+    ]
+    assert rag.client.__all__ == [
+        "DEFAULT_ORDER",
+        "HIGHEST_PRECEDENCE",
+        "LOWEST_PRECEDENCE",
+        "MODEL_CALL_ORDER",
+        "AdvisorChain",
+        "AsyncAdvisorChain",
+        "AsyncCallResponseSpec",
+        "AsyncStreamResponseSpec",
+        "CallResponseSpec",
+        "ChatClient",
+        "ChatClientRequest",
+        "ChatClientRequestSpec",
+        "ChatClientResponse",
+        "ObservationEvent",
+        "Observer",
+        "StreamResponseSpec",
+        "Timing",
+        "aggregate_chunks",
+    ]
+    # The client re-exports the types the advisors package defines: one class each, not copies.
+    assert rag.client.ChatClientRequest is rag.advisors.ChatClientRequest
+    assert rag.client.AdvisorChain is rag.advisors.AdvisorChain
+    # Memory holds repositories and ChatMemory only; the memory advisors live in rag.advisors.
+    assert rag.memory.__all__ == [
+        "ChatMemory",
+        "ChatMemoryRepository",
+        "InMemoryChatMemoryRepository",
+        "MessageWindowChatMemory",
+        "PostgresChatMemoryRepository",
+        "SQLiteChatMemoryRepository",
+        "apply_window",
+        "check_conversation_id",
+        "message_from_json",
+        "message_to_json",
+    ]
+    assert rag.params.__all__ == ["AdvisorParams", "ParamSet", "closest", "did_you_mean"]
+
+
 def test_exports_are_sorted_and_resolve() -> None:
-    for package in (rag, stores, ingest, rag.retrieval):
+    for package in (rag, stores, ingest, rag.retrieval, rag.advisors, rag.client, rag.memory):
         names = list(package.__all__)
         assert names == sorted(names, key=_isort_key), package.__name__
         for name in names:

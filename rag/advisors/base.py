@@ -5,15 +5,7 @@ returns the response (or, streaming, yields response chunks). Most advisors only
 request on the way in or the response on the way out: subclass `BaseAdvisor` and override `before` or
 `after`; it supplies both `advise_call` and `advise_stream`.
 
-Orders (lower runs first on the way in, last on the way out; see `rag.client.chain`):
-
-| constant                 | value                     | used by                                      |
-|--------------------------|---------------------------|----------------------------------------------|
-| `SAFEGUARD_ORDER`        | HIGHEST_PRECEDENCE + 100  | SafeGuardAdvisor: block before any work       |
-| `CHAT_MEMORY_ORDER`      | HIGHEST_PRECEDENCE + 1000 | chat memory advisors                         |
-| `QUESTION_ANSWER_ORDER`  | 0 (DEFAULT_ORDER)         | QuestionAnswerAdvisor                        |
-| `TOOL_CALLING_ORDER`     | LOWEST_PRECEDENCE - 2000  | tool calling: advisors after it run per round |
-| `LOGGER_ORDER`           | LOWEST_PRECEDENCE - 1000  | SimpleLoggerAdvisor: sees the final prompt    |
+Orders: see `rag.advisors.orders`.
 """
 
 from __future__ import annotations
@@ -23,33 +15,17 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
+from rag.advisors.aggregate import aggregate_chunks
+from rag.advisors.orders import DEFAULT_ORDER, Advisor, sort_advisors
+from rag.advisors.request import ChatClientRequest
+from rag.advisors.response import ChatClientResponse
 from rag.chat.messages import AssistantMessage, ChatResponse
-from rag.client.aggregate import aggregate_chunks
-from rag.client.chain import (
-    DEFAULT_ORDER,
-    HIGHEST_PRECEDENCE,
-    LOWEST_PRECEDENCE,
-    MODEL_CALL_ORDER,
-    sort_advisors,
-)
-from rag.client.request import ChatClientRequest
-from rag.client.response import ChatClientResponse
 
 if TYPE_CHECKING:
-    from rag.client.achain import AsyncAdvisorChain
-    from rag.client.chain import AdvisorChain
+    from rag.advisors.achain import AsyncAdvisorChain
+    from rag.advisors.chain import AdvisorChain
 
 __all__ = [
-    "CHAT_MEMORY_ORDER",
-    "DEFAULT_ORDER",
-    "HIGHEST_PRECEDENCE",
-    "LOGGER_ORDER",
-    "LOWEST_PRECEDENCE",
-    "MODEL_CALL_ORDER",
-    "QUESTION_ANSWER_ORDER",
-    "SAFEGUARD_ORDER",
-    "TOOL_CALLING_ORDER",
-    "Advisor",
     "AnyAdvisor",
     "AsyncCallAdvisor",
     "AsyncStreamAdvisor",
@@ -57,23 +33,6 @@ __all__ = [
     "CallAdvisor",
     "StreamAdvisor",
 ]
-
-SAFEGUARD_ORDER = HIGHEST_PRECEDENCE + 100
-CHAT_MEMORY_ORDER = HIGHEST_PRECEDENCE + 1000
-QUESTION_ANSWER_ORDER = DEFAULT_ORDER
-TOOL_CALLING_ORDER = LOWEST_PRECEDENCE - 2000
-LOGGER_ORDER = LOWEST_PRECEDENCE - 1000
-
-
-@runtime_checkable
-class Advisor(Protocol):
-    """What every advisor has: a `name` (for errors, logs and timings) and an `order`."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def order(self) -> int: ...
 
 
 @runtime_checkable

@@ -6,12 +6,13 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rag.advisors.base import LOGGER_ORDER, BaseAdvisor
-from rag.client.request import ChatClientRequest
-from rag.client.response import ChatClientResponse
+from rag.advisors.base import BaseAdvisor
+from rag.advisors.orders import LOGGER_ORDER
+from rag.advisors.request import ChatClientRequest
+from rag.advisors.response import ChatClientResponse
 
 if TYPE_CHECKING:
-    from rag.client.chain import AdvisorChain
+    from rag.advisors.chain import AdvisorChain
 
 __all__ = ["SimpleLoggerAdvisor", "format_request", "format_response"]
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from rag.advisors.memory import ChatMemoryAdvisor
+from rag.advisors.request import ChatClientRequest
 from rag.chat.messages import AssistantMessage, Message, SystemMessage
-from rag.client.request import ChatClientRequest
-from rag.memory.advising import ChatMemoryAdvisor
 from rag.memory.base import ChatMemory
 
 __all__ = ["MessageChatMemoryAdvisor"]

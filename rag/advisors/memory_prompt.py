@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from rag.chat.messages import AssistantMessage, Message, SystemMessage
-from rag.chat.template import PromptTemplate
-from rag.client.request import ChatClientRequest
-from rag.memory.advising import (
+from rag.advisors.memory import (
     ChatMemoryAdvisor,
     fenced_lines,
     memory_template,
     message_record,
     with_system_text,
 )
+from rag.advisors.request import ChatClientRequest
+from rag.chat.messages import AssistantMessage, Message, SystemMessage
+from rag.chat.template import PromptTemplate
 from rag.memory.base import ChatMemory
 
 __all__ = ["DEFAULT_MEMORY_TEMPLATE", "PromptChatMemoryAdvisor"]

@@ -16,17 +16,20 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from rag.advisors.memory import ChatMemoryAdvisor, fenced_lines, memory_template, with_system_text
+from rag.advisors.request import ChatClientRequest
 from rag.chat.messages import AssistantMessage, Message, UserMessage
 from rag.chat.template import PromptTemplate
-from rag.client.request import ChatClientRequest
 from rag.documents import Document, MetadataValue, SearchRequest, check_metadata
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter, key, matches
-from rag.memory.advising import ChatMemoryAdvisor, fenced_lines, memory_template, with_system_text
 from rag.memory.base import check_conversation_id
 from rag.observability.steps import traced_search
+from rag.params import AdvisorParams
+from rag.retrieval.scope import CHAT_MEMORY_KIND, KIND_KEY, MEMORY_MARKER
 from rag.vectorstore import VectorStore
 
 __all__ = [
@@ -37,15 +40,6 @@ __all__ = [
     "MEMORY_MARKER",
     "VectorStoreChatMemoryAdvisor",
 ]
-
-KIND_KEY = "rag:kind"
-"""Reserved metadata key that says what wrote a document; do not set it on documents of your own."""
-
-CHAT_MEMORY_KIND = "chat_memory"
-"""The `KIND_KEY` value of every document `VectorStoreChatMemoryAdvisor` writes."""
-
-MEMORY_MARKER: Filter = key(KIND_KEY) == CHAT_MEMORY_KIND
-"""The filter tree that selects chat-memory documents (and, negated, keeps them out of answers)."""
 
 MEMORY_DOCUMENTS = "chat_memory_documents"
 """Context key: the memory documents retrieved for the request, oldest turn first."""
@@ -93,7 +87,29 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         >>> _ = client.prompt("What is my boat?").advisors(conversation_id="c1").call().content()
         >>> "the Gull" in model.prompts[1].system_text
         True
+        >>> spec = client.prompt("Boat?").advisors(VectorStoreChatMemoryAdvisor.Params(top_k=1))
+        >>> len(spec.advisors(conversation_id="c1").call().response().context["chat_memory_documents"])
+        1
     """
+
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Params(AdvisorParams):
+        """Per-request settings: `top_k`, how many remembered turns to recall (>= 1; None: the default).
+
+        Spring AI's names for it: `chat_memory_vector_store_top_k` and `chat_memory_response_size`.
+        """
+
+        aliases = {  # noqa: RUF012  # a ClassVar of AdvisorParams
+            "chat_memory_vector_store_top_k": "top_k",
+            "chat_memory_response_size": "top_k",
+        }
+
+        top_k: int | None = None
+
+        def __post_init__(self) -> None:
+            top_k = self.top_k
+            if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+                raise self.fail("top_k", f"must be an integer >= 1, got {top_k!r}")
 
     def __init__(
         self,
@@ -125,12 +141,16 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         mine = MEMORY_MARKER & (key("conversation_id") == check_conversation_id(conversation_id))
         return mine if self.scope is None else self.scope & mine
 
-    def recall(self, conversation_id: str, question: str) -> list[Document]:
-        """The remembered turns most similar to `question`, oldest turn first (user before assistant)."""
+    def recall(self, conversation_id: str, question: str, top_k: int | None = None) -> list[Document]:
+        """The remembered turns most similar to `question`, oldest turn first (user before assistant).
+
+        `top_k` (None: the advisor's) is how many documents to recall.
+        """
         if not question.strip():
             return []
+        count = self.top_k if top_k is None else top_k
         search = SearchRequest(
-            question, self.top_k, self.similarity_threshold, filter=self.conversation_filter(conversation_id)
+            question, count, self.similarity_threshold, filter=self.conversation_filter(conversation_id)
         )
         with self._lock:
             found = traced_search(self.store, search)
@@ -146,7 +166,8 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         )
 
     def augment(self, request: ChatClientRequest, conversation_id: str) -> ChatClientRequest:
-        documents = self.recall(conversation_id, request.user_text)
+        wanted = request.params.get(VectorStoreChatMemoryAdvisor.Params)
+        documents = self.recall(conversation_id, request.user_text, wanted.top_k if wanted else None)
         request.context[MEMORY_DOCUMENTS] = documents
         if not documents:
             return request

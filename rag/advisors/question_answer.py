@@ -4,54 +4,34 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rag.advisors.base import QUESTION_ANSWER_ORDER, BaseAdvisor
-from rag.advisors.memory_vector import MEMORY_MARKER
+from rag.advisors.base import BaseAdvisor
+from rag.advisors.orders import QUESTION_ANSWER_ORDER
+from rag.advisors.request import RETRIEVED_DOCUMENTS, ChatClientRequest
 from rag.chat.messages import Prompt, UserMessage
 from rag.chat.template import PromptTemplate
-from rag.client.request import (
-    DIVERSITY,
-    FILTER_EXPRESSION,
-    FUSION,
-    RETRIEVED_DOCUMENTS,
-    SEARCH_MODE,
-    SIMILARITY_THRESHOLD,
-    TOP_K,
-    VECTOR_WEIGHT,
-    ChatClientRequest,
-)
-from rag.client.response import ChatClientResponse
 from rag.documents import Document, Fusion, SearchMode, SearchRequest
 from rag.errors import InvalidRequestError, TemplateError
 from rag.filters import Filter, as_filter
 from rag.observability.steps import traced_search
+from rag.retrieval.augmenter import format_document
+from rag.retrieval.params import SearchParams
+from rag.retrieval.scope import scoped_filter
 from rag.vectorstore import VectorStore
 
 if TYPE_CHECKING:
-    from rag.client.chain import AdvisorChain
+    from rag.advisors.chain import AdvisorChain
 
 __all__ = [
     "DEFAULT_EMPTY_TEMPLATE",
     "DEFAULT_TEMPLATE",
-    "REQUEST_OVERRIDES",
     "QuestionAnswerAdvisor",
     "augment_user_message",
     "format_document",
     "scoped_filter",
 ]
-
-REQUEST_OVERRIDES: tuple[tuple[str, str], ...] = (
-    (TOP_K, "top_k"),
-    (SIMILARITY_THRESHOLD, "similarity_threshold"),
-    (FILTER_EXPRESSION, "filter"),
-    (SEARCH_MODE, "mode"),
-    (FUSION, "fusion"),
-    (VECTOR_WEIGHT, "vector_weight"),
-    (DIVERSITY, "diversity"),
-)
-"""(context key, `SearchRequest` field): what a single request may override, here and in
-`VectorStoreDocumentRetriever` (the filter is confined to the scope afterwards)."""
 
 _RULE = "-" * 21
 
@@ -74,32 +54,6 @@ DEFAULT_EMPTY_TEMPLATE = PromptTemplate(
 """Used when nothing is retrieved: the model is told to say it cannot answer instead of inventing one."""
 
 
-def format_document(number: int, document: Document) -> str:
-    """One passage as the templates show it: `[n] (source: S, page P)` on a line, then the text."""
-    source = document.metadata.get("source", document.id)
-    page = document.metadata.get("page")
-    where = f"source: {source}" if page is None else f"source: {source}, page {page}"
-    return f"[{number}] ({where})\n{document.text}"
-
-
-def scoped_filter(scope: str | Filter | None, filter: str | Filter | None) -> Filter:
-    """`scope AND filter AND NOT chat-memory`: what every document search of the advisors runs with.
-
-    `QuestionAnswerAdvisor.effective_filter` and `VectorStoreDocumentRetriever` share it, so both keep
-    chat memory out and stay inside their scope the same way, whatever `filter` (a request's) holds.
-
-    Example:
-        >>> str(scoped_filter(None, "lang == 'en'"))
-        "(lang == 'en') AND (NOT ('rag:kind' == 'chat_memory'))"
-    """
-    parts = [part for part in (as_filter(scope), as_filter(filter)) if part is not None]
-    parts.append(~MEMORY_MARKER)
-    combined = parts[0]
-    for part in parts[1:]:
-        combined = combined & part
-    return combined
-
-
 def _template(value: str | PromptTemplate, *, what: str) -> PromptTemplate:
     template = value if isinstance(value, PromptTemplate) else PromptTemplate(value)
     missing = [name for name in ("query", "question_answer_context") if name not in template.variables]
@@ -115,15 +69,15 @@ class QuestionAnswerAdvisor(BaseAdvisor):
 
     Before the call it searches `store` with the user's text, renders the user message through `template`
     (`{query}` is the user text, `{question_answer_context}` the numbered passages), or `empty_template`
-    when nothing matched. After it, the reply's metadata and the context hold the documents under
-    `qa_retrieved_documents` (ids, scores, and sources and pages in their metadata).
+    when nothing matched. The response's `documents` are the documents found (ids, scores, and sources
+    and pages in their metadata).
 
     `search_request` gives the defaults (its query is ignored); `top_k`, `similarity_threshold`, `filter`,
     `mode` ("vector", "lexical" or "hybrid"), `fusion` ("rrf" or "weighted"), `vector_weight` and
-    `diversity` (MMR) override it. Per request, the context keys `qa_top_k`, `qa_similarity_threshold`,
-    `qa_filter_expression` (text or tree), `qa_search_mode`, `qa_fusion`, `qa_vector_weight` and
-    `qa_diversity` win (`.advisors(top_k=..., filter=..., mode=..., diversity=...)` sets them); a request
-    filter *replaces* the default one. Bad values raise `InvalidRequestError` naming the field.
+    `diversity` (MMR) override it. Per request, `.advisors(QuestionAnswerAdvisor.Params(top_k=...,
+    filter=..., mode=...))` wins over them (Spring AI's `qa_filter_expression` is an alias of its
+    `filter`); a request filter *replaces* the default one. Bad values raise `InvalidRequestError`
+    naming the field, when the `Params` are built.
 
     Two limits no request can lift. `scope` (text or tree, e.g. `tenant == 'acme'`) is ANDed with
     whatever filter is in effect, so a request filter narrows the scope but never widens it. And
@@ -140,9 +94,12 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         >>> store = NumpyVectorStore(HashingEmbedding())
         >>> store.add([Document("d1", "The beacon is lit at dusk.", {"source": "beacon.md"})])
         >>> client = ChatClient(ExtractiveChatModel(), advisors=[QuestionAnswerAdvisor(store)])
-        >>> response = client.prompt("When is the beacon lit?").call().chat_response()
-        >>> [d.id for d in response.metadata["qa_retrieved_documents"]]
+        >>> response = client.prompt("When is the beacon lit?").call().response()
+        >>> [d.id for d in response.documents]
         ['d1']
+        >>> spec = client.prompt("When?").advisors(QuestionAnswerAdvisor.Params(similarity_threshold=0.99))
+        >>> spec.call().response().documents
+        []
         >>> hybrid = QuestionAnswerAdvisor(store, mode="hybrid", fusion="weighted", vector_weight=0.7)
         >>> hybrid.search_request.mode, hybrid.search_request.vector_weight
         ('hybrid', 0.7)
@@ -150,6 +107,17 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         >>> str(scoped.effective_filter("lang == 'en'"))
         "(source == 'beacon.md') AND (lang == 'en') AND (NOT ('rag:kind' == 'chat_memory'))"
     """
+
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Params(SearchParams):
+        """Per-request search settings of the `QuestionAnswerAdvisor` (see `rag.retrieval.SearchParams`).
+
+        Example:
+            >>> QuestionAnswerAdvisor.Params(top_k=3, filter="lang == 'en'").top_k
+            3
+        """
+
+        aliases = {"qa_filter_expression": "filter"}  # noqa: RUF012  # a ClassVar of AdvisorParams
 
     order = QUESTION_ANSWER_ORDER
 
@@ -174,17 +142,17 @@ class QuestionAnswerAdvisor(BaseAdvisor):
     ) -> None:
         super().__init__(order=order, name=name)
         self.store = store
-        base = search_request or SearchRequest("defaults")
-        changes: dict[str, Any] = {
-            "top_k": top_k,
-            "similarity_threshold": similarity_threshold,
-            "filter": filter,
-            "mode": mode,
-            "fusion": fusion,
-            "vector_weight": vector_weight,
-            "diversity": diversity,
-        }
-        self.search_request = base.replace(**{k: v for k, v in changes.items() if v is not None})
+        # The keywords are the same SearchParams a request may give, checked the same way.
+        defaults = self.Params(
+            top_k=top_k,
+            similarity_threshold=similarity_threshold,
+            filter=filter,
+            mode=mode,
+            fusion=fusion,
+            vector_weight=vector_weight,
+            diversity=diversity,
+        )
+        self.search_request = defaults.apply(search_request or SearchRequest("defaults"))
         self.scope = as_filter(scope)
         """The fixed scope every search stays inside (None: the whole store, chat memory excepted)."""
         self.template = _template(template, what="template")
@@ -198,12 +166,10 @@ class QuestionAnswerAdvisor(BaseAdvisor):
             raise InvalidRequestError(
                 f"{self.name} needs user text to retrieve with; the prompt has {query!r}"
             )
-        context = request.context
-        changes: dict[str, Any] = {"query": query}
-        for key, field in REQUEST_OVERRIDES:
-            if context.get(key) is not None:
-                changes[field] = context[key]
-        search = self.search_request.replace(**changes)
+        search = self.search_request.replace(query=query)
+        wanted = request.params.get(self.Params)
+        if wanted is not None:
+            search = wanted.apply(search)
         return search.replace(filter=self.effective_filter(search.filter))
 
     def effective_filter(self, filter: str | Filter | None) -> Filter:
@@ -227,10 +193,6 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         return request.with_prompt(
             augment_user_message(request.prompt, self.render(search.query, documents), search.query)
         )
-
-    def after(self, response: ChatClientResponse, chain: AdvisorChain) -> ChatClientResponse:
-        documents = response.context.get(RETRIEVED_DOCUMENTS, [])
-        return response.with_metadata(**{RETRIEVED_DOCUMENTS: documents})
 
 
 def augment_user_message(prompt: Prompt, text: str, question: str) -> Prompt:

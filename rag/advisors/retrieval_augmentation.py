@@ -15,15 +15,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rag.advisors.base import QUESTION_ANSWER_ORDER, BaseAdvisor
+from rag.advisors.base import BaseAdvisor
+from rag.advisors.orders import QUESTION_ANSWER_ORDER
 from rag.advisors.question_answer import augment_user_message
+from rag.advisors.request import RETRIEVED_DOCUMENTS, ChatClientRequest
 from rag.chat.messages import UserMessage
-from rag.client.request import RETRIEVED_DOCUMENTS, ChatClientRequest
-from rag.client.response import ChatClientResponse
 from rag.documents import Document
 from rag.errors import InvalidRequestError
 from rag.retrieval.augmenter import ContextualQueryAugmenter
 from rag.retrieval.joiners import ConcatenationDocumentJoiner
+from rag.retrieval.retriever import VectorStoreDocumentRetriever
 from rag.retrieval.stages import (
     DocumentJoiner,
     DocumentPostProcessor,
@@ -35,7 +36,7 @@ from rag.retrieval.stages import (
 )
 
 if TYPE_CHECKING:
-    from rag.client.chain import AdvisorChain
+    from rag.advisors.chain import AdvisorChain
 
 __all__ = ["TRANSFORMED_QUERY", "RetrievalAugmentationAdvisor"]
 
@@ -50,13 +51,12 @@ class RetrievalAugmentationAdvisor(BaseAdvisor):
     rewrites it in turn; the expander (if any) makes several queries of it; every retriever searches
     with every query; the joiner merges those rankings; each post-processor (rerankers, filters) runs
     in turn with the transformed query; the augmenter renders the *original* question and the
-    documents into the user message. After it, the reply's metadata and the context hold the
-    documents under `qa_retrieved_documents`, as with `QuestionAnswerAdvisor`, and the context holds
-    the transformed query under `rag.transformed_query`.
+    documents into the user message. The response's `documents` are the final documents, as with
+    `QuestionAnswerAdvisor`, and the context holds the transformed query under `rag.transformed_query`.
 
-    Per request, `.advisors(filter=...)` reaches the retrievers through the query's context
-    (`VectorStoreDocumentRetriever` replaces its default filter with it, inside its scope, chat memory
-    always excluded).
+    Per request, `.advisors(RetrievalAugmentationAdvisor.Params(filter=..., top_k=...))` reaches the
+    retrievers through the query (`Params` is `VectorStoreDocumentRetriever.Params`: each such retriever
+    replaces its default filter with it, inside its scope, chat memory always excluded).
 
     Example:
         >>> from rag import Document, HashingEmbedding
@@ -70,9 +70,12 @@ class RetrievalAugmentationAdvisor(BaseAdvisor):
         ...     VectorStoreDocumentRetriever(store, top_k=4), post_processors=[MaxPerSource(2)])
         >>> model = FakeChatModel(default="At dusk [1].")
         >>> response = ChatClient(model, advisors=[advisor]).prompt("When is the beacon lit?").call()
-        >>> [d.id for d in response.chat_response().metadata["qa_retrieved_documents"]]
+        >>> [d.id for d in response.response().documents]
         ['d1']
     """
+
+    Params = VectorStoreDocumentRetriever.Params
+    """The per-request search settings of its retrievers: `VectorStoreDocumentRetriever.Params`."""
 
     order = QUESTION_ANSWER_ORDER
 
@@ -119,7 +122,7 @@ class RetrievalAugmentationAdvisor(BaseAdvisor):
             raise InvalidRequestError(
                 f"{self.name} needs user text to retrieve with; the prompt has {request.user_text!r}"
             )
-        return Query(request.user_text, messages[:last], request.context)
+        return Query(request.user_text, messages[:last], request.context, request.params)
 
     def retrieve(self, query: Query) -> tuple[Query, list[Document]]:
         """The transformed query and the final documents for `query` (every stage but the augmenter)."""
@@ -139,10 +142,6 @@ class RetrievalAugmentationAdvisor(BaseAdvisor):
         request.context[TRANSFORMED_QUERY] = transformed.text
         augmented = self.augmenter.augment(original, documents)
         return request.with_prompt(augment_user_message(request.prompt, augmented.text, original.text))
-
-    def after(self, response: ChatClientResponse, chain: AdvisorChain) -> ChatClientResponse:
-        documents = response.context.get(RETRIEVED_DOCUMENTS, [])
-        return response.with_metadata(**{RETRIEVED_DOCUMENTS: documents})
 
 
 def _stages(values: Any, protocol: Any, what: str) -> tuple[Any, ...]:

@@ -7,14 +7,15 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from rag.advisors.base import SAFEGUARD_ORDER, BaseAdvisor
+from rag.advisors.base import BaseAdvisor
+from rag.advisors.orders import SAFEGUARD_ORDER
+from rag.advisors.request import SAFEGUARD_BLOCKED, ChatClientRequest
+from rag.advisors.response import ChatClientResponse
 from rag.chat.messages import AssistantMessage, ChatResponse, UserMessage
-from rag.client.request import SAFEGUARD_BLOCKED, ChatClientRequest
-from rag.client.response import ChatClientResponse
 from rag.errors import InvalidRequestError
 
 if TYPE_CHECKING:
-    from rag.client.chain import AdvisorChain
+    from rag.advisors.chain import AdvisorChain
 
 __all__ = ["DEFAULT_FAILURE_RESPONSE", "Match", "SafeGuardAdvisor"]
 

@@ -26,18 +26,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from rag.advisors.base import TOOL_CALLING_ORDER
+from rag.advisors.aggregate import aggregate_chunks
+from rag.advisors.orders import TOOL_CALLING_ORDER, sort_advisors
+from rag.advisors.request import TOOLS, ChatClientRequest
+from rag.advisors.response import ChatClientResponse
 from rag.chat.messages import AssistantMessage, ChatResponse, Message, Prompt
-from rag.client.aggregate import aggregate_chunks
-from rag.client.chain import sort_advisors
-from rag.client.request import TOOLS, ChatClientRequest
-from rag.client.response import ChatClientResponse
 from rag.errors import InvalidRequestError, ToolError
 from rag.tools.context import TOOL_CONTEXT, TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
 from rag.tools.manager import ToolCallingManager, ToolExecutionResult
 
 if TYPE_CHECKING:
-    from rag.client.chain import AdvisorChain
+    from rag.advisors.chain import AdvisorChain
 
 __all__ = ["RETURN_DIRECT", "ToolCallAdvisor"]
 

@@ -25,7 +25,6 @@ from rag.cli._options import (
 from rag.cli._scores import cosines
 from rag.cli.query import citation, cited_passage
 from rag.client import ChatClient
-from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.documents import Document
 
 __all__ = ["ask", "source_rows"]
@@ -133,13 +132,12 @@ def ask(
             for piece in reply.content():
                 click.echo(piece, nl=False)
             click.echo()
-            context = reply.context
+            retrieved = reply.documents
         else:
             response = spec.call().response()
-            context = response.context
+            retrieved = response.documents
             if not as_json:
                 click.echo(response.text)
-        retrieved = list(context.get(RETRIEVED_DOCUMENTS, []))
         cosine = cosines(opened.store, question, retrieved)
     finally:
         opened.close()

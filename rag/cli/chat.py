@@ -26,7 +26,6 @@ from rag.cli._options import chat_model_options, search_options, store_options
 from rag.cli._scores import cosines
 from rag.cli.query import cited_passage
 from rag.client import ChatClient
-from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.config import Settings
 from rag.documents import Document
 from rag.errors import RagError
@@ -124,13 +123,13 @@ def _turn(session: _Session, question: str) -> None:
         for piece in reply.content():
             click.echo(piece, nl=False)  # click.echo flushes: each piece shows as soon as it arrives
         click.echo()
-        context = reply.context
+        sources = reply.documents
     else:
         response = spec.call().response()
         click.echo(response.text)
-        context = response.context
+        sources = response.documents
     session.persist()
-    session.last_sources = list(context.get(RETRIEVED_DOCUMENTS, []))
+    session.last_sources = sources
     store = session.documents
     cosine = cosines(store, question, session.last_sources) if store is not None else []
     session.last_cosines = cosine or [None] * len(session.last_sources)

@@ -1,4 +1,4 @@
-"""The chat client and its advisor chain.
+"""The chat client: a fluent request spec over the advisor chain of `rag.advisors` (re-exported here).
 
 Example:
     >>> from rag.client import ChatClient
@@ -7,20 +7,22 @@ Example:
     'Hi!'
 """
 
-from rag.client.achain import AsyncAdvisorChain
-from rag.client.aggregate import aggregate_chunks
-from rag.client.aspecs import AsyncCallResponseSpec, AsyncStreamResponseSpec
-from rag.client.chain import (
+from rag.advisors import (
     DEFAULT_ORDER,
     HIGHEST_PRECEDENCE,
     LOWEST_PRECEDENCE,
     MODEL_CALL_ORDER,
     AdvisorChain,
+    AsyncAdvisorChain,
+    ChatClientRequest,
+    ChatClientResponse,
+    ObservationEvent,
+    Observer,
+    Timing,
+    aggregate_chunks,
 )
+from rag.client.aspecs import AsyncCallResponseSpec, AsyncStreamResponseSpec
 from rag.client.client import ChatClient, ChatClientRequestSpec
-from rag.client.observation import ObservationEvent, Observer, Timing
-from rag.client.request import ChatClientRequest
-from rag.client.response import ChatClientResponse
 from rag.client.specs import CallResponseSpec, StreamResponseSpec
 
 __all__ = [

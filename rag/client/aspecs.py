@@ -8,15 +8,16 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from rag.advisors.request import ChatClientRequest, retrieved_documents
+from rag.advisors.response import ChatClientResponse
 from rag.chat.messages import ChatOptions, ChatResponse
-from rag.client.request import ChatClientRequest
-from rag.client.response import ChatClientResponse
 from rag.client.specs import entity_adapter, entity_request, parse_entity
+from rag.documents import Document
 from rag.errors import InvalidRequestError
 from rag.observability.steps import client_span
 
 if TYPE_CHECKING:
-    from rag.client.achain import AsyncAdvisorChain
+    from rag.advisors.achain import AsyncAdvisorChain
 
 __all__ = ["AsyncCallResponseSpec", "AsyncStreamResponseSpec"]
 
@@ -99,6 +100,11 @@ class AsyncStreamResponseSpec:
     @property
     def context(self) -> dict[str, Any]:
         return self._request.context
+
+    @property
+    def documents(self) -> list[Document]:
+        """The documents the retrieving advisor found, once the stream has been read ([] before)."""
+        return retrieved_documents(self._request.context)
 
     def response(self) -> AsyncGenerator[ChatClientResponse, None]:
         """The chunks with the request's context."""

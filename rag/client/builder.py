@@ -24,6 +24,7 @@ from rag.chat.template import PromptTemplate
 
 if TYPE_CHECKING:
     from rag.advisors.base import AnyAdvisor
+    from rag.params import AdvisorParams
 
 __all__ = ["ChatClientBuilder"]
 
@@ -52,7 +53,7 @@ class ChatClientBuilder(Generic[ClientT]):
         self._model = model
         self._system: str | PromptTemplate | None = None
         self._system_params: dict[str, Any] = {}
-        self._advisors: list[AnyAdvisor] = []
+        self._advisors: list[AnyAdvisor | AdvisorParams] = []
         self._options: ChatOptions | None = None
         self._tools: list[object] = []
         self._tool_context: dict[str, Any] = {}
@@ -62,8 +63,8 @@ class ChatClientBuilder(Generic[ClientT]):
         self._system, self._system_params = text, dict(params)
         return self
 
-    def default_advisors(self, *advisors: AnyAdvisor) -> Self:
-        """Advisors every request runs (`advisors=`)."""
+    def default_advisors(self, *advisors: AnyAdvisor | AdvisorParams) -> Self:
+        """Advisors every request runs, and default `Params` for them (`advisors=`)."""
         self._advisors.extend(advisors)
         return self
 

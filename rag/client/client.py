@@ -13,19 +13,22 @@ from collections.abc import Iterable, Mapping
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
+from rag.advisors.achain import AsyncAdvisorChain
+from rag.advisors.aliases import keyword_error, translate
+from rag.advisors.chain import AdvisorChain
+from rag.advisors.observation import Observer
+from rag.advisors.orders import sort_advisors
+from rag.advisors.request import CONVERSATION_ID, TOOLS, ChatClientRequest
+from rag.advisors.response import ChatClientResponse
 from rag.chat.messages import ChatOptions, Message, Prompt, SystemMessage, ToolDefinition, UserMessage
 from rag.chat.model import ChatModel
 from rag.chat.template import PromptTemplate
-from rag.client.achain import AsyncAdvisorChain
 from rag.client.aspecs import AsyncCallResponseSpec, AsyncStreamResponseSpec
 from rag.client.builder import ChatClientBuilder
-from rag.client.chain import AdvisorChain, sort_advisors
-from rag.client.observation import Observer
-from rag.client.request import TOOLS, ChatClientRequest, context_entries
-from rag.client.response import ChatClientResponse
 from rag.client.specs import CallResponseSpec, StreamResponseSpec
 from rag.errors import InvalidRequestError
 from rag.observability.steps import client_span
+from rag.params import AdvisorParams, ParamSet
 from rag.tools.context import TOOL_CONTEXT
 from rag.tools.objects import expand_tools
 
@@ -94,7 +97,7 @@ class ChatClient:
         *,
         system: str | PromptTemplate | None = None,
         system_params: Mapping[str, Any] | None = None,
-        advisors: Iterable[AnyAdvisor] = (),
+        advisors: Iterable[AnyAdvisor | AdvisorParams] = (),
         options: ChatOptions | None = None,
         tools: Iterable[object] = (),
         tool_context: Mapping[str, Any] | None = None,
@@ -102,8 +105,11 @@ class ChatClient:
     ) -> None:
         self.model = model
         self.system = _Text(system, system_params or {}) if system is not None else None
-        self.advisors: tuple[AnyAdvisor, ...] = tuple(advisors)
+        items = tuple(advisors)
+        self.advisors: tuple[AnyAdvisor, ...] = tuple(a for a in items if not isinstance(a, AdvisorParams))
         sort_advisors(self.advisors)  # a bad order fails at construction, not at the first request
+        self.params = ParamSet(a for a in items if isinstance(a, AdvisorParams))
+        """Default per-request parameters; a request's own `Params` of the same class win field by field."""
         self.options = options
         self.tools: tuple[object, ...] = tuple(expand_tools(tools))
         for tool in self.tools:
@@ -144,10 +150,12 @@ class ChatClientRequestSpec:
     Example:
         >>> from rag.testing import FakeChatModel
         >>> client = ChatClient(FakeChatModel(default="ok"))
-        >>> spec = client.prompt("Summarise {topic}", topic="tides").advisors(top_k=2, filter="year > 2020")
+        >>> from rag.advisors import QuestionAnswerAdvisor
+        >>> spec = client.prompt("Summarise {topic}", topic="tides").advisors(
+        ...     QuestionAnswerAdvisor.Params(top_k=2), conversation_id="c1")
         >>> request = spec.build_request()
-        >>> request.user_text, request.context["qa_top_k"], request.context["qa_filter_expression"]
-        ('Summarise tides', 2, 'year > 2020')
+        >>> request.user_text, request.params.get(QuestionAnswerAdvisor.Params).top_k, request.context
+        ('Summarise tides', 2, {'conversation_id': 'c1'})
     """
 
     def __init__(self, client: ChatClient) -> None:
@@ -158,6 +166,7 @@ class ChatClientRequestSpec:
         self._options: ChatOptions | None = None
         self._advisors: list[AnyAdvisor] = list(client.advisors)
         self._context: dict[str, Any] = {}
+        self._params = client.params
         self._tools: list[object] = list(client.tools)
         self._tool_context: dict[str, Any] = {}
 
@@ -181,15 +190,35 @@ class ChatClientRequestSpec:
         self._options = options if self._options is None else options.merge(self._options)
         return self
 
-    def advisors(self, *advisors: AnyAdvisor, params: Mapping[str, Any] | None = None, **more: Any) -> Self:
-        """Add advisors (after the client's) and set context entries for them.
+    def advisors(
+        self,
+        *items: AnyAdvisor | AdvisorParams,
+        conversation_id: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        **unknown: Any,
+    ) -> Self:
+        """Add advisors (after the client's) and their per-request parameters.
 
-        Short names are translated (`conversation_id`, `filter`, `top_k`, `similarity_threshold`: see
-        `rag.client.request.PARAM_ALIASES`); other names are used as context keys verbatim.
+        `items` are advisors and typed parameter objects (`QuestionAnswerAdvisor.Params(top_k=3)`); each
+        advisor reads its own `Params` class, merged field by field over the client's defaults (later
+        wins). `conversation_id` is shared by every memory advisor. `params` takes Spring AI's names
+        (`qa_filter_expression`, `chat_memory_conversation_id`, ...: see `rag.advisors.aliases`).
+
+        Raises:
+            InvalidRequestError: any other keyword, an unknown Spring name (both named), a bad order.
         """
+        for name in unknown:
+            raise keyword_error(name)
+        typed, context = translate(params or {})
+        advisors = [item for item in items if not isinstance(item, AdvisorParams)]
         sort_advisors(advisors)
         self._advisors.extend(advisors)
-        self._context.update(context_entries({**(params or {}), **more}))
+        self._params = self._params.with_params(
+            [*typed, *(item for item in items if isinstance(item, AdvisorParams))]
+        )
+        if conversation_id is not None:
+            context[CONVERSATION_ID] = conversation_id
+        self._context.update(context)
         return self
 
     def tools(self, *tools: object) -> Self:
@@ -229,12 +258,12 @@ class ChatClientRequestSpec:
             context[TOOLS] = tuple(self._tools)
         if client.tool_context or self._tool_context:
             context[TOOL_CONTEXT] = {**client.tool_context, **self._tool_context}
-        return ChatClientRequest(Prompt(messages, options), context)
+        return ChatClientRequest(Prompt(messages, options), context, self._params)
 
     def _chain_advisors(self) -> list[AnyAdvisor]:
         advisors: list[AnyAdvisor] = list(self._advisors)
         if self._tools and not any(getattr(a, "executes_tools", False) for a in advisors):
-            # Imported here: rag.advisors imports rag.client, so a module-level import would be circular.
+            # Imported on first use: the tool machinery loads pydantic, which `import rag` must not.
             from rag.advisors.tool_call import ToolCallAdvisor
 
             advisors.append(ToolCallAdvisor())
@@ -308,7 +337,7 @@ class ChatClientRequestSpec:
         """The async `call()`: `await spec.acall()` is the response, `await spec.acall().content()` the text.
 
         The same advisors run in the same order; sync advisors run in worker threads (see
-        `rag.client.achain`). Cancelling the awaiting task cancels the model request.
+        `rag.advisors.achain`). Cancelling the awaiting task cancels the model request.
         """
         return AsyncCallResponseSpec(self._arun_call)
 

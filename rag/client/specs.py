@@ -8,16 +8,17 @@ from collections.abc import Callable, Iterator, Mapping
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from rag.advisors.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest, retrieved_documents
+from rag.advisors.response import ChatClientResponse
 from rag.chat.messages import ChatOptions, ChatResponse
-from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
-from rag.client.response import ChatClientResponse
+from rag.documents import Document
 from rag.errors import InvalidRequestError, StructuredOutputError
 from rag.observability.steps import client_span
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-    from rag.client.chain import AdvisorChain
+    from rag.advisors.chain import AdvisorChain
 
 __all__ = ["CallResponseSpec", "StreamResponseSpec", "entity_adapter", "entity_request", "parse_entity"]
 
@@ -167,6 +168,11 @@ class StreamResponseSpec:
     @property
     def context(self) -> dict[str, Any]:
         return self._request.context
+
+    @property
+    def documents(self) -> list[Document]:
+        """The documents the retrieving advisor found, once the stream has been read ([] before)."""
+        return retrieved_documents(self._request.context)
 
     def response(self) -> Iterator[ChatClientResponse]:
         """The chunks with the request's context."""

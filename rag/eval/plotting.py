@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from rag.errors import InvalidRequestError, MissingDependencyError
 from rag.eval.metrics import METRICS
@@ -13,9 +13,35 @@ from rag.eval.metrics import METRICS
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from rag.eval.results import EvalResults, SettingResult
+__all__ = ["PlotRow", "Plottable", "plot_results"]
 
-__all__ = ["plot_results"]
+
+class PlotRow(Protocol):
+    """What a plot reads of one result row (`rag.eval.results.SettingResult` has it)."""
+
+    @property
+    def mode(self) -> str: ...
+    @property
+    def filter(self) -> str: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def top_k(self) -> int: ...
+    @property
+    def metrics(self) -> Mapping[str, float]: ...
+    @property
+    def answers(self) -> Mapping[str, float | None]: ...
+
+
+class Plottable(Protocol):
+    """What a plot reads of a sweep's results (`rag.eval.results.EvalResults` has it)."""
+
+    @property
+    def rows(self) -> Sequence[PlotRow]: ...
+    @property
+    def answer_metrics(self) -> Sequence[str]: ...
+    def settings(self) -> list[tuple[str, str, float]]: ...
+
 
 _STYLES = ("-", "--", ":", "-.")
 _MARKERS = ("o", "s", "^", "D")
@@ -47,13 +73,13 @@ def _line_label(
     return ", ".join(parts)
 
 
-def _value(row: SettingResult, metric: str) -> float:
+def _value(row: PlotRow, metric: str) -> float:
     value = row.metrics[metric] if metric in row.metrics else row.answers.get(metric)
     return math.nan if value is None else value  # a gap in the line: the metric applied to no question
 
 
 def plot_results(
-    results: EvalResults,
+    results: Plottable,
     path: str | os.PathLike[str] | None = None,
     metrics: Sequence[str] = ("recall", "ndcg"),
 ) -> Figure:

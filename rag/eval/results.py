@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag.errors import ConfigError
 from rag.eval.metrics import METRICS
+from rag.eval.plotting import plot_results
 
 if TYPE_CHECKING:
     import pandas
@@ -208,8 +209,6 @@ class EvalResults:
             ConfigError: matplotlib is not installed.
             InvalidRequestError: an unknown metric name.
         """
-        from rag.eval.plotting import plot_results
-
         if metrics is None:
             answers = [m for m in ("answer_contains", "answer_f1") if m in self.answer_metrics]
             metrics = ("recall", "ndcg", *answers)

@@ -9,10 +9,11 @@ Example:
     (year >= 2020) AND (NOT (draft == true))
 """
 
+from rag.filters.builder import Key, key
 from rag.filters.evaluate import holds, matches
 from rag.filters.normal import MAX_DEPTH, Junction, Normal, normalize
 from rag.filters.parser import as_filter, parse
-from rag.filters.tree import And, Comparison, Filter, Key, Not, Op, Or, Scalar, key, negate, push_not_down
+from rag.filters.tree import And, Comparison, Filter, Not, Op, Or, Scalar, negate, push_not_down
 
 __all__ = [
     "MAX_DEPTH",

@@ -1,7 +1,6 @@
-"""Canonical text of a filter tree: every operand parenthesised, parsed back to an equal tree.
+"""Canonical text of filter comparisons: keys and values quoted so the text parses back to the same tree.
 
-A chain of the same operator along the left edge is written flat, `(a == 1) AND (b == 2) AND (c == 3)`,
-because AND and OR group left to right; this keeps long chains readable and their text shallow.
+`rag.filters.tree.to_text` walks a tree and writes each comparison with `comparison_text`.
 
 Example:
     >>> from rag.filters import key
@@ -13,9 +12,9 @@ from __future__ import annotations
 
 import re
 
-from rag.filters.tree import And, Comparison, Filter, Not, Scalar, operands
+__all__ = ["comparison_text"]
 
-__all__ = ["to_text"]
+Scalar = str | int | float | bool
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _KEYWORDS = frozenset({"and", "or", "not", "in", "nin", "contains", "is", "null", "true", "false", "where"})
@@ -45,36 +44,12 @@ def _value_text(value: Scalar) -> str:
     return _quote(value)
 
 
-def _comparison_text(node: Comparison) -> str:
-    name = _key_text(node.key)
-    if node.op.takes_no_value:
-        return f"{name} {node.op.value}"
-    if isinstance(node.value, tuple):
-        return f"{name} {node.op.value} [{', '.join(_value_text(v) for v in node.value)}]"
-    assert node.value is not None
-    return f"{name} {node.op.value} {_value_text(node.value)}"
-
-
-def to_text(node: Filter) -> str:
-    """The canonical text of `node`; `parse(to_text(node)) == node` for every tree with non-empty lists."""
-    parts: list[str] = []
-    # An explicit stack of nodes still to write and literal text, so deep trees need no recursion.
-    stack: list[Filter | str] = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            parts.append(item)
-        elif isinstance(item, Comparison):
-            parts.append(_comparison_text(item))
-        elif isinstance(item, Not):
-            parts.append("NOT (")
-            stack += [")", item.operand]
-        else:
-            separator = ") AND (" if isinstance(item, And) else ") OR ("
-            chain = operands(item)
-            parts.append("(")
-            stack.append(")")
-            for operand in reversed(chain[1:]):
-                stack += [operand, separator]
-            stack.append(chain[0])
-    return "".join(parts)
+def comparison_text(name: str, op: str, takes_no_value: bool, value: object) -> str:
+    """The text of one comparison: `name op value`, the key and the value quoted where needed."""
+    key_text = _key_text(name)
+    if takes_no_value:
+        return f"{key_text} {op}"
+    if isinstance(value, tuple):
+        return f"{key_text} {op} [{', '.join(_value_text(v) for v in value)}]"
+    assert isinstance(value, str | int | float | bool)
+    return f"{key_text} {op} {_value_text(value)}"

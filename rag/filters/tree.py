@@ -20,20 +20,20 @@ from enum import StrEnum
 from typing import Union
 
 from rag.errors import FilterError
+from rag.filters.text import comparison_text
 
 __all__ = [
     "And",
     "Comparison",
     "Filter",
-    "Key",
     "Not",
     "Op",
     "Or",
     "Scalar",
-    "key",
     "negate",
     "operands",
     "push_not_down",
+    "to_text",
 ]
 
 Scalar = str | int | float | bool
@@ -155,8 +155,6 @@ class _Node:
         return (type(node), tuple(getattr(node, f.name) for f in fields(node)))
 
     def __str__(self) -> str:
-        from rag.filters.text import to_text
-
         return to_text(_as_node(self))
 
     def __repr__(self) -> str:
@@ -209,6 +207,7 @@ class Comparison(_Node):
     """`key op value`; `value` is a tuple for IN / NOT IN and None for IS [NOT] NULL.
 
     Example:
+        >>> from rag.filters import key
         >>> Comparison("year", ">=", 2020) == (key("year") >= 2020)
         True
         >>> Comparison("draft", "==", True) == Comparison("draft", "==", 1)  # a boolean is not a number
@@ -249,6 +248,7 @@ class And(_Node):
     """Both operands hold.
 
     Example:
+        >>> from rag.filters import key
         >>> And(key("a") == 1, key("b") == 2) == ((key("a") == 1) & (key("b") == 2))
         True
     """
@@ -266,6 +266,7 @@ class Or(_Node):
     """At least one operand holds.
 
     Example:
+        >>> from rag.filters import key
         >>> Or(key("a") == 1, key("b") == 2) == ((key("a") == 1) | (key("b") == 2))
         True
     """
@@ -283,6 +284,7 @@ class Not(_Node):
     """The operand does not hold; see `negate` for how NOT is evaluated.
 
     Example:
+        >>> from rag.filters import key
         >>> Not(key("a") == 1) == ~(key("a") == 1)
         True
     """
@@ -364,55 +366,30 @@ def _without_not(node: Filter, negated: bool) -> Filter:
     return done[0]
 
 
-class Key:
-    """A metadata key in the filter builder: `key("year") >= 2020` makes a `Comparison`."""
+def to_text(node: Filter) -> str:
+    """The canonical text of `node`; `parse(to_text(node)) == node` for every tree with non-empty lists.
 
-    __slots__ = ("name",)
-    __hash__ = None  # type: ignore[assignment]  # == builds a filter, so a Key is not hashable
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __eq__(self, value: Scalar) -> Comparison:  # type: ignore[override]
-        return Comparison(self.name, Op.EQ, value)
-
-    def __ne__(self, value: Scalar) -> Comparison:  # type: ignore[override]
-        return Comparison(self.name, Op.NE, value)
-
-    def __lt__(self, value: Scalar) -> Comparison:
-        return Comparison(self.name, Op.LT, value)
-
-    def __le__(self, value: Scalar) -> Comparison:
-        return Comparison(self.name, Op.LE, value)
-
-    def __gt__(self, value: Scalar) -> Comparison:
-        return Comparison(self.name, Op.GT, value)
-
-    def __ge__(self, value: Scalar) -> Comparison:
-        return Comparison(self.name, Op.GE, value)
-
-    def in_(self, values: Iterable[Scalar]) -> Comparison:
-        return Comparison(self.name, Op.IN, tuple(values))
-
-    def not_in(self, values: Iterable[Scalar]) -> Comparison:
-        return Comparison(self.name, Op.NIN, tuple(values))
-
-    def contains(self, value: Scalar) -> Comparison:
-        return Comparison(self.name, Op.CONTAINS, value)
-
-    def not_contains(self, value: Scalar) -> Comparison:
-        return Comparison(self.name, Op.NOT_CONTAINS, value)
-
-    def is_null(self) -> Comparison:
-        return Comparison(self.name, Op.IS_NULL)
-
-    def is_not_null(self) -> Comparison:
-        return Comparison(self.name, Op.IS_NOT_NULL)
-
-    def __repr__(self) -> str:
-        return f"key({self.name!r})"
-
-
-def key(name: str) -> Key:
-    """Start a comparison on metadata key `name` (dotted or any text; no quoting needed here)."""
-    return Key(name)
+    A chain of the same operator along the left edge is written flat, `(a == 1) AND (b == 2) AND (c == 3)`,
+    because AND and OR group left to right; this keeps long chains readable and their text shallow.
+    """
+    parts: list[str] = []
+    # An explicit stack of nodes still to write and literal text, so deep trees need no recursion.
+    stack: list[Filter | str] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, Comparison):
+            parts.append(comparison_text(item.key, item.op.value, item.op.takes_no_value, item.value))
+        elif isinstance(item, Not):
+            parts.append("NOT (")
+            stack += [")", item.operand]
+        else:
+            separator = ") AND (" if isinstance(item, And) else ") OR ("
+            chain = operands(item)
+            parts.append("(")
+            stack.append(")")
+            for operand in reversed(chain[1:]):
+                stack += [operand, separator]
+            stack.append(chain[0])
+    return "".join(parts)

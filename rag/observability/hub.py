@@ -5,7 +5,7 @@ report through this module. Nothing listens by default: `active()` is None and e
 tracing in one comparison, so rag costs nothing and imports nothing extra. `rag.observability.enable_tracing`
 installs an OpenTelemetry backend (`rag.observability.otel`), the one implementation of `Instrumentation`.
 
-The `observer=` callback of `ChatClient` is fed from the same steps (see `rag.client.observation`): a
+The `observer=` callback of `ChatClient` is fed from the same steps (see `rag.advisors.observation`): a
 step opens a span here when tracing is on, and its end becomes both an `ObservationEvent` and the span's
 end, so the two views never disagree about what ran.
 """

@@ -14,16 +14,26 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from rag.chat.messages import ChatResponse, Prompt, ToolCall
 from rag.observability.hub import StepSpan, active
 
 if TYPE_CHECKING:
     from rag.documents import Document, SearchRequest
-    from rag.vectorstore import VectorStore
+
+
+class Searchable(Protocol):
+    """What `traced_search` needs of a store; every `rag.vectorstore.VectorStore` has it.
+
+    A protocol of its own, so this package (which embedders import) does not depend on the store layer.
+    """
+
+    def similarity_search(self, request: SearchRequest) -> list[Document]: ...
+
 
 __all__ = [
+    "Searchable",
     "advisor_span",
     "client_span",
     "end_model_span",
@@ -174,14 +184,14 @@ def tool_span(call: ToolCall) -> Iterator[StepSpan | None]:
 
 
 def store_kind(store: object) -> str:
-    """A short name for a store's family: its `kind` attribute, or from its class (`chroma`, `numpy`, `pgvector`)."""
+    """A short name for a store's family: its `kind`, or from its class (`chroma`, `numpy`, `pgvector`)."""
     kind = getattr(store, "kind", None)
     if isinstance(kind, str) and kind:
         return kind
     return type(store).__name__.removesuffix("VectorStore").removesuffix("Store").lower() or "store"
 
 
-def traced_search(store: VectorStore, request: SearchRequest) -> list[Document]:
+def traced_search(store: Searchable, request: SearchRequest) -> list[Document]:
     """`store.similarity_search(request)` inside a store-query span (kind, mode, top-k, filter, hits)."""
     backend = active()
     if backend is None:

@@ -2,6 +2,8 @@
 
 Stages, each a one-method protocol (see `rag.retrieval.stages`):
 
+- per-request search settings: `SearchParams` (as `QuestionAnswerAdvisor.Params` and
+  `VectorStoreDocumentRetriever.Params`);
 - query transformers: `RewriteQueryTransformer`, `CompressionQueryTransformer`,
   `TranslationQueryTransformer`; expander: `MultiQueryExpander`;
 - retriever: `VectorStoreDocumentRetriever`; joiners: `ConcatenationDocumentJoiner`,
@@ -21,6 +23,7 @@ from rag.retrieval.expansion import MultiQueryExpander
 from rag.retrieval.fusion import reciprocal_rank_fusion, weighted_fusion
 from rag.retrieval.joiners import ConcatenationDocumentJoiner, ReciprocalRankDocumentJoiner
 from rag.retrieval.mmr import mmr
+from rag.retrieval.params import SearchParams
 from rag.retrieval.postprocessors import MaximalMarginalRelevance, MaxPerSource, NearDuplicateFilter
 from rag.retrieval.rerankers import CrossEncoderReranker
 from rag.retrieval.retriever import VectorStoreDocumentRetriever
@@ -58,6 +61,7 @@ __all__ = [
     "QueryTransformer",
     "ReciprocalRankDocumentJoiner",
     "RewriteQueryTransformer",
+    "SearchParams",
     "TranslationQueryTransformer",
     "VectorStoreDocumentRetriever",
     "mmr",

@@ -20,13 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from rag.advisors.question_answer import format_document
 from rag.chat.template import PromptTemplate
 from rag.documents import Document
 from rag.retrieval.stages import Query
 from rag.retrieval.transformers import checked_template
 
-__all__ = ["DEFAULT_CONTEXT_TEMPLATE", "DEFAULT_EMPTY_CONTEXT_TEMPLATE", "ContextualQueryAugmenter"]
+__all__ = [
+    "DEFAULT_CONTEXT_TEMPLATE",
+    "DEFAULT_EMPTY_CONTEXT_TEMPLATE",
+    "ContextualQueryAugmenter",
+    "format_document",
+]
 
 _RULE = "-" * 21
 
@@ -46,6 +50,14 @@ DEFAULT_EMPTY_CONTEXT_TEMPLATE = PromptTemplate(
     "Question: {query}"
 )
 """Used when nothing was retrieved and empty context is not allowed. Placeholder: `{query}`."""
+
+
+def format_document(number: int, document: Document) -> str:
+    """One passage as the templates show it: `[n] (source: S, page P)` on a line, then the text."""
+    source = document.metadata.get("source", document.id)
+    page = document.metadata.get("page")
+    where = f"source: {source}" if page is None else f"source: {source}, page {page}"
+    return f"[{number}] ({where})\n{document.text}"
 
 
 class ContextualQueryAugmenter:

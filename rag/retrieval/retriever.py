@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
-from rag.advisors.question_answer import REQUEST_OVERRIDES, scoped_filter
 from rag.documents import Document, Fusion, SearchMode, SearchRequest
 from rag.filters import Filter, as_filter
+from rag.retrieval.params import SearchParams
+from rag.retrieval.scope import scoped_filter
 from rag.retrieval.stages import Query
 from rag.vectorstore import VectorStore
 
@@ -17,13 +18,14 @@ class VectorStoreDocumentRetriever:
     """Searches a store with the query's text: vector, lexical or hybrid, top-k, threshold, filters.
 
     `search_request` gives the defaults (its query is ignored) and the keywords override them, as for
-    `QuestionAnswerAdvisor`. Per request, the same context keys as for `QuestionAnswerAdvisor` win
-    (`.advisors(top_k=..., mode=..., similarity_threshold=..., filter=...)` sets them), for every such
-    retriever of the request. The filter searched with is built as a tree from three parts:
+    `QuestionAnswerAdvisor`. Per request, `VectorStoreDocumentRetriever.Params(top_k=..., mode=...,
+    filter=...)` given with `.advisors(...)` wins, for every such retriever of the request (the fields
+    are those of `QuestionAnswerAdvisor.Params`: one `SearchParams` definition). The filter searched
+    with is built as a tree from three parts:
 
     - `scope` (text or tree), ANDed in always: a request can narrow it, never widen it;
-    - the per-request filter in the query's context under `qa_filter_expression` (what
-      `.advisors(filter=...)` sets), which *replaces* the default `filter` for that request;
+    - the request's `Params(filter=...)` (Spring AI's name: `vector_store_filter`), which *replaces*
+      the default `filter` for that request;
     - `NOT rag:kind == 'chat_memory'`: documents written by `VectorStoreChatMemoryAdvisor` are never
       retrieved, whatever the filters say (the same `scoped_filter` the QuestionAnswerAdvisor uses).
 
@@ -37,6 +39,17 @@ class VectorStoreDocumentRetriever:
         >>> [d.id for d in retriever.retrieve(Query("When is the beacon lit?"))]
         ['en']
     """
+
+    @dataclass(frozen=True, slots=True, kw_only=True)
+    class Params(SearchParams):
+        """Per-request search settings of every `VectorStoreDocumentRetriever` of the request.
+
+        Example:
+            >>> VectorStoreDocumentRetriever.Params(top_k=2, mode="lexical").top_k
+            2
+        """
+
+        aliases = {"vector_store_filter": "filter"}  # noqa: RUF012  # a ClassVar of AdvisorParams
 
     def __init__(
         self,
@@ -53,26 +66,25 @@ class VectorStoreDocumentRetriever:
         diversity: float | None = None,
     ) -> None:
         self.store = store
-        base = search_request or SearchRequest("defaults")
-        changes: dict[str, Any] = {
-            "top_k": top_k,
-            "similarity_threshold": similarity_threshold,
-            "filter": filter,
-            "mode": mode,
-            "fusion": fusion,
-            "vector_weight": vector_weight,
-            "diversity": diversity,
-        }
-        self.search_request = base.replace(**{k: v for k, v in changes.items() if v is not None})
+        # The keywords are the same SearchParams a request may give, checked the same way.
+        defaults = self.Params(
+            top_k=top_k,
+            similarity_threshold=similarity_threshold,
+            filter=filter,
+            mode=mode,
+            fusion=fusion,
+            vector_weight=vector_weight,
+            diversity=diversity,
+        )
+        self.search_request = defaults.apply(search_request or SearchRequest("defaults"))
         self.scope = as_filter(scope)
 
     def search_request_for(self, query: Query) -> SearchRequest:
         """The search run for `query`: its text, the request's overrides over the defaults, scoped."""
-        changes: dict[str, Any] = {"query": query.text}
-        for key, field in REQUEST_OVERRIDES:
-            if query.context.get(key) is not None:
-                changes[field] = query.context[key]
-        search = self.search_request.replace(**changes)
+        search = self.search_request.replace(query=query.text)
+        wanted = query.params.get(VectorStoreDocumentRetriever.Params)
+        if wanted is not None:
+            search = wanted.apply(search)
         return search.replace(filter=scoped_filter(self.scope, search.filter))
 
     def retrieve(self, query: Query) -> list[Document]:

@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 from rag.chat.messages import Message
 from rag.documents import Document
 from rag.errors import InvalidRequestError
+from rag.params import ParamSet
 
 __all__ = [
     "DocumentJoiner",
@@ -47,17 +48,23 @@ class Query:
 
     `history` holds the messages that came before the question (system, user and assistant turns, as
     chat memory advisors put them into the prompt). `context` is the request's context dict, read-only
-    by convention: a retriever reads its per-request filter there (`qa_filter_expression`).
+    by convention. `params` are the request's typed parameters: a retriever finds its own there
+    (`VectorStoreDocumentRetriever.Params`).
 
     Example:
-        >>> query = Query("And in winter?", context={"qa_filter_expression": "lang == 'en'"})
-        >>> query.with_text("When is the beacon lit in winter?").context
-        {'qa_filter_expression': "lang == 'en'"}
+        >>> from rag.params import ParamSet
+        >>> from rag.retrieval import VectorStoreDocumentRetriever
+        >>> wanted = ParamSet([VectorStoreDocumentRetriever.Params(filter="lang == 'en'")])
+        >>> query = Query("And in winter?", params=wanted)
+        >>> str(query.with_text("When is the beacon lit in winter?").params.get(
+        ...     VectorStoreDocumentRetriever.Params).filter)
+        "lang == 'en'"
     """
 
     text: str
     history: tuple[Message, ...] = ()
     context: Mapping[str, Any] = field(default_factory=dict)
+    params: ParamSet = field(default_factory=ParamSet)
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str) or not self.text.strip():

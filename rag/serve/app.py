@@ -23,9 +23,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from rag.advisors.request import USAGE
 from rag.chat.messages import ChatResponse
 from rag.client.aspecs import AsyncStreamResponseSpec
-from rag.client.request import RETRIEVED_DOCUMENTS, USAGE
 from rag.errors import RagError
 from rag.serve.config import ServeConfig
 from rag.serve.limits import BodyTooLarge, RateLimiter, read_capped
@@ -174,7 +174,7 @@ class _Server:
         if chat.stream:
             return await self._chat_stream(request, chat, conversation_id)
         response = await _until_disconnected(request, self.service.answer(chat, conversation_id))
-        rows = source_rows(response.context.get(RETRIEVED_DOCUMENTS, []))
+        rows = source_rows(response.documents)
         body = completion_body(
             completion_id=new_completion_id(),
             model=self.config.model_name,
@@ -221,7 +221,7 @@ async def _events(
                 yield completion_chunk(completion_id, model, {"content": item.text})
             finish = item.finish_reason or finish
             item = await anext(chunks, None)
-        rows = source_rows(spec.context.get(RETRIEVED_DOCUMENTS, []))
+        rows = source_rows(spec.documents)
         if rows:
             yield completion_chunk(completion_id, model, {"content": citations_text(rows)})
         extra = {"sources": rows, "conversation_id": conversation_id}

@@ -62,10 +62,11 @@ class RagService:
         return Prompt(messages, request.options)
 
     def _spec(self, request: ChatRequest, conversation_id: str | None) -> Any:
-        params = {**request.retrieval}
-        if conversation_id is not None:
-            params["conversation_id"] = check_conversation_id(conversation_id)
-        return self._client(conversation_id).prompt(self._prompt(request, conversation_id)).advisors(**params)
+        # The extension fields are the QuestionAnswerAdvisor's Params: a bad value fails before any search.
+        search = QuestionAnswerAdvisor.Params(**request.retrieval)
+        checked = check_conversation_id(conversation_id) if conversation_id is not None else None
+        spec = self._client(conversation_id).prompt(self._prompt(request, conversation_id))
+        return spec.advisors(search, conversation_id=checked)
 
     async def answer(self, request: ChatRequest, conversation_id: str | None) -> ChatClientResponse:
         """The whole answer, through the advisor chain."""

@@ -15,11 +15,11 @@ from typing import Annotated, Any
 import pytest
 
 from rag.advisors.base import BaseAdvisor
+from rag.advisors.chain import AdvisorChain
+from rag.advisors.request import MODEL_CALLS, ChatClientRequest
 from rag.advisors.tool_call import RETURN_DIRECT, ToolCallAdvisor
 from rag.chat import Prompt, UserMessage
 from rag.client import ChatClient
-from rag.client.chain import AdvisorChain
-from rag.client.request import MODEL_CALLS, ChatClientRequest
 from rag.errors import ToolError
 from rag.models.openai import OpenAIChatModel
 from rag.tools import TOOL_MANUAL, TOOL_ROUNDS, ToolCallingManager, tool

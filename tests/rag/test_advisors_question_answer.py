@@ -10,7 +10,6 @@ from rag import Document, HashingEmbedding, SearchRequest
 from rag.advisors import QuestionAnswerAdvisor
 from rag.advisors.question_answer import DEFAULT_EMPTY_TEMPLATE
 from rag.client import ChatClient
-from rag.client.request import DIVERSITY, FUSION, RETRIEVED_DOCUMENTS, SEARCH_MODE, VECTOR_WEIGHT
 from rag.errors import InvalidRequestError, TemplateError
 from rag.filters import key
 from rag.models import ExtractiveChatModel
@@ -51,14 +50,15 @@ def store() -> NumpyVectorStore:
     return store
 
 
-def test_retrieved_documents_go_into_the_prompt_and_the_metadata(store: NumpyVectorStore) -> None:
+def test_retrieved_documents_go_into_the_prompt_and_the_response(store: NumpyVectorStore) -> None:
     model = FakeChatModel(default="answer")
     advisor = QuestionAnswerAdvisor(store, SearchRequest("ignored", top_k=2))
     response = ChatClient(model, advisors=[advisor]).prompt("When is the beacon lamp lit?").call().response()
-    documents = response.chat_response.metadata[RETRIEVED_DOCUMENTS]
+    documents = response.documents
     assert [d.id for d in documents] == ["en-beacon", "fr-beacon"]
     assert all(d.score is not None and d.score > 0 for d in documents)
-    assert response.context[RETRIEVED_DOCUMENTS] == documents
+    # Kept once, in the context the accessor reads: the reply's metadata carries no second copy.
+    assert not any(isinstance(v, list) and v == documents for v in response.chat_response.metadata.values())
     text = model.prompts[0].user_text
     assert text.startswith("When is the beacon lamp lit?\n\n")
     assert (
@@ -72,21 +72,26 @@ def test_retrieved_documents_go_into_the_prompt_and_the_metadata(store: NumpyVec
 def test_a_request_filter_replaces_the_default_filter(store: NumpyVectorStore) -> None:
     model = FakeChatModel(default="ok")
     client = ChatClient(model, advisors=[QuestionAnswerAdvisor(store, filter="lang == 'en'", top_k=4)])
-    ids = lambda spec: [d.id for d in spec.call().chat_response().metadata[RETRIEVED_DOCUMENTS]]  # noqa: E731
+    ids = lambda spec: [d.id for d in spec.call().response().documents]  # noqa: E731
     assert "fr-beacon" not in ids(client.prompt("beacon lamp"))
     # Replaced, not combined: the French document is found although the default filter excludes it.
-    assert ids(client.prompt("beacon lamp").advisors(filter="source == 'phare.md'")) == ["fr-beacon"]
-    assert ids(client.prompt("beacon lamp").advisors(filter=key("lang") == "fr")) == ["fr-beacon"]
+    by_text = QuestionAnswerAdvisor.Params(filter="source == 'phare.md'")
+    assert ids(client.prompt("beacon lamp").advisors(by_text)) == ["fr-beacon"]
+    by_tree = QuestionAnswerAdvisor.Params(filter=key("lang") == "fr")
+    assert ids(client.prompt("beacon lamp").advisors(by_tree)) == ["fr-beacon"]
+    # Spring AI's name is an alias of the same field.
+    spring = client.prompt("beacon lamp").advisors(params={"qa_filter_expression": "source == 'phare.md'"})
+    assert ids(spring) == ["fr-beacon"]
 
 
 def test_top_k_and_threshold_from_the_request(store: NumpyVectorStore) -> None:
     client = ChatClient(FakeChatModel(default="ok"), advisors=[QuestionAnswerAdvisor(store)])
-    one = client.prompt("beacon lamp").advisors(top_k=1).call().chat_response()
-    assert [d.id for d in one.metadata[RETRIEVED_DOCUMENTS]] == ["en-beacon"]
-    every = client.prompt("beacon lamp").call().chat_response()
-    assert len(every.metadata[RETRIEVED_DOCUMENTS]) == 4  # the default top_k
-    none = client.prompt("beacon lamp").advisors(similarity_threshold=0.99).call().chat_response()
-    assert none.metadata[RETRIEVED_DOCUMENTS] == []
+    one = client.prompt("beacon lamp").advisors(QuestionAnswerAdvisor.Params(top_k=1)).call().response()
+    assert [d.id for d in one.documents] == ["en-beacon"]
+    every = client.prompt("beacon lamp").call().response()
+    assert len(every.documents) == 4  # the default top_k
+    strict = QuestionAnswerAdvisor.Params(similarity_threshold=0.99)
+    assert client.prompt("beacon lamp").advisors(strict).call().response().documents == []
 
 
 def test_nothing_retrieved_tells_the_model_to_say_it_cannot_answer(store: NumpyVectorStore) -> None:
@@ -130,13 +135,13 @@ def test_custom_templates_and_their_placeholders(store: NumpyVectorStore) -> Non
         QuestionAnswerAdvisor(store, empty_template="nothing")
 
 
-def test_streaming_delivers_the_documents_in_the_last_chunk(store: NumpyVectorStore) -> None:
+def test_streaming_delivers_the_documents_once_the_stream_is_read(store: NumpyVectorStore) -> None:
     client = ChatClient(FakeChatModel([["The ", "lamp"]]), advisors=[QuestionAnswerAdvisor(store, top_k=1)])
     stream = client.prompt("beacon lamp").stream()
+    assert stream.documents == []  # nothing has run yet
     chunks = list(stream.chat_response())
     assert "".join(c.text for c in chunks) == "The lamp"
-    assert [d.id for d in chunks[-1].metadata[RETRIEVED_DOCUMENTS]] == ["en-beacon"]
-    assert [d.id for d in stream.context[RETRIEVED_DOCUMENTS]] == ["en-beacon"]
+    assert [d.id for d in stream.documents] == ["en-beacon"]
 
 
 def test_blank_user_text_is_an_error(store: NumpyVectorStore) -> None:
@@ -157,7 +162,7 @@ def test_mode_fusion_weight_and_diversity_reach_the_store(store: NumpyVectorStor
         diversity=0.25,
     )
     response = ChatClient(FakeChatModel(default="ok"), advisors=[advisor]).prompt("beacon lamp").call()
-    assert len(response.chat_response().metadata[RETRIEVED_DOCUMENTS]) == 2
+    assert len(response.response().documents) == 2
     (search,) = recording.requests
     assert (search.query, search.top_k, search.rrf_k) == ("beacon lamp", 2, 10)
     assert (search.mode, search.fusion, search.vector_weight, search.diversity) == (
@@ -176,17 +181,19 @@ def test_mode_fusion_weight_and_diversity_reach_the_store(store: NumpyVectorStor
     assert QuestionAnswerAdvisor(store).search_request.mode == "vector"  # SearchRequest's own default
 
 
-def test_search_settings_from_the_request_context(store: NumpyVectorStore) -> None:
+def test_search_settings_from_the_request_params(store: NumpyVectorStore) -> None:
     recording = RecordingStore(store)
     client = ChatClient(
         FakeChatModel(default="ok"), advisors=[QuestionAnswerAdvisor(recording, mode="hybrid", diversity=0.2)]
     )
+    Params = QuestionAnswerAdvisor.Params
     client.prompt("beacon lamp").advisors(
-        mode="lexical", fusion="weighted", vector_weight=0.9
+        Params(mode="lexical", fusion="weighted", vector_weight=0.9)
     ).call().content()
-    client.prompt("beacon lamp").advisors(search_mode="vector", diversity=0.0).call().content()
-    client.prompt("beacon lamp").advisors(
-        params={SEARCH_MODE: "hybrid", FUSION: "rrf", VECTOR_WEIGHT: 0.1, DIVERSITY: 0.6}
+    client.prompt("beacon lamp").advisors(Params(mode="vector", diversity=0.0)).call().content()
+    # Two Params of the same class in one request merge field by field, the later winning.
+    client.prompt("beacon lamp").advisors(Params(mode="lexical", fusion="rrf")).advisors(
+        Params(mode="hybrid", vector_weight=0.1, diversity=0.6)
     ).call().content()
     client.prompt("beacon lamp").call().content()  # the advisor's defaults again: nothing carries over
     seen = [(r.mode, r.fusion, r.vector_weight, r.diversity) for r in recording.requests]
@@ -211,9 +218,9 @@ def test_bad_search_settings_name_the_field(
     store: NumpyVectorStore, params: dict[str, Any], message: str
 ) -> None:
     recording = RecordingStore(store)
-    client = ChatClient(FakeChatModel(default="ok"), advisors=[QuestionAnswerAdvisor(recording)])
-    with pytest.raises(InvalidRequestError, match=message):
-        client.prompt("beacon lamp").advisors(**params).call().content()
+    with pytest.raises(InvalidRequestError, match=message) as raised:
+        QuestionAnswerAdvisor.Params(**params)  # fails when built, before any request or search
+    assert str(raised.value).startswith(f"QuestionAnswerAdvisor.Params({next(iter(params))}=...)")
     with pytest.raises(InvalidRequestError, match=message):
         QuestionAnswerAdvisor(store, **params)
     assert recording.requests == []

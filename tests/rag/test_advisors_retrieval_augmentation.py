@@ -12,7 +12,6 @@ from rag import Document, HashingEmbedding, RetrievalAugmentationAdvisor
 from rag.advisors import MessageChatMemoryAdvisor, VectorStoreChatMemoryAdvisor
 from rag.chat import Prompt, SystemMessage, UserMessage
 from rag.client import ChatClient, ChatClientResponse
-from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.errors import InvalidRequestError
 from rag.memory import InMemoryChatMemoryRepository, MessageWindowChatMemory
 from rag.models import ExtractiveChatModel
@@ -63,7 +62,7 @@ class Recorder:
 
 
 def _documents(response: ChatClientResponse) -> list[str]:
-    return [d.id for d in response.chat_response.metadata[RETRIEVED_DOCUMENTS]]
+    return [d.id for d in response.documents]
 
 
 def test_the_stages_run_in_order_and_the_model_sees_the_original_question(store: NumpyVectorStore) -> None:
@@ -104,8 +103,7 @@ def test_without_optional_stages_it_is_retrieve_then_augment(store: NumpyVectorS
     advisor = RetrievalAugmentationAdvisor(VectorStoreDocumentRetriever(store, top_k=3))
     response = ChatClient(model, advisors=[advisor]).prompt("When is the beacon lamp lit?").call().response()
     expected = store.similarity_search("When is the beacon lamp lit?")[:3]
-    assert [d.id for d in response.context[RETRIEVED_DOCUMENTS]] == [d.id for d in expected]
-    assert response.chat_response.metadata[RETRIEVED_DOCUMENTS] == response.context[RETRIEVED_DOCUMENTS]
+    assert [d.id for d in response.documents] == [d.id for d in expected]
 
 
 def test_empty_context_policy(store: NumpyVectorStore) -> None:
@@ -124,19 +122,24 @@ def test_empty_context_policy(store: NumpyVectorStore) -> None:
 def test_a_request_filter_reaches_the_retrievers(store: NumpyVectorStore) -> None:
     advisor = RetrievalAugmentationAdvisor(VectorStoreDocumentRetriever(store, top_k=5))
     client = ChatClient(FakeChatModel(default="ok"), advisors=[advisor])
-    response = client.prompt("beacon lamp allumé").advisors(filter="lang == 'fr'").call().response()
+    french = RetrievalAugmentationAdvisor.Params(filter="lang == 'fr'")
+    response = client.prompt("beacon lamp allumé").advisors(french).call().response()
     assert _documents(response) == ["phare"]
+    spring = client.prompt("beacon lamp allumé").advisors(params={"vector_store_filter": "lang == 'fr'"})
+    assert _documents(spring.call().response()) == ["phare"]
 
 
 def test_per_request_search_settings_reach_the_retrievers(store: NumpyVectorStore) -> None:
     retriever = VectorStoreDocumentRetriever(store, top_k=5, scope="source == 'beacon.md'")
     client = ChatClient(FakeChatModel(default="ok"), advisors=[RetrievalAugmentationAdvisor(retriever)])
-    one = client.prompt("beacon lamp keeper").advisors(top_k=1).call().response()
+    Params = VectorStoreDocumentRetriever.Params
+    one = client.prompt("beacon lamp keeper").advisors(Params(top_k=1)).call().response()
     assert len(_documents(one)) == 1
-    lexical = client.prompt("paraffin").advisors(mode="lexical").call().response()
+    lexical = client.prompt("paraffin").advisors(Params(mode="lexical")).call().response()
     assert _documents(lexical) == ["beacon-3"]  # the only document holding the word
-    assert lexical.chat_response.metadata[RETRIEVED_DOCUMENTS][0].score > 1.0  # a BM25 score, not a cosine
-    widened = client.prompt("tides").advisors(filter="source == 'tides.md'", top_k=5).call().response()
+    assert (lexical.documents[0].score or 0) > 1.0  # a BM25 score, not a cosine
+    wide = Params(filter="source == 'tides.md'", top_k=5)
+    widened = client.prompt("tides").advisors(wide).call().response()
     assert _documents(widened) == []  # the scope holds against a request filter
 
 
@@ -166,7 +169,9 @@ def test_chat_memory_in_the_same_store_is_never_retrieved(store: NumpyVectorStor
     for _ in range(2):
         response = (
             client.prompt("beacon lamp")
-            .advisors(conversation_id="a", filter="turn >= 0 OR lang IS NULL")
+            .advisors(
+                RetrievalAugmentationAdvisor.Params(filter="turn >= 0 OR lang IS NULL"), conversation_id="a"
+            )
             .call()
             .response()
         )
@@ -177,18 +182,9 @@ def test_chat_memory_in_the_same_store_is_never_retrieved(store: NumpyVectorStor
 
 def test_streaming_returns_the_documents_too(store: NumpyVectorStore) -> None:
     advisor = RetrievalAugmentationAdvisor(VectorStoreDocumentRetriever(store, top_k=2))
-    chunks = list(
-        ChatClient(FakeChatModel(default="At dusk."), advisors=[advisor])
-        .prompt("beacon lamp")
-        .stream()
-        .response()
-    )
-    found = [
-        c.chat_response.metadata[RETRIEVED_DOCUMENTS]
-        for c in chunks
-        if RETRIEVED_DOCUMENTS in c.chat_response.metadata
-    ]
-    assert len(found) == 1 and len(found[0]) == 2
+    stream = ChatClient(FakeChatModel(default="At dusk."), advisors=[advisor]).prompt("beacon lamp").stream()
+    assert "".join(stream.content()) == "At dusk."
+    assert len(stream.documents) == 2
 
 
 def test_the_offline_answerer_quotes_the_documents(store: NumpyVectorStore) -> None:

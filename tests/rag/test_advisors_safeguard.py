@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from rag.advisors import SafeGuardAdvisor
+from rag.advisors.request import SAFEGUARD_BLOCKED
 from rag.advisors.safeguard import DEFAULT_FAILURE_RESPONSE
 from rag.chat import AssistantMessage, UserMessage
 from rag.client import ChatClient
-from rag.client.request import SAFEGUARD_BLOCKED
 from rag.errors import InvalidRequestError
 from rag.testing import FakeChatModel
 

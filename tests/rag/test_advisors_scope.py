@@ -88,10 +88,8 @@ def _retrieved(advisor: QuestionAnswerAdvisor, filter: str | Filter | None = Non
     client = ChatClient(FakeChatModel(default="ok"), advisors=[advisor])
     spec = client.prompt("lighthouse lamp dusk")
     if filter is not None:
-        spec = spec.advisors(filter=filter)
-    response = spec.call().chat_response()
-    documents: list[Document] = response.metadata["qa_retrieved_documents"]
-    return documents
+        spec = spec.advisors(QuestionAnswerAdvisor.Params(filter=filter))
+    return spec.call().response().documents
 
 
 @pytest.mark.parametrize("filter", FILTERS, ids=str)

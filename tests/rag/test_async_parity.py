@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from rag.advisors import BaseAdvisor, MessageChatMemoryAdvisor, QuestionAnswerAdvisor
+from rag.advisors.request import retrieved_documents
 from rag.client import ChatClient, ChatClientRequest, ChatClientResponse
-from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.documents import Document
 from rag.embeddings import HashingEmbedding
 from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
@@ -88,7 +88,7 @@ class BothWays:
 
 
 def _run(mode: str, client: ChatClient, question: str) -> tuple[str, dict[str, Any]]:
-    spec = client.prompt(question).advisors(conversation_id="conv-1", top_k=2)
+    spec = client.prompt(question).advisors(QuestionAnswerAdvisor.Params(top_k=2), conversation_id="conv-1")
     if mode == "call":
         response = spec.call().response()
         return response.text, response.context
@@ -133,7 +133,7 @@ def _scenario(mode: str, folder: Path) -> dict[str, Any]:
     repository.close()
     return {
         "texts": [first[0], second[0]],
-        "retrieved": [[d.id for d in ctx[RETRIEVED_DOCUMENTS]] for _, ctx in (first, second)],
+        "retrieved": [[d.id for d in retrieved_documents(ctx)] for _, ctx in (first, second)],
         # The model step is named for the mode ("model:call", "model:stream"); the rest must match.
         "timings": [[t.name.split(":")[0] for t in ctx["rag.timings"]] for _, ctx in (first, second)],
         "log": log,

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 import pytest
 
 from rag.advisors import LOWEST_PRECEDENCE, BaseAdvisor
+from rag.advisors.observation import ObservationEvent
+from rag.advisors.orders import HIGHEST_PRECEDENCE
+from rag.advisors.request import MODEL_CALLS, TIMINGS, USAGE
 from rag.chat import AssistantMessage, ChatOptions, ChatResponse, Prompt, Usage
 from rag.client import MODEL_CALL_ORDER, AdvisorChain, ChatClient, ChatClientRequest, ChatClientResponse
-from rag.client.chain import HIGHEST_PRECEDENCE
-from rag.client.observation import ObservationEvent
-from rag.client.request import MODEL_CALLS, TIMINGS, USAGE
 from rag.errors import InvalidRequestError, ModelError
 from rag.testing import FakeChatModel
 

@@ -7,17 +7,11 @@ import json
 import pytest
 from pydantic import BaseModel
 
+from rag.advisors import QuestionAnswerAdvisor
+from rag.advisors.request import CONVERSATION_ID, MODEL_CALLS, TOOLS
 from rag.chat import AssistantMessage, ChatOptions, Prompt, SystemMessage, ToolDefinition, UserMessage
 from rag.chat.template import PromptTemplate
 from rag.client import ChatClient
-from rag.client.request import (
-    CONVERSATION_ID,
-    FILTER_EXPRESSION,
-    MODEL_CALLS,
-    SIMILARITY_THRESHOLD,
-    TOOLS,
-    TOP_K,
-)
 from rag.errors import InvalidRequestError, ModelError, StructuredOutputError, TemplateError
 from rag.testing import FakeChatModel
 
@@ -86,14 +80,16 @@ def test_options_merge_request_over_client_over_model() -> None:
     assert (second.temperature, second.max_tokens) == (0.5, 50)
 
 
-def test_advisor_params_become_context_entries() -> None:
+def test_advisor_params_travel_typed_and_the_conversation_id_in_the_context() -> None:
+    Params = QuestionAnswerAdvisor.Params
     spec = ChatClient(FakeChatModel(default="ok")).prompt("q")
-    spec.advisors(conversation_id="42", top_k=8, filter="year > 2020", similarity_threshold=0.3, custom="x")
-    spec.advisors(params={"top_k": 2, "raw_key": 1})
-    context = spec.build_request().context
-    assert context[CONVERSATION_ID] == "42" and context[FILTER_EXPRESSION] == "year > 2020"
-    assert context[TOP_K] == 2 and context[SIMILARITY_THRESHOLD] == 0.3
-    assert context["custom"] == "x" and context["raw_key"] == 1
+    spec.advisors(Params(top_k=8, filter="year > 2020", similarity_threshold=0.3), conversation_id="42")
+    spec.advisors(Params(top_k=2))
+    request = spec.build_request()
+    assert request.context == {CONVERSATION_ID: "42"}
+    params = request.params.get(Params)
+    assert params is not None and (params.top_k, params.similarity_threshold) == (2, 0.3)
+    assert str(params.filter) == "year > 2020"
 
 
 def test_tools_are_kept_in_the_context_and_listed_in_the_options() -> None:

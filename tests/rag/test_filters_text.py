@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from rag.errors import FilterSyntaxError
 from rag.filters import Comparison, Filter, Not, Op, key, parse
-from rag.filters.text import to_text
+from rag.filters.tree import to_text
 from stores.testing.strategies import filter_trees
 
 A, B, C = key("a") == 1, key("b") == 2, key("c") == 3

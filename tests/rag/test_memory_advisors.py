@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from rag.advisors import CHAT_MEMORY_ORDER, QUESTION_ANSWER_ORDER, QuestionAnswerAdvisor
+from rag.advisors.memory import ChatMemoryAdvisor
 from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.memory_prompt import PromptChatMemoryAdvisor
 from rag.advisors.memory_vector import MEMORY_DOCUMENTS, VectorStoreChatMemoryAdvisor
@@ -18,7 +19,6 @@ from rag.documents import Document
 from rag.errors import InvalidRequestError, ModelError, TemplateError
 from rag.filters import key
 from rag.memory import MessageWindowChatMemory
-from rag.memory.advising import ChatMemoryAdvisor
 from rag.testing import FakeChatModel, FakeEmbedding
 from stores import NumpyVectorStore
 

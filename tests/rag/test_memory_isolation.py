@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rag.advisors.memory import ChatMemoryAdvisor
 from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.memory_prompt import PromptChatMemoryAdvisor
 from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
@@ -23,7 +24,6 @@ from rag.chat import Prompt
 from rag.client import ChatClient
 from rag.documents import SearchRequest
 from rag.memory import InMemoryChatMemoryRepository, MessageWindowChatMemory, SQLiteChatMemoryRepository
-from rag.memory.advising import ChatMemoryAdvisor
 from rag.testing import FakeChatModel, FakeEmbedding
 from stores import ChromaVectorStore, NumpyVectorStore
 

@@ -10,7 +10,6 @@ import pytest
 
 from rag import Document, HashingEmbedding, RetrievalAugmentationAdvisor
 from rag.client import ChatClient
-from rag.client.request import RETRIEVED_DOCUMENTS
 from rag.errors import ConfigError, InvalidRequestError, ModelError
 from rag.http import RetryPolicy
 from rag.retrieval import (
@@ -71,7 +70,7 @@ def test_cross_encoder_inside_the_advisor(cross_encoder_dir: Path) -> None:
         VectorStoreDocumentRetriever(store, top_k=5), post_processors=[reranker]
     )
     response = ChatClient(FakeChatModel(default="ok"), advisors=[advisor]).prompt("the cat").call().response()
-    found = response.chat_response.metadata[RETRIEVED_DOCUMENTS]
+    found = response.documents
     retrieved = store.similarity_search("the cat")[:5]
     assert [d.id for d in found] == [d.id for d in reranker.process(Query("the cat"), retrieved)]
 

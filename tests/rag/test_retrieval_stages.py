@@ -21,6 +21,7 @@ from rag.advisors import QuestionAnswerAdvisor, VectorStoreChatMemoryAdvisor
 from rag.client import ChatClient
 from rag.errors import FilterSyntaxError, InvalidRequestError, TemplateError
 from rag.filters import key
+from rag.params import ParamSet
 from rag.retrieval import (
     ConcatenationDocumentJoiner,
     ContextualQueryAugmenter,
@@ -90,25 +91,31 @@ def test_retriever_searches_like_the_store_in_every_mode(store: VectorStore) -> 
     assert strict.retrieve(Query("beacon lamp")) == []
 
 
+def _with_filter(text: str) -> Query:
+    return Query("beacon lamp", params=ParamSet([VectorStoreDocumentRetriever.Params(filter=text)]))
+
+
 def test_retriever_filters_request_filter_scope_and_memory(store: VectorStore) -> None:
     store.add(DOCUMENTS)
     remembered = _remember(store)
     assert remembered
     retriever = VectorStoreDocumentRetriever(store, top_k=10, filter="lang == 'en'")
     assert set(_ids(retriever.retrieve(Query("beacon lamp")))) == {"en-beacon", "en-tides", "en-keeper"}
-    # A request filter (the context key `.advisors(filter=...)` sets) replaces the default one ...
-    french = Query("beacon lamp", context={"qa_filter_expression": "lang == 'fr'"})
+    # A request filter (the retriever's Params, as `.advisors(...)` passes them) replaces the default one ...
+    french = _with_filter("lang == 'fr'")
     assert _ids(retriever.retrieve(french)) == ["fr-beacon"]
     # ... but no filter brings chat memory back, and the scope is never widened.
     for widening in ("conversation_id == 'alice'", "'rag:kind' == 'chat_memory' OR lang IS NOT NULL"):
-        found = retriever.retrieve(Query("beacon lamp", context={"qa_filter_expression": widening}))
+        found = retriever.retrieve(_with_filter(widening))
         assert not set(_ids(found)) & remembered
     scoped = VectorStoreDocumentRetriever(store, top_k=10, scope=key("source") == "beacon.md")
-    wide = Query("beacon lamp", context={"qa_filter_expression": "source != 'beacon.md' OR lang == 'en'"})
+    wide = _with_filter("source != 'beacon.md' OR lang == 'en'")
     assert set(_ids(scoped.retrieve(wide))) == {"en-beacon", "en-keeper"}
     # The filter is the QuestionAnswerAdvisor's, built by the same function.
     qa = QuestionAnswerAdvisor(store, scope=key("source") == "beacon.md")
-    assert scoped.search_request_for(wide).filter == qa.effective_filter(wide.context["qa_filter_expression"])
+    assert scoped.search_request_for(wide).filter == qa.effective_filter(
+        "source != 'beacon.md' OR lang == 'en'"
+    )
 
 
 def test_retriever_rejects_bad_filters_and_settings() -> None:
@@ -118,7 +125,7 @@ def test_retriever_rejects_bad_filters_and_settings() -> None:
     with pytest.raises(InvalidRequestError, match="top_k"):
         VectorStoreDocumentRetriever(store, top_k=-1)
     with pytest.raises(FilterSyntaxError):
-        VectorStoreDocumentRetriever(store).retrieve(Query("x", context={"qa_filter_expression": "a =="}))
+        VectorStoreDocumentRetriever.Params(filter="a ==")
 
 
 def _doc(doc_id: str, score: float | None, text: str | None = None, **metadata: str) -> Document:

@@ -22,7 +22,7 @@ from rag.retrieval import (
 from rag.testing import FakeChatModel
 from tests.openai_server import OpenAIServer, Reply, completion
 
-CONTEXT = {"qa_filter_expression": "lang == 'en'"}
+CONTEXT = {"tenant": "acme"}
 HISTORY = (
     SystemMessage("Be brief."),
     UserMessage("When is the beacon lit?"),

@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from rag.advisors.base import AnyAdvisor, BaseAdvisor
+from rag.advisors.chain import AdvisorChain
+from rag.advisors.request import ChatClientRequest
+from rag.advisors.response import ChatClientResponse
 from rag.advisors.tool_call import RETURN_DIRECT, ToolCallAdvisor
 from rag.chat import AssistantMessage, Message, Prompt, ToolCall, ToolMessage, UserMessage
 from rag.client import ChatClient
-from rag.client.chain import AdvisorChain
-from rag.client.request import ChatClientRequest
-from rag.client.response import ChatClientResponse
 from rag.errors import InvalidRequestError, ToolError
 from rag.testing import FakeChatModel
 from rag.tools import (

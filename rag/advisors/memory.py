@@ -14,19 +14,20 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from rag.advisors.base import CHAT_MEMORY_ORDER, BaseAdvisor
+from rag.advisors.aggregate import aggregate_chunks
+from rag.advisors.base import BaseAdvisor
+from rag.advisors.orders import CHAT_MEMORY_ORDER
+from rag.advisors.request import CONVERSATION_ID, ChatClientRequest
+from rag.advisors.response import ChatClientResponse
 from rag.chat.messages import AssistantMessage, ChatResponse, Message, Prompt, SystemMessage, ToolMessage
 from rag.chat.template import PromptTemplate
-from rag.client.aggregate import aggregate_chunks
-from rag.client.request import CONVERSATION_ID, ChatClientRequest
-from rag.client.response import ChatClientResponse
 from rag.errors import InvalidRequestError, TemplateError
 from rag.memory.base import check_conversation_id
 from rag.tools.context import TOOL_MESSAGES
 
 if TYPE_CHECKING:
-    from rag.client.achain import AsyncAdvisorChain
-    from rag.client.chain import AdvisorChain
+    from rag.advisors.achain import AsyncAdvisorChain
+    from rag.advisors.chain import AdvisorChain
 
 __all__ = [
     "NEW_MESSAGES",

@@ -6,7 +6,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag.advisors.request import retrieved_documents
 from rag.chat.messages import ChatResponse
+from rag.documents import Document
 
 __all__ = ["ChatClientResponse"]
 
@@ -24,6 +26,18 @@ class ChatClientResponse:
 
     chat_response: ChatResponse
     context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def documents(self) -> list[Document]:
+        """The documents the retrieving advisor (`QuestionAnswerAdvisor`, `RetrievalAugmentationAdvisor`)
+        found for this request, best first, with their scores; [] when none ran or nothing matched.
+
+        Example:
+            >>> from rag.chat import AssistantMessage, ChatResponse
+            >>> ChatClientResponse(ChatResponse(AssistantMessage("No idea."))).documents
+            []
+        """
+        return retrieved_documents(self.context)
 
     @property
     def text(self) -> str:

@@ -7,7 +7,7 @@ types. Only *how* a step runs differs:
 - an advisor with an async method (`aadvise_call` / `aadvise_stream`, as `BaseAdvisor` provides) that is
   at least as specific as its sync one is awaited on the event loop;
 - a sync-only advisor (or one whose subclass overrode only the sync method) runs in a thread, and the
-  chain it calls into is bridged back to the loop (`rag.client.threads.BridgeChain`);
+  chain it calls into is bridged back to the loop (`BridgeChain`, below);
 - the model's `acall` / `astream` are awaited when it has them (`OpenAIChatModel` does); a sync model
   runs in a worker thread.
 
@@ -26,26 +26,27 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+import concurrent.futures
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, TypeVar
 
+from rag.advisors.chain import CallStep, ChainPosition, final_prompt, retry_prompt
+from rag.advisors.observation import EventKind
+from rag.advisors.orders import Advisor, advisor_name
+from rag.advisors.request import OUTPUT_VALIDATOR, ChatClientRequest
+from rag.advisors.response import ChatClientResponse
+from rag.advisors.stream_step import StreamStep, StreamSummary
+from rag.advisors.threads import END, iterate_in_thread, run_bridged
 from rag.chat.messages import ChatResponse, Prompt
 from rag.chat.model import ChatModel
-from rag.client.chain import CallStep, ChainPosition, advisor_name, final_prompt, retry_prompt
-from rag.client.observation import EventKind
-from rag.client.request import OUTPUT_VALIDATOR, ChatClientRequest
-from rag.client.response import ChatClientResponse
-from rag.client.stream_step import StreamStep, StreamSummary
-from rag.client.threads import BridgeChain, iterate_in_thread, run_bridged
 from rag.errors import InvalidRequestError
 from rag.observability.hub import StepSpan
 from rag.observability.steps import advisor_span, model_span
 
-if TYPE_CHECKING:
-    from rag.advisors.base import Advisor
+__all__ = ["AsyncAdvisorChain", "BridgeChain", "is_async_capable"]
 
-__all__ = ["AsyncAdvisorChain", "is_async_capable"]
+T = TypeVar("T")
 
 _METHODS = {"call": ("advise_call", "aadvise_call"), "stream": ("advise_stream", "aadvise_stream")}
 
@@ -249,3 +250,84 @@ async def _bridged_stream(
     except asyncio.CancelledError:
         bridge.cancel()
         raise
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+class _Waits:
+    """What one bridged advisor waits for on the loop, shared by the chains it copies."""
+
+    def __init__(self) -> None:
+        self.futures: set[concurrent.futures.Future[Any]] = set()
+        self.cancelled = False
+
+
+class BridgeChain:
+    """The sync chain a sync advisor sees inside an async chain (see the module docstring).
+
+    It offers what advisors use of `AdvisorChain`: `next_call`, `next_stream`, `copy(after=...)`, and
+    the `advisors`, `remaining`, `model` and `observation` properties.
+    """
+
+    def __init__(
+        self, chain: AsyncAdvisorChain, loop: asyncio.AbstractEventLoop, waits: _Waits | None = None
+    ) -> None:
+        self._chain = chain
+        self._loop = loop
+        self._waits = waits if waits is not None else _Waits()
+
+    def _wait(self, awaitable: Awaitable[Any]) -> Any:
+        waits = self._waits
+        if waits.cancelled:
+            close = getattr(awaitable, "close", None)
+            if callable(close):
+                close()  # never awaited: close it so Python does not warn
+            raise concurrent.futures.CancelledError("the async request was cancelled")
+        future = asyncio.run_coroutine_threadsafe(_awaited(awaitable), self._loop)
+        waits.futures.add(future)
+        try:
+            return future.result()
+        finally:
+            waits.futures.discard(future)
+
+    def cancel(self) -> None:
+        """Cancel what the bridged advisor waits for: its thread then sees `CancelledError` and ends."""
+        self._waits.cancelled = True
+        for future in list(self._waits.futures):
+            future.cancel()
+
+    @property
+    def advisors(self) -> tuple[Any, ...]:
+        return self._chain.advisors
+
+    @property
+    def remaining(self) -> tuple[Any, ...]:
+        return self._chain.remaining
+
+    @property
+    def model(self) -> Any:
+        return self._chain.model
+
+    @property
+    def observation(self) -> Any:
+        return self._chain.observation
+
+    def copy(self, *, after: Any) -> BridgeChain:
+        return BridgeChain(self._chain.copy(after=after), self._loop, self._waits)
+
+    def next_call(self, request: ChatClientRequest) -> ChatClientResponse:
+        response: ChatClientResponse = self._wait(self._chain.anext_call(request))
+        return response
+
+    def next_stream(self, request: ChatClientRequest) -> Iterator[ChatClientResponse]:
+        stream = self._chain.anext_stream(request)
+        try:
+            while True:
+                item = self._wait(anext(stream, END))
+                if item is END:
+                    return
+                yield item
+        finally:
+            self._wait(stream.aclose())

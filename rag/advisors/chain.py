@@ -5,13 +5,11 @@ position, handing it the chain positioned after it; past the last advisor sits t
 calls the model. Positions are immutable, so `chain.copy(after=advisor)` is simply the position after
 `advisor`: running it again re-runs every advisor behind `advisor` and the model (tool loops, retries).
 
-Orders are integers from `HIGHEST_PRECEDENCE` to `LOWEST_PRECEDENCE`; lower runs first on the way in and
-last on the way out; ties keep registration order (the sort is stable). The model call is not an advisor:
-an order beyond `LOWEST_PRECEDENCE` is an `InvalidRequestError`, since nothing can run after the model.
+Advisors run by `order` (see `rag.advisors.orders`); the model call is the reserved last step.
 
 Example:
     >>> from rag.chat import Prompt
-    >>> from rag.client.request import ChatClientRequest
+    >>> from rag.advisors.request import ChatClientRequest
     >>> from rag.testing import FakeChatModel
     >>> chain = AdvisorChain.build(FakeChatModel(["Hi!"]), [])
     >>> chain.next_call(ChatClientRequest(Prompt("Hello"))).text
@@ -22,71 +20,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
+from rag.advisors.observation import EventKind, Observation, Observer
+from rag.advisors.orders import Advisor, advisor_name, order_of, sort_advisors
+from rag.advisors.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
+from rag.advisors.response import ChatClientResponse
+from rag.advisors.stream_step import StreamStep, StreamSummary
 from rag.chat.messages import AssistantMessage, ChatResponse, Prompt, UserMessage
 from rag.chat.model import ChatModel
-from rag.client.observation import EventKind, Observation, Observer
-from rag.client.request import OUTPUT_FORMAT, OUTPUT_VALIDATOR, ChatClientRequest
-from rag.client.response import ChatClientResponse
-from rag.client.stream_step import StreamStep, StreamSummary
 from rag.errors import InvalidRequestError
 from rag.observability.hub import StepSpan
 from rag.observability.steps import advisor_span, end_model_span, model_span
 
-if TYPE_CHECKING:
-    from rag.advisors.base import Advisor, CallAdvisor, StreamAdvisor
-
-__all__ = [
-    "DEFAULT_ORDER",
-    "HIGHEST_PRECEDENCE",
-    "LOWEST_PRECEDENCE",
-    "MODEL_CALL_ORDER",
-    "AdvisorChain",
-    "advisor_name",
-    "sort_advisors",
-]
-
-HIGHEST_PRECEDENCE = -(2**31)
-"""The smallest order: runs first on the way in, last on the way out."""
-LOWEST_PRECEDENCE = 2**31 - 1
-"""The largest order an advisor may have: the last advisor before the model call."""
-MODEL_CALL_ORDER = LOWEST_PRECEDENCE + 1
-"""Where the terminal model call sits; reserved, no advisor may take it or go beyond it."""
-DEFAULT_ORDER = 0
-"""The order of an advisor that does not choose one."""
+__all__ = ["AdvisorChain", "CallStep", "ChainPosition", "final_prompt", "retry_prompt"]
 
 _RETRY_FEEDBACK = (
     "Your previous reply could not be used: {problem}\n"
     "Reply again with only the corrected output, following the required format exactly."
 )
-
-
-def advisor_name(advisor: object) -> str:
-    """An advisor's `name`, or its class name when it has none."""
-    name = getattr(advisor, "name", None)
-    return name if isinstance(name, str) and name else type(advisor).__name__
-
-
-def _order_of(advisor: object) -> int:
-    order = getattr(advisor, "order", DEFAULT_ORDER)
-    if isinstance(order, bool) or not isinstance(order, int):
-        raise InvalidRequestError(f"advisor {advisor_name(advisor)!r} has order {order!r}; it must be an int")
-    if not HIGHEST_PRECEDENCE <= order <= LOWEST_PRECEDENCE:
-        raise InvalidRequestError(
-            f"advisor {advisor_name(advisor)!r} has order {order!r}, outside HIGHEST_PRECEDENCE.."
-            f"LOWEST_PRECEDENCE ({HIGHEST_PRECEDENCE}..{LOWEST_PRECEDENCE}); the model call is the reserved "
-            "last step and no advisor can run after it"
-        )
-    return order
-
-
-def sort_advisors(advisors: Iterable[Advisor]) -> tuple[Advisor, ...]:
-    """The advisors by `order`, ties in the order given. Raises `InvalidRequestError` on a bad order."""
-    items = list(advisors)
-    orders = [_order_of(advisor) for advisor in items]
-    ranked = sorted(range(len(items)), key=orders.__getitem__)  # sorted() is stable: ties keep their order
-    return tuple(items[i] for i in ranked)
 
 
 def _check_capability(advisors: Sequence[Advisor], mode: Literal["call", "stream"]) -> None:
@@ -108,7 +60,7 @@ class _Core:
     def __init__(self, advisors: tuple[Advisor, ...], model: ChatModel, observation: Observation) -> None:
         self.advisors = advisors
         self.names = tuple(advisor_name(advisor) for advisor in advisors)
-        self.orders = tuple(_order_of(advisor) for advisor in advisors)
+        self.orders = tuple(order_of(advisor) for advisor in advisors)
         self.model = model
         self.observation = observation
 
@@ -170,7 +122,7 @@ class ChainPosition:
     """What the sync and async chains share: one request's ordered advisors and a position in them.
 
     `build` sorts the advisors and checks they can run in the mode; `copy(after=advisor)` repositions.
-    `AdvisorChain` and `rag.client.achain.AsyncAdvisorChain` add how a step runs.
+    `AdvisorChain` and `rag.advisors.achain.AsyncAdvisorChain` add how a step runs.
     """
 
     __slots__ = ("_core", "_index")
@@ -278,7 +230,7 @@ class AdvisorChain(ChainPosition):
         advisor = core.advisors[index]
         name = core.names[index]
         with CallStep(observation, "advisor", name, advisor_span(name, core.orders[index])):
-            response = cast("CallAdvisor", advisor).advise_call(request, AdvisorChain(core, index + 1))
+            response = cast(Any, advisor).advise_call(request, AdvisorChain(core, index + 1))
         if not isinstance(response, ChatClientResponse):
             raise InvalidRequestError(
                 f"advisor {core.names[index]!r} returned {response!r} from advise_call; "
@@ -327,7 +279,7 @@ class AdvisorChain(ChainPosition):
         advisor = core.advisors[index]
         _check_capability([advisor], "stream")  # chains built for calls can still be streamed by hand
         following = AdvisorChain(core, index + 1)
-        advise = cast("StreamAdvisor", advisor).advise_stream
+        advise = cast(Any, advisor).advise_stream
         name, order = core.names[index], core.orders[index]
         return self._timed_stream(
             "advisor", name, lambda: advise(request, following), lambda: advisor_span(name, order)

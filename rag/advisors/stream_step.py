@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from time import perf_counter
 
+from rag.advisors.observation import EventKind, Observation
 from rag.chat.messages import AssistantMessage, ChatResponse, Usage
-from rag.client.observation import EventKind, Observation
 from rag.observability.hub import StepSpan
 from rag.observability.steps import end_model_span
 

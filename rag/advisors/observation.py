@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, TypeAlias
 
+from rag.advisors.request import MODEL_CALLS, TIMINGS, USAGE
 from rag.chat.messages import Usage
-from rag.client.request import MODEL_CALLS, TIMINGS, USAGE
 from rag.observability.hub import StepSpan
 
 __all__ = ["EventKind", "Observation", "ObservationEvent", "Observer", "Timing"]
