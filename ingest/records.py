@@ -188,7 +188,7 @@ def resolve_store(settings: Settings) -> Settings:
 
     A Chroma server URL alone means `chroma`. A home that holds the collection in one store gives its kind,
     and its server: the Chroma URL, or the database URL with the password left out (libpq then reads it
-    from `PGPASSWORD` or `~/.pgpass`; a given `RAG_DATABASE_URL` wins). An empty home gets the default
+    from `~/.pgpass` or `PGPASSWORD`; a given `RAG_DATABASE_URL` wins). An empty home gets the default
     kind, `chroma`.
 
     Raises:
@@ -215,7 +215,11 @@ def resolve_store(settings: Settings) -> Settings:
 
 
 def _without_password(masked: str) -> str:
-    """A recorded (masked) database URL without its `***` password, so libpq looks the password up."""
-    url = re.sub(r":\*\*\*@", "@", masked, count=1)
-    url = re.sub(r"([?&])password=\*\*\*(&|$)", lambda m: m.group(1) if m.group(2) else "", url)
-    return re.sub(r"\s*password\s*=\s*\*\*\*", "", url).rstrip("?&")
+    """A recorded (masked) database URL with an empty password instead of `***`.
+
+    libpq treats an empty password as none given and looks it up (`~/.pgpass`, and `PGPASSWORD` for the
+    URL forms), and the URL masks to the recorded one again, so it finds its record.
+    """
+    if "://" in masked:
+        return re.sub(r"([?&]password=)\*\*\*", r"\1", re.sub(r":\*\*\*@", ":@", masked, count=1))
+    return re.sub(r"(password\s*=\s*)\*\*\*", r"\1''", masked)

@@ -98,6 +98,9 @@ class ChromaVectorStore(AsyncStoreMixin):
         >>> store.close()
     """
 
+    kind = "chroma"
+    """The store's name in the CLI (`--store chroma`), in a home's records and in traces."""
+
     def __init__(
         self,
         embedding: EmbeddingModel,

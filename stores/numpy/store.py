@@ -78,6 +78,9 @@ class NumpyVectorStore(AsyncStoreMixin):
         path: A folder to load from when it holds a saved store, and the default target of `save()`.
     """
 
+    kind = "numpy"
+    """The store's name in the CLI (`--store numpy`), in a home's records and in traces."""
+
     def __init__(
         self, embedding: EmbeddingModel, *, batch_size: int = 256, path: PathLike | None = None
     ) -> None:

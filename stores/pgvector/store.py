@@ -65,6 +65,9 @@ class PgVectorStore:
             bulk loads).
     """
 
+    kind = "pgvector"
+    """The store's name in the CLI (`--store pgvector`), in a home's records and in traces."""
+
     def __init__(
         self,
         embedding: EmbeddingModel,

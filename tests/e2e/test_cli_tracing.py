@@ -18,7 +18,7 @@ def test_console_spans_go_to_stderr(cli: Cli, docs: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("RAG_OTEL", "console")
     result = cli("query", "keepers ledger", "--store", "numpy")
     assert result.exit_code == 0, result.stderr
-    assert '"name": "query inmemory"' in result.stderr and '"db.system.name": "inmemory"' in result.stderr
+    assert '"name": "query numpy"' in result.stderr and '"db.system.name": "numpy"' in result.stderr
     assert '"name"' not in result.stdout  # results stay clean for scripts
 
 
@@ -40,7 +40,7 @@ def test_otlp_export_reaches_a_collector(
         for scope in resource.scope_spans
         for span in scope.spans
     }
-    assert {"ingest", "chat_client call", "advisor QuestionAnswerAdvisor", "query inmemory", "chat"} <= set(
+    assert {"ingest", "chat_client call", "advisor QuestionAnswerAdvisor", "query numpy", "chat"} <= set(
         spans
     )
     resource, _ = spans["chat_client call"]

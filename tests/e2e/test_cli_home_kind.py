@@ -1,0 +1,96 @@
+"""A home records its store kind: after `rag ingest --store numpy` (or pgvector), every command finds that
+store without `--store`; an explicit `--store` the home does not hold is an error naming the one it does.
+
+Through the real entry point (click's runner), on real numpy folders and the test session's PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import Result
+
+from ingest import open_home
+from rag.config import Settings
+
+RunCli = Callable[..., Result]
+
+
+def test_numpy_home_then_plain_commands(cli: RunCli, docs: Path, rag_home: Path, tmp_path: Path) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    assert list(json.loads((rag_home / "stores.json").read_text(encoding="utf-8"))) == ["numpy:rag"]
+    found = cli("query", "who logs fog signals", "--top-k", "1")
+    assert found.exit_code == 0, found.stderr
+    assert "keepers.txt" in found.stdout
+    answer = cli("ask", "Who logs fog signals?")
+    assert answer.exit_code == 0, answer.stderr
+    assert "ledger" in answer.stdout
+    info = cli("info", "--json")
+    assert info.exit_code == 0, info.stderr
+    facts = json.loads(info.stdout)
+    assert facts["store"] == "numpy" and facts["location"] == str(rag_home / "numpy" / "rag")
+    assert facts["count"] >= 3
+    chat = cli("chat", "--conversation", "c1", input="Who logs fog signals?\n/exit\n")
+    assert chat.exit_code == 0, chat.stderr
+    assert "ledger" in chat.stdout
+    questions = tmp_path / "q.jsonl"
+    line = {"question": "who logs fog signals", "relevant": [{"source": "docs/keepers.txt"}]}
+    questions.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    evaluated = cli("eval", questions, "--top-k", "1", "--json")
+    assert evaluated.exit_code == 0, evaluated.stderr
+    again = cli("ingest", docs, "--json")  # plain ingest: the same numpy store, so nothing to write
+    assert again.exit_code == 0, again.stderr
+    assert json.loads(again.stdout)["chunks_written"] == 0
+    assert not (rag_home / "chroma").exists()
+    deleted = cli("delete", "--source", "docs/tides.md", "--yes")
+    assert deleted.exit_code == 0, deleted.stderr
+    with open_home(rag_home, settings=Settings()) as home:  # the same store from Python, one call
+        assert home.kind == "numpy" and home.store.count() == facts["count"] - 1
+
+
+def test_an_explicit_store_the_home_does_not_hold_is_an_error_naming_it(
+    cli: RunCli, docs: Path, rag_home: Path
+) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    result = cli("query", "fog", "--store", "chroma")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: no chroma collection 'rag' in {str(rag_home)!r}; "
+        "the home holds it as numpy:rag (--store numpy); run `rag ingest` first"
+    ]
+
+
+def test_a_collection_in_two_stores_needs_a_choice(cli: RunCli, docs: Path) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    assert cli("ingest", docs, "--store", "chroma").exit_code == 0
+    result = cli("query", "fog")
+    assert result.exit_code == 2
+    assert "2 stores (chroma:rag, numpy:rag); choose one with --store" in result.stderr
+    assert cli("query", "fog", "--store", "numpy").exit_code == 0
+    assert cli("query", "fog", "--collection", "other", "--store", "numpy").exit_code == 1
+
+
+def test_pgvector_home_then_plain_commands_without_the_password(
+    cli: RunCli, docs: Path, rag_home: Path, postgres_server_url: str, fresh_name: Callable[[str], str]
+) -> None:
+    import psycopg
+    from psycopg import sql
+
+    secret = "S3cret-home-77"
+    role = fresh_name("role")
+    with psycopg.connect(postgres_server_url, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE ROLE {} LOGIN SUPERUSER PASSWORD {}").format(sql.Identifier(role), secret)
+        )
+    _, _, rest = postgres_server_url.partition("@")
+    url = f"postgresql://{role}:{secret}@{rest}"
+    assert cli("ingest", docs, "--store", "pgvector", "--database-url", url).exit_code == 0
+    assert secret not in (rag_home / "stores.json").read_text(encoding="utf-8")
+    found = cli("query", "who logs fog signals", "--top-k", "1")  # no --store, no --database-url
+    assert found.exit_code == 0, found.stderr
+    assert "keepers.txt" in found.stdout and secret not in found.stdout + found.stderr
+    info = cli("info", "--json")
+    assert info.exit_code == 0, info.stderr
+    assert json.loads(info.stdout)["store"] == "pgvector" and secret not in info.stdout
