@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pytest
+
+from stores.testing._extra import missing
+
+try:
+    import pytest
+except ImportError as exc:  # the suite is pytest tests: say which extra brings pytest
+    raise missing("pytest", __name__) from exc
 
 from rag.documents import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
