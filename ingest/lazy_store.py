@@ -6,17 +6,18 @@ on a numpy home never needs chromadb at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 from rag.documents import Document, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.filters import Filter
+from rag.store_get import GetMixin, GetRequest
 from rag.vectorstore import VectorStore
 
 __all__ = ["LazyStore"]
 
 
-class LazyStore:
+class LazyStore(GetMixin):
     """A `VectorStore` that opens the real one on first use.
 
     Example:
@@ -64,16 +65,10 @@ class LazyStore:
         """Delete by ids or by filter; returns how many documents were removed."""
         return self.real.delete(ids, filter=filter)
 
-    def get(
-        self,
-        ids: Sequence[str] | None = None,
-        filter: str | Filter | None = None,
-        limit: int | None = None,
-        *,
-        include_embeddings: bool = False,
-    ) -> list[Document]:
-        """Documents by ids and/or filter, without scores."""
-        return self.real.get(ids, filter, limit, include_embeddings=include_embeddings)
+    def _get_documents(self, request: GetRequest) -> list[Document]:
+        return self.real.get(
+            request.ids, request.filter, request.limit, include_embeddings=request.include_embeddings
+        )
 
     def count(self, filter: str | Filter | None = None) -> int:
         """How many documents (match the filter)."""

@@ -231,6 +231,24 @@ class VectorStoreConformance(SearchModeConformance):
             == ["d1", "d2", "d3", "d4", "d6", "d7"][:limit]
         )
 
+    @pytest.mark.parametrize(
+        ("arguments", "message"),
+        [
+            ({"limit": -1}, "limit must be an integer >= 0 or None, got -1"),
+            ({"limit": True}, "limit must be an integer >= 0 or None, got True"),
+            ({"limit": 1.5}, "limit must be an integer >= 0 or None, got 1.5"),
+            ({"ids": "d1"}, "ids must be a list of ids, not the single string 'd1'"),
+            ({"ids": ["d1", 7]}, "ids must be strings, got 7"),
+        ],
+        ids=["negative", "bool", "float", "one-string", "not-a-string"],
+    )
+    def test_bad_get_arguments_have_one_message(
+        self, filtered: VectorStore, arguments: dict[str, object], message: str
+    ) -> None:
+        with pytest.raises(InvalidRequestError) as info:
+            filtered.get(**arguments)  # type: ignore[arg-type]
+        assert str(info.value) == message
+
     def test_get_embeddings_only_when_asked(self, filtered: VectorStore) -> None:
         assert all(d.embedding is None for d in filtered.get())
         with_vectors = filtered.get(["d1"], include_embeddings=True)
