@@ -49,6 +49,7 @@ __all__ = ["LOCK_FILE", "MANIFEST", "Snapshot", "exists", "read", "saved_generat
 
 MANIFEST = "manifest.json"
 LOCK_FILE = ".lock"
+# The store's name before it was `NumpyVectorStore`, kept in the format tag so every saved folder still loads.
 _FORMAT = "rag-advisors/inmemory-store"
 _VERSION = 1
 _DATA_PREFIXES = ("vectors-", "documents-", f".{MANIFEST}.")
