@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import Result
 
 from ingest import open_home
@@ -94,3 +96,25 @@ def test_pgvector_home_then_plain_commands_without_the_password(
     info = cli("info", "--json")
     assert info.exit_code == 0, info.stderr
     assert json.loads(info.stdout)["store"] == "pgvector" and secret not in info.stdout
+
+
+def test_the_homes_guide_runs_as_written(
+    cli: RunCli,
+    docs: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "homes.md").read_text(encoding="utf-8")
+    monkeypatch.setenv("HOME", str(tmp_path))  # the guide's "~/.rag"
+    monkeypatch.chdir(tmp_path)  # and its "docs/" (the fixture's folder)
+    assert cli("ingest", docs, "--store", "numpy", "--home", tmp_path / ".rag").exit_code == 0
+    code = guide.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "docs/homes.md", "exec"), namespace)
+    printed = capsys.readouterr().out.split()
+    assert printed == ["numpy", "rag", "hashing", str(tmp_path / ".rag" / "numpy" / "rag")]
+    assert namespace["report"].counts["unchanged"] == 3 and len(namespace["hits"]) == 3
+    shown = guide.split('$ rag query "pump" --store chroma\n', 1)[1].split("\n", 1)[0]
+    result = cli("query", "pump", "--store", "chroma", "--home", ".rag")
+    assert result.exit_code == 1 and result.stderr.strip() == shown
