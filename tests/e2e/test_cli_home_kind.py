@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from click.testing import Result
 
@@ -38,10 +39,12 @@ def test_numpy_home_then_plain_commands(cli: RunCli, docs: Path, rag_home: Path,
     assert chat.exit_code == 0, chat.stderr
     assert "ledger" in chat.stdout
     questions = tmp_path / "q.jsonl"
-    line = {"question": "who logs fog signals", "relevant": [{"source": "docs/keepers.txt"}]}
+    line = {"question": "who logs fog signals", "relevant": [{"source": "keepers.txt"}]}
     questions.write_text(json.dumps(line) + "\n", encoding="utf-8")
     evaluated = cli("eval", questions, "--top-k", "1", "--json")
     assert evaluated.exit_code == 0, evaluated.stderr
+    assert json.loads(evaluated.stdout)["settings"][0]["hit_rate"] == 1.0
+    assert f"against {rag_home / 'numpy' / 'rag'}" in evaluated.stderr
     again = cli("ingest", docs, "--json")  # plain ingest: the same numpy store, so nothing to write
     assert again.exit_code == 0, again.stderr
     assert json.loads(again.stdout)["chunks_written"] == 0
@@ -118,3 +121,19 @@ def test_the_homes_guide_runs_as_written(
     shown = guide.split('$ rag query "pump" --store chroma\n', 1)[1].split("\n", 1)[0]
     result = cli("query", "pump", "--store", "chroma", "--home", ".rag")
     assert result.exit_code == 1 and result.stderr.strip() == shown
+
+
+def test_serve_finds_the_numpy_store_without_store_options(docs: Path, tmp_path: Path) -> None:
+    from tests.e2e.serve_helpers import ServeProcess, rag_env, run_rag
+
+    env = rag_env(tmp_path / "served")
+    del env["RAG_STORE"]  # the helper's default: this test leaves the choice to the home
+    assert run_rag(["ingest", str(docs), "--store", "numpy"], env).returncode == 0
+    server = ServeProcess(["--rate-limit", "0"], env)
+    try:
+        response = httpx.post(f"{server.base}/v1/search", json={"query": "fog signals ledger", "top_k": 1})
+        assert response.status_code == 200
+        assert [hit["metadata"]["source"] for hit in response.json()["data"]] == ["keepers.txt"]
+    finally:
+        log = server.stop()
+    assert "serving " + str(tmp_path / "served" / "numpy" / "rag") in log
