@@ -51,7 +51,14 @@ from rag.vectorstore import VectorStore
 if TYPE_CHECKING:
     from ingest.pipeline import IngestPipeline
 
-__all__ = ["Home", "open_home"]
+__all__ = ["Home", "home_lock", "open_home"]
+
+
+def home_lock(
+    home: Path, *, timeout_s: float | None = None, on_wait: Callable[[str], None] | None = None
+) -> HomeLock:
+    """The lock one ingestion into the home folder `home` holds (`rag ingest`, `Home.lock`)."""
+    return HomeLock(home / "ingest.lock", timeout_s=timeout_s, on_wait=on_wait)
 
 
 def open_home(
@@ -219,7 +226,7 @@ class Home:
 
     def lock(self, timeout_s: float | None = None) -> HomeLock:
         """The lock `rag ingest` holds while it writes this home (a context manager)."""
-        return HomeLock(self.path / "ingest.lock", timeout_s=timeout_s)
+        return home_lock(self.path, timeout_s=timeout_s)
 
     def close(self) -> None:
         """Close the pipelines' manifests, the store if it was opened, then the model's HTTP client."""

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ingest.embedders import make_splitter
-from ingest.home import Home
+from ingest.home import Home, home_lock
 from rag.cli._common import common_options, open_store, settings_from
 from rag.cli._options import store_options
 from rag.documents import MetadataValue
@@ -172,7 +172,6 @@ def ingest(
         rag ingest corpus.jsonl --text-field title,text --id-field _id --store numpy
         rag ingest site/ --as-text .cfg --as-text .properties
     """
-    from ingest.lock import HomeLock
     from ingest.readers import ReaderOptions
 
     extra = parse_meta(meta)
@@ -190,9 +189,7 @@ def ingest(
         )
     except RagError as exc:
         raise click.BadParameter(str(exc), param_hint="--as-text") from exc
-    wait = HomeLock(
-        settings.home / "ingest.lock", timeout_s=lock_timeout, on_wait=lambda m: click.echo(m, err=True)
-    )
+    wait = home_lock(settings.home, timeout_s=lock_timeout, on_wait=lambda m: click.echo(m, err=True))
     with wait:
         opened = open_store(settings, create=True)
         try:

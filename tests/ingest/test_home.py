@@ -7,6 +7,8 @@ as that version wrote it.
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import json
 import subprocess
 import sys
@@ -15,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest import Home, open_home
+from ingest import Home, HomeLockedError, open_home
+from ingest.home import home_lock
 from ingest.records import parse_key, resolve_store
 from rag import Document, HashingEmbedding
 from rag.config import Settings
@@ -214,3 +217,31 @@ def test_the_repr_names_the_store_not_its_secrets(tmp_path: Path) -> None:
             f"Home(path={str(tmp_path)!r}, kind='numpy', collection='rag', embedder='hashing', "
             f"location={str(tmp_path / 'numpy' / 'rag')!r})"
         )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ingest.home",
+        "ingest.records",
+        "ingest.embedders",
+        "ingest.lazy_store",
+        "rag.store_get",
+        "stores.durable",
+        "stores.testing._extra",
+    ],
+)
+def test_the_examples_run(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("RAG_HOME", "RAG_STORE", "RAG_COLLECTION", "RAG_EMBEDDER"):
+        monkeypatch.delenv(variable, raising=False)
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_home_lock_is_the_one_rag_ingest_takes(tmp_path: Path) -> None:
+    with open_home(tmp_path, store="numpy", settings=_settings(), create=True) as home, home.lock():
+        with pytest.raises(HomeLockedError):
+            home_lock(tmp_path, timeout_s=0).acquire()  # what `rag ingest --lock-timeout 0` does
+        assert (tmp_path / "ingest.lock").exists()
+    with home_lock(tmp_path, timeout_s=0) as again:  # released with the block
+        assert again.path == str(tmp_path / "ingest.lock")
