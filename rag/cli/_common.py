@@ -19,7 +19,6 @@ import click
 from ingest.embedders import DEFAULT_EMBEDDER, build_embedder
 from ingest.home import Home
 from ingest.records import (
-    StoreRecord,
     load_records,
     pg_table_name,
     record_from,
@@ -36,7 +35,6 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "OpenedStore",
     "RagGroup",
-    "StoreRecord",
     "build_embedder",
     "common_options",
     "open_store",
