@@ -1,4 +1,7 @@
-"""Ingestion: readers, splitters and the incremental pipeline that fills a vector store.
+"""Ingestion: readers, splitters, the incremental pipeline that fills a vector store, and homes.
+
+`open_home(path)` opens the store a home folder holds (the one `rag ingest` built there) with its
+recorded kind, embedder, chunking and search settings, and makes ingest pipelines into it.
 
 Example:
     >>> from rag import HashingEmbedding
@@ -7,6 +10,7 @@ Example:
     >>> pipeline = IngestPipeline(NumpyVectorStore(HashingEmbedding()), RecursiveSplitter())
 """
 
+from ingest.home import Home, open_home
 from ingest.lock import HomeLock, HomeLockedError
 from ingest.manifest import Manifest
 from ingest.pipeline import IngestPipeline
@@ -20,6 +24,7 @@ __all__ = [
     "SUPPORTED_SUFFIXES",
     "Chunk",
     "FileReport",
+    "Home",
     "HomeLock",
     "HomeLockedError",
     "IngestPipeline",
@@ -32,6 +37,7 @@ __all__ = [
     "SkippedFile",
     "TerminalProgress",
     "Unit",
+    "open_home",
     "read_file",
     "walk",
 ]

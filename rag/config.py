@@ -3,8 +3,8 @@
 | Variable            | Meaning                                                        | Default      |
 |---------------------|----------------------------------------------------------------|--------------|
 | `RAG_HOME`          | folder holding the embedded store, manifests and records       | `./.rag`     |
-| `RAG_STORE`         | `chroma` (embedded, or a server with `RAG_CHROMA_URL`), `numpy` | `chroma`     |
-|                     | or `pgvector` (PostgreSQL at `RAG_DATABASE_URL`)                |              |
+| `RAG_STORE`         | `chroma` (embedded, or a server with `RAG_CHROMA_URL`), `numpy` | the home's,  |
+|                     | or `pgvector` (PostgreSQL at `RAG_DATABASE_URL`)                | else chroma  |
 | `RAG_CHROMA_URL`    | a Chroma server (`http://127.0.0.1:8000`) instead of embedded   | unset        |
 | `RAG_DATABASE_URL`  | PostgreSQL for `RAG_STORE=pgvector`: vectors, manifest, chat    | unset        |
 | `RAG_COLLECTION`    | collection name (3-512 of `A-Za-z0-9._-`, alphanumeric ends)    | `rag`        |
@@ -55,6 +55,7 @@ from rag.errors import ConfigError
 __all__ = [
     "DEFAULT_FUSION",
     "DEFAULT_SEARCH_MODE",
+    "DEFAULT_STORE",
     "DEFAULT_VECTOR_WEIGHT",
     "STORE_KINDS",
     "VECTOR_WEIGHT_BY_EMBEDDER",
@@ -64,6 +65,8 @@ __all__ = [
 ]
 
 STORE_KINDS = ("chroma", "numpy", "pgvector")
+DEFAULT_STORE = "chroma"
+"""The store kind of a new home when neither `--store` nor `RAG_STORE` names one."""
 # Chosen on BEIR SciFact with the default hashing embedder (benchmarks/quality.py), nDCG@10: vector 0.43,
 # lexical 0.678, hybrid with plain RRF 0.58, RRF weighted 0.2 to vector 0.64, weighted score fusion with
 # vector weight 0.2: 0.682, the best. A stronger embedder deserves a larger RAG_VECTOR_WEIGHT: measure it
@@ -145,10 +148,11 @@ def _or(value: float | None, default: float) -> float:
 class Settings:
     """The toolkit's configuration: store location and kind, embedder, chunking, chat endpoint, search.
 
-    `embedder`, `chunk_size` and `chunk_overlap` are None when not set: the CLI then uses what the store
-    was built with, or the defaults. So are `search_mode` and `vector_weight`: the CLI then uses what the
-    home recorded for the store, and `search_request()` the defaults for the embedder. Construct with
-    `from_env()`, then apply options with `replace()`.
+    `store` is None when not set: opening the home then uses the kind it holds the collection in, else
+    `DEFAULT_STORE`. `embedder`, `chunk_size` and `chunk_overlap` are None when not set: the CLI then uses
+    what the store was built with, or the defaults. So are `search_mode` and `vector_weight`: the CLI
+    then uses what the home recorded for the store, and `search_request()` the defaults for the
+    embedder. Construct with `from_env()`, then apply options with `replace()`.
 
     Example:
         >>> s = Settings(home=Path("/tmp/rag-home"), store="numpy")
@@ -157,7 +161,7 @@ class Settings:
     """
 
     home: Path = Path(".rag")
-    store: str = "chroma"
+    store: str | None = None
     chroma_url: str | None = None
     database_url: str | None = dataclasses.field(default=None, repr=False)  # may hold a password
     collection: str = "rag"
@@ -175,7 +179,7 @@ class Settings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "home", Path(self.home))
-        if self.store not in STORE_KINDS:
+        if self.store is not None and self.store not in STORE_KINDS:
             raise ConfigError(f"store must be one of {', '.join(STORE_KINDS)}; got {self.store!r}")
         if not _COLLECTION.fullmatch(self.collection):
             raise ConfigError(
@@ -243,7 +247,7 @@ class Settings:
         env = os.environ if environ is None else environ
         return cls(
             home=Path(_text(env, "RAG_HOME") or ".rag"),
-            store=(_text(env, "RAG_STORE") or "chroma").lower(),
+            store=(_text(env, "RAG_STORE") or "").lower() or None,
             chroma_url=_text(env, "RAG_CHROMA_URL"),
             database_url=_text(env, "RAG_DATABASE_URL"),
             collection=_text(env, "RAG_COLLECTION") or "rag",

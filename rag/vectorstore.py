@@ -1,4 +1,8 @@
-"""The `VectorStore` protocol: the behaviour every store implements, specified in its docstring."""
+"""The `VectorStore` protocol: the behaviour every store implements, specified in its docstring.
+
+A store need not restate `get`: `rag.store_get.GetMixin` defines it (signature, checks, messages) over
+one `_get_documents(request)` method.
+"""
 
 from __future__ import annotations
 

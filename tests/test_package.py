@@ -157,7 +157,26 @@ def test_advisor_and_client_names_are_pinned() -> None:
 
 
 def test_exports_are_sorted_and_resolve() -> None:
-    for package in (rag, stores, ingest, rag.retrieval, rag.advisors, rag.client, rag.memory):
+    import stores.chroma
+    import stores.lexical
+    import stores.numpy
+    import stores.pgvector
+    import stores.testing
+
+    for package in (
+        rag,
+        stores,
+        stores.numpy,
+        stores.chroma,
+        stores.lexical,
+        stores.pgvector,
+        stores.testing,
+        ingest,
+        rag.retrieval,
+        rag.advisors,
+        rag.client,
+        rag.memory,
+    ):
         names = list(package.__all__)
         assert names == sorted(names, key=_isort_key), package.__name__
         for name in names:
@@ -174,7 +193,57 @@ def test_public_names_are_pinned() -> None:
     ]
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
     assert "PostgresChatMemoryRepository" in rag.__all__
-    assert {"HomeLock", "HomeLockedError", "IngestPipeline", "Manifest", "walk"} <= set(ingest.__all__)
+    assert ingest.__all__ == [
+        "SUPPORTED_SUFFIXES",
+        "Chunk",
+        "FileReport",
+        "Home",
+        "HomeLock",
+        "HomeLockedError",
+        "IngestPipeline",
+        "IngestReport",
+        "Manifest",
+        "ProgressEvent",
+        "ReadResult",
+        "ReaderOptions",
+        "RecursiveSplitter",
+        "SkippedFile",
+        "TerminalProgress",
+        "Unit",
+        "open_home",
+        "read_file",
+        "walk",
+    ]
+
+
+def test_store_family_exports_are_pinned() -> None:
+    import stores.chroma
+    import stores.lexical
+    import stores.numpy
+    import stores.pgvector
+    import stores.testing
+
+    assert stores.numpy.__all__ == ["NumpyVectorStore"]
+    assert stores.chroma.__all__ == ["ChromaVectorStore"]
+    assert stores.pgvector.__all__ == ["PgVectorStore"]
+    assert stores.lexical.__all__ == [
+        "DEFAULT_B",
+        "DEFAULT_K1",
+        "LexicalIndex",
+        "LexicalSettings",
+        "LexicalStats",
+    ]
+    assert stores.testing.__all__ == ["Reopen", "VectorStoreConformance"]
+    # one name per store: the class's `kind` is its `--store` name and its folder in `stores/`
+    for family, cls in (
+        ("numpy", stores.NumpyVectorStore),
+        ("chroma", stores.ChromaVectorStore),
+        ("pgvector", stores.PgVectorStore),
+    ):
+        assert cls.kind == family and cls.__module__ == f"stores.{family}.store"
+    from rag.config import STORE_KINDS
+
+    assert STORE_KINDS == ("chroma", "numpy", "pgvector")
 
 
 def test_observability_and_eval_exports_are_pinned() -> None:

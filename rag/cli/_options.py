@@ -117,7 +117,7 @@ def _remember_url(ctx: click.Context, _param: click.Parameter, value: str | None
 def store_options(*, defaults: bool = False) -> Callable[[F], F]:
     """`--store`, `--collection` (parameters `store`, `collection`) and `--database-url` (read by
     `settings_from`); `defaults` names the defaults in the help."""
-    store_default = "; default chroma" if defaults else ""
+    store_default = ", else chroma" if defaults else ""
     collection_default = "; default rag" if defaults else ""
 
     def decorate(func: F) -> F:
@@ -133,7 +133,10 @@ def store_options(*, defaults: bool = False) -> Callable[[F], F]:
             "--collection", help=f"Collection name [env RAG_COLLECTION{collection_default}]."
         )(func)
         return click.option(
-            "--store", type=click.Choice(STORE_KINDS), help=f"Store kind [env RAG_STORE{store_default}]."
+            "--store",
+            type=click.Choice(STORE_KINDS),
+            help="Store kind [env RAG_STORE; default: the kind the home holds the collection in"
+            f"{store_default}].",
         )(func)
 
     return decorate

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
+from ingest.search_record import SearchRecord
 from rag.cli._common import open_store, record_search
-from rag.cli._search import SearchRecord
 from rag.config import Settings
 from rag.documents import SEARCH_MODES, SearchMode
 from rag.eval import QueryEmbeddingCache, QuestionSet

@@ -7,28 +7,13 @@ from typing import Any
 
 import click
 
+from ingest.embedders import chunking_in_effect
+from ingest.search_record import search_origin
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
 from rag.cli._options import store_options
-from rag.cli._search import search_origin
 from rag.config import DEFAULT_SEARCH_MODE, default_vector_weight
 
 __all__ = ["chunking_in_effect", "describe", "info", "recorded_search"]
-
-
-def chunking_in_effect(size: int | None, overlap: int | None) -> tuple[int, int]:
-    """The chunk size and overlap `rag ingest` uses for a store's recorded settings (None: the default).
-
-    The same rule as `rag.cli.ingest.make_splitter`, without loading the embedding model; a model with a
-    shorter input limit clamps the size further when it splits.
-
-    Example:
-        >>> chunking_in_effect(None, None), chunking_in_effect(20, None)
-        ((200, 30), (20, 19))
-    """
-    from ingest.splitters import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
-
-    size = DEFAULT_CHUNK_SIZE if size is None else size
-    return size, min(DEFAULT_CHUNK_OVERLAP, size - 1) if overlap is None else overlap
 
 
 def recorded_search(opened: OpenedStore) -> dict[str, Any]:

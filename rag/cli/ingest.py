@@ -8,10 +8,11 @@ from typing import Any
 
 import click
 
+from ingest.embedders import make_splitter
+from ingest.home import Home, home_lock
 from rag.cli._common import common_options, open_store, settings_from
 from rag.cli._options import store_options
 from rag.documents import MetadataValue
-from rag.embeddings import EmbeddingModel, TokenCounter
 from rag.errors import RagError
 
 __all__ = ["ingest", "make_splitter", "parse_meta"]
@@ -36,16 +37,6 @@ def parse_meta(items: tuple[str, ...]) -> dict[str, MetadataValue]:
                     continue
         meta[name.strip()] = value
     return meta
-
-
-def make_splitter(model: EmbeddingModel, chunk_size: int | None, chunk_overlap: int | None) -> Any:
-    """The recursive splitter sized in the model's tokens (words when it has no tokenizer)."""
-    from ingest.splitters import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, RecursiveSplitter
-
-    size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
-    overlap = min(DEFAULT_CHUNK_OVERLAP, size - 1) if chunk_overlap is None else chunk_overlap
-    counter = model if isinstance(model, TokenCounter) else None
-    return RecursiveSplitter(size, overlap, counter)
 
 
 def _print_report(report: Any, as_json: bool, verbose: bool) -> None:
@@ -181,7 +172,6 @@ def ingest(
         rag ingest corpus.jsonl --text-field title,text --id-field _id --store numpy
         rag ingest site/ --as-text .cfg --as-text .properties
     """
-    from ingest.lock import HomeLock
     from ingest.readers import ReaderOptions
 
     extra = parse_meta(meta)
@@ -199,9 +189,7 @@ def ingest(
         )
     except RagError as exc:
         raise click.BadParameter(str(exc), param_hint="--as-text") from exc
-    wait = HomeLock(
-        settings.home / "ingest.lock", timeout_s=lock_timeout, on_wait=lambda m: click.echo(m, err=True)
-    )
+    wait = home_lock(settings.home, timeout_s=lock_timeout, on_wait=lambda m: click.echo(m, err=True))
     with wait:
         opened = open_store(settings, create=True)
         try:
@@ -222,7 +210,7 @@ def ingest(
 
 
 def _run(
-    opened: Any,
+    opened: Home,
     options: Any,
     extra: dict[str, MetadataValue],
     paths: tuple[Path, ...],
@@ -231,25 +219,14 @@ def _run(
     follow_symlinks: bool,
     embed_context: bool,
 ) -> Any:
-    """One pipeline run on an opened store (the home's lock is held)."""
-    from ingest.pipeline import IngestPipeline
+    """One pipeline run on an opened store (the home's lock is held; closing the home closes the manifest)."""
     from ingest.progress import TerminalProgress
 
-    splitter = make_splitter(opened.store.embedding, opened.record.chunk_size, opened.record.chunk_overlap)
-    pipeline = IngestPipeline(
-        opened.store,
-        splitter,
-        manifest=opened.open_manifest(),
-        flush=opened.flush,
+    pipeline = opened.pipeline(
         reader_options=options,
         extra_metadata=extra,
         on_progress=TerminalProgress(),
         embed_context=embed_context,
     )
     include, exclude = globs
-    try:
-        return pipeline.run(
-            paths, include=include, exclude=exclude, prune=prune, follow_symlinks=follow_symlinks
-        )
-    finally:
-        pipeline.manifest.close()
+    return pipeline.run(paths, include=include, exclude=exclude, prune=prune, follow_symlinks=follow_symlinks)

@@ -9,17 +9,19 @@ from typing import Any
 from rag.filters.normal import Junction, Normal, normalize
 from rag.filters.tree import Comparison, Filter, Op, Scalar
 
-__all__ = ["compare", "holds", "matches"]
+__all__ = ["ORDERING", "compare", "holds", "is_number", "matches"]
 
-_ORDER: dict[Op, Callable[[Any, Any], Any]] = {
+ORDERING: dict[Op, Callable[[Any, Any], Any]] = {
     Op.LT: operator.lt,
     Op.LE: operator.le,
     Op.GT: operator.gt,
     Op.GE: operator.ge,
 }
+"""The ordering operators and their Python functions (the stores' compiled filters share them)."""
 
 
-def _is_number(value: object) -> bool:
+def is_number(value: object) -> bool:
+    """Whether a filter value is a number: an int or a float, never a bool (FILTERS.md)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -27,7 +29,7 @@ def _equal(a: object, b: object) -> bool:
     """Equality as FILTERS.md says: numbers by value across int/float, a boolean is not a number."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if _is_number(a) and _is_number(b):
+    if is_number(a) and is_number(b):
         return a == b
     if isinstance(a, str) and isinstance(b, str):
         return a == b
@@ -35,9 +37,9 @@ def _equal(a: object, b: object) -> bool:
 
 
 def _ordered(a: object, op: Op, b: object) -> bool:
-    if not ((_is_number(a) and _is_number(b)) or (isinstance(a, str) and isinstance(b, str))):
+    if not ((is_number(a) and is_number(b)) or (isinstance(a, str) and isinstance(b, str))):
         return False
-    return bool(_ORDER[op](a, b))
+    return bool(ORDERING[op](a, b))
 
 
 def _positive(value: object, op: Op, operand: Scalar | tuple[Scalar, ...] | None) -> bool:

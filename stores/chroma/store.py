@@ -38,6 +38,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
+from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin
 from stores.chroma.client import connect, lock_key, open_collection, purger
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
@@ -74,7 +75,7 @@ def _check_positive(name: str, value: int | None) -> None:
         raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-class ChromaVectorStore(AsyncStoreMixin):
+class ChromaVectorStore(GetMixin, AsyncStoreMixin):
     """Documents in a Chroma collection of unit vectors, searched by cosine, filtered exactly like numpy.
 
     `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR
@@ -97,6 +98,9 @@ class ChromaVectorStore(AsyncStoreMixin):
         ['a']
         >>> store.close()
     """
+
+    kind = "chroma"
+    """The store's name in the CLI (`--store chroma`), in a home's records and in traces."""
 
     def __init__(
         self,
@@ -285,7 +289,7 @@ class ChromaVectorStore(AsyncStoreMixin):
         """Delete by ids or by filter; returns how many documents were removed."""
         if (ids is None) == (filter is None):
             raise InvalidRequestError("delete() takes ids or filter=..., exactly one of them")
-        unique = None if ids is None else self._unique(ids)
+        unique = None if ids is None else unique_ids(ids)
         tree = as_filter(filter)
         with self._lock.write():
             return self._delete(unique, tree)
@@ -314,16 +318,6 @@ class ChromaVectorStore(AsyncStoreMixin):
             return compile_filter(None)
         return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy, ordered=self._ordered)
 
-    @staticmethod
-    def _unique(ids: Iterable[str]) -> list[str]:
-        if isinstance(ids, str):
-            raise InvalidRequestError(f"ids must be a list of ids, not a single string: {ids!r}")
-        unique = list(dict.fromkeys(ids))
-        for item in unique:
-            if not isinstance(item, str):
-                raise InvalidRequestError(f"ids must be strings, got {item!r}")
-        return unique
-
     def _fetch(self, ids: list[str], where: Where | None, *, include: Sequence[str]) -> list[Row]:
         rows: list[Row] = []
         for start in range(0, len(ids), self._batch_size):
@@ -343,20 +337,9 @@ class ChromaVectorStore(AsyncStoreMixin):
             rows = rows_from_get(self._collection.get(where=compiled.where, include=include))
         return [row.id for row in rows if compiled.accepts(decode_metadata(row.record))]
 
-    def get(
-        self,
-        ids: Sequence[str] | None = None,
-        filter: str | Filter | None = None,
-        limit: int | None = None,
-        *,
-        include_embeddings: bool = False,
-    ) -> list[Document]:
-        """Documents by ids (in the order given) or all (ascending id), optionally filtered and limited."""
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidRequestError(f"limit must be an integer >= 0, got {limit!r}")
-        wanted = None if ids is None else self._unique(ids)
+    def _get_documents(self, request: GetRequest) -> list[Document]:
         with self._lock.read():
-            return self._get(wanted, as_filter(filter), limit, include_embeddings)
+            return self._get(request.ids, request.filter, request.limit, request.include_embeddings)
 
     def _get(
         self, ids: list[str] | None, filter: Filter | None, limit: int | None, include_embeddings: bool

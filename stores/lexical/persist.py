@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.errors import StoreError, StoreNotFoundError
+from stores.durable import sync_folder, write_new
 from stores.lexical.segments import Segment
 
 __all__ = ["MANIFEST", "Saved", "read", "read_settings", "write"]
@@ -63,13 +64,6 @@ def _decode(data: npt.NDArray[np.uint8]) -> str:
     return data.tobytes().decode("utf-8", "surrogatepass")
 
 
-def _durable_write(path: Path, payload: bytes) -> None:
-    with open(path, "xb") as handle:
-        handle.write(payload)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
 def write(path: str | os.PathLike[str], saved: Saved) -> None:
     """Save into the folder `path` (created if needed), replacing an earlier save atomically."""
     folder = Path(path)
@@ -99,23 +93,13 @@ def write(path: str | os.PathLike[str], saved: Saved) -> None:
     staged = folder / f"{_STAGED_PREFIX}{generation}.tmp"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _durable_write(folder / data_name, buffer.getvalue())
-        _durable_write(staged, json.dumps(manifest, indent=1).encode("utf-8"))
+        write_new(folder / data_name, buffer.getvalue())
+        write_new(staged, json.dumps(manifest, indent=1).encode("utf-8"))
         os.replace(staged, folder / MANIFEST)
-        _sync_folder(folder)
+        sync_folder(folder)
     except OSError as exc:
         raise StoreError(f"could not save the lexical index to {str(folder)!r}: {exc}") from exc
     _remove_other_generations(folder, keep=data_name)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Flush the folder entry so the renamed manifest survives a power loss (where the OS allows)."""
-    with contextlib.suppress(OSError):
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
 
 def _remove_other_generations(folder: Path, keep: str) -> None:

@@ -21,8 +21,7 @@ Example:
 from __future__ import annotations
 
 import bisect
-import operator
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.filters import Comparison, Filter, Junction, Normal, Op, Scalar, matches, normalize
+from rag.filters.evaluate import ORDERING, is_number
 
 __all__ = ["MetadataColumns"]
 
@@ -40,12 +40,6 @@ IntArray = npt.NDArray[np.int64]
 # settled by the reference evaluator (`rag.filters.matches`), so results stay exact for any int.
 MISSING, NUM, BIGNUM, STR, BOOL, LIST = 0, 1, 2, 3, 4, 5
 _EXACT_INT = 2**53
-_ORDER: dict[Op, Callable[[Any, Any], Any]] = {
-    Op.LT: operator.lt,
-    Op.LE: operator.le,
-    Op.GT: operator.gt,
-    Op.GE: operator.ge,
-}
 
 
 def _merge(junction: Junction, acc: BoolArray, part: BoolArray) -> None:
@@ -54,10 +48,6 @@ def _merge(junction: Junction, acc: BoolArray, part: BoolArray) -> None:
         acc &= part
     else:
         acc |= part
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _as_float(value: int | float) -> tuple[float, bool]:
@@ -299,7 +289,7 @@ class MetadataColumns:
         kind, num, code = encoded.view()
         hit = np.zeros(len(kind), np.bool_)
         settle = np.zeros(len(kind), np.bool_)
-        numbers = [v for v in operand if _is_number(v)]
+        numbers = [v for v in operand if is_number(v)]
         if numbers:
             settle |= kind == BIGNUM
             converted = [_as_float(v) for v in numbers]  # type: ignore[arg-type]
@@ -307,11 +297,11 @@ class MetadataColumns:
             numeric = (kind == NUM) | (kind == BIGNUM)
             if inexact:
                 settle |= numeric & np.isin(num, inexact)
-            if op in _ORDER:
-                hit |= numeric & _ORDER[op](num, converted[0][0])
+            if op in ORDERING:
+                hit |= numeric & ORDERING[op](num, converted[0][0])
             else:
                 hit |= numeric & np.isin(num, [f for f, _ in converted])
-        if op in _ORDER:
+        if op in ORDERING:
             if isinstance(operand[0], str):
                 hit |= (kind == STR) & self._string_order(op, operand[0])[code]
             return hit, settle

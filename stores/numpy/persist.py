@@ -31,16 +31,16 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rag.documents import MetadataValue, check_metadata
 from rag.errors import EmbeddingModelMismatchError, StoreError, StoreNotFoundError
+from stores.durable import sync_folder, write_new
 from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
 from stores.locking import FolderLock
@@ -49,6 +49,7 @@ __all__ = ["LOCK_FILE", "MANIFEST", "Snapshot", "exists", "read", "saved_generat
 
 MANIFEST = "manifest.json"
 LOCK_FILE = ".lock"
+# The store's name before it was `NumpyVectorStore`, kept in the format tag so every saved folder still loads.
 _FORMAT = "rag-advisors/inmemory-store"
 _VERSION = 1
 _DATA_PREFIXES = ("vectors-", "documents-", f".{MANIFEST}.")
@@ -73,13 +74,6 @@ class Snapshot:
 def exists(path: str | os.PathLike[str]) -> bool:
     """Whether `path` holds a saved store."""
     return (Path(path) / MANIFEST).is_file()
-
-
-def _write_file(path: Path, fill: Callable[[IO[bytes]], Any]) -> None:
-    with open(path, "xb") as handle:
-        fill(handle)
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 def _encode_documents(snapshot: Snapshot) -> bytes:
@@ -160,28 +154,18 @@ def _write_unlocked(folder: Path, snapshot: Snapshot) -> str:
     staged = folder / f".{MANIFEST}.{generation}.tmp"
     lexical_name = f"{_LEXICAL_PREFIX}{generation}"
     try:
-        _write_file(folder / vectors_name, lambda f: np.save(f, snapshot.vectors, allow_pickle=False))
-        _write_file(folder / documents_name, lambda f: f.write(_encode_documents(snapshot)))
+        write_new(folder / vectors_name, lambda f: np.save(f, snapshot.vectors, allow_pickle=False))
+        write_new(folder / documents_name, lambda f: f.write(_encode_documents(snapshot)))
         if snapshot.lexical is not None:
             snapshot.lexical.save(folder / lexical_name)  # flushed before the manifest names it
             manifest["lexical"] = lexical_name
-        _write_file(staged, lambda f: f.write(json.dumps(manifest, indent=1).encode("utf-8")))
+        write_new(staged, lambda f: f.write(json.dumps(manifest, indent=1).encode("utf-8")))
         os.replace(staged, folder / MANIFEST)
-        _sync_folder(folder)
+        sync_folder(folder)
     except OSError as exc:
         raise StoreError(f"could not save the store to {str(folder)!r}: {exc}") from exc
     _remove_other_generations(folder, keep={vectors_name, documents_name, lexical_name})
     return generation
-
-
-def _sync_folder(folder: Path) -> None:
-    """Flush the folder entry so the renamed manifest survives a power loss (where the OS allows)."""
-    with contextlib.suppress(OSError):
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
 
 def _remove_other_generations(folder: Path, keep: set[str]) -> None:
@@ -198,9 +182,7 @@ def _remove_other_generations(folder: Path, keep: set[str]) -> None:
 def _read_manifest(folder: Path) -> dict[str, Any]:
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
-        raise StoreNotFoundError(
-            f"no saved numpy store at {str(folder)!r} (no {MANIFEST})", path=str(folder)
-        )
+        raise StoreNotFoundError(f"no saved numpy store at {str(folder)!r} (no {MANIFEST})", path=str(folder))
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

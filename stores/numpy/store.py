@@ -29,6 +29,7 @@ from rag.documents import Document, MetadataValue, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
+from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin
 from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
@@ -55,7 +56,7 @@ def _copy_metadata(metadata: dict[str, MetadataValue]) -> dict[str, MetadataValu
     return {name: list(value) if isinstance(value, list) else value for name, value in metadata.items()}
 
 
-class NumpyVectorStore(AsyncStoreMixin):
+class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     """A vector store in process memory: exact search, upsert by id, filters, atomic save to a folder.
 
     Safe to share between threads: searches run side by side, each write runs alone, and every call
@@ -77,6 +78,9 @@ class NumpyVectorStore(AsyncStoreMixin):
         batch_size: How many texts go to `embedding.embed` at once.
         path: A folder to load from when it holds a saved store, and the default target of `save()`.
     """
+
+    kind = "numpy"
+    """The store's name in the CLI (`--store numpy`), in a home's records and in traces."""
 
     def __init__(
         self, embedding: EmbeddingModel, *, batch_size: int = 256, path: PathLike | None = None
@@ -192,7 +196,7 @@ class NumpyVectorStore(AsyncStoreMixin):
         """Delete by ids (unknown ones ignored) or by filter; returns how many documents were removed."""
         if (ids is None) == (filter is None):
             raise InvalidRequestError("delete() takes either ids or filter=..., not both and not neither")
-        wanted = list(self._checked_ids(ids)) if ids is not None else None
+        wanted = unique_ids(ids) if ids is not None else None
         tree = as_filter(filter)
         with self._lock.write():
             if wanted is not None:
@@ -201,12 +205,6 @@ class NumpyVectorStore(AsyncStoreMixin):
                 rows = np.flatnonzero(self._mask(tree))
             self._remove(rows)
         return len(rows)
-
-    @staticmethod
-    def _checked_ids(ids: Iterable[str]) -> Iterable[str]:
-        if isinstance(ids, str):
-            raise InvalidRequestError(f"ids must be a list of ids, not the single string {ids!r}")
-        return ids
 
     def _remove(self, rows: IntArray) -> None:
         """Remove `rows`, moving the last live rows into the holes so every row stays live."""
@@ -251,21 +249,10 @@ class NumpyVectorStore(AsyncStoreMixin):
             self._ids[row], self._texts[row], self._metadata[row], score=score, embedding=embedding
         )
 
-    def get(
-        self,
-        ids: Sequence[str] | None = None,
-        filter: str | Filter | None = None,
-        limit: int | None = None,
-        *,
-        include_embeddings: bool = False,
-    ) -> list[Document]:
-        """Documents by ids (in the order given) and/or filter (in id order), without scores."""
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidRequestError(f"limit must be an integer >= 0 or None, got {limit!r}")
-        tree = as_filter(filter)
-        wanted = None if ids is None else dict.fromkeys(self._checked_ids(ids))
+    def _get_documents(self, request: GetRequest) -> list[Document]:
+        wanted = None if request.ids is None else dict.fromkeys(request.ids)
         with self._lock.read():
-            return self._get(wanted, tree, limit, include_embeddings)
+            return self._get(wanted, request.filter, request.limit, request.include_embeddings)
 
     def _get(
         self, wanted: dict[str, None] | None, tree: Filter | None, limit: int | None, with_embedding: bool

@@ -10,7 +10,7 @@ imported when the first store is constructed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
+from rag.store_get import GetMixin, GetRequest, unique_ids
 from stores.lexical.index import DEFAULT_B, DEFAULT_K1
 from stores.lexical.text import TOKENIZER
 from stores.numpy.embed import document_vectors, embed_queries
@@ -36,7 +37,7 @@ __all__ = ["PgVectorStore"]
 _EMBED_BATCH = 256
 
 
-class PgVectorStore:
+class PgVectorStore(GetMixin):
     """Documents in PostgreSQL (pgvector), searched by cosine exactly like the numpy store.
 
     `url` is any libpq URL or keyword string; the tables (`table`, `table_lexical`, `table_terms`,
@@ -64,6 +65,9 @@ class PgVectorStore:
         hnsw: Whether to create the HNSW index when creating the table (see `create_hnsw_index` for
             bulk loads).
     """
+
+    kind = "pgvector"
+    """The store's name in the CLI (`--store pgvector`), in a home's records and in traces."""
 
     def __init__(
         self,
@@ -176,7 +180,7 @@ class PgVectorStore:
         if (ids is None) == (filter is None):
             raise InvalidRequestError("delete() takes either ids or filter=..., not both and not neither")
         condition = compile_filter(as_filter(filter)) if filter is not None else None
-        unique = _unique(ids) if ids is not None else None
+        unique = unique_ids(ids) if ids is not None else None
         if unique == []:
             return 0
         with self._db.errors(f"delete documents from {self.table}"), self._db.transaction() as conn:
@@ -185,21 +189,11 @@ class PgVectorStore:
 
     # -- reading --------------------------------------------------------------------------------------
 
-    def get(
-        self,
-        ids: Sequence[str] | None = None,
-        filter: str | Filter | None = None,
-        limit: int | None = None,
-        *,
-        include_embeddings: bool = False,
-    ) -> list[Document]:
-        """Documents by ids (in the order given) and/or filter (in id order), without scores."""
+    def _get_documents(self, request: GetRequest) -> list[Document]:
         from psycopg import sql
 
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            raise InvalidRequestError(f"limit must be an integer >= 0 or None, got {limit!r}")
-        condition = compile_filter(as_filter(filter))
-        wanted = _unique(ids) if ids is not None else None
+        condition = compile_filter(request.filter)
+        wanted, limit, include_embeddings = request.ids, request.limit, request.include_embeddings
         if wanted == [] or limit == 0:
             return []
         where, params = [condition.text], list(condition.params)
@@ -270,16 +264,6 @@ def schema_info(embedding: EmbeddingModel) -> tables.StoreInfo:
     return tables.StoreInfo(
         str(embedding.name), int(embedding.dimensions), TOKENIZER, DEFAULT_K1, DEFAULT_B, 0, 0
     )
-
-
-def _unique(ids: Iterable[str]) -> list[str]:
-    if isinstance(ids, str):
-        raise InvalidRequestError(f"ids must be a list of ids, not the single string {ids!r}")
-    unique = list(dict.fromkeys(ids))
-    for item in unique:
-        if not isinstance(item, str):
-            raise InvalidRequestError(f"ids must be strings, got {item!r}")
-    return unique
 
 
 def _document(row: tuple[Any, ...], with_embedding: bool) -> Document:

@@ -1,5 +1,7 @@
 """Data for the store conformance suite: a counting embedder, vectors with chosen cosines, filter cases.
 
+Plain Python and numpy: importable without pytest or hypothesis (notebooks and benchmarks use it too).
+
 Example:
     >>> from rag import HashingEmbedding
     >>> model = CountingEmbedding(HashingEmbedding(dimensions=32))
@@ -10,7 +12,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ import numpy.typing as npt
 from rag.documents import Document
 from rag.embeddings import EmbeddingModel
 from rag.filters import Filter, key
+from rag.vectorstore import VectorStore
 
 __all__ = [
     "FILTER_CASES",
@@ -27,10 +30,14 @@ __all__ = [
     "LEXICAL_TEXTS",
     "CountingEmbedding",
     "FilterCase",
+    "Reopen",
     "lexical_documents",
     "query_vector",
     "vector_with_cosine",
 ]
+
+Reopen = Callable[[VectorStore, EmbeddingModel], VectorStore]
+"""A store's `reopen` fixture: open the same stored data again with the given embedding model."""
 
 
 class CountingEmbedding:

@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pytest
+
+from stores.testing._extra import missing
+
+try:
+    import pytest
+except ImportError as exc:  # the suite is pytest tests: say which extra brings pytest
+    raise missing("pytest", __name__) from exc
 
 from rag.documents import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
@@ -224,6 +230,24 @@ class VectorStoreConformance(SearchModeConformance):
             _ids(filtered.get(filter=key("year").is_not_null(), limit=limit))
             == ["d1", "d2", "d3", "d4", "d6", "d7"][:limit]
         )
+
+    @pytest.mark.parametrize(
+        ("arguments", "message"),
+        [
+            ({"limit": -1}, "limit must be an integer >= 0 or None, got -1"),
+            ({"limit": True}, "limit must be an integer >= 0 or None, got True"),
+            ({"limit": 1.5}, "limit must be an integer >= 0 or None, got 1.5"),
+            ({"ids": "d1"}, "ids must be a list of ids, not the single string 'd1'"),
+            ({"ids": ["d1", 7]}, "ids must be strings, got 7"),
+        ],
+        ids=["negative", "bool", "float", "one-string", "not-a-string"],
+    )
+    def test_bad_get_arguments_have_one_message(
+        self, filtered: VectorStore, arguments: dict[str, object], message: str
+    ) -> None:
+        with pytest.raises(InvalidRequestError) as info:
+            filtered.get(**arguments)  # type: ignore[arg-type]
+        assert str(info.value) == message
 
     def test_get_embeddings_only_when_asked(self, filtered: VectorStore) -> None:
         assert all(d.embedding is None for d in filtered.get())

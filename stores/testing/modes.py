@@ -11,12 +11,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-import pytest
+from stores.testing._extra import missing
+
+try:
+    import pytest
+except ImportError as exc:  # the suite is pytest tests: say which extra brings pytest
+    raise missing("pytest", __name__) from exc
 
 from rag.documents import Document, SearchRequest
-from rag.embeddings import EmbeddingModel
 from rag.filters import key
 from rag.retrieval import reciprocal_rank_fusion, weighted_fusion
 from rag.vectorstore import VectorStore
@@ -26,6 +30,7 @@ from stores.testing.cases import (
     LEXICAL_QUERY,
     LEXICAL_TEXTS,
     CountingEmbedding,
+    Reopen,
     lexical_documents,
     query_vector,
     vector_with_cosine,
@@ -33,7 +38,6 @@ from stores.testing.cases import (
 
 __all__ = ["Reopen", "SearchModeConformance"]
 
-Reopen = Callable[[VectorStore, EmbeddingModel], VectorStore]
 _MODES = ("vector", "lexical", "hybrid")
 
 

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hypothesis import strategies as st
+from stores.testing._extra import missing
+
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:
+    raise missing("hypothesis", __name__) from exc
 
 from rag.filters import And, Comparison, Filter, Not, Op, Or, Scalar
 

@@ -102,7 +102,7 @@ def test_question_answer_examples_read_what_rag_ingest_wrote(
         )
         exec(compile(stream, "README.md", "exec"), namespace)  # .stream(), on the same client
     finally:
-        namespace["store"].close()
+        namespace["home"].close()
     streamed, sources = capsys.readouterr().out.strip().rsplit("\n", 1)
     assert "no language model was used" in streamed and "[reference/sensor-calibration.rst]" in streamed
     assert eval(sources)[0] == "reference/sensor-calibration.rst"

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from rag import Document, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.filters import Filter
+from rag.store_get import GetMixin, GetRequest
 from rag.vectorstore import VectorStore
 
 
-class RecordingStore:
+class RecordingStore(GetMixin):
     """Wraps `inner` (any VectorStore); `requests` lists the `SearchRequest`s searched, in order.
 
     Example:
@@ -36,15 +37,10 @@ class RecordingStore:
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         return self.inner.delete(ids, filter=filter)
 
-    def get(
-        self,
-        ids: Sequence[str] | None = None,
-        filter: str | Filter | None = None,
-        limit: int | None = None,
-        *,
-        include_embeddings: bool = False,
-    ) -> list[Document]:
-        return self.inner.get(ids, filter, limit, include_embeddings=include_embeddings)
+    def _get_documents(self, request: GetRequest) -> list[Document]:
+        return self.inner.get(
+            request.ids, request.filter, request.limit, include_embeddings=request.include_embeddings
+        )
 
     def count(self, filter: str | Filter | None = None) -> int:
         return self.inner.count(filter)

@@ -7,8 +7,8 @@ import importlib
 
 import pytest
 
+from ingest.search_record import SearchRecord, resolve_search, search_origin
 from rag import Document, HashingEmbedding
-from rag.cli._search import SearchRecord, resolve_search, search_origin
 from rag.config import VECTOR_WEIGHT_BY_EMBEDDER, Settings, default_vector_weight, embedder_family
 from rag.errors import ConfigError, InvalidRequestError
 from rag.eval import parse_questions, tune
@@ -142,7 +142,7 @@ def test_bad_sweeps_are_named(options: dict[str, object], message: str) -> None:
         tune(store, questions, **options)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("name", ["rag.eval.tune", "rag.cli._search"])
+@pytest.mark.parametrize("name", ["rag.eval.tune", "ingest.search_record"])
 def test_the_examples_run(name: str) -> None:
     # By name: `rag.eval.tune` as an attribute is the function the package exports, not the module.
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)

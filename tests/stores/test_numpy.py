@@ -126,7 +126,7 @@ def test_crash_mid_save_leaves_the_previous_copy(
     before = _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS)))
     store.delete(filter=key("bucket") < 5)
     store.add([Document("new", "new one")])
-    real_write = numpy_persist._write_file
+    real_write = numpy_persist.write_new
     calls = []
 
     def write_then_fail(path: Path, fill: Callable[[Any], Any]) -> None:
@@ -136,12 +136,12 @@ def test_crash_mid_save_leaves_the_previous_copy(
             raise OSError(28, "No space left on device")
         real_write(path, fill)
 
-    monkeypatch.setattr(numpy_persist, "_write_file", write_then_fail)
+    monkeypatch.setattr(numpy_persist, "write_new", write_then_fail)
     with pytest.raises(StoreError, match="No space left") as info:
         store.save(folder)
     assert str(folder) in str(info.value)
     assert _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == before
-    monkeypatch.setattr(numpy_persist, "_write_file", real_write)
+    monkeypatch.setattr(numpy_persist, "write_new", real_write)
     store.save(folder)
     assert _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == _saved_state(store)
     # The lock file, the manifest and one generation (vectors, documents, the index): leftovers removed.
