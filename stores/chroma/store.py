@@ -63,8 +63,10 @@ _OPAQUE_KEYS = "rag:opaque_keys"
 # Set on collections created empty by this version: every record flags its keys (no `KEYS` list).
 _LAYOUT = "rag:layout"
 _CURRENT_LAYOUT = 2
-# Set on collections created empty since issue 17: every record holds order codes for its string values.
+# Set on collections created empty during issue 17: every record holds `order_code` for its strings.
 _ORDERED = "rag:ordered"
+# Set on collections created empty since: every record holds the two exact `order_codes` instead.
+_EXACT_ORDER = "rag:exact_order"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 
@@ -141,14 +143,14 @@ class ChromaVectorStore(AsyncStoreMixin):
             self._conn, self._collection, collection, self._batch_size, self._shared
         )
         self._lexical = ChromaLexical(self._access, Path(path) if path is not None else None, key)
-        self._legacy = self._access.metadata().get(_LAYOUT) != _CURRENT_LAYOUT
-        if self._legacy and self._access.count() == 0:
-            self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT})
-            self._legacy = False
-        self._ordered = self._access.metadata().get(_ORDERED) is True
-        if not self._ordered and self._access.count() == 0:
-            self._access.update_metadata({_ORDERED: True})
-            self._ordered = True
+        marks = self._access.metadata()
+        self._legacy = marks.get(_LAYOUT) != _CURRENT_LAYOUT
+        self._ordered = marks.get(_ORDERED) is True
+        self._exact_order = marks.get(_EXACT_ORDER) is True
+        if (self._legacy or not self._exact_order) and self._access.count() == 0:
+            # An empty collection takes the current layout: no record can contradict it.
+            self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT, _ORDERED: False, _EXACT_ORDER: True})
+            self._legacy, self._ordered, self._exact_order = False, False, True
         self._nearest = Nearest(
             self._conn,
             self._collection,
@@ -217,7 +219,7 @@ class ChromaVectorStore(AsyncStoreMixin):
         metadatas: list[dict[str, Any]] = []
         opaque: set[str] = set()
         for doc in docs:
-            record, unindexed = encode_record(doc.metadata)
+            record, unindexed = encode_record(doc.metadata, exact_order=self._exact_order)
             record[TEXT] = encode_text(doc.text)  # not in `documents`: see chroma_records
             opaque.update(unindexed)
             metadatas.append(record)
@@ -312,7 +314,13 @@ class ChromaVectorStore(AsyncStoreMixin):
         tree = as_filter(filter)
         if tree is None:
             return compile_filter(None)
-        return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy, ordered=self._ordered)
+        return compile_filter(
+            tree,
+            self._current_opaque(),
+            legacy_keys=self._legacy,
+            ordered=self._ordered,
+            exact_order=self._exact_order,
+        )
 
     @staticmethod
     def _unique(ids: Iterable[str]) -> list[str]:
