@@ -42,7 +42,8 @@ from rag.vectorstore import AsyncStoreMixin
 from stores.chroma.client import connect, lock_key, open_collection, purger
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.hybrid import ChromaCandidates
-from stores.chroma.lexical import ChromaLexical, CollectionAccess
+from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess
+from stores.chroma.mirror import Snapshot, shared_mirror
 from stores.chroma.nearest import Nearest
 from stores.chroma.opaque import shared_opaque
 from stores.chroma.records import (
@@ -69,6 +70,8 @@ _ORDERED = "rag:ordered"
 _EXACT_ORDER = "rag:exact_order"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
+_TEXT_FIELDS = ["metadatas", "documents"]
+_COPY_FIELDS = ["embeddings", "metadatas"]
 
 
 def _check_positive(name: str, value: int | None) -> None:
@@ -160,6 +163,7 @@ class ChromaVectorStore(AsyncStoreMixin):
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._matching_ids,
         )
+        self._mirror = shared_mirror(key)
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
 
@@ -235,6 +239,7 @@ class ChromaVectorStore(AsyncStoreMixin):
     ) -> None:
         # Recorded before the records exist, so a filter never misses one of them.
         self._remember_opaque(opaque)
+        self._mirror.drop()
         with self._lexical.writing() as index:
             for start in range(0, len(docs), self._batch_size):
                 stop = start + self._batch_size
@@ -299,6 +304,7 @@ class ChromaVectorStore(AsyncStoreMixin):
             targets = self._matching_ids(self._compile(tree))
         if not targets:
             return 0
+        self._mirror.drop()
         with self._lexical.writing() as index:
             for start in range(0, len(targets), self._batch_size):
                 with self._conn.errors(f"delete documents from the collection {self._name!r}"):
@@ -346,6 +352,9 @@ class ChromaVectorStore(AsyncStoreMixin):
         """Every id the filter matches, in no particular order."""
         if compiled.matches_nothing:
             return []
+        copy = self._copy(build=False) if compiled.tree is not None else None
+        if copy is not None:
+            return copy.matching_ids(compiled.tree)
         include = [] if compiled.exact else ["metadatas"]
         with self._conn.errors(f"read from the collection {self._name!r}"):
             rows = rows_from_get(self._collection.get(where=compiled.where, include=include))
@@ -419,18 +428,49 @@ class ChromaVectorStore(AsyncStoreMixin):
         compiled = self._compile(req.filter)
         if compiled.matches_nothing:
             return []
+        # The exact copy answers exact requests, and filtered ones while it is current.
+        copy = self._copy(build=req.exact) if req.exact or compiled.tree is not None else None
         if not needs_ranking(req):
+            if copy is not None:
+                return self._hit_documents(copy.top(query, copy.rows(compiled.tree), req))
             return [
                 self._document(row, False, score) for row, score in self._nearest.rows(query, compiled, req)
             ]
         source = ChromaCandidates(
             req,
             query,
-            lambda plain: self._nearest.rows(query, compiled, plain, embeddings=True),
-            lambda: None if compiled.where is None and compiled.exact else set(self._matching_ids(compiled)),
+            lambda plain: self._vector_hits(query, compiled, plain, copy),
+            lambda: None if compiled.tree is None else set(self._matching_ids(compiled)),
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._lexical.index,
         )
         ranked = rank(req, source)
         rows = source.rows([doc_id for doc_id, _ in ranked])
         return [self._document(row, False, score) for row, (_, score) in zip(rows, ranked, strict=True)]
+
+    def _vector_hits(
+        self,
+        query: npt.NDArray[np.float32],
+        compiled: ChromaFilter,
+        req: SearchRequest,
+        copy: Snapshot | None,
+    ) -> list[tuple[str, float]]:
+        if copy is not None:
+            return copy.top(query, copy.rows(compiled.tree), req)
+        return [(row.id, score) for row, score in self._nearest.rows(query, compiled, req, light=True)]
+
+    def _hit_documents(self, hits: list[tuple[str, float]]) -> list[Document]:
+        """The documents of (id, score) hits, read from Chroma in one call."""
+        found = {row.id: row for row in self._fetch([i for i, _ in hits], None, include=_TEXT_FIELDS)}
+        return [self._document(found[i], False, score) for i, score in hits if i in found]
+
+    def _copy(self, *, build: bool) -> Snapshot | None:
+        """The exact copy (`stores.chroma.mirror`): built if asked, else only if current."""
+        if build:
+            return self._mirror.get(lambda: self._nearest.pages(None, _COPY_FIELDS), self._state)
+        return self._mirror.current(self._state)
+
+    def _state(self) -> object:
+        # An embedded folder or a private store is written by this process only, whose writes drop
+        # the copy; elsewhere other processes may write, which changes the collection's state token.
+        return None if self._local or not self._shared else self._access.metadata().get(STATE_KEY)

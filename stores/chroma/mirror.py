@@ -1,0 +1,169 @@
+"""An exact copy of a Chroma collection's vectors and metadata in numpy, for exact search and fast filters.
+
+Chroma answers `exact=True` only by handing back every vector (about 30-40 µs each), and evaluates a
+`where` clause in SQLite at a cost that grows with the collection whatever the filter's selectivity.
+`ChromaVectorStore` therefore keeps, once a request has needed it, a copy of the collection: the
+vectors exactly as Chroma stores them (a float32 matrix), the ids, and the metadata as the numpy
+store's columns (`stores.numpy.columns.MetadataColumns`), which evaluate a filter as a boolean mask.
+Texts are not copied: the documents a search returns are read from Chroma by id, once.
+
+The copy is built by one full read of the collection, and it is dropped by any write made through a
+store of this process (every store object over the same collection shares one copy, as it shares the
+lock). Stores reached through a server or a client you made also compare the collection's state token
+(`stores.chroma.lexical.STATE_KEY`), which every store's write changes, so writes by other processes
+are seen too. Writes by raw chromadb calls are not seen until the store is opened again.
+
+Threads: a copy never changes once built; building runs under a mutex, so two searches that find the
+copy missing build it once.
+
+Example:
+    >>> copy = Mirror()
+    >>> snapshot = copy.build(pages, stamp=None)  # doctest: +SKIP
+    >>> snapshot.top(query, None, SearchRequest("q", top_k=3))  # doctest: +SKIP
+    [('b', 0.93), ('a', 0.71), ('c', 0.42)]
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.documents import MetadataValue, SearchRequest
+from rag.filters import Filter
+from stores.chroma.records import decode_metadata
+from stores.chroma.search import Row
+from stores.numpy.columns import MetadataColumns
+from stores.numpy.search import exact_scores
+
+__all__ = ["Mirror", "Snapshot", "shared_mirror"]
+
+IntArray = npt.NDArray[np.int64]
+
+_registry: weakref.WeakValueDictionary[Hashable, Mirror] = weakref.WeakValueDictionary()
+_registry_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The collection as one build read it: ids, vectors and metadata columns, row by row."""
+
+    ids: npt.NDArray[np.str_]
+    matrix: npt.NDArray[np.float32]
+    metadatas: npt.NDArray[np.object_]
+    columns: MetadataColumns
+    stamp: object
+    """The state token the collection had when read (None where no token is kept)."""
+    positions: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def rows(self, tree: Filter | None) -> IntArray | None:
+        """The rows matching `tree` (None: every row, no filter)."""
+        if tree is None:
+            return None
+        return np.flatnonzero(self.columns.mask(tree, len(self), self.metadatas))
+
+    def matching_ids(self, tree: Filter | None) -> list[str]:
+        """The ids matching `tree`, in no particular order."""
+        rows = self.rows(tree)
+        chosen = self.ids if rows is None else self.ids[rows]
+        return [str(doc_id) for doc_id in chosen.tolist()]
+
+    def top(
+        self, query: npt.NDArray[np.float32], rows: IntArray | None, req: SearchRequest
+    ) -> list[tuple[str, float]]:
+        """The exact best `req.top_k` (id, cosine) among `rows` passing the threshold, ties by id."""
+        chosen = np.arange(len(self), dtype=np.int64) if rows is None else rows
+        if req.top_k == 0 or len(chosen) == 0:
+            return []
+        values = exact_scores(self.matrix, chosen, query)
+        if req.similarity_threshold > 0.0:
+            passing = values >= req.similarity_threshold
+            chosen, values = chosen[passing], values[passing]
+        if len(values) > req.top_k:
+            # Everything scoring at least the k-th best value, so ties at the cut are all ordered by id.
+            kth = np.partition(values, len(values) - req.top_k)[len(values) - req.top_k]
+            keep = values >= kth
+            chosen, values = chosen[keep], values[keep]
+        order = np.lexsort((self.ids[chosen], -values))[: req.top_k]
+        return [(str(self.ids[i]), float(v)) for i, v in zip(chosen[order], values[order], strict=True)]
+
+    def vectors(self, ids: Iterable[str]) -> npt.NDArray[np.float32]:
+        """The stored vector of each id (all must be held)."""
+        return self.matrix[[self.positions[i] for i in ids]]
+
+
+def _snapshot(pages: Iterable[list[Row]], stamp: object) -> Snapshot:
+    ids: list[str] = []
+    blocks: list[npt.NDArray[np.float32]] = []
+    metadatas: list[dict[str, MetadataValue]] = []
+    for page in pages:
+        ids.extend(row.id for row in page)
+        blocks.append(np.stack([np.asarray(row.embedding, np.float32) for row in page]))
+        metadatas.extend(decode_metadata(row.record) for row in page)
+    matrix = np.concatenate(blocks) if blocks else np.zeros((0, 0), np.float32)
+    columns = MetadataColumns()
+    columns.write(np.arange(len(ids), dtype=np.int64), metadatas)
+    held = np.empty(len(metadatas), dtype=object)
+    for i, metadata in enumerate(metadatas):  # element by element: numpy would unpack lists
+        held[i] = metadata
+    return Snapshot(
+        np.array(ids, dtype=np.str_),
+        np.ascontiguousarray(matrix),
+        held,
+        columns,
+        stamp,
+        {doc_id: i for i, doc_id in enumerate(ids)},
+    )
+
+
+class Mirror:
+    """The copy of one collection shared by this process's stores over it (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._snapshot: Snapshot | None = None
+        self._mutex = threading.Lock()
+        self.builds = 0
+        """How many times the copy was read from the collection (for tests and benchmarks)."""
+
+    def current(self, stamp: Callable[[], object]) -> Snapshot | None:
+        """The copy if it is built and the collection's state is still `stamp()`, else None."""
+        held = self._snapshot
+        if held is None or held.stamp != stamp():
+            return None
+        return held
+
+    def get(self, pages: Callable[[], Iterable[list[Row]]], stamp: Callable[[], object]) -> Snapshot:
+        """The current copy, built from `pages()` (every record with embedding and metadata) if needed."""
+        held = self.current(stamp)
+        if held is not None:
+            return held
+        with self._mutex:
+            held = self.current(stamp)  # another thread may have built it meanwhile
+            if held is None:
+                token = stamp()
+                held = self._snapshot = _snapshot(pages(), token)
+                self.builds += 1
+            return held
+
+    def drop(self) -> None:
+        """Forget the copy (called by every write, before it changes a record)."""
+        self._snapshot = None
+
+
+def shared_mirror(key: Hashable | None) -> Mirror:
+    """The `Mirror` of a collection for every store of this process over it (a private one for None)."""
+    if key is None:
+        return Mirror()
+    with _registry_lock:
+        found = _registry.get(key)
+        if found is None:
+            found = Mirror()
+            _registry[key] = found
+        return found

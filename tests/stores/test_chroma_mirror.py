@@ -1,0 +1,164 @@
+"""The exact copy of a Chroma collection (`stores.chroma.mirror`): exact search and filters in numpy.
+
+Built once by an `exact=True` request, it answers exact and filtered requests until a write drops it;
+stores of one process share it; stores on a server see other clients' writes through the state token.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag import Document, SearchRequest
+from stores import ChromaVectorStore, NumpyVectorStore
+from stores.chroma.client import close_client
+
+DIMS = 16
+FILTERS = [None, "bucket < 3", "name >= 'n0150'", "name < 'n0100-and-a-long-tail' OR odd == true"]
+
+
+class _Lookup:
+    """Query texts `q<i>` map to fixed unit vectors; documents bring their own."""
+
+    def __init__(self) -> None:
+        rng = np.random.default_rng(5)
+        rows = rng.standard_normal((20, DIMS)).astype(np.float32)
+        self.queries = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        self.dimensions = DIMS
+        self.name = f"mirror-lookup-{DIMS}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.queries[[int(text[1:]) for text in texts]]
+
+
+def _docs(count: int = 600, seed: int = 3) -> list[Document]:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIMS)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[40:50] = vectors[7]  # exact ties, ordered by id
+    return [
+        Document(
+            f"d{i:04d}",
+            f"text {i}",
+            {"bucket": i % 10, "odd": i % 2 == 1, "name": f"n{(i * 37) % count:04d}"},
+            embedding=v,
+        )
+        for i, v in enumerate(vectors)
+    ]
+
+
+class _Calls:
+    """Wraps a chromadb collection and records its method calls with their `include` (the real ones run)."""
+
+    def __init__(self, collection: Any) -> None:
+        self.collection = collection
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.collection, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, tuple(kwargs.get("include") or ())))
+            return method(*args, **kwargs)
+
+        return call
+
+
+def _hits(found: list[Document]) -> list[tuple[str, float | None]]:
+    return [(d.id, d.score) for d in found]
+
+
+def _pair(**options: Any) -> tuple[ChromaVectorStore, NumpyVectorStore]:
+    model = _Lookup()
+    reference = NumpyVectorStore(model)  # type: ignore[arg-type]
+    reference.add(_docs())
+    store = ChromaVectorStore(model, collection="mirrored", ef_search=10, **options)  # type: ignore[arg-type]
+    store.add(_docs())
+    return store, reference
+
+
+def test_a_second_exact_search_reads_no_vectors() -> None:
+    # Before: every exact=True search paged through all of the collection's embeddings.
+    store, reference = _pair()
+    with store:
+        request = SearchRequest("q1", top_k=7, exact=True)
+        assert _hits(store.similarity_search(request)) == _hits(reference.similarity_search(request))
+        spy = _Calls(store._collection)
+        store._collection = spy
+        store._nearest.collection = spy
+        found = store.similarity_search(SearchRequest("q2", top_k=7, exact=True))
+        assert _hits(found) == _hits(reference.similarity_search(SearchRequest("q2", top_k=7)))
+        assert [d.text for d in found] == [d.text for d in reference.get(ids=[d.id for d in found])]
+        assert spy.calls == [("get", ("metadatas", "documents"))]  # the 7 documents, by id
+        assert store._mirror.builds == 1
+
+
+def test_the_copy_answers_filters_exactly() -> None:
+    store, reference = _pair()
+    with store:
+        store.similarity_search(SearchRequest("q0", exact=True))  # builds the copy
+        for text in FILTERS:
+            for name in ("q3", "q4"):
+                for mode in ("vector", "hybrid"):
+                    # Unfiltered default searches stay on HNSW (fast); filtered ones use the copy.
+                    request = SearchRequest(name, top_k=9, filter=text, mode=mode, exact=text is None)
+                    got = store.similarity_search(request)
+                    assert _hits(got) == _hits(reference.similarity_search(request)), (text, mode)
+            if text is not None:
+                assert store.count(text) == reference.count(text)
+                assert [d.id for d in store.get(filter=text)] == [d.id for d in reference.get(filter=text)]
+        assert store._mirror.builds == 1
+
+
+def test_writes_drop_the_copy() -> None:
+    store, reference = _pair()
+    with store:
+        request = SearchRequest("q5", top_k=3, exact=True, filter="bucket == 4")
+        store.similarity_search(request)
+        best = reference.similarity_search(request)[0]
+        vector = next(d.embedding for d in _docs() if d.id == best.id)
+        twin = Document("zz-new", "new", {"bucket": 4}, embedding=vector)
+        store.add([twin])
+        assert "zz-new" in [d.id for d in store.similarity_search(request)]
+        assert store.count("bucket == 4") == 61
+        store.delete(["zz-new", best.id])
+        found = [d.id for d in store.similarity_search(request)]
+        assert "zz-new" not in found and best.id not in found
+        assert store.count("bucket == 4") == 59
+        assert store._mirror.builds == 3
+
+
+def test_stores_over_one_folder_share_the_copy(tmp_path: Path) -> None:
+    model = _Lookup()
+    with (
+        ChromaVectorStore(model, path=tmp_path, ef_search=10) as first,  # type: ignore[arg-type]
+        ChromaVectorStore(model, path=tmp_path, ef_search=10) as second,  # type: ignore[arg-type]
+    ):
+        first.add(_docs())
+        first.similarity_search(SearchRequest("q1", exact=True))
+        assert second._mirror is first._mirror
+        second.add([Document("zz-new", "new", {"bucket": 99}, embedding=_Lookup().queries[1])])
+        assert first.similarity_search(SearchRequest("q1", top_k=1, exact=True))[0].id == "zz-new"
+
+
+def test_a_server_store_sees_writes_by_other_clients(chroma_server: str) -> None:
+    model = _Lookup()
+    with ChromaVectorStore(model, collection="mirror-server", url=chroma_server, ef_search=10) as store:  # type: ignore[arg-type]
+        store.add(_docs(100))
+        assert store.count("bucket == 99") == 0
+        store.similarity_search(SearchRequest("q1", exact=True))
+        import chromadb
+
+        host, port = chroma_server.removeprefix("http://").split(":")
+        other_client = chromadb.HttpClient(host=host, port=int(port))
+        try:
+            # Another client, as another process would be: its own lock and its own copy.
+            with ChromaVectorStore(model, collection="mirror-server", client=other_client) as other:  # type: ignore[arg-type]
+                assert other._mirror is not store._mirror
+                other.add([Document("zz-new", "new", {"bucket": 99}, embedding=model.queries[1])])
+            assert store.count("bucket == 99") == 1
+            assert store.similarity_search(SearchRequest("q1", top_k=1, exact=True))[0].id == "zz-new"
+        finally:
+            close_client(other_client)  # chromadb leaves its HTTP pools open otherwise
