@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -129,6 +130,8 @@ class Mirror:
     def __init__(self) -> None:
         self._snapshot: Snapshot | None = None
         self._mutex = threading.Lock()
+        self.generation = 0
+        """How many writes this process's stores made to the collection (`drop` counts them)."""
         self.builds = 0
         """How many times the copy was read from the collection (for tests and benchmarks)."""
 
@@ -153,8 +156,18 @@ class Mirror:
             return held
 
     def drop(self) -> None:
-        """Forget the copy (called by every write, before it changes a record)."""
+        """Forget the copy (it is built again when next needed)."""
         self._snapshot = None
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Wrap a store's changes to the records: the copy is dropped and the write counted, even if it
+        fails part way (how much reached Chroma is then unknown)."""
+        try:
+            yield
+        finally:
+            self._snapshot = None
+            self.generation += 1
 
 
 def shared_mirror(key: Hashable | None) -> Mirror:

@@ -145,7 +145,6 @@ class ChromaVectorStore(AsyncStoreMixin):
         self._access = CollectionAccess(
             self._conn, self._collection, collection, self._batch_size, self._shared
         )
-        self._lexical = ChromaLexical(self._access, Path(path) if path is not None else None, key)
         marks = self._access.metadata()
         self._legacy = marks.get(_LAYOUT) != _CURRENT_LAYOUT
         self._ordered = marks.get(_ORDERED) is True
@@ -164,6 +163,13 @@ class ChromaVectorStore(AsyncStoreMixin):
             self._matching_ids,
         )
         self._mirror = shared_mirror(key)
+        mirror = self._mirror  # not `self`: the lexical index must not keep the store alive
+        self._lexical = ChromaLexical(
+            self._access,
+            Path(path) if path is not None else None,
+            key,
+            (lambda: mirror.generation) if path is not None else None,
+        )
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
 
@@ -239,14 +245,14 @@ class ChromaVectorStore(AsyncStoreMixin):
     ) -> None:
         # Recorded before the records exist, so a filter never misses one of them.
         self._remember_opaque(opaque)
-        self._mirror.drop()
         with self._lexical.writing() as index:
-            for start in range(0, len(docs), self._batch_size):
-                stop = start + self._batch_size
-                ids = [doc.id for doc in docs[start:stop]]
-                batch = self._replacing(ids, metadatas[start:stop])
-                with self._conn.errors(f"write documents to the collection {self._name!r}"):
-                    self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
+            with self._mirror.writing():
+                for start in range(0, len(docs), self._batch_size):
+                    stop = start + self._batch_size
+                    ids = [doc.id for doc in docs[start:stop]]
+                    batch = self._replacing(ids, metadatas[start:stop])
+                    with self._conn.errors(f"write documents to the collection {self._name!r}"):
+                        self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
             if index is not None:
                 index.add([doc.id for doc in docs], [doc.text for doc in docs])
 
@@ -304,11 +310,11 @@ class ChromaVectorStore(AsyncStoreMixin):
             targets = self._matching_ids(self._compile(tree))
         if not targets:
             return 0
-        self._mirror.drop()
         with self._lexical.writing() as index:
-            for start in range(0, len(targets), self._batch_size):
-                with self._conn.errors(f"delete documents from the collection {self._name!r}"):
-                    self._collection.delete(ids=targets[start : start + self._batch_size])
+            with self._mirror.writing():
+                for start in range(0, len(targets), self._batch_size):
+                    with self._conn.errors(f"delete documents from the collection {self._name!r}"):
+                        self._collection.delete(ids=targets[start : start + self._batch_size])
             if index is not None:
                 index.delete(targets)
         self._nearest.forget_size()
