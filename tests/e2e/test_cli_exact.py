@@ -35,7 +35,9 @@ def _sparse_collection(home: Path) -> None:
     from rag.cli._common import DEFAULT_EMBEDDER, build_embedder
 
     model = build_embedder(DEFAULT_EMBEDDER)
-    client = chromadb.PersistentClient(path=str(home / "chroma"), settings=Settings(anonymized_telemetry=False))
+    client = chromadb.PersistentClient(
+        path=str(home / "chroma"), settings=Settings(anonymized_telemetry=False)
+    )
     client.create_collection(
         "rag",
         embedding_function=None,
