@@ -5,7 +5,8 @@ Chroma answers `exact=True` only by handing back every vector (about 30-40 µs e
 `ChromaVectorStore` therefore keeps, once a request has needed it, a copy of the collection: the
 vectors exactly as Chroma stores them (a float32 matrix), the ids, and the metadata as the numpy
 store's columns (`stores.numpy.columns.MetadataColumns`), which evaluate a filter as a boolean mask.
-Texts are not copied: the documents a search returns are read from Chroma by id, once.
+The texts are kept as Chroma holds them and decoded only for the documents a search returns, so a
+search answered by the copy makes no call to Chroma at all.
 
 The copy is built by one full read of the collection, and it is dropped by any write made through a
 store of this process (every store object over the same collection shares one copy, as it shares the
@@ -20,26 +21,26 @@ Example:
     >>> copy = Mirror()
     >>> snapshot = copy.build(pages, stamp=None)  # doctest: +SKIP
     >>> snapshot.top(query, None, SearchRequest("q", top_k=3))  # doctest: +SKIP
-    [('b', 0.93), ('a', 0.71), ('c', 0.42)]
+    [(1, 0.93), (0, 0.71), (2, 0.42)]
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import MetadataValue, SearchRequest
+from rag.documents import Document, MetadataValue, SearchRequest
 from rag.filters import Filter
-from stores.chroma.records import decode_metadata
+from stores.chroma.records import TEXT, decode_metadata, decode_text
 from stores.chroma.search import Row
 from stores.numpy.columns import MetadataColumns
-from stores.numpy.search import exact_scores
+from stores.numpy.search import rank_candidates, scan
 
 __all__ = ["Mirror", "Snapshot", "shared_mirror"]
 
@@ -51,15 +52,16 @@ _registry_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The collection as one build read it: ids, vectors and metadata columns, row by row."""
+    """The collection as one build read it: ids, vectors, metadata columns and texts, row by row."""
 
-    ids: npt.NDArray[np.str_]
+    ids: npt.NDArray[np.object_]
     matrix: npt.NDArray[np.float32]
     metadatas: npt.NDArray[np.object_]
     columns: MetadataColumns
+    texts: list[tuple[str | None, str | None]]
+    """Each row's Chroma document and `_rag_text` value, decoded only for the documents returned."""
     stamp: object
     """The state token the collection had when read (None where no token is kept)."""
-    positions: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -78,50 +80,44 @@ class Snapshot:
 
     def top(
         self, query: npt.NDArray[np.float32], rows: IntArray | None, req: SearchRequest
-    ) -> list[tuple[str, float]]:
-        """The exact best `req.top_k` (id, cosine) among `rows` passing the threshold, ties by id."""
-        chosen = np.arange(len(self), dtype=np.int64) if rows is None else rows
-        if req.top_k == 0 or len(chosen) == 0:
-            return []
-        values = exact_scores(self.matrix, chosen, query)
-        if req.similarity_threshold > 0.0:
-            passing = values >= req.similarity_threshold
-            chosen, values = chosen[passing], values[passing]
-        if len(values) > req.top_k:
-            # Everything scoring at least the k-th best value, so ties at the cut are all ordered by id.
-            kth = np.partition(values, len(values) - req.top_k)[len(values) - req.top_k]
-            keep = values >= kth
-            chosen, values = chosen[keep], values[keep]
-        order = np.lexsort((self.ids[chosen], -values))[: req.top_k]
-        return [(str(self.ids[i]), float(v)) for i, v in zip(chosen[order], values[order], strict=True)]
+    ) -> list[tuple[int, float]]:
+        """The exact best `req.top_k` (row, cosine) among `rows` passing the threshold, ties by id.
 
-    def vectors(self, ids: Iterable[str]) -> npt.NDArray[np.float32]:
-        """The stored vector of each id (all must be held)."""
-        return self.matrix[[self.positions[i] for i in ids]]
+        The numpy store's own procedure: float32 scores pick the candidates, `exact_scores` ranks them.
+        """
+        if req.top_k == 0 or len(self) == 0 or (rows is not None and len(rows) == 0):
+            return []
+        [candidates] = scan(self.matrix, query[None, :], req.top_k, req.similarity_threshold, rows)
+        return rank_candidates(self.matrix, candidates, query, req.top_k, self.ids, req.accepts)
+
+    def document(self, row: int, score: float | None) -> Document:
+        """The document held in `row`, with `score`."""
+        document, text = self.texts[row]
+        body = decode_text(document, None if text is None else {TEXT: text})
+        return Document(str(self.ids[row]), body, self.metadatas[row], score=score)
 
 
 def _snapshot(pages: Iterable[list[Row]], stamp: object) -> Snapshot:
     ids: list[str] = []
     blocks: list[npt.NDArray[np.float32]] = []
     metadatas: list[dict[str, MetadataValue]] = []
+    texts: list[tuple[str | None, str | None]] = []
     for page in pages:
         ids.extend(row.id for row in page)
         blocks.append(np.stack([np.asarray(row.embedding, np.float32) for row in page]))
         metadatas.extend(decode_metadata(row.record) for row in page)
+        texts.extend((row.document, (row.record or {}).get(TEXT)) for row in page)
     matrix = np.concatenate(blocks) if blocks else np.zeros((0, 0), np.float32)
     columns = MetadataColumns()
     columns.write(np.arange(len(ids), dtype=np.int64), metadatas)
-    held = np.empty(len(metadatas), dtype=object)
-    for i, metadata in enumerate(metadatas):  # element by element: numpy would unpack lists
-        held[i] = metadata
-    return Snapshot(
-        np.array(ids, dtype=np.str_),
-        np.ascontiguousarray(matrix),
-        held,
-        columns,
-        stamp,
-        {doc_id: i for i, doc_id in enumerate(ids)},
-    )
+    return Snapshot(_objects(ids), np.ascontiguousarray(matrix), _objects(metadatas), columns, texts, stamp)
+
+
+def _objects(values: Sequence[object]) -> npt.NDArray[np.object_]:
+    held = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):  # element by element: numpy would unpack lists and dicts
+        held[i] = value
+    return held
 
 
 class Mirror:

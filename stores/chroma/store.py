@@ -71,7 +71,7 @@ _EXACT_ORDER = "rag:exact_order"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 _TEXT_FIELDS = ["metadatas", "documents"]
-_COPY_FIELDS = ["embeddings", "metadatas"]
+_COPY_FIELDS = ["embeddings", "metadatas", "documents"]
 
 
 def _check_positive(name: str, value: int | None) -> None:
@@ -438,7 +438,9 @@ class ChromaVectorStore(AsyncStoreMixin):
         copy = self._copy(build=req.exact) if req.exact or compiled.tree is not None else None
         if not needs_ranking(req):
             if copy is not None:
-                return self._hit_documents(copy.top(query, copy.rows(compiled.tree), req))
+                return [
+                    copy.document(row, score) for row, score in copy.top(query, copy.rows(compiled.tree), req)
+                ]
             return [
                 self._document(row, False, score) for row, score in self._nearest.rows(query, compiled, req)
             ]
@@ -462,13 +464,10 @@ class ChromaVectorStore(AsyncStoreMixin):
         copy: Snapshot | None,
     ) -> list[tuple[str, float]]:
         if copy is not None:
-            return copy.top(query, copy.rows(compiled.tree), req)
+            return [
+                (str(copy.ids[row]), score) for row, score in copy.top(query, copy.rows(compiled.tree), req)
+            ]
         return [(row.id, score) for row, score in self._nearest.rows(query, compiled, req, light=True)]
-
-    def _hit_documents(self, hits: list[tuple[str, float]]) -> list[Document]:
-        """The documents of (id, score) hits, read from Chroma in one call."""
-        found = {row.id: row for row in self._fetch([i for i, _ in hits], None, include=_TEXT_FIELDS)}
-        return [self._document(found[i], False, score) for i, score in hits if i in found]
 
     def _copy(self, *, build: bool) -> Snapshot | None:
         """The exact copy (`stores.chroma.mirror`): built if asked, else only if current."""
