@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -42,7 +43,10 @@ from stores.chroma.search import Row
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.search import rank_candidates, scan
 
-__all__ = ["Mirror", "Snapshot", "shared_mirror"]
+__all__ = ["READ_SECONDS_PER_RECORD", "Mirror", "Snapshot", "shared_mirror"]
+
+READ_SECONDS_PER_RECORD = 40e-6
+"""About what building the copy costs per record (a full read from Chroma on 2 cores), until measured."""
 
 IntArray = npt.NDArray[np.int64]
 
@@ -130,6 +134,31 @@ class Mirror:
         """How many writes this process's stores made to the collection (`drop` counts them)."""
         self.builds = 0
         """How many times the copy was read from the collection (for tests and benchmarks)."""
+        self.rent = 0.0
+        """Seconds Chroma spent evaluating filters since the copy was last built or dropped."""
+        self._price: float | None = None  # what building costs: estimated from the size, then measured
+
+    @contextmanager
+    def renting(self) -> Iterator[None]:
+        """Time a filter evaluated by Chroma (see `due`)."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.rent += time.perf_counter() - started
+
+    def due(self, size: Callable[[], int]) -> bool:
+        """Whether filters evaluated by Chroma have cost as much as building the copy would.
+
+        Rent or buy: the copy is built once the time spent without it reaches its price, so a process
+        that filters a handful of times never pays for it, and one that filters often pays at most
+        twice what knowing the future would have cost.
+        """
+        if self.rent <= (self._price or 0.0):
+            return False
+        if self._price is None:
+            self._price = size() * READ_SECONDS_PER_RECORD
+        return self.rent >= self._price
 
     def current(self, stamp: Callable[[], object]) -> Snapshot | None:
         """The copy if it is built and the collection's state is still `stamp()`, else None."""
@@ -147,8 +176,10 @@ class Mirror:
             held = self.current(stamp)  # another thread may have built it meanwhile
             if held is None:
                 token = stamp()
+                started = time.perf_counter()
                 held = self._snapshot = _snapshot(pages(), token)
                 self.builds += 1
+                self._price, self.rent = time.perf_counter() - started, 0.0
             return held
 
     def drop(self) -> None:
@@ -164,6 +195,7 @@ class Mirror:
         finally:
             self._snapshot = None
             self.generation += 1
+            self.rent = 0.0
 
 
 def shared_mirror(key: Hashable | None) -> Mirror:

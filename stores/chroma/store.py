@@ -28,6 +28,7 @@ import json
 import re
 import weakref
 from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -307,7 +308,7 @@ class ChromaVectorStore(AsyncStoreMixin):
         if ids is not None:
             targets = [row.id for row in self._fetch(ids, None, include=())]
         else:
-            targets = self._matching_ids(self._compile(tree))
+            targets = self._matching_ids(self._compile(tree), build=False)  # a copy the write drops
         if not targets:
             return 0
         with self._lexical.writing() as index:
@@ -354,15 +355,15 @@ class ChromaVectorStore(AsyncStoreMixin):
             rows.extend(rows_from_get(result))
         return rows
 
-    def _matching_ids(self, compiled: ChromaFilter) -> list[str]:
-        """Every id the filter matches, in no particular order."""
+    def _matching_ids(self, compiled: ChromaFilter, *, build: bool = True) -> list[str]:
+        """Every id the filter matches, in no particular order (`build`: the copy may be built)."""
         if compiled.matches_nothing:
             return []
-        copy = self._copy(build=False) if compiled.tree is not None else None
+        copy = self._copy_for(False, compiled.tree, build=build)
         if copy is not None:
             return copy.matching_ids(compiled.tree)
         include = [] if compiled.exact else ["metadatas"]
-        with self._conn.errors(f"read from the collection {self._name!r}"):
+        with self._conn.errors(f"read from the collection {self._name!r}"), self._mirror.renting():
             rows = rows_from_get(self._collection.get(where=compiled.where, include=include))
         return [row.id for row in rows if compiled.accepts(decode_metadata(row.record))]
 
@@ -434,9 +435,12 @@ class ChromaVectorStore(AsyncStoreMixin):
         compiled = self._compile(req.filter)
         if compiled.matches_nothing:
             return []
-        # The exact copy answers exact requests, and filtered ones while it is current.
-        copy = self._copy(build=req.exact) if req.exact or compiled.tree is not None else None
+        copy = self._copy_for(req.exact, compiled.tree)
         if not needs_ranking(req):
+            if copy is None and compiled.tree is not None:
+                with self._mirror.renting():
+                    found = self._nearest.rows(query, compiled, req)
+                return [self._document(row, False, score) for row, score in found]
             if copy is not None:
                 return [
                     copy.document(row, score) for row, score in copy.top(query, copy.rows(compiled.tree), req)
@@ -467,13 +471,19 @@ class ChromaVectorStore(AsyncStoreMixin):
             return [
                 (str(copy.ids[row]), score) for row, score in copy.top(query, copy.rows(compiled.tree), req)
             ]
-        return [(row.id, score) for row, score in self._nearest.rows(query, compiled, req, light=True)]
+        with self._mirror.renting() if compiled.tree is not None else nullcontext():
+            hits = self._nearest.rows(query, compiled, req, light=True)
+        return [(row.id, score) for row, score in hits]
 
-    def _copy(self, *, build: bool) -> Snapshot | None:
-        """The exact copy (`stores.chroma.mirror`): built if asked, else only if current."""
-        if build:
-            return self._mirror.get(lambda: self._nearest.pages(None, _COPY_FIELDS), self._state)
-        return self._mirror.current(self._state)
+    def _copy_for(self, exact: bool, tree: Filter | None, *, build: bool = True) -> Snapshot | None:
+        """The exact copy (`stores.chroma.mirror`) if it should answer: always for exact requests,
+        for filtered ones while current or once Chroma's filtering has cost as much as building it."""
+        if not exact and tree is None:
+            return None
+        copy = self._mirror.current(self._state)
+        if copy is None and build and (exact or self._mirror.due(self._access.count)):
+            copy = self._mirror.get(lambda: self._nearest.pages(None, _COPY_FIELDS), self._state)
+        return copy
 
     def _state(self) -> object:
         # An embedded folder or a private store is written by this process only, whose writes drop

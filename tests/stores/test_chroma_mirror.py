@@ -163,3 +163,22 @@ def test_a_server_store_sees_writes_by_other_clients(chroma_server: str) -> None
             assert store.similarity_search(SearchRequest("q1", top_k=1, exact=True))[0].id == "zz-new"
         finally:
             close_client(other_client)  # chromadb leaves its HTTP pools open otherwise
+
+
+def test_filtering_often_builds_the_copy(monkeypatch: Any) -> None:
+    import stores.chroma.mirror as mirror
+
+    store, reference = _pair()
+    with store:
+        monkeypatch.setattr(mirror, "READ_SECONDS_PER_RECORD", 1.0)  # a copy dearer than any filter here
+        for name in ("q1", "q2", "q3"):
+            store.similarity_search(SearchRequest(name, top_k=4, filter="bucket < 3"))
+        assert store.count("bucket < 3") == 180 and store._mirror.builds == 0
+        store._mirror._price = 0.0  # as if filtering had already cost as much as a full read
+        request = SearchRequest("q4", top_k=6, filter="name >= 'n0150'")
+        store.similarity_search(request)  # Chroma's time is charged, and the copy is built
+        assert store._mirror.builds == 1
+        assert _hits(store.similarity_search(request)) == _hits(reference.similarity_search(request))
+        store.add([Document("zz-new", "new", {"bucket": 1}, embedding=_docs()[0].embedding)])
+        assert store._mirror.rent == 0.0  # a write drops the copy and starts renting anew
+        assert store.count("bucket < 3") == 181
