@@ -90,6 +90,12 @@ class ChromaVectorStore(AsyncStoreMixin):
     collections of up to `ef_search` records are searched exactly. Beyond that, vector top-k is
     approximate unless a request says `exact=True` (docs/exactness.md gives measured recall).
 
+    `exact_copy` decides when the store keeps an exact copy of the vectors and metadata in memory
+    (`stores.chroma.mirror`: about the vectors' size in RAM, one full read to build, dropped by writes),
+    which answers exact requests and filters at numpy speed: None (the default) builds it for the first
+    `exact=True` request, or once Chroma's filtering has cost as much as the read; True at the first
+    exact or filtered request; False never (exact requests then read every vector from Chroma).
+
     Safe to share between threads: searches run side by side, each write runs alone, and stores over
     the same collection in one process share the lock. Across processes: an embedded folder belongs to
     one process at a time (Chroma's rule for its persistent client); for several, run a Chroma server
@@ -114,6 +120,7 @@ class ChromaVectorStore(AsyncStoreMixin):
         batch_size: int | None = None,
         ef_search: int = 400,
         client: Any = None,
+        exact_copy: bool | None = None,
     ) -> None:
         if not isinstance(collection, str) or not _NAME.match(collection) or ".." in collection:
             raise InvalidRequestError(
@@ -122,6 +129,9 @@ class ChromaVectorStore(AsyncStoreMixin):
             )
         _check_positive("batch_size", batch_size)
         _check_positive("ef_search", ef_search)
+        if exact_copy is not None and not isinstance(exact_copy, bool):
+            raise InvalidRequestError(f"exact_copy must be True, False or None, got {exact_copy!r}")
+        self._keep_copy = exact_copy
         self._embedding = embedding
         self._name = collection
         self._shared = path is not None or url is not None or client is not None
@@ -478,10 +488,11 @@ class ChromaVectorStore(AsyncStoreMixin):
     def _copy_for(self, exact: bool, tree: Filter | None, *, build: bool = True) -> Snapshot | None:
         """The exact copy (`stores.chroma.mirror`) if it should answer: always for exact requests,
         for filtered ones while current or once Chroma's filtering has cost as much as building it."""
-        if not exact and tree is None:
+        if (not exact and tree is None) or self._keep_copy is False:
             return None
         copy = self._mirror.current(self._state)
-        if copy is None and build and (exact or self._mirror.due(self._access.count)):
+        wanted = exact or self._keep_copy or self._mirror.due(self._access.count)
+        if copy is None and build and wanted:
             copy = self._mirror.get(lambda: self._nearest.pages(None, _COPY_FIELDS), self._state)
         return copy
 

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from rag import Document, SearchRequest
+from rag.errors import InvalidRequestError
 from stores import ChromaVectorStore, NumpyVectorStore
 from stores.chroma.client import close_client
 
@@ -165,7 +167,7 @@ def test_a_server_store_sees_writes_by_other_clients(chroma_server: str) -> None
             close_client(other_client)  # chromadb leaves its HTTP pools open otherwise
 
 
-def test_filtering_often_builds_the_copy(monkeypatch: Any) -> None:
+def test_filtering_often_builds_the_copy(monkeypatch: pytest.MonkeyPatch) -> None:
     import stores.chroma.mirror as mirror
 
     store, reference = _pair()
@@ -182,3 +184,25 @@ def test_filtering_often_builds_the_copy(monkeypatch: Any) -> None:
         store.add([Document("zz-new", "new", {"bucket": 1}, embedding=_docs()[0].embedding)])
         assert store._mirror.rent == 0.0  # a write drops the copy and starts renting anew
         assert store.count("bucket < 3") == 181
+
+
+def test_exact_copy_false_keeps_no_copy_and_stays_exact() -> None:
+    store, reference = _pair(exact_copy=False)
+    with store:
+        for text in FILTERS:
+            request = SearchRequest("q6", top_k=8, filter=text, exact=True)
+            assert _hits(store.similarity_search(request)) == _hits(reference.similarity_search(request))
+        assert store._mirror.builds == 0
+
+
+def test_exact_copy_true_builds_at_the_first_filter() -> None:
+    store, reference = _pair(exact_copy=True)
+    with store:
+        request = SearchRequest("q7", top_k=8, filter="bucket == 2")
+        assert _hits(store.similarity_search(request)) == _hits(reference.similarity_search(request))
+        assert store._mirror.builds == 1
+
+
+def test_exact_copy_must_be_a_flag_or_none() -> None:
+    with pytest.raises(InvalidRequestError, match="exact_copy must be True, False or None, got 'yes'"):
+        ChromaVectorStore(_Lookup(), exact_copy="yes")  # type: ignore[arg-type]
