@@ -32,7 +32,8 @@ class _Lookup:
         self.name = f"mirror-lookup-{DIMS}"
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return self.queries[[int(text[1:]) for text in texts]]
+        vectors: np.ndarray = self.queries[[int(text[1:]) for text in texts]]
+        return vectors
 
 
 def _docs(count: int = 600, seed: int = 3) -> list[Document]:
