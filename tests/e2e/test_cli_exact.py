@@ -33,6 +33,7 @@ def _sparse_collection(home: Path) -> None:
     from chromadb.config import Settings
 
     from rag.cli._common import DEFAULT_EMBEDDER, build_embedder
+    from stores.chroma.client import close_client
 
     model = build_embedder(DEFAULT_EMBEDDER)
     client = chromadb.PersistentClient(
@@ -44,7 +45,7 @@ def _sparse_collection(home: Path) -> None:
         metadata={"rag:embedding_model": model.name, "rag:dimensions": model.dimensions},
         configuration={"hnsw": {"space": "ip", "ef_search": 10, "ef_construction": 20, "max_neighbors": 4}},
     )
-    client.close()
+    close_client(client)
 
 
 def _hits(cli: RunCli, *args: Any) -> list[tuple[str, float]]:
