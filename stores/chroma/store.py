@@ -1,11 +1,10 @@
 """`ChromaVectorStore`: the `VectorStore` protocol on Chroma, embedded, in-process or on a server.
 
 Filters compile to Chroma `where` clauses (`stores.chroma.filters`), records use the layout of
-`stores.chroma.records`. Vector search follows the contract of `stores.chroma.nearest`: filters are
-exact always; the top-k is exact on small collections and with `SearchRequest(exact=True)`, and comes
-from Chroma's HNSW graph (approximate, one query) otherwise. Lexical and hybrid modes and MMR rank
-through `stores.ranking` over a BM25 index kept beside the collection (`stores.chroma.lexical`,
-`stores.chroma.hybrid`).
+`stores.chroma.records`, and requests are answered as `stores.chroma.answering` says: filters exact
+always; vector top-k exact on small collections and with `SearchRequest(exact=True)` (through the
+exact copy of `stores.chroma.mirror`), from Chroma's HNSW graph otherwise; lexical and hybrid modes
+and MMR rank through `stores.ranking` over a BM25 index beside the collection (`stores.chroma.lexical`).
 chromadb is imported when the first store is constructed.
 
 Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into the stored record (keys
@@ -16,10 +15,9 @@ unit vectors (the same distance, 1 - cosine) and keep the exact vectors the nump
 Threads: every call holds a `stores.locking.ReadWriteLock` (searches, `get` and `count` for reading,
 `add` and `delete` for writing), shared by every store object of the process over the same folder and
 collection, server and collection, or client and collection. Chroma's records, the collection size
-memo, the twin marks and the lexical index therefore change together and are read together: without
-it a search could see a write half done (the lexical index ahead of the records, a BM25 norm array
-shorter than its postings: `IndexError`) and two rebuilds of the lexical index could delete each
-other's files (`FileNotFoundError`). Embedding and encoding happen before the lock is taken.
+memo, the exact copy and the lexical index therefore change together and are read together: without
+it a search could see a write half done (the lexical index ahead of the records) and two rebuilds of
+the lexical index could delete each other's files. Embedding and encoding happen before the lock.
 """
 
 from __future__ import annotations
@@ -28,36 +26,33 @@ import json
 import re
 import weakref
 from collections.abc import Iterable, Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import Document, SearchRequest
+from rag.documents import Document
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.vectorstore import AsyncStoreMixin
+from stores.chroma.answering import Answering
 from stores.chroma.client import connect, lock_key, open_collection, purger
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
-from stores.chroma.hybrid import ChromaCandidates
-from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess
-from stores.chroma.mirror import Snapshot, shared_mirror
+from stores.chroma.lexical import ChromaLexical, CollectionAccess
+from stores.chroma.mirror import shared_mirror
 from stores.chroma.nearest import Nearest
 from stores.chroma.opaque import shared_opaque
 from stores.chroma.records import (
     TEXT,
     decode_metadata,
-    decode_text,
     encode_record,
     encode_text,
 )
 from stores.chroma.search import Row, rows_from_get
 from stores.locking import shared_lock
 from stores.numpy.embed import document_vectors, embed_queries
-from stores.ranking import needs_ranking, rank
 
 __all__ = ["ChromaVectorStore"]
 
@@ -71,8 +66,6 @@ _ORDERED = "rag:ordered"
 _EXACT_ORDER = "rag:exact_order"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
-_TEXT_FIELDS = ["metadatas", "documents"]
-_COPY_FIELDS = ["embeddings", "metadatas", "documents"]
 
 
 def _check_positive(name: str, value: int | None) -> None:
@@ -80,7 +73,19 @@ def _check_positive(name: str, value: int | None) -> None:
         raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-class ChromaVectorStore(AsyncStoreMixin):
+def _check_options(collection: object, batch_size: int | None, ef_search: int, exact_copy: object) -> None:
+    if not isinstance(collection, str) or not _NAME.match(collection) or ".." in collection:
+        raise InvalidRequestError(
+            f"collection name must be 3-512 characters of letters, digits, '.', '_' or '-', starting and "
+            f"ending with a letter or digit, got {collection!r}"
+        )
+    _check_positive("batch_size", batch_size)
+    _check_positive("ef_search", ef_search)
+    if exact_copy is not None and not isinstance(exact_copy, bool):
+        raise InvalidRequestError(f"exact_copy must be True, False or None, got {exact_copy!r}")
+
+
+class ChromaVectorStore(Answering, AsyncStoreMixin):
     """Documents in a Chroma collection of unit vectors, searched by cosine, filtered exactly like numpy.
 
     `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR
@@ -122,15 +127,7 @@ class ChromaVectorStore(AsyncStoreMixin):
         client: Any = None,
         exact_copy: bool | None = None,
     ) -> None:
-        if not isinstance(collection, str) or not _NAME.match(collection) or ".." in collection:
-            raise InvalidRequestError(
-                f"collection name must be 3-512 characters of letters, digits, '.', '_' or '-', starting and "
-                f"ending with a letter or digit, got {collection!r}"
-            )
-        _check_positive("batch_size", batch_size)
-        _check_positive("ef_search", ef_search)
-        if exact_copy is not None and not isinstance(exact_copy, bool):
-            raise InvalidRequestError(f"exact_copy must be True, False or None, got {exact_copy!r}")
+        _check_options(collection, batch_size, ef_search, exact_copy)
         self._keep_copy = exact_copy
         self._embedding = embedding
         self._name = collection
@@ -156,14 +153,7 @@ class ChromaVectorStore(AsyncStoreMixin):
         self._access = CollectionAccess(
             self._conn, self._collection, collection, self._batch_size, self._shared
         )
-        marks = self._access.metadata()
-        self._legacy = marks.get(_LAYOUT) != _CURRENT_LAYOUT
-        self._ordered = marks.get(_ORDERED) is True
-        self._exact_order = marks.get(_EXACT_ORDER) is True
-        if (self._legacy or not self._exact_order) and self._access.count() == 0:
-            # An empty collection takes the current layout: no record can contradict it.
-            self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT, _ORDERED: False, _EXACT_ORDER: True})
-            self._legacy, self._ordered, self._exact_order = False, False, True
+        self._legacy, self._ordered, self._exact_order = self._layout()
         self._nearest = Nearest(
             self._conn,
             self._collection,
@@ -183,6 +173,18 @@ class ChromaVectorStore(AsyncStoreMixin):
         )
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
+
+    def _layout(self) -> tuple[bool, bool, bool]:
+        """(records of older versions possible, single order codes, exact order codes): the record
+        layout every record of the collection follows (see `stores.chroma.records`)."""
+        marks = self._access.metadata()
+        legacy, ordered = marks.get(_LAYOUT) != _CURRENT_LAYOUT, marks.get(_ORDERED) is True
+        exact_order = marks.get(_EXACT_ORDER) is True
+        if (legacy or not exact_order) and self._access.count() == 0:
+            # An empty collection takes the current layout: no record can contradict it.
+            self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT, _ORDERED: False, _EXACT_ORDER: True})
+            return False, False, True
+        return legacy, ordered, exact_order
 
     @property
     def embedding(self) -> EmbeddingModel:
@@ -418,85 +420,3 @@ class ChromaVectorStore(AsyncStoreMixin):
                 with self._conn.errors(f"count the collection {self._name!r}"):
                     return int(self._collection.count())
             return len(self._matching_ids(compiled))
-
-    @staticmethod
-    def _document(row: Row, with_embedding: bool, score: float | None = None) -> Document:
-        return Document(
-            row.id,
-            decode_text(row.document, row.record),
-            decode_metadata(row.record),
-            score=score,
-            embedding=row.embedding if with_embedding else None,
-        )
-
-    def similarity_search(self, request: SearchRequest | str) -> list[Document]:
-        """The best `top_k` documents for the request's query, with `score` set (ties by id).
-
-        Exact for small collections and `exact=True`; from Chroma's HNSW graph otherwise (see the class).
-        """
-        req = request if isinstance(request, SearchRequest) else SearchRequest(request)
-        if req.top_k == 0:
-            return []
-        query = self._embed([req.query])[0]
-        with self._lock.read():  # the query was embedded outside: writers wait only for the search
-            return self._search(req, query)
-
-    def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:
-        compiled = self._compile(req.filter)
-        if compiled.matches_nothing:
-            return []
-        copy = self._copy_for(req.exact, compiled.tree)
-        if not needs_ranking(req):
-            if copy is None and compiled.tree is not None:
-                with self._mirror.renting():
-                    found = self._nearest.rows(query, compiled, req)
-                return [self._document(row, False, score) for row, score in found]
-            if copy is not None:
-                return [
-                    copy.document(row, score) for row, score in copy.top(query, copy.rows(compiled.tree), req)
-                ]
-            return [
-                self._document(row, False, score) for row, score in self._nearest.rows(query, compiled, req)
-            ]
-        source = ChromaCandidates(
-            req,
-            query,
-            lambda plain: self._vector_hits(query, compiled, plain, copy),
-            lambda: None if compiled.tree is None else set(self._matching_ids(compiled)),
-            lambda ids, fields: self._fetch(ids, None, include=fields),
-            self._lexical.index,
-        )
-        ranked = rank(req, source)
-        rows = source.rows([doc_id for doc_id, _ in ranked])
-        return [self._document(row, False, score) for row, (_, score) in zip(rows, ranked, strict=True)]
-
-    def _vector_hits(
-        self,
-        query: npt.NDArray[np.float32],
-        compiled: ChromaFilter,
-        req: SearchRequest,
-        copy: Snapshot | None,
-    ) -> list[tuple[str, float]]:
-        if copy is not None:
-            return [
-                (str(copy.ids[row]), score) for row, score in copy.top(query, copy.rows(compiled.tree), req)
-            ]
-        with self._mirror.renting() if compiled.tree is not None else nullcontext():
-            hits = self._nearest.rows(query, compiled, req, light=True)
-        return [(row.id, score) for row, score in hits]
-
-    def _copy_for(self, exact: bool, tree: Filter | None, *, build: bool = True) -> Snapshot | None:
-        """The exact copy (`stores.chroma.mirror`) if it should answer: always for exact requests,
-        for filtered ones while current or once Chroma's filtering has cost as much as building it."""
-        if (not exact and tree is None) or self._keep_copy is False:
-            return None
-        copy = self._mirror.current(self._state)
-        wanted = exact or self._keep_copy or self._mirror.due(self._access.count)
-        if copy is None and build and wanted:
-            copy = self._mirror.get(lambda: self._nearest.pages(None, _COPY_FIELDS), self._state)
-        return copy
-
-    def _state(self) -> object:
-        # An embedded folder or a private store is written by this process only, whose writes drop
-        # the copy; elsewhere other processes may write, which changes the collection's state token.
-        return None if self._local or not self._shared else self._access.metadata().get(STATE_KEY)
