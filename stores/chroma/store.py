@@ -164,12 +164,13 @@ class ChromaVectorStore(Answering, AsyncStoreMixin):
             self._matching_ids,
         )
         self._mirror = shared_mirror(key)
-        mirror = self._mirror  # not `self`: the lexical index must not keep the store alive
+        # Weak: neither the store nor the copy's memory is kept alive by the lexical index.
+        mirror = weakref.ref(self._mirror)
         self._lexical = ChromaLexical(
             self._access,
             Path(path) if path is not None else None,
             key,
-            (lambda: mirror.generation) if path is not None else None,
+            (lambda: getattr(mirror(), "generation", -2)) if path is not None else None,
         )
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
@@ -220,6 +221,7 @@ class ChromaVectorStore(Answering, AsyncStoreMixin):
         """Save the lexical index, release the client; an in-process store's data is dropped."""
         with self._lock.write():  # calls under way end first
             self._finalizer()
+            self._mirror = shared_mirror(None)  # the shared copy's memory goes with its last open store
 
     def __enter__(self) -> ChromaVectorStore:
         return self

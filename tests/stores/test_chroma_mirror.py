@@ -207,3 +207,18 @@ def test_exact_copy_true_builds_at_the_first_filter() -> None:
 def test_exact_copy_must_be_a_flag_or_none() -> None:
     with pytest.raises(InvalidRequestError, match="exact_copy must be True, False or None, got 'yes'"):
         ChromaVectorStore(_Lookup(), exact_copy="yes")  # type: ignore[arg-type]
+
+
+def test_closing_the_last_store_frees_the_copy(tmp_path: Path) -> None:
+    import gc
+    import weakref
+
+    model = _Lookup()
+    store = ChromaVectorStore(model, path=tmp_path, ef_search=10)  # type: ignore[arg-type]
+    store.add(_docs(50))
+    store.similarity_search(SearchRequest("q1", exact=True))
+    held = weakref.ref(store._mirror)
+    store.close()
+    gc.collect()
+    assert held() is None  # the closed store object itself still exists
+    assert store._mirror.builds == 0
