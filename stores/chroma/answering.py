@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,8 @@ from stores.chroma.client import Connection
 from stores.chroma.filters import ChromaFilter, Where
 from stores.chroma.hybrid import ChromaCandidates
 from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess
-from stores.chroma.mirror import Mirror, Snapshot
+from stores.chroma.mirror import Mirror, Snapshot, read_snapshot
+from stores.chroma.mirror_files import load
 from stores.chroma.nearest import Nearest
 from stores.chroma.records import decode_metadata, decode_text
 from stores.chroma.search import Row
@@ -46,6 +48,7 @@ class Answering:
     _mirror: Mirror
     _lexical: ChromaLexical
     _keep_copy: bool | None
+    _copy_root: Path | None
     _local: bool
     _shared: bool
 
@@ -133,8 +136,20 @@ class Answering:
         copy = self._mirror.current(self._state)
         wanted = exact or self._keep_copy or self._mirror.due(self._access.count)
         if copy is None and build and wanted:
-            copy = self._mirror.get(lambda: self._nearest.pages(None, _COPY_FIELDS), self._state)
+            copy = self._mirror.get(self._make_copy, self._state)
         return copy
+
+    def _make_copy(self, stamp: object) -> tuple[Snapshot, bool]:
+        """The copy saved beside an embedded folder if it is current, else one read from Chroma."""
+        token = self._access.metadata().get(STATE_KEY) if self._copy_root is not None else None
+        self._mirror.token = token if isinstance(token, str) else None
+        if self._copy_root is not None and self._mirror.token is not None:
+            loaded = load(self._copy_root, self._mirror.token, self._access.count(), stamp)
+            if loaded is not None:
+                self._mirror.saved = True
+                return loaded, False
+        self._mirror.saved = False
+        return read_snapshot(self._nearest.pages(None, _COPY_FIELDS), stamp), True
 
     def _state(self) -> object:
         # An embedded folder or a private store is written by this process only, whose writes drop

@@ -43,7 +43,7 @@ from stores.chroma.search import Row
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.search import rank_candidates, scan
 
-__all__ = ["READ_SECONDS_PER_RECORD", "Mirror", "Snapshot", "shared_mirror"]
+__all__ = ["READ_SECONDS_PER_RECORD", "Mirror", "Snapshot", "read_snapshot", "shared_mirror", "snapshot_of"]
 
 READ_SECONDS_PER_RECORD = 40e-6
 """About what building the copy costs per record (a full read from Chroma on 2 cores), until measured."""
@@ -101,7 +101,8 @@ class Snapshot:
         return Document(str(self.ids[row]), body, self.metadatas[row], score=score)
 
 
-def _snapshot(pages: Iterable[list[Row]], stamp: object) -> Snapshot:
+def read_snapshot(pages: Iterable[list[Row]], stamp: object) -> Snapshot:
+    """A copy of the records in `pages` (with embeddings, metadata and documents)."""
     ids: list[str] = []
     blocks: list[npt.NDArray[np.float32]] = []
     metadatas: list[dict[str, MetadataValue]] = []
@@ -112,6 +113,17 @@ def _snapshot(pages: Iterable[list[Row]], stamp: object) -> Snapshot:
         metadatas.extend(decode_metadata(row.record) for row in page)
         texts.extend((row.document, (row.record or {}).get(TEXT)) for row in page)
     matrix = np.concatenate(blocks) if blocks else np.zeros((0, 0), np.float32)
+    return snapshot_of(ids, matrix, metadatas, texts, stamp)
+
+
+def snapshot_of(
+    ids: Sequence[str],
+    matrix: npt.NDArray[np.float32],
+    metadatas: Sequence[dict[str, MetadataValue]],
+    texts: list[tuple[str | None, str | None]],
+    stamp: object,
+) -> Snapshot:
+    """A copy of these rows, its filter columns computed."""
     columns = MetadataColumns()
     columns.write(np.arange(len(ids), dtype=np.int64), metadatas)
     return Snapshot(_objects(ids), np.ascontiguousarray(matrix), _objects(metadatas), columns, texts, stamp)
@@ -137,6 +149,10 @@ class Mirror:
         self.rent = 0.0
         """Seconds Chroma spent evaluating filters since the copy was last built or dropped."""
         self._price: float | None = None  # what building costs: estimated from the size, then measured
+        self.token: str | None = None
+        """The collection's state token when the copy was made (None: not known)."""
+        self.saved = False
+        """Whether the copy is the one saved under `token` (`stores.chroma.mirror_files`)."""
 
     @contextmanager
     def renting(self) -> Iterator[None]:
@@ -167,20 +183,26 @@ class Mirror:
             return None
         return held
 
-    def get(self, pages: Callable[[], Iterable[list[Row]]], stamp: Callable[[], object]) -> Snapshot:
-        """The current copy, built from `pages()` (every record with embedding and metadata) if needed."""
+    def get(self, make: Callable[[object], tuple[Snapshot, bool]], stamp: Callable[[], object]) -> Snapshot:
+        """The current copy, made by `make(stamp())` if needed: (the copy, whether Chroma was read)."""
         held = self.current(stamp)
         if held is not None:
             return held
         with self._mutex:
             held = self.current(stamp)  # another thread may have built it meanwhile
             if held is None:
-                token = stamp()
                 started = time.perf_counter()
-                held = self._snapshot = _snapshot(pages(), token)
-                self.builds += 1
-                self._price, self.rent = time.perf_counter() - started, 0.0
+                held, read = make(stamp())
+                self._snapshot = held
+                if read:
+                    self.builds += 1
+                    self._price = time.perf_counter() - started
+                self.rent = 0.0
             return held
+
+    def held(self) -> Snapshot | None:
+        """The copy, current or not (for saving: only writes drop it on an embedded folder)."""
+        return self._snapshot
 
     def drop(self) -> None:
         """Forget the copy (it is built again when next needed)."""
@@ -196,6 +218,7 @@ class Mirror:
             self._snapshot = None
             self.generation += 1
             self.rent = 0.0
+            self.saved = False
 
 
 def shared_mirror(key: Hashable | None) -> Mirror:

@@ -42,6 +42,8 @@ from stores.chroma.client import connect, lock_key, open_collection, purger
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.lexical import ChromaLexical, CollectionAccess
 from stores.chroma.mirror import shared_mirror
+from stores.chroma.mirror_files import FOLDER as COPY_FOLDER
+from stores.chroma.mirror_files import CopySaver
 from stores.chroma.nearest import Nearest
 from stores.chroma.opaque import shared_opaque
 from stores.chroma.records import (
@@ -174,6 +176,11 @@ class ChromaVectorStore(Answering, AsyncStoreMixin):
         )
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
+        self._copy_root = None if path is None else Path(path) / COPY_FOLDER / collection
+        self._saver: CopySaver | None = None
+        if self._copy_root is not None:
+            self._saver = CopySaver(self._access, self._copy_root, self._mirror)
+            self._conn.cleanups.append(self._saver)
 
     def _layout(self) -> tuple[bool, bool, bool]:
         """(records of older versions possible, single order codes, exact order codes): the record
@@ -213,15 +220,19 @@ class ChromaVectorStore(Answering, AsyncStoreMixin):
         return self._collection
 
     def flush(self) -> None:
-        """Save the lexical index of an embedded store now (`close()` and interpreter exit also do)."""
+        """Save the lexical index and the exact copy of an embedded store now (`close()` and interpreter
+        exit also do)."""
         with self._lock.read():
             self._lexical.save()
+            if self._saver is not None:
+                self._saver()
 
     def close(self) -> None:
         """Save the lexical index, release the client; an in-process store's data is dropped."""
         with self._lock.write():  # calls under way end first
             self._finalizer()
-            self._mirror = shared_mirror(None)  # the shared copy's memory goes with its last open store
+            # The shared copy's memory goes with the last open store over the collection.
+            self._mirror, self._saver = shared_mirror(None), None
 
     def __enter__(self) -> ChromaVectorStore:
         return self

@@ -222,3 +222,41 @@ def test_closing_the_last_store_frees_the_copy(tmp_path: Path) -> None:
     gc.collect()
     assert held() is None  # the closed store object itself still exists
     assert store._mirror.builds == 0
+
+
+def _reopened_exact(
+    path: Path, request: SearchRequest
+) -> tuple[list[Document], int, list[tuple[str, tuple[str, ...]]]]:
+    """An exact search by a fresh store over `path` (as the next process would be): hits, builds, calls."""
+    import gc
+
+    gc.collect()  # the closed stores' copy is gone, as it would be in another process
+    with ChromaVectorStore(_Lookup(), path=path, ef_search=10) as store:  # type: ignore[arg-type]
+        spy = _Calls(store._nearest.collection)
+        store._nearest.collection = spy
+        found = store.similarity_search(request)
+        store._nearest.collection = spy.collection
+        return found, store._mirror.builds, spy.calls
+
+
+def test_an_embedded_folder_saves_the_copy_for_the_next_process(tmp_path: Path) -> None:
+    reference = NumpyVectorStore(_Lookup())  # type: ignore[arg-type]
+    odd = Document("zz-odd", "lone \ud800 surrogate", {"bucket": 1}, embedding=_Lookup().queries[2])
+    reference.add([*_docs(), odd])
+    request = SearchRequest("q2", top_k=8, exact=True, filter="bucket < 5")
+    with ChromaVectorStore(_Lookup(), path=tmp_path, ef_search=10) as store:  # type: ignore[arg-type]
+        store.add([*_docs(), odd])
+        store.similarity_search(request)
+        assert store._mirror.builds == 1
+    found, builds, calls = _reopened_exact(tmp_path, request)
+    assert _hits(found) == _hits(reference.similarity_search(request))
+    assert found[0].id == "zz-odd" and found[0].text == "lone \ud800 surrogate"
+    assert builds == 0 and calls == []  # loaded from rag-copy/, not read from Chroma
+    with ChromaVectorStore(_Lookup(), path=tmp_path, ef_search=10) as store:  # type: ignore[arg-type]
+        store.delete(["zz-odd"])  # the saved copy is now stale
+    found, builds, _ = _reopened_exact(tmp_path, request)
+    assert builds == 1 and "zz-odd" not in [d.id for d in found]
+    [saved] = list((tmp_path / "rag-copy" / "rag").iterdir())
+    (saved / "records.json").write_text("{not json", "ascii")
+    found, builds, _ = _reopened_exact(tmp_path, request)  # a damaged save is read again
+    assert builds == 1 and "zz-odd" not in [d.id for d in found]
