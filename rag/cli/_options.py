@@ -11,7 +11,13 @@ import click
 from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, STORE_KINDS, VECTOR_WEIGHT_BY_EMBEDDER
 from rag.documents import FUSIONS, SEARCH_MODES
 
-__all__ = ["chat_model_options", "search_options", "store_options", "threshold_and_filter_options"]
+__all__ = [
+    "chat_model_options",
+    "exact_option",
+    "search_options",
+    "store_options",
+    "threshold_and_filter_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _WEIGHTS = ", ".join(f"{family} {weight:g}" for family, weight in VECTOR_WEIGHT_BY_EMBEDDER.items())
@@ -105,6 +111,17 @@ def threshold_and_filter_options(func: F) -> F:
         show_default=True,
         help="Minimum cosine similarity, in every search mode (0 accepts everything). It compares the "
         "cosine shown beside each hit, not the rank score (BM25 or fused in lexical and hybrid mode).",
+    )(func)
+
+
+def exact_option(func: F) -> F:
+    """`--exact` for `rag query` and `rag ask` (parameter `exact`): `SearchRequest(exact=True)`."""
+    return click.option(
+        "--exact",
+        is_flag=True,
+        help="Exact vector top-k: every matching vector is scored, so no near neighbour is missed. On a "
+        "large Chroma collection the first exact search reads every vector (seconds at 100,000 chunks); "
+        "without it the search uses Chroma's approximate index (docs/exactness.md).",
     )(func)
 
 

@@ -18,6 +18,7 @@ from rag.cli._common import (
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
     chat_model_options,
+    exact_option,
     search_options,
     store_options,
     threshold_and_filter_options,
@@ -67,6 +68,7 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
     "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages to retrieve."
 )
 @threshold_and_filter_options
+@exact_option
 @click.option(
     "--stream/--no-stream", default=None, help="Print the answer as it arrives [default: when a terminal]."
 )
@@ -82,6 +84,7 @@ def ask(
     top_k: int,
     threshold: float,
     filter_text: str | None,
+    exact: bool,
     stream: bool | None,
     as_json: bool,
     store: str | None,
@@ -118,7 +121,7 @@ def ask(
         diversity=diversity,
     )
     search = settings.search_request(
-        question, top_k=top_k, similarity_threshold=threshold, filter=filter_text
+        question, top_k=top_k, similarity_threshold=threshold, filter=filter_text, exact=exact
     )
     opened = open_store(settings)
     model = build_chat_model(settings)

@@ -14,7 +14,7 @@ from rag.cli._common import (
     open_store,
     settings_from,
 )
-from rag.cli._options import search_options, store_options, threshold_and_filter_options
+from rag.cli._options import exact_option, search_options, store_options, threshold_and_filter_options
 from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
 from rag.observability.steps import traced_search
@@ -81,6 +81,7 @@ def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[
     "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="How many chunks."
 )
 @threshold_and_filter_options
+@exact_option
 @store_options()
 @click.option(
     "--embedder", metavar="SPEC", help="Override the embedder the store was built with (must match)."
@@ -95,6 +96,7 @@ def query(
     top_k: int,
     threshold: float,
     filter_text: str | None,
+    exact: bool,
     store: str | None,
     collection: str | None,
     embedder: str | None,
@@ -130,7 +132,9 @@ def query(
         vector_weight=vector_weight,
         diversity=diversity,
     )
-    request = settings.search_request(text, top_k=top_k, similarity_threshold=threshold, filter=filter_text)
+    request = settings.search_request(
+        text, top_k=top_k, similarity_threshold=threshold, filter=filter_text, exact=exact
+    )
     opened = open_store(settings)
     try:
         hits = traced_search(opened.store, request)

@@ -79,7 +79,7 @@ class RagService:
         return stream
 
     async def search(self, body: Any) -> list[Document]:
-        """Retrieval alone: `query` with optional `top_k`, `filter`, `mode`, `similarity_threshold`, ...
+        """Retrieval alone: `query`, optional `top_k`, `filter`, `mode`, `similarity_threshold`, `exact`, ...
 
         Raises:
             ApiError: a missing query or a field of the wrong kind; InvalidRequestError / FilterError for
@@ -90,7 +90,10 @@ class RagService:
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
             raise ApiError("'query' must be a non-empty string", param="query")
-        allowed = {"top_k", "filter", "mode", "similarity_threshold", "fusion", "vector_weight", "diversity"}
+        allowed = {
+            *("top_k", "filter", "mode", "similarity_threshold", "fusion", "vector_weight", "diversity"),
+            "exact",
+        }
         unknown = sorted(set(body) - allowed - {"query"})
         if unknown:
             raise ApiError(

@@ -48,13 +48,16 @@ from stores.chroma.records import (
     ITEMS,
     KEYS,
     OPAQUE,
+    ORDER_EXACT_BYTES,
     index_value,
     indexable_key,
     item_token,
     key_flag,
     key_token,
     order_code,
+    order_codes,
     order_key,
+    order_keys,
 )
 
 __all__ = ["MAX_COST", "MAX_LEVELS", "ChromaFilter", "Where", "bounded", "compile_filter"]
@@ -129,6 +132,7 @@ class _Context:
     opaque: frozenset[str]
     legacy_keys: bool
     ordered: bool = False
+    exact_order: bool = False
 
 
 def compile_filter(
@@ -137,6 +141,7 @@ def compile_filter(
     *,
     legacy_keys: bool = False,
     ordered: bool = False,
+    exact_order: bool = False,
 ) -> ChromaFilter:
     """Compile a filter tree for Chroma.
 
@@ -147,7 +152,10 @@ def compile_filter(
         legacy_keys: The collection may hold records of older versions, which list their keys in
             `_rag_keys` instead of flagging each one; key tests then read both.
         ordered: Every record holds `order_key` codes for its string values (collections created by
-            this version), so string orderings are narrowed by Chroma before Python finishes them.
+            issue 17's first part), so string orderings are narrowed by Chroma before Python finishes them.
+        exact_order: Every record holds the two `order_keys` codes for its string values (collections
+            created since), so string orderings compile to an exact clause (operands up to
+            `ORDER_EXACT_BYTES` bytes; longer ones are narrowed and finished in Python).
 
     Raises:
         FilterError: the tree nests deeper than `rag.filters.MAX_DEPTH`.
@@ -155,7 +163,8 @@ def compile_filter(
     if tree is None:
         return ChromaFilter(None, False, True, None)
     normal = normalize(tree)
-    part = _compile(normal, _Context(frozenset(opaque_keys), legacy_keys, ordered), 0)
+    context = _Context(frozenset(opaque_keys), legacy_keys, ordered, exact_order)
+    part = _compile(normal, context, 0)
     if part.where is None:
         return ChromaFilter(None, not part.constant, part.exact, tree, normal)
     where, whole = bounded(part.where, MAX_COST)
@@ -264,11 +273,37 @@ def _comparison(node: Comparison, context: _Context) -> _Part:
 
 def _string_order(node: Comparison, context: _Context) -> _Part:
     """`<`, `<=`, `>`, `>=` on text: narrowed by the order codes where every record has them."""
-    if not context.ordered or not indexable_key(node.key) or node.key in context.opaque:
+    ordered = context.ordered or context.exact_order
+    if not ordered or not indexable_key(node.key) or node.key in context.opaque:
         return _python(node, context)
     assert isinstance(node.value, str)
+    if context.exact_order:
+        return _exact_order(node.key, node.op, node.value)
     bound = "$lte" if node.op in (Op.LT, Op.LE) else "$gte"  # codes tie on a shared 6-byte prefix
     return _Part({order_key(node.key): {bound: order_code(node.value)}}, exact=False)
+
+
+def _exact_order(key: str, op: Op, value: str) -> _Part:
+    """A string ordering over the two `order_codes`: (head, tail) compared lexicographically.
+
+    Exact when `value` has at most `ORDER_EXACT_BYTES` bytes. A longer operand shares its codes with
+    every string of the same 15-byte prefix longer than 15 bytes, so those ties are kept (`<=`/`>=` on
+    the codes) and Python decides them.
+    """
+    head_key, tail_key = order_keys(key)
+    head, tail = order_codes(value)
+    exact = len(value.encode("utf-8", "surrogatepass")) <= ORDER_EXACT_BYTES
+    above = op in (Op.GT, Op.GE)
+    strict = op in (Op.GT, Op.LT) and exact
+    beyond = "$gt" if above else "$lt"
+    tie_break = beyond if strict else ("$gte" if above else "$lte")
+    where: Where = {
+        "$or": [
+            {head_key: {beyond: head}},
+            {"$and": [{head_key: {"$eq": head}}, {tail_key: {tie_break: tail}}]},
+        ]
+    }
+    return _Part(where, exact=exact)
 
 
 def _values(node: Comparison, context: _Context) -> _Part:

@@ -1,9 +1,11 @@
-"""The Chroma store's `stores.ranking.Candidates`: exact vector search, the BM25 index, rows by id.
+"""The Chroma store's `stores.ranking.Candidates`: its vector search, the BM25 index, rows by id.
 
 A filter means for lexical candidates exactly what it means for vector search: the ids it matches
-(`ChromaVectorStore._matching_ids`, Chroma's `where` plus the Python post-filter) restrict the BM25
-ranking. Rows fetched along the way (vector hits arrive with their embeddings, text and metadata) are
-kept, so the final documents, cosines for the threshold and vectors for MMR cost at most one more read.
+(`ChromaVectorStore._matching_ids`, Chroma's `where` plus the Python post-filter, or the exact copy of
+`stores.chroma.mirror`) restrict the BM25 ranking. The vector list holds ids and cosines only (from
+Chroma's distances, or the exact copy); rows are read from Chroma once, for the ids the ranking keeps,
+with embeddings only when the threshold or MMR needs them. A hybrid search thus costs one vector
+query, one BM25 ranking and one read of the final documents.
 
 Example:
     >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -28,6 +30,7 @@ from stores.lexical.index import LexicalIndex
 
 __all__ = ["ChromaCandidates"]
 
+_TEXT_FIELDS = ["metadatas", "documents"]
 _ROW_FIELDS = ["embeddings", "metadatas", "documents"]
 
 
@@ -37,7 +40,7 @@ class ChromaCandidates:
     Args:
         request: The request (its query text, filter, top-k and threshold).
         query: The query's unit vector.
-        vector_rows: Exact vector search for a request: (row with embedding, cosine), best first.
+        vector_hits: Vector search for a request: (id, cosine), best first.
         allowed: The ids matching the filter, or None when there is no filter.
         fetch: Rows by ids with the fields asked for (unknown ids skipped).
         lexical: The collection's BM25 index, current with its records.
@@ -47,14 +50,14 @@ class ChromaCandidates:
         self,
         request: SearchRequest,
         query: npt.NDArray[np.float32],
-        vector_rows: Callable[[SearchRequest], list[tuple[Row, float]]],
+        vector_hits: Callable[[SearchRequest], list[tuple[str, float]]],
         allowed: Callable[[], set[str] | None],
         fetch: Callable[[list[str], list[str]], list[Row]],
         lexical: Callable[[], LexicalIndex],
     ) -> None:
         self._request = request
         self._query = query
-        self._vector_rows = vector_rows
+        self._vector_hits = vector_hits
         self._allowed = allowed
         self._fetch = fetch
         self._lexical = lexical
@@ -67,19 +70,22 @@ class ChromaCandidates:
         plain = self._request.replace(
             mode="vector", diversity=0.0, top_k=depth, similarity_threshold=threshold
         )
-        hits = self._vector_rows(plain)
-        self._rows.update((row.id, row) for row, _ in hits)
-        return [(row.id, score) for row, score in hits]
+        return self._vector_hits(plain)
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
         """The best `depth` (id, BM25) among the filter's matches."""
         return self._lexical().search(self._request.query, depth, allowed=self._allowed())
 
-    def rows(self, ids: Sequence[str]) -> list[Row]:
-        """The rows of `ids` (embedding, text and metadata), read once and kept."""
-        missing = [doc_id for doc_id in dict.fromkeys(ids) if doc_id not in self._rows]
+    def rows(self, ids: Sequence[str], *, embeddings: bool = False) -> list[Row]:
+        """The rows of `ids` (text and metadata, and embeddings if asked), read once and kept."""
+        missing = [
+            doc_id
+            for doc_id in dict.fromkeys(ids)
+            if doc_id not in self._rows or (embeddings and self._rows[doc_id].embedding is None)
+        ]
         if missing:
-            self._rows.update((row.id, row) for row in self._fetch(missing, _ROW_FIELDS))
+            fields = _ROW_FIELDS if embeddings else _TEXT_FIELDS
+            self._rows.update((row.id, row) for row in self._fetch(missing, fields))
         lost = [doc_id for doc_id in ids if doc_id not in self._rows]
         if lost:
             raise StoreError(f"the lexical index holds ids the collection does not, such as {lost[0]!r}")
@@ -87,9 +93,9 @@ class ChromaCandidates:
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
         """Exact cosine of each id with the query (as the numpy store computes it)."""
-        return scores(self.rows(ids), self._query)
+        return scores(self.rows(ids, embeddings=True), self._query)
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """The stored vector of each id."""
-        rows = self.rows(ids)
+        rows = self.rows(ids, embeddings=True)
         return np.stack([row.embedding for row in rows if row.embedding is not None]).astype(np.float32)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,8 +115,17 @@ class ChromaLexical:
         >>> # store = ChromaVectorStore(...); store._lexical.index().search("fusion", top_k=5)
     """
 
-    def __init__(self, access: CollectionAccess, folder: Path | None, key: object = None) -> None:
+    def __init__(
+        self,
+        access: CollectionAccess,
+        folder: Path | None,
+        key: object = None,
+        generation: Callable[[], int] | None = None,
+    ) -> None:
         self._access = access
+        # Embedded folders: a count of this process's writes, which are the only ones (see `_kept`).
+        self._generation = generation
+        self._seen = -1  # the generation `_index` holds
         self._root = None if folder is None else folder / FOLDER / access.name
         self._index: LexicalIndex | None = None
         self._token: str | None = None  # the collection state `_index` equals
@@ -139,8 +148,13 @@ class ChromaLexical:
             return current if current is not None else self._rebuild()
 
     def _kept(self) -> LexicalIndex | None:
-        index, token = self._index, self._token
-        if index is not None and (not self._access.shared or self._current() == token):
+        index, token, seen = self._index, self._token, self._seen
+        if index is None:
+            return None
+        if self._generation is not None:
+            # Only this process writes an embedded folder: counting its writes spares reading the token.
+            return index if seen == self._generation() else None
+        if not self._access.shared or self._current() == token:
             return index
         return None
 
@@ -157,7 +171,8 @@ class ChromaLexical:
                 loaded.add(ids, texts)
             self.rebuilds += 1
         # The token first: a reader that sees the new index with the old token only rebuilds again.
-        self._token, self._saved, self._index = token, saved, loaded
+        self._token, self._saved, self._seen = token, saved, self._written()
+        self._index = loaded
         self._save()  # a rebuilt index is saved at once, so the next open loads it
         return loaded
 
@@ -196,6 +211,11 @@ class ChromaLexical:
             self._access.update_metadata({STATE_KEY: token})
             if index is not None:
                 self._token, self._saved = token, False
+        if index is not None:
+            self._seen = self._written()
+
+    def _written(self) -> int:
+        return -1 if self._generation is None else self._generation()
 
     def save(self) -> None:
         """Save the index under the collection's current state (embedded stores; no-op if saved)."""

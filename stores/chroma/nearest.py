@@ -81,11 +81,12 @@ class Nearest:
         compiled: ChromaFilter,
         req: SearchRequest,
         *,
-        embeddings: bool = False,
+        light: bool = False,
     ) -> list[tuple[Row, float]]:
         """Top-k (with threshold) among the filter's matches.
 
-        Rows carry embeddings on exact paths, and on HNSW's when `embeddings` is set (hybrid needs them).
+        Rows carry embeddings, text and metadata on exact paths; HNSW's carry text and metadata, or
+        only their ids with `light` (hybrid reads the rows it keeps afterwards).
         """
         if req.top_k == 0:
             return []
@@ -93,14 +94,14 @@ class Nearest:
         if req.exact or not large:
             return self._scan(query, compiled, req, large)
         if compiled.exact:
-            return self._hnsw(query, req, compiled.where, None, embeddings)
+            return self._hnsw(query, req, compiled.where, None, light)
         # Python decides the matches; Chroma ranks only those ids, chunk by chunk.
         ids = sorted(self.matching_ids(compiled))
         if len(ids) <= self.scan_limit:
             rows = self.fetch(ids, _ROW_FIELDS)
             return ranked(rows, scores(rows, query).tolist(), req)
         parts = [
-            self._hnsw(query, req, None, ids[i : i + self.batch_size], embeddings)
+            self._hnsw(query, req, None, ids[i : i + self.batch_size], light)
             for i in range(0, len(ids), self.batch_size)
         ]
         return merge(parts, req.top_k)
@@ -119,11 +120,11 @@ class Nearest:
         req: SearchRequest,
         where: Where | None,
         ids: list[str] | None,
-        embeddings: bool,
+        light: bool,
     ) -> list[tuple[Row, float]]:
         """One Chroma query: its nearest `top_k` matches, scored by Chroma's distances."""
         wanted = req.top_k if ids is None else min(req.top_k, len(ids))
-        include = ["metadatas", "documents", "distances", *(["embeddings"] if embeddings else [])]
+        include = ["distances"] if light else ["metadatas", "documents", "distances"]
         with self.conn.errors(f"query the collection {self.name!r}"):
             result = self.collection.query(
                 query_embeddings=[query], n_results=wanted, where=where, ids=ids, include=include
@@ -141,7 +142,7 @@ class Nearest:
         """
         fields = ["embeddings"] if large else _ROW_FIELDS
         if compiled.exact:
-            pages = self._pages(compiled.where, fields)
+            pages = self.pages(compiled.where, fields)
         else:
             ids = sorted(self.matching_ids(compiled))
             pages = (
@@ -155,7 +156,7 @@ class Nearest:
         full = {row.id: row for row in self.fetch([row.id for row, _ in best], _ROW_FIELDS)}
         return [(full[row.id], value) for row, value in best if row.id in full]
 
-    def _pages(self, where: Where | None, fields: list[str]) -> Iterator[list[Row]]:
+    def pages(self, where: Where | None, fields: list[str]) -> Iterator[list[Row]]:
         """Every record matching `where`, ids and embeddings, `batch_size` at a time."""
         offset = 0
         while True:

@@ -23,7 +23,12 @@ it compares it with an integer value. So each record carries:
 - `_rag_ord:<token>`: for each string value under an indexable key, an order-preserving number made of
   its first 6 UTF-8 bytes (`order_code`): `a < b` implies `code(a) <= code(b)`, so a string ordering
   (`date >= '2023-01-01'`), which Chroma refuses on strings, is narrowed by Chroma and finished in
-  Python. Only collections created by this version hold it on every record (`stores.chroma`).
+  Python. Collections created between issue 17's first and second parts hold it on every record.
+- `_rag_o1:<token>`, `_rag_o2:<token>`: in collections created since (`order_codes`), two integers
+  that order strings exactly up to `ORDER_EXACT_BYTES` UTF-8 bytes: the first 8 bytes, then the next
+  7 bytes with the length. A string ordering then compiles to a `where` Chroma evaluates alone,
+  exactly, for operands of up to 15 bytes (dates, versions, timestamps to the minute); longer operands
+  are narrowed the same way and finished in Python.
 - `_rag_zero`, `_rag_vec`, `_rag_twin`: vector marks that versions before issue 17 wrote (a zero
   vector, a digest of the vector, "another record has this vector"); no longer written nor read, and
   dropped when such a record is rewritten.
@@ -66,7 +71,9 @@ __all__ = [
     "key_flag",
     "key_token",
     "order_code",
+    "order_codes",
     "order_key",
+    "order_keys",
     "vector_digest",
 ]
 
@@ -80,6 +87,10 @@ ZERO = "_rag_zero"
 VECTOR = "_rag_vec"
 TWIN = "_rag_twin"
 ORDER_PREFIX = "_rag_ord:"
+ORDER_HEAD = "_rag_o1:"
+ORDER_TAIL = "_rag_o2:"
+ORDER_EXACT_BYTES = 15
+"""Strings of up to this many UTF-8 bytes are ordered exactly by `order_codes`."""
 RESERVED_PREFIX = "_rag_"
 _ORDER_BYTES = 6  # 48 bits: exact in a float64, which Chroma compares correctly
 
@@ -145,6 +156,27 @@ def order_code(text: str) -> float:
     return float(int.from_bytes(head.ljust(_ORDER_BYTES, b"\0"), "big"))
 
 
+@functools.lru_cache(maxsize=4096)
+def order_keys(key: str) -> tuple[str, str]:
+    """The reserved keys holding the two `order_codes` of the string value under `key`."""
+    token = key_token(key)
+    return ORDER_HEAD + token, ORDER_TAIL + token
+
+
+def order_codes(text: str) -> tuple[int, int]:
+    """Two integers whose pairs order strings as Python does, exactly up to `ORDER_EXACT_BYTES` bytes.
+
+    The UTF-8 bytes, zero-padded to 15, then the length (at most 16: "longer than 15"), compare in
+    the strings' order: a shorter string that pads to the same bytes is a prefix of the longer one.
+    The first code is bytes 0-7 shifted into the signed 64-bit range, the second bytes 8-14 then five
+    bits of length, so both are integers Chroma compares exactly.
+    """
+    raw = text.encode("utf-8", "surrogatepass")
+    head = int.from_bytes(raw[:8].ljust(8, b"\0"), "big") - 2**63
+    tail = int.from_bytes(raw[8:ORDER_EXACT_BYTES].ljust(7, b"\0"), "big") << 5
+    return head, tail | min(len(raw), ORDER_EXACT_BYTES + 1)
+
+
 def _normal(value: object) -> tuple[str, object]:
     if isinstance(value, bool):
         return "b", value
@@ -162,8 +194,14 @@ def item_token(key: str, element: object) -> str:
     return _dumps([key, tag, normal])
 
 
-def encode_record(metadata: Mapping[str, MetadataValue]) -> tuple[dict[str, Any], list[str]]:
-    """Chroma metadata for a document's metadata, and the keys whose values Chroma cannot index."""
+def encode_record(
+    metadata: Mapping[str, MetadataValue], *, exact_order: bool = False
+) -> tuple[dict[str, Any], list[str]]:
+    """Chroma metadata for a document's metadata, and the keys whose values Chroma cannot index.
+
+    `exact_order` writes the two `order_codes` of each string value (collections created since issue
+    17's second part) instead of the single `order_code` of the collections before.
+    """
     record: dict[str, Any] = {META: _dumps(metadata)}
     items: dict[str, None] = {}
     opaque: list[str] = []
@@ -180,7 +218,11 @@ def encode_record(metadata: Mapping[str, MetadataValue]) -> tuple[dict[str, Any]
         else:
             record[name] = indexed
             if isinstance(indexed, str):
-                record[order_key(name)] = order_code(indexed)
+                if exact_order:
+                    head_key, tail_key = order_keys(name)
+                    record[head_key], record[tail_key] = order_codes(indexed)
+                else:
+                    record[order_key(name)] = order_code(indexed)
     if items:
         record[ITEMS] = list(items)
     if opaque:

@@ -1,11 +1,10 @@
 """`ChromaVectorStore`: the `VectorStore` protocol on Chroma, embedded, in-process or on a server.
 
 Filters compile to Chroma `where` clauses (`stores.chroma.filters`), records use the layout of
-`stores.chroma.records`. Vector search follows the contract of `stores.chroma.nearest`: filters are
-exact always; the top-k is exact on small collections and with `SearchRequest(exact=True)`, and comes
-from Chroma's HNSW graph (approximate, one query) otherwise. Lexical and hybrid modes and MMR rank
-through `stores.ranking` over a BM25 index kept beside the collection (`stores.chroma.lexical`,
-`stores.chroma.hybrid`).
+`stores.chroma.records`, and requests are answered as `stores.chroma.answering` says: filters exact
+always; vector top-k exact on small collections and with `SearchRequest(exact=True)` (through the
+exact copy of `stores.chroma.mirror`), from Chroma's HNSW graph otherwise; lexical and hybrid modes
+and MMR rank through `stores.ranking` over a BM25 index beside the collection (`stores.chroma.lexical`).
 chromadb is imported when the first store is constructed.
 
 Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into the stored record (keys
@@ -16,10 +15,9 @@ unit vectors (the same distance, 1 - cosine) and keep the exact vectors the nump
 Threads: every call holds a `stores.locking.ReadWriteLock` (searches, `get` and `count` for reading,
 `add` and `delete` for writing), shared by every store object of the process over the same folder and
 collection, server and collection, or client and collection. Chroma's records, the collection size
-memo, the twin marks and the lexical index therefore change together and are read together: without
-it a search could see a write half done (the lexical index ahead of the records, a BM25 norm array
-shorter than its postings: `IndexError`) and two rebuilds of the lexical index could delete each
-other's files (`FileNotFoundError`). Embedding and encoding happen before the lock is taken.
+memo, the exact copy and the lexical index therefore change together and are read together: without
+it a search could see a write half done (the lexical index ahead of the records) and two rebuilds of
+the lexical index could delete each other's files. Embedding and encoding happen before the lock.
 """
 
 from __future__ import annotations
@@ -34,29 +32,30 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import Document, SearchRequest
+from rag.documents import Document
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin
+from stores.chroma.answering import Answering
 from stores.chroma.client import connect, lock_key, open_collection, purger
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
-from stores.chroma.hybrid import ChromaCandidates
 from stores.chroma.lexical import ChromaLexical, CollectionAccess
+from stores.chroma.mirror import shared_mirror
+from stores.chroma.mirror_files import FOLDER as COPY_FOLDER
+from stores.chroma.mirror_files import CopySaver
 from stores.chroma.nearest import Nearest
 from stores.chroma.opaque import shared_opaque
 from stores.chroma.records import (
     TEXT,
     decode_metadata,
-    decode_text,
     encode_record,
     encode_text,
 )
 from stores.chroma.search import Row, rows_from_get
 from stores.locking import shared_lock
 from stores.numpy.embed import document_vectors, embed_queries
-from stores.ranking import needs_ranking, rank
 
 __all__ = ["ChromaVectorStore"]
 
@@ -64,8 +63,10 @@ _OPAQUE_KEYS = "rag:opaque_keys"
 # Set on collections created empty by this version: every record flags its keys (no `KEYS` list).
 _LAYOUT = "rag:layout"
 _CURRENT_LAYOUT = 2
-# Set on collections created empty since issue 17: every record holds order codes for its string values.
+# Set on collections created empty during issue 17: every record holds `order_code` for its strings.
 _ORDERED = "rag:ordered"
+# Set on collections created empty since: every record holds the two exact `order_codes` instead.
+_EXACT_ORDER = "rag:exact_order"
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 
@@ -75,7 +76,19 @@ def _check_positive(name: str, value: int | None) -> None:
         raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-class ChromaVectorStore(GetMixin, AsyncStoreMixin):
+def _check_options(collection: object, batch_size: int | None, ef_search: int, exact_copy: object) -> None:
+    if not isinstance(collection, str) or not _NAME.match(collection) or ".." in collection:
+        raise InvalidRequestError(
+            f"collection name must be 3-512 characters of letters, digits, '.', '_' or '-', starting and "
+            f"ending with a letter or digit, got {collection!r}"
+        )
+    _check_positive("batch_size", batch_size)
+    _check_positive("ef_search", ef_search)
+    if exact_copy is not None and not isinstance(exact_copy, bool):
+        raise InvalidRequestError(f"exact_copy must be True, False or None, got {exact_copy!r}")
+
+
+class ChromaVectorStore(GetMixin, Answering, AsyncStoreMixin):
     """Documents in a Chroma collection of unit vectors, searched by cosine, filtered exactly like numpy.
 
     `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR
@@ -84,6 +97,12 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
     is searched (fixed when the collection is created: more is slower and finds more true neighbours);
     collections of up to `ef_search` records are searched exactly. Beyond that, vector top-k is
     approximate unless a request says `exact=True` (docs/exactness.md gives measured recall).
+
+    `exact_copy` decides when the store keeps an exact copy of the vectors and metadata in memory
+    (`stores.chroma.mirror`: about the vectors' size in RAM, one full read to build, dropped by writes),
+    which answers exact requests and filters at numpy speed: None (the default) builds it for the first
+    `exact=True` request, or once Chroma's filtering has cost as much as the read; True at the first
+    exact or filtered request; False never (exact requests then read every vector from Chroma).
 
     Safe to share between threads: searches run side by side, each write runs alone, and stores over
     the same collection in one process share the lock. Across processes: an embedded folder belongs to
@@ -112,14 +131,10 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         batch_size: int | None = None,
         ef_search: int = 400,
         client: Any = None,
+        exact_copy: bool | None = None,
     ) -> None:
-        if not isinstance(collection, str) or not _NAME.match(collection) or ".." in collection:
-            raise InvalidRequestError(
-                f"collection name must be 3-512 characters of letters, digits, '.', '_' or '-', starting and "
-                f"ending with a letter or digit, got {collection!r}"
-            )
-        _check_positive("batch_size", batch_size)
-        _check_positive("ef_search", ef_search)
+        _check_options(collection, batch_size, ef_search, exact_copy)
+        self._keep_copy = exact_copy
         self._embedding = embedding
         self._name = collection
         self._shared = path is not None or url is not None or client is not None
@@ -144,15 +159,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         self._access = CollectionAccess(
             self._conn, self._collection, collection, self._batch_size, self._shared
         )
-        self._lexical = ChromaLexical(self._access, Path(path) if path is not None else None, key)
-        self._legacy = self._access.metadata().get(_LAYOUT) != _CURRENT_LAYOUT
-        if self._legacy and self._access.count() == 0:
-            self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT})
-            self._legacy = False
-        self._ordered = self._access.metadata().get(_ORDERED) is True
-        if not self._ordered and self._access.count() == 0:
-            self._access.update_metadata({_ORDERED: True})
-            self._ordered = True
+        self._legacy, self._ordered, self._exact_order = self._layout()
         self._nearest = Nearest(
             self._conn,
             self._collection,
@@ -162,8 +169,34 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._matching_ids,
         )
+        self._mirror = shared_mirror(key)
+        # Weak: neither the store nor the copy's memory is kept alive by the lexical index.
+        mirror = weakref.ref(self._mirror)
+        self._lexical = ChromaLexical(
+            self._access,
+            Path(path) if path is not None else None,
+            key,
+            (lambda: getattr(mirror(), "generation", -2)) if path is not None else None,
+        )
         # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
         self._conn.cleanups.append(self._lexical.close)
+        self._copy_root = None if path is None else Path(path) / COPY_FOLDER / collection
+        self._saver: CopySaver | None = None
+        if self._copy_root is not None:
+            self._saver = CopySaver(self._access, self._copy_root, self._mirror)
+            self._conn.cleanups.append(self._saver)
+
+    def _layout(self) -> tuple[bool, bool, bool]:
+        """(records of older versions possible, single order codes, exact order codes): the record
+        layout every record of the collection follows (see `stores.chroma.records`)."""
+        marks = self._access.metadata()
+        legacy, ordered = marks.get(_LAYOUT) != _CURRENT_LAYOUT, marks.get(_ORDERED) is True
+        exact_order = marks.get(_EXACT_ORDER) is True
+        if (legacy or not exact_order) and self._access.count() == 0:
+            # An empty collection takes the current layout: no record can contradict it.
+            self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT, _ORDERED: False, _EXACT_ORDER: True})
+            return False, False, True
+        return legacy, ordered, exact_order
 
     @property
     def embedding(self) -> EmbeddingModel:
@@ -191,14 +224,19 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         return self._collection
 
     def flush(self) -> None:
-        """Save the lexical index of an embedded store now (`close()` and interpreter exit also do)."""
+        """Save the lexical index and the exact copy of an embedded store now (`close()` and interpreter
+        exit also do)."""
         with self._lock.read():
             self._lexical.save()
+            if self._saver is not None:
+                self._saver()
 
     def close(self) -> None:
         """Save the lexical index, release the client; an in-process store's data is dropped."""
         with self._lock.write():  # calls under way end first
             self._finalizer()
+            # The shared copy's memory goes with the last open store over the collection.
+            self._mirror, self._saver = shared_mirror(None), None
 
     def __enter__(self) -> ChromaVectorStore:
         return self
@@ -221,7 +259,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         metadatas: list[dict[str, Any]] = []
         opaque: set[str] = set()
         for doc in docs:
-            record, unindexed = encode_record(doc.metadata)
+            record, unindexed = encode_record(doc.metadata, exact_order=self._exact_order)
             record[TEXT] = encode_text(doc.text)  # not in `documents`: see chroma_records
             opaque.update(unindexed)
             metadatas.append(record)
@@ -238,12 +276,13 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         # Recorded before the records exist, so a filter never misses one of them.
         self._remember_opaque(opaque)
         with self._lexical.writing() as index:
-            for start in range(0, len(docs), self._batch_size):
-                stop = start + self._batch_size
-                ids = [doc.id for doc in docs[start:stop]]
-                batch = self._replacing(ids, metadatas[start:stop])
-                with self._conn.errors(f"write documents to the collection {self._name!r}"):
-                    self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
+            with self._mirror.writing():
+                for start in range(0, len(docs), self._batch_size):
+                    stop = start + self._batch_size
+                    ids = [doc.id for doc in docs[start:stop]]
+                    batch = self._replacing(ids, metadatas[start:stop])
+                    with self._conn.errors(f"write documents to the collection {self._name!r}"):
+                        self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
             if index is not None:
                 index.add([doc.id for doc in docs], [doc.text for doc in docs])
 
@@ -298,13 +337,14 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         if ids is not None:
             targets = [row.id for row in self._fetch(ids, None, include=())]
         else:
-            targets = self._matching_ids(self._compile(tree))
+            targets = self._matching_ids(self._compile(tree), build=False)  # a copy the write drops
         if not targets:
             return 0
         with self._lexical.writing() as index:
-            for start in range(0, len(targets), self._batch_size):
-                with self._conn.errors(f"delete documents from the collection {self._name!r}"):
-                    self._collection.delete(ids=targets[start : start + self._batch_size])
+            with self._mirror.writing():
+                for start in range(0, len(targets), self._batch_size):
+                    with self._conn.errors(f"delete documents from the collection {self._name!r}"):
+                        self._collection.delete(ids=targets[start : start + self._batch_size])
             if index is not None:
                 index.delete(targets)
         self._nearest.forget_size()
@@ -316,7 +356,13 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         tree = as_filter(filter)
         if tree is None:
             return compile_filter(None)
-        return compile_filter(tree, self._current_opaque(), legacy_keys=self._legacy, ordered=self._ordered)
+        return compile_filter(
+            tree,
+            self._current_opaque(),
+            legacy_keys=self._legacy,
+            ordered=self._ordered,
+            exact_order=self._exact_order,
+        )
 
     def _fetch(self, ids: list[str], where: Where | None, *, include: Sequence[str]) -> list[Row]:
         rows: list[Row] = []
@@ -328,12 +374,15 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             rows.extend(rows_from_get(result))
         return rows
 
-    def _matching_ids(self, compiled: ChromaFilter) -> list[str]:
-        """Every id the filter matches, in no particular order."""
+    def _matching_ids(self, compiled: ChromaFilter, *, build: bool = True) -> list[str]:
+        """Every id the filter matches, in no particular order (`build`: the copy may be built)."""
         if compiled.matches_nothing:
             return []
+        copy = self._copy_for(False, compiled.tree, build=build)
+        if copy is not None:
+            return copy.matching_ids(compiled.tree)
         include = [] if compiled.exact else ["metadatas"]
-        with self._conn.errors(f"read from the collection {self._name!r}"):
+        with self._conn.errors(f"read from the collection {self._name!r}"), self._mirror.renting():
             rows = rows_from_get(self._collection.get(where=compiled.where, include=include))
         return [row.id for row in rows if compiled.accepts(decode_metadata(row.record))]
 
@@ -367,45 +416,3 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                 with self._conn.errors(f"count the collection {self._name!r}"):
                     return int(self._collection.count())
             return len(self._matching_ids(compiled))
-
-    @staticmethod
-    def _document(row: Row, with_embedding: bool, score: float | None = None) -> Document:
-        return Document(
-            row.id,
-            decode_text(row.document, row.record),
-            decode_metadata(row.record),
-            score=score,
-            embedding=row.embedding if with_embedding else None,
-        )
-
-    def similarity_search(self, request: SearchRequest | str) -> list[Document]:
-        """The best `top_k` documents for the request's query, with `score` set (ties by id).
-
-        Exact for small collections and `exact=True`; from Chroma's HNSW graph otherwise (see the class).
-        """
-        req = request if isinstance(request, SearchRequest) else SearchRequest(request)
-        if req.top_k == 0:
-            return []
-        query = self._embed([req.query])[0]
-        with self._lock.read():  # the query was embedded outside: writers wait only for the search
-            return self._search(req, query)
-
-    def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:
-        compiled = self._compile(req.filter)
-        if compiled.matches_nothing:
-            return []
-        if not needs_ranking(req):
-            return [
-                self._document(row, False, score) for row, score in self._nearest.rows(query, compiled, req)
-            ]
-        source = ChromaCandidates(
-            req,
-            query,
-            lambda plain: self._nearest.rows(query, compiled, plain, embeddings=True),
-            lambda: None if compiled.where is None and compiled.exact else set(self._matching_ids(compiled)),
-            lambda ids, fields: self._fetch(ids, None, include=fields),
-            self._lexical.index,
-        )
-        ranked = rank(req, source)
-        rows = source.rows([doc_id for doc_id, _ in ranked])
-        return [self._document(row, False, score) for row, (_, score) in zip(rows, ranked, strict=True)]

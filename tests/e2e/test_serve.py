@@ -173,6 +173,18 @@ def test_search_returns_json_hits_under_a_filter(server: ServeProcess) -> None:
     assert "fuzzy" in wrong.json()["error"]["message"]
 
 
+def test_search_takes_exact(server: ServeProcess) -> None:
+    body = {"query": "install from source", "top_k": 3, "mode": "vector"}
+    default = httpx.post(f"{server.base}/v1/search", json=body)
+    exact = httpx.post(f"{server.base}/v1/search", json={**body, "exact": True})
+    assert exact.status_code == 200, exact.text
+    # A collection this small is searched exactly either way: the same hits, scores included.
+    assert exact.json()["data"] == default.json()["data"] and exact.json()["data"]
+    wrong = httpx.post(f"{server.base}/v1/search", json={**body, "exact": "yes"})
+    assert wrong.status_code == 400
+    assert "exact must be True or False" in wrong.json()["error"]["message"]
+
+
 def test_a_conversation_id_keeps_server_side_memory(server: ServeProcess, home: Path) -> None:
     client = _client(server)
     for question in ("How do I install it?", "And from source?"):

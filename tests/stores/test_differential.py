@@ -140,6 +140,36 @@ def test_keys_chroma_cannot_index_agree_with_numpy(
     _assert_same(chroma.similarity_search(request), reference.similarity_search(request))
 
 
+@pytest.fixture(scope="module")
+def chroma_copy() -> Iterator[ChromaVectorStore]:
+    """A store that answers filters and exact requests from its exact copy (`stores.chroma.mirror`)."""
+    with ChromaVectorStore(MODEL, collection="differential-copy", exact_copy=True) as store:
+        yield store
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    docs=corpora(KEYS + ODD_KEYS),
+    trees=st.lists(filter_trees(KEYS + ODD_KEYS), min_size=1, max_size=3),
+    search=searches,
+)
+def test_the_exact_copy_agrees_with_numpy(
+    chroma_copy: ChromaVectorStore, docs: list[Document], trees: list[Filter], search: dict[str, Any]
+) -> None:
+    reference = NumpyVectorStore(MODEL)
+    reference.add(docs)
+    _reset(chroma_copy, docs)
+    for tree in trees:
+        assert [d.id for d in chroma_copy.get(filter=tree)] == [d.id for d in reference.get(filter=tree)]
+        assert chroma_copy.count(tree) == reference.count(tree)
+        request = _request(search, tree)
+        found = chroma_copy.similarity_search(request)
+        _assert_same(found, reference.similarity_search(request))
+        assert [d.metadata for d in found] == [d.metadata for d in reference.get(ids=[d.id for d in found])]
+    exact = _request(search, None).replace(exact=True)
+    _assert_same(chroma_copy.similarity_search(exact), reference.similarity_search(exact))
+
+
 # A vocabulary where "the", "of" and "and" are stopwords: texts made only of them, like empty texts, get
 # the zero vector, and repeated texts give many records one identical vector. Chroma's HNSW graph loses
 # such records (found by a stress test: `query(n_results=174)` returned 173 ids), so the store must

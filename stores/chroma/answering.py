@@ -1,0 +1,157 @@
+"""How `ChromaVectorStore` answers a `SearchRequest`: from the exact copy, Chroma's HNSW graph, or a ranking.
+
+- The exact copy (`stores.chroma.mirror`) answers `exact=True` requests, and filtered ones while it is
+  current (or once Chroma's filtering has cost as much as building it, see `Mirror.due`); it needs no
+  call to Chroma.
+- Otherwise a vector request is one Chroma query (`stores.chroma.nearest`), and any other mode ranks
+  through `stores.ranking` with `stores.chroma.hybrid.ChromaCandidates`.
+
+The store mixes this class in; it holds the state named below (set by `ChromaVectorStore.__init__`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.documents import Document, SearchRequest
+from rag.filters import Filter
+from stores.chroma.client import Connection
+from stores.chroma.filters import ChromaFilter, Where
+from stores.chroma.hybrid import ChromaCandidates
+from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess
+from stores.chroma.mirror import Mirror, Snapshot, read_snapshot
+from stores.chroma.mirror_files import load
+from stores.chroma.nearest import Nearest
+from stores.chroma.records import decode_metadata, decode_text
+from stores.chroma.search import Row
+from stores.locking import ReadWriteLock
+from stores.ranking import needs_ranking, rank
+
+__all__ = ["Answering"]
+
+_COPY_FIELDS = ["embeddings", "metadatas", "documents"]
+
+
+class Answering:
+    """`similarity_search` for `ChromaVectorStore` (see the module docstring)."""
+
+    _lock: ReadWriteLock
+    _conn: Connection
+    _access: CollectionAccess
+    _nearest: Nearest
+    _mirror: Mirror
+    _lexical: ChromaLexical
+    _keep_copy: bool | None
+    _copy_root: Path | None
+    _local: bool
+    _shared: bool
+
+    def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        raise NotImplementedError
+
+    def _compile(self, filter: str | Filter | None) -> ChromaFilter:
+        raise NotImplementedError
+
+    def _matching_ids(self, compiled: ChromaFilter, *, build: bool = True) -> list[str]:
+        raise NotImplementedError
+
+    def _fetch(self, ids: list[str], where: Where | None, *, include: Sequence[str]) -> list[Row]:
+        raise NotImplementedError
+
+    @staticmethod
+    def _document(row: Row, with_embedding: bool, score: float | None = None) -> Document:
+        return Document(
+            row.id,
+            decode_text(row.document, row.record),
+            decode_metadata(row.record),
+            score=score,
+            embedding=row.embedding if with_embedding else None,
+        )
+
+    def similarity_search(self, request: SearchRequest | str) -> list[Document]:
+        """The best `top_k` documents for the request's query, with `score` set (ties by id).
+
+        Exact for small collections and `exact=True`; from Chroma's HNSW graph otherwise (see the class).
+        """
+        req = request if isinstance(request, SearchRequest) else SearchRequest(request)
+        if req.top_k == 0:
+            return []
+        query = self._embed([req.query])[0]
+        with self._lock.read():  # the query was embedded outside: writers wait only for the search
+            return self._search(req, query)
+
+    def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:
+        compiled = self._compile(req.filter)
+        if compiled.matches_nothing:
+            return []
+        copy = self._copy_for(req.exact, compiled.tree)
+        if not needs_ranking(req):
+            if copy is not None:
+                found = copy.top(query, copy.rows(compiled.tree), req)
+                return [copy.document(row, score) for row, score in found]
+            with self._renting(compiled):
+                hits = self._nearest.rows(query, compiled, req)
+            return [self._document(row, False, score) for row, score in hits]
+        source = ChromaCandidates(
+            req,
+            query,
+            lambda plain: self._vector_hits(query, compiled, plain, copy),
+            lambda: None if compiled.tree is None else set(self._matching_ids(compiled)),
+            lambda ids, fields: self._fetch(ids, None, include=fields),
+            self._lexical.index,
+        )
+        ranked = rank(req, source)
+        rows = source.rows([doc_id for doc_id, _ in ranked])
+        return [self._document(row, False, score) for row, (_, score) in zip(rows, ranked, strict=True)]
+
+    def _vector_hits(
+        self,
+        query: npt.NDArray[np.float32],
+        compiled: ChromaFilter,
+        req: SearchRequest,
+        copy: Snapshot | None,
+    ) -> list[tuple[str, float]]:
+        if copy is not None:
+            found = copy.top(query, copy.rows(compiled.tree), req)
+            return [(str(copy.ids[row]), score) for row, score in found]
+        with self._renting(compiled):
+            hits = self._nearest.rows(query, compiled, req, light=True)
+        return [(row.id, score) for row, score in hits]
+
+    def _renting(self, compiled: ChromaFilter) -> AbstractContextManager[Any]:
+        """Times what Chroma spends on a filter, toward building the copy (`Mirror.due`)."""
+        return self._mirror.renting() if compiled.tree is not None else nullcontext()
+
+    def _copy_for(self, exact: bool, tree: Filter | None, *, build: bool = True) -> Snapshot | None:
+        """The exact copy if it should answer: always for exact requests (unless `exact_copy=False`),
+        for filtered ones while current or once Chroma's filtering has cost as much as building it."""
+        if (not exact and tree is None) or self._keep_copy is False:
+            return None
+        copy = self._mirror.current(self._state)
+        wanted = exact or self._keep_copy or self._mirror.due(self._access.count)
+        if copy is None and build and wanted:
+            copy = self._mirror.get(self._make_copy, self._state)
+        return copy
+
+    def _make_copy(self, stamp: object) -> tuple[Snapshot, bool]:
+        """The copy saved beside an embedded folder if it is current, else one read from Chroma."""
+        token = self._access.metadata().get(STATE_KEY) if self._copy_root is not None else None
+        self._mirror.token = token if isinstance(token, str) else None
+        if self._copy_root is not None and self._mirror.token is not None:
+            loaded = load(self._copy_root, self._mirror.token, self._access.count(), stamp)
+            if loaded is not None:
+                self._mirror.saved = True
+                return loaded, False
+        self._mirror.saved = False
+        return read_snapshot(self._nearest.pages(None, _COPY_FIELDS), stamp), True
+
+    def _state(self) -> object:
+        # An embedded folder or a private store is written by this process only, whose writes drop
+        # the copy; elsewhere other processes may write, which changes the collection's state token.
+        return None if self._local or not self._shared else self._access.metadata().get(STATE_KEY)
