@@ -103,6 +103,7 @@ class LexicalIndex:
 
     def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
         self._settings = LexicalSettings(k1, b)
+        self._renumberings = -1
         self.clear()
 
     # ----- state -----------------------------------------------------------------------------------
@@ -117,6 +118,7 @@ class LexicalIndex:
         self._segments: list[Segment] = []
         self._total_length = 0
         self._norm: npt.NDArray[np.float64] | None = None
+        self._renumberings += 1
 
     @property
     def settings(self) -> LexicalSettings:
@@ -132,6 +134,12 @@ class LexicalIndex:
     def row_count(self) -> int:
         """Size of the row space (live and dead rows): the length of a `row_mask`."""
         return len(self._ids)
+
+    @property
+    def renumberings(self) -> int:
+        """How often rows were renumbered (by `compact`, `clear` or a load): rows from `rows_of` stay
+        valid while this number is unchanged, across adds and deletes."""
+        return self._renumberings
 
     @property
     def segment_count(self) -> int:
@@ -208,6 +216,7 @@ class LexicalIndex:
         self._lengths = self._lengths[: live.size][live].copy()
         self._live = np.ones(len(self._ids), dtype=np.bool_)
         self._norm = None
+        self._renumberings += 1
 
     def _kill(self, ids: Iterable[str]) -> int:
         removed = 0

@@ -35,6 +35,8 @@ from stores.locking import ReadWriteLock
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.embed import document_vectors, embed_queries
 from stores.numpy.hybrid import NumpyCandidates
+from stores.numpy.records import PackedRecords
+from stores.numpy.rowmap import RowMap
 from stores.numpy.search import rank_candidates, scan
 from stores.ranking import needs_ranking, rank
 
@@ -49,10 +51,6 @@ def _object_array(values: Sequence[Any]) -> npt.NDArray[np.object_]:
     for i, value in enumerate(values):  # element by element: numpy would unpack nested lists
         array[i] = value
     return array
-
-
-def _copy_metadata(metadata: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
-    return {name: list(value) if isinstance(value, list) else value for name, value in metadata.items()}
 
 
 class NumpyVectorStore(AsyncStoreMixin):
@@ -90,13 +88,11 @@ class NumpyVectorStore(AsyncStoreMixin):
         self._size = 0
         self._matrix = np.zeros((0, self._dimensions), np.float32)
         self._ids = np.empty(0, dtype=object)
-        self._texts = np.empty(0, dtype=object)
-        self._metadata = np.empty(0, dtype=object)
-        self._row_of: dict[str, int] = {}
+        self._records = PackedRecords()  # texts and metadata, packed (stores.numpy.records)
         self._columns = MetadataColumns()
         self._id_order: IntArray | None = None  # rows sorted by id, rebuilt after a change
         self._lexical = LexicalIndex()
-        self._lexical_rows: IntArray | None = None  # index row of each store row, rebuilt after a change
+        self._rows = RowMap(self._lexical)  # id -> row through the index's own id map
         self._lock = ReadWriteLock()
         self._save_lock = threading.Lock()  # one save at a time: each must see the last one's generation
         self._generations: dict[str, str] = {}  # folder (absolute) -> generation this copy holds
@@ -132,7 +128,7 @@ class NumpyVectorStore(AsyncStoreMixin):
             return
         batch = list(latest.values())
         vectors = self._vectors_for(batch)
-        metadatas = [_copy_metadata(d.metadata) for d in batch]
+        metadatas = [d.metadata for d in batch]  # packed on write: later changes to them do not leak in
         with self._lock.write():
             self._write([d.id for d in batch], [d.text for d in batch], metadatas, vectors)
 
@@ -155,10 +151,9 @@ class NumpyVectorStore(AsyncStoreMixin):
         matrix = np.empty((capacity, self._dimensions), np.float32)
         matrix[:live] = self._matrix[:live]
         self._matrix = matrix
-        for name in ("_ids", "_texts", "_metadata"):
-            grown = np.empty(capacity, dtype=object)
-            grown[:live] = getattr(self, name)[:live]
-            setattr(self, name, grown)
+        grown = np.empty(capacity, dtype=object)
+        grown[:live] = self._ids[:live]
+        self._ids = grown
 
     def _write(
         self,
@@ -167,26 +162,24 @@ class NumpyVectorStore(AsyncStoreMixin):
         metadatas: list[dict[str, MetadataValue]],
         vectors: npt.NDArray[np.float32],
     ) -> None:
+        rows = self._rows.rows_of(ids)  # `ids` are distinct
+        new = rows < 0
+        fresh = int(np.count_nonzero(new))
+        rows[new] = np.arange(self._size, self._size + fresh)
         self._lexical.add(ids, texts)
-        self._lexical_rows = None
-        rows = np.empty(len(ids), np.int64)
-        fresh = 0
-        for i, doc_id in enumerate(ids):
-            row = self._row_of.get(doc_id)
-            if row is None:
-                row = self._row_of[doc_id] = self._size + fresh
-                fresh += 1
-            rows[i] = row
         self._reserve(self._size + fresh)
-        replaced = rows[rows < self._size]
-        self._columns.clear(replaced, self._metadata[replaced].tolist())
+        replaced = rows[~new]
+        self._columns.clear(replaced, [self._records.metadata(row) for row in replaced.tolist()])
         self._size += fresh
         self._matrix[rows] = vectors
         self._ids[rows] = _object_array(ids)
-        self._texts[rows] = _object_array(texts)
-        self._metadata[rows] = _object_array(metadatas)
+        self._records.write(rows, list(zip(texts, metadatas, strict=True)))
         self._columns.write(rows, metadatas)
         self._id_order = None
+        if self._rows.stale():
+            self._rows.relink(self._ids[: self._size].tolist())
+        else:
+            self._rows.link(rows, ids)
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids (unknown ones ignored) or by filter; returns how many documents were removed."""
@@ -196,7 +189,8 @@ class NumpyVectorStore(AsyncStoreMixin):
         tree = as_filter(filter)
         with self._lock.write():
             if wanted is not None:
-                rows = np.fromiter({self._row_of[i] for i in wanted if i in self._row_of}, np.int64)
+                rows = np.unique(self._rows.rows_of(wanted))
+                rows = rows[rows >= 0]
             else:
                 rows = np.flatnonzero(self._mask(tree))
             self._remove(rows)
@@ -218,17 +212,16 @@ class NumpyVectorStore(AsyncStoreMixin):
         holes = np.flatnonzero(dead[:new_size])
         tails = new_size + np.flatnonzero(~dead[new_size:])
         self._lexical.delete(self._ids[rows].tolist())
-        self._lexical_rows = None
-        for doc_id in self._ids[rows]:
-            del self._row_of[doc_id]
         self._matrix[holes] = self._matrix[tails]
-        for array in (self._ids, self._texts, self._metadata):
-            array[holes] = array[tails]
-            array[new_size:size] = None  # drop references so the objects can be freed
+        self._ids[holes] = self._ids[tails]
+        self._ids[new_size:size] = None  # drop references so the objects can be freed
+        self._records.remove(rows, holes, tails, new_size)
         self._columns.remove(holes, tails, dead, new_size)
-        for hole in holes.tolist():
-            self._row_of[self._ids[hole]] = hole
         self._size = new_size
+        if self._rows.stale():
+            self._rows.relink(self._ids[:new_size].tolist())
+        else:
+            self._rows.move(holes, tails, new_size)
         self._id_order = None
         if len(self._matrix) > 2 * max(new_size, 1024):
             self._resize(max(new_size + new_size // 4, 64))  # give memory back after large deletes
@@ -238,7 +231,7 @@ class NumpyVectorStore(AsyncStoreMixin):
     def _mask(self, tree: Filter | None) -> npt.NDArray[np.bool_]:
         if tree is None:
             return np.ones(self._size, np.bool_)
-        return self._columns.mask(tree, self._size, self._metadata[: self._size])
+        return self._columns.mask(tree, self._size, self._records)
 
     def _rows_by_id(self) -> IntArray:
         if self._id_order is None:
@@ -247,9 +240,8 @@ class NumpyVectorStore(AsyncStoreMixin):
 
     def _document(self, row: int, score: float | None = None, with_embedding: bool = False) -> Document:
         embedding = self._matrix[row] if with_embedding else None
-        return Document(
-            self._ids[row], self._texts[row], self._metadata[row], score=score, embedding=embedding
-        )
+        text, metadata = self._records.read(row)
+        return Document(self._ids[row], text, metadata, score=score, embedding=embedding)
 
     def get(
         self,
@@ -271,7 +263,8 @@ class NumpyVectorStore(AsyncStoreMixin):
         self, wanted: dict[str, None] | None, tree: Filter | None, limit: int | None, with_embedding: bool
     ) -> list[Document]:
         if wanted is not None:
-            rows = np.fromiter((self._row_of[i] for i in wanted if i in self._row_of), np.int64)
+            rows = self._rows.rows_of(list(wanted))
+            rows = rows[rows >= 0]
         else:
             rows = self._rows_by_id()
         if tree is not None:
@@ -350,21 +343,16 @@ class NumpyVectorStore(AsyncStoreMixin):
                 source = NumpyCandidates(
                     self._matrix[: self._size],
                     self._ids,
-                    self._row_of,
                     queries[i],
                     request.query,
                     rows,
+                    self._rows,
                     self._lexical,
-                    self._index_rows,
                 )
-                results[i] = [self._document(self._row_of[i_d], s) for i_d, s in rank(request, source)]
+                ranked = rank(request, source)
+                found_rows = self._rows.rows_of([doc_id for doc_id, _ in ranked]).tolist()
+                results[i] = [self._document(r, s) for r, (_, s) in zip(found_rows, ranked, strict=True)]
         return results
-
-    def _index_rows(self) -> IntArray:
-        """The lexical index's row of each store row (kept until the next write)."""
-        if self._lexical_rows is None:
-            self._lexical_rows = self._lexical.rows_of(self._ids[: self._size].tolist())
-        return self._lexical_rows
 
     # -- persistence -----------------------------------------------------------------------------
 
@@ -383,13 +371,14 @@ class NumpyVectorStore(AsyncStoreMixin):
         key = os.path.abspath(target)
         with self._save_lock, self._lock.read():
             size = self._size
+            texts, metadatas = self._records.all()
             snapshot = numpy_persist.Snapshot(
                 self._embedding.name,
                 self._dimensions,
                 self._matrix[:size],
                 self._ids[:size].tolist(),
-                self._texts[:size].tolist(),
-                self._metadata[:size].tolist(),
+                texts,
+                metadatas,
                 self._lexical,
             )
             expected = self._generations.get(key)
@@ -417,18 +406,19 @@ class NumpyVectorStore(AsyncStoreMixin):
             self._generations[os.path.abspath(self._path)] = snapshot.generation  # what save() expects
         self._matrix = np.ascontiguousarray(snapshot.vectors, dtype=np.float32)
         count = len(self._matrix)
-        self._ids = _object_array(snapshot.ids)
-        self._texts = _object_array(snapshot.texts)
-        self._metadata = _object_array(snapshot.metadatas)
-        self._row_of = {doc_id: row for row, doc_id in enumerate(snapshot.ids)}
-        if len(self._row_of) != count:
+        if len(set(snapshot.ids)) != count:
             raise StoreError(f"the saved store in {str(self._path)!r} repeats document ids")
+        self._ids = _object_array(snapshot.ids)
         self._size = count
+        every_row = np.arange(count, dtype=np.int64)
+        self._records = PackedRecords()
+        self._records.write(every_row, list(zip(snapshot.texts, snapshot.metadatas, strict=True)))
         self._columns = MetadataColumns()
-        self._columns.write(np.arange(count, dtype=np.int64), snapshot.metadatas)
+        self._columns.write(every_row, snapshot.metadatas)
         self._id_order = None
         # A save from before the lexical index (or of another tokenizer) gains one from its texts.
         self._lexical = snapshot.lexical or LexicalIndex()
         if snapshot.lexical is None:
             self._lexical.add(snapshot.ids, snapshot.texts)
-        self._lexical_rows = None
+        self._rows = RowMap(self._lexical)
+        self._rows.relink(snapshot.ids)
