@@ -23,6 +23,7 @@ Thread safety: searches only read, and may run concurrently with each other; wri
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections import Counter
@@ -34,7 +35,7 @@ import numpy.typing as npt
 
 from rag.errors import InvalidRequestError
 from stores.lexical.persist import Saved, read, read_settings, write
-from stores.lexical.segments import Segment, build, merge, postings
+from stores.lexical.segments import Segment, build, merge, narrow_tfs, postings
 from stores.lexical.text import TOKENIZER, Vocabulary
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
@@ -415,4 +416,5 @@ class LexicalIndex:
         self._live = np.ones(len(self._ids), dtype=np.bool_)
         self._lengths = saved.lengths.astype(np.int64)
         self._total_length = int(self._lengths.sum())
-        self._segments = [saved.segment] if saved.segment.size else []
+        segment = dataclasses.replace(saved.segment, tfs=narrow_tfs(saved.segment.tfs))
+        self._segments = [segment] if segment.size else []

@@ -17,13 +17,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Segment", "build", "merge", "postings"]
+__all__ = ["Segment", "build", "merge", "narrow_tfs", "postings"]
 
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
+_EMPTY_TFS = np.zeros(0, dtype=np.uint8)
+
+
+def narrow_tfs(tfs: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
+    """`tfs` in the smallest unsigned type that holds them: a term rarely repeats 255 times in a chunk,
+    so postings cost 5 bytes instead of 8."""
+    top = int(tfs.max()) if tfs.size else 0
+    dtype = np.uint8 if top <= 0xFF else np.uint16 if top <= 0xFFFF else np.int32
+    return tfs if tfs.dtype == dtype else tfs.astype(dtype)
 
 
 @dataclass(frozen=True)
@@ -35,7 +45,7 @@ class Segment:
     terms: npt.NDArray[np.int32]  # sorted, distinct
     starts: npt.NDArray[np.int64]  # len(terms) + 1 offsets into rows and tfs
     rows: npt.NDArray[np.int32]
-    tfs: npt.NDArray[np.int32]
+    tfs: npt.NDArray[np.integer[Any]]  # the narrowest type that holds them (`narrow_tfs`)
 
     @property
     def size(self) -> int:
@@ -46,9 +56,9 @@ class Segment:
 def _from_sorted_keys(keys: npt.NDArray[np.int64], span: int, first_row: int, end_row: int) -> Segment:
     """A segment from sorted keys `term * span + local_row`, one key per occurrence."""
     if keys.size == 0:
-        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_I32)
+        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_TFS)
     run_starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    tfs = np.diff(np.append(run_starts, keys.size)).astype(np.int32)
+    tfs = narrow_tfs(np.diff(np.append(run_starts, keys.size)))
     distinct = keys[run_starts]
     term_of = distinct // span
     rows = (distinct - term_of * span + first_row).astype(np.int32)
@@ -93,16 +103,18 @@ def merge(
     if new_row is not None:
         first_row, end_row = 0, int(np.count_nonzero(live))
     if terms.size == 0:
-        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_I32)
+        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_TFS)
     term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
     starts = np.append(term_starts, terms.size).astype(np.int64)
-    return Segment(first_row, end_row, terms[term_starts], starts, rows, tfs)
+    return Segment(first_row, end_row, terms[term_starts], starts, rows, narrow_tfs(tfs))
 
 
-def postings(segments: Sequence[Segment], term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+def postings(
+    segments: Sequence[Segment], term: int
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.integer[Any]]]:
     """Rows and frequencies of `term` across `segments` (dead rows included)."""
     row_parts: list[npt.NDArray[np.int32]] = []
-    tf_parts: list[npt.NDArray[np.int32]] = []
+    tf_parts: list[npt.NDArray[np.integer[Any]]] = []
     for segment in segments:
         at = int(np.searchsorted(segment.terms, term))
         if at < segment.terms.size and segment.terms[at] == term:
@@ -110,7 +122,7 @@ def postings(segments: Sequence[Segment], term: int) -> tuple[npt.NDArray[np.int
             row_parts.append(segment.rows[begin:end])
             tf_parts.append(segment.tfs[begin:end])
     if not row_parts:
-        return _EMPTY_I32, _EMPTY_I32
+        return _EMPTY_I32, _EMPTY_TFS
     if len(row_parts) == 1:
         return row_parts[0], tf_parts[0]
     return np.concatenate(row_parts), np.concatenate(tf_parts)
