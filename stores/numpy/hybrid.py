@@ -71,11 +71,7 @@ class NumpyCandidates:
         if depth == 0 or not len(self._matrix):
             return []
         [found] = scan(self._matrix, self._query[None, :], depth, threshold, self._rows)
-
-        def accepts(score: float) -> bool:
-            return threshold == 0.0 or score >= threshold
-
-        ranked = rank_candidates(self._matrix, found, self._query, depth, self._ids, accepts)
+        ranked = rank_candidates(self._matrix, found, self._query, depth, self._ids, threshold)
         return [(self._ids[row], score) for row, score in ranked]
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:

@@ -20,11 +20,10 @@ Example:
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -49,6 +48,7 @@ SCORE_DECIMALS = 6
 TOLERANCE = 1e-4
 _RESCORE_CHUNK = 2048
 _CHUNK = 2048
+_CONTIGUOUS_GROUP = 4096  # group length from which contiguous blocks beat strided groups
 _PARALLEL_ROWS = 32768  # below this the rows sit in cache and threads cost more than they give
 # Memory bandwidth, not arithmetic, bounds a single query; a few threads saturate it.
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
@@ -76,12 +76,20 @@ def _lower_bounds(scores: FloatMatrix, k: int) -> npt.NDArray[np.float32]:
     count = scores.shape[1]
     if count < 64 * k:
         return np.partition(scores, count - k, axis=1)[:, count - k]
-    blocks = max(64, 16 * k)
-    width = count // blocks
-    maxima = scores[:, : blocks * width].reshape(len(scores), blocks, width).max(axis=2)
-    if blocks * width < count:
-        maxima = np.concatenate([maxima, scores[:, blocks * width :].max(axis=1, keepdims=True)], axis=1)
-    # Each of the k largest block maxima is a distinct entry, so the k-th of them is a lower bound.
+    # Any split of the entries into groups works: each of the k largest group maxima is a distinct
+    # entry, so the k-th of them is a lower bound. Long groups are contiguous blocks; short ones are
+    # strided (entries i, i + groups, ...), because numpy reduces many short rows slowly but takes the
+    # elementwise maximum of a few long rows at memory speed.
+    groups = max(64, 16 * k)
+    if count // groups >= _CONTIGUOUS_GROUP:
+        width = count // groups
+        maxima = scores[:, : groups * width].reshape(len(scores), groups, width).max(axis=2)
+    else:
+        groups = min(max(1024, groups), count // 4)
+        width = count // groups
+        maxima = scores[:, : groups * width].reshape(len(scores), width, groups).max(axis=1)
+    if groups * width < count:
+        maxima = np.concatenate([maxima, scores[:, groups * width :].max(axis=1, keepdims=True)], axis=1)
     return np.partition(maxima, maxima.shape[1] - k, axis=1)[:, maxima.shape[1] - k]
 
 
@@ -176,11 +184,22 @@ def rank_candidates(
     query: FloatMatrix,
     k: int,
     ids: Sequence[str] | npt.NDArray[np.object_],
-    accepts: Callable[[float], bool],
+    threshold: float = 0.0,
 ) -> list[tuple[int, float]]:
-    """The best `k` of `rows` as (row, score), score descending then id ascending; `accepts` filters."""
-    scores = exact_scores(matrix, rows, query).tolist()
-    ranked = heapq.nsmallest(
-        k, ((-s, ids[r], r) for s, r in zip(scores, rows.tolist(), strict=True) if accepts(s))
-    )
-    return [(row, -negated) for negated, _, row in ranked]
+    """The best `k` of `rows` as (row, score), score descending then id ascending, keeping only scores
+    >= `threshold` when it is above 0 (0 keeps every score, as `SearchRequest.accepts`)."""
+    scores = exact_scores(matrix, rows, query)
+    if threshold > 0.0:
+        kept = scores >= threshold
+        rows, scores = rows[kept], scores[kept]
+    if len(rows) > k > 0:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        kept = scores >= kth  # rows tied with the k-th come along: the id decides between them
+        rows, scores = rows[kept], scores[kept]
+    order = np.argsort(-scores, kind="stable")
+    rows, scores = rows[order], scores[order]
+    if len(scores) > 1 and bool((scores[1:] == scores[:-1]).any()):
+        # Rare (identical vectors, or rounding): settle equal scores by id in Python.
+        ranked = sorted(zip((-scores).tolist(), (ids[r] for r in rows.tolist()), rows.tolist(), strict=True))
+        return [(row, -negated) for negated, _, row in ranked[:k]]
+    return list(zip(rows[:k].tolist(), scores[:k].tolist(), strict=True))

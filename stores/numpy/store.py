@@ -334,8 +334,9 @@ class NumpyVectorStore(AsyncStoreMixin):
             found = scan(self._matrix[: self._size], queries[plain], top_k, threshold, rows)
             for i, candidates in zip(plain, found, strict=True):
                 request = requests[i]
+                threshold = request.similarity_threshold
                 ranked = rank_candidates(
-                    self._matrix, candidates, queries[i], request.top_k, self._ids, request.accepts
+                    self._matrix, candidates, queries[i], request.top_k, self._ids, threshold
                 )
                 results[i] = [self._document(row, score) for row, score in ranked]
         for i, request in enumerate(requests):
