@@ -344,9 +344,10 @@ class LexicalIndex:
             else:
                 kth = np.partition(values, values.size - wanted)[values.size - wanted]
                 chosen = candidates[values >= kth]  # every row tied with the k-th comes along
+            found = zip([ids[row] for row in chosen.tolist()], scores[chosen].tolist(), strict=True)
             pairs = [
-                (doc_id, float(scores[row]))
-                for row, doc_id in ((int(row), ids[row]) for row in chosen)
+                (doc_id, score)
+                for doc_id, score in found
                 if doc_id is not None and (allowed is None or doc_id in allowed)
             ]
             if len(pairs) >= top_k or chosen is candidates:
