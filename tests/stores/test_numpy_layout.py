@@ -1,0 +1,198 @@
+"""The numpy store's memory layout: packed records, the shared id map, narrow postings, and that none of
+it changes what the store answers or what an older save loads as."""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag import Document, SearchRequest
+from rag.filters import key
+from rag.testing import FakeEmbedding
+from stores.lexical import LexicalIndex
+from stores.lexical.segments import build, merge
+from stores.numpy.records import PackedRecords
+from stores.numpy.search import candidate_positions, rank_candidates
+from stores.numpy.store import NumpyVectorStore
+
+DATA = Path(__file__).parent / "data"
+OLD_SAVE = DATA / "numpy_store_v1"
+WORDS = ["harbour", "lantern", "keeper", "tide", "fog", "ledger", "signal", "storm"]
+
+
+def _answers(store: NumpyVectorStore) -> dict[str, object]:
+    """The same questions `numpy_store_v1.answers.json` holds the old store's answers to."""
+    out: dict[str, object] = {"get": [[d.id, d.text, repr(d.metadata)] for d in store.get()]}
+    requests = {
+        "vector": SearchRequest("keeper lantern", top_k=10),
+        "lexical": SearchRequest("storm keeper", top_k=10, mode="lexical"),
+        "hybrid": SearchRequest("storm fog", top_k=10, mode="hybrid"),
+        "hybrid filtered": SearchRequest("storm fog", top_k=10, mode="hybrid", filter=key("n") > 10),
+        "weighted": SearchRequest("tide ledger", top_k=10, mode="hybrid", fusion="weighted"),
+        "mmr": SearchRequest("signal", top_k=5, mode="hybrid", diversity=0.5),
+    }
+    for name, request in requests.items():
+        out[name] = [[d.id, d.score, repr(d.metadata)] for d in store.similarity_search(request)]
+    out["count even"] = store.count(key("even") == True)  # noqa: E712 - a filter tree, not a comparison
+    return out
+
+
+def test_a_folder_saved_by_the_previous_layout_loads_with_the_same_answers(tmp_path: Path) -> None:
+    # numpy_store_v1 was written by the store before records were packed (commit 1165268), and the
+    # answers file holds that version's answers on it: ints beyond float64, -0.0, key order, a term
+    # repeated 300 times, deleted and replaced documents.
+    folder = shutil.copytree(OLD_SAVE, tmp_path / "store")
+    expected = json.loads((DATA / "numpy_store_v1.answers.json").read_text(encoding="utf-8"))
+    store = NumpyVectorStore.load(folder, FakeEmbedding(8))
+    assert json.loads(json.dumps(_answers(store))) == expected
+    store.save()  # and it saves again in the same format, which loads to the same answers
+    assert json.loads(json.dumps(_answers(NumpyVectorStore.load(folder, FakeEmbedding(8))))) == expected
+
+
+def test_metadata_types_and_key_order_survive_packing() -> None:
+    metadata = {
+        "z": 1,
+        "big": -(2**80),
+        "neg_zero": -0.0,
+        "flag": False,
+        "s": "\ud800 lone",
+        "l": [1, 2.0, "x"],
+    }
+    store = NumpyVectorStore(FakeEmbedding(8))
+    store.add([Document("a", "text \udfff", metadata, embedding=np.eye(8, dtype=np.float32)[0])])
+    [doc] = store.get(["a"])
+    assert list(doc.metadata) == list(metadata) and repr(doc.metadata) == repr(metadata)
+    assert [type(v) for v in doc.metadata["l"]] == [int, float, str]  # type: ignore[union-attr]
+    assert doc.text == "text \udfff"
+    doc.metadata["z"] = 99  # a returned dict is the caller's own
+    assert store.get(["a"])[0].metadata["z"] == 1
+
+
+def test_records_rewrite_their_buffer_when_garbage_outweighs_live_bytes() -> None:
+    records = PackedRecords()
+    rows = np.arange(100, dtype=np.int64)
+    for round_ in range(200):  # 200 rewrites of 100 records of ~1 kB: 20 MB written in all
+        records.write(rows, [(f"{round_}-{row}-" + "x" * 1000, {"round": round_}) for row in range(100)])
+    assert records.nbytes < 4 * 100 * 1100  # garbage was dropped along the way
+    assert records.read(42) == ("199-42-" + "x" * 1000, {"round": 199})
+    records.remove(np.array([0, 1]), np.array([0, 1]), np.array([98, 99]), 98)
+    assert len(records) == 98 and records.read(1) == ("199-99-" + "x" * 1000, {"round": 199})
+
+
+def _docs(count: int, start: int = 0) -> list[Document]:
+    rng = np.random.default_rng(start)
+    vectors = rng.standard_normal((count, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return [
+        Document(
+            f"d{start + i:05d}", " ".join(rng.choice(WORDS, size=6).tolist()), {"n": start + i}, embedding=v
+        )
+        for i, v in enumerate(vectors)
+    ]
+
+
+def test_ids_find_their_rows_after_the_lexical_index_renumbers() -> None:
+    store = NumpyVectorStore(FakeEmbedding(8))
+    docs = _docs(3000)
+    store.add(docs)
+    renumbered = store._lexical.renumberings
+    assert store.delete([d.id for d in docs[::3]] + [d.id for d in docs[1::3]]) == 2000
+    assert store._lexical.renumberings > renumbered  # 2,000 dead of 3,000: the index compacted
+    kept = docs[2::3]
+    store.add(_docs(10, start=5000))  # and rows keep linking after it
+    fresh = NumpyVectorStore(FakeEmbedding(8))
+    fresh.add(kept + _docs(10, start=5000))
+    assert [d.id for d in store.get([d.id for d in kept[::-1]])] == [d.id for d in kept[::-1]]
+    for request in (
+        SearchRequest("storm fog", top_k=20, mode="hybrid", filter=key("n") < 2500),
+        SearchRequest("keeper", top_k=20, mode="lexical"),
+        SearchRequest("x", top_k=20),
+    ):
+        assert [(d.id, d.score, d.text) for d in store.similarity_search(request)] == [
+            (d.id, d.score, d.text) for d in fresh.similarity_search(request)
+        ]
+    assert store.delete([kept[5].id, "unknown"]) == 1 and store.get([kept[5].id]) == []
+
+
+def test_term_frequencies_are_narrow_in_memory_and_int32_on_disk(tmp_path: Path) -> None:
+    def dtypes(texts: list[str]) -> tuple[set[str], LexicalIndex]:
+        index = LexicalIndex()
+        index.add([f"d{i}" for i in range(len(texts))], texts)
+        return {str(segment.tfs.dtype) for segment in index._segments}, index
+
+    assert dtypes(["storm fog", "storm " * 255])[0] == {"uint8"}
+    assert dtypes(["storm fog", "storm " * 300])[0] == {"uint16"}
+    found, index = dtypes(["storm fog", "storm " * 300, "fog " * 70_000])
+    assert found == {"int32"}
+    scores = index.search("storm fog", top_k=3)
+    index.save(tmp_path / "index")
+    with np.load(next((tmp_path / "index").glob("lexical-*.npz"))) as saved:
+        assert saved["tfs"].dtype == np.int32 and int(saved["tfs"].max()) == 70_000
+    loaded = LexicalIndex.load(tmp_path / "index")
+    assert loaded.search("storm fog", top_k=3) == scores and loaded._segments[0].tfs.dtype == np.int32
+
+
+def test_merged_segments_narrow_again() -> None:
+    wide = build(np.array([0] * 300, np.int32), np.zeros(300, np.int64), 1, first_row=0)
+    narrow = build(np.array([0, 1], np.int32), np.array([0, 0]), 1, first_row=1)
+    assert wide.tfs.dtype == np.uint16 and narrow.tfs.dtype == np.uint8
+    live = np.array([False, True])
+    assert merge([wide, narrow], live).tfs.dtype == np.uint8  # the 300 belonged to a dead row
+
+
+@pytest.mark.parametrize("count", [10_000, 70_000, 400_000])
+@pytest.mark.parametrize("k", [1, 10, 100])
+def test_candidate_positions_hold_the_top_k(count: int, k: int) -> None:
+    rng = np.random.default_rng(count + k)
+    scores = rng.standard_normal((2, count)).astype(np.float32)
+    scores[1, rng.integers(0, count, size=50)] = scores[1].max()  # ties at the top
+    for row, positions in zip(scores, candidate_positions(scores, k), strict=True):
+        kth = np.sort(row)[-k]
+        assert set(np.flatnonzero(row >= kth).tolist()) <= set(positions.tolist())
+        assert len(positions) < max(4 * k, 200)  # and the bound stays tight
+
+
+def test_rank_candidates_break_ties_by_id_and_honour_the_threshold() -> None:
+    matrix = np.repeat(np.eye(4, dtype=np.float32)[:1], 6, axis=0)
+    matrix[5] = np.eye(4, dtype=np.float32)[1]
+    ids = np.array(["f", "e", "d", "c", "b", "a"], dtype=object)
+    rows = np.arange(6, dtype=np.int64)
+    query = np.eye(4, dtype=np.float32)[0]
+    assert rank_candidates(matrix, rows, query, 3, ids) == [(4, 1.0), (3, 1.0), (2, 1.0)]
+    assert rank_candidates(matrix, rows, query, 10, ids, threshold=0.5) == [
+        (4, 1.0),
+        (3, 1.0),
+        (2, 1.0),
+        (1, 1.0),
+        (0, 1.0),
+    ]
+    assert rank_candidates(matrix, rows, query, 10, ids)[-1] == (5, 0.0)
+
+
+def test_the_store_keeps_no_python_object_per_document_beyond_its_id() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((20_000, 8)).astype(np.float32)
+    texts = [" ".join(rng.choice(WORDS, size=6).tolist()) for _ in range(20_000)]
+    tracemalloc.start()
+    try:
+        docs = [
+            Document(f"d{i:05d}", text, {"n": i}, embedding=v)
+            for i, (text, v) in enumerate(zip(texts, vectors, strict=True))
+        ]
+        store = NumpyVectorStore(FakeEmbedding(8))
+        store.add(docs)
+        del docs
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    beyond = held - vectors.nbytes - sum(len(text) for text in texts)
+    # Per document beyond its vector and text: the id and its map entries, packed metadata and offsets,
+    # postings. A dict of metadata per document (the layout before) put this at ~430 bytes.
+    assert beyond / len(store) < 300
