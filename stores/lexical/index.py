@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.errors import InvalidRequestError
+from stores.lexical.idmap import PackedIds
 from stores.lexical.persist import Saved, read, read_settings, write
 from stores.lexical.segments import Segment, build, merge, narrow_tfs, postings
 from stores.lexical.text import TOKENIZER, Vocabulary
@@ -112,8 +113,7 @@ class LexicalIndex:
     def clear(self) -> None:
         """Remove every document."""
         self._vocabulary = Vocabulary()
-        self._ids: list[str | None] = []
-        self._row_of: dict[str, int] = {}
+        self._ids = PackedIds()  # ids by row and id -> live row (`stores.lexical.idmap`)
         self._live = np.zeros(0, dtype=np.bool_)
         self._lengths = np.zeros(0, dtype=np.int64)
         self._segments: list[Segment] = []
@@ -129,12 +129,12 @@ class LexicalIndex:
     @property
     def stats(self) -> LexicalStats:
         """N and the total length of live documents."""
-        return LexicalStats(len(self._row_of), self._total_length)
+        return LexicalStats(len(self._ids), self._total_length)
 
     @property
     def row_count(self) -> int:
         """Size of the row space (live and dead rows): the length of a `row_mask`."""
-        return len(self._ids)
+        return self._ids.row_count
 
     @property
     def renumberings(self) -> int:
@@ -148,19 +148,18 @@ class LexicalIndex:
         return len(self._segments)
 
     def __len__(self) -> int:
-        return len(self._row_of)
+        return len(self._ids)
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._row_of
+        return isinstance(doc_id, str) and int(self._ids.rows_of([doc_id])[0]) >= 0
 
     def ids(self) -> list[str]:
         """Ids of the live documents, ascending."""
-        return sorted(self._row_of)
+        return sorted(self._ids.live_ids())
 
     def rows_of(self, ids: Iterable[str]) -> npt.NDArray[np.int64]:
         """Row of each id (-1 where unknown); valid until the next write. See `search(row_mask=...)`."""
-        row_of = self._row_of
-        return np.fromiter((row_of.get(doc_id, -1) for doc_id in ids), dtype=np.int64)
+        return self._ids.rows_of(ids if isinstance(ids, Sequence) else list(ids))
 
     def document_frequencies(self) -> dict[str, int]:
         """df of every term held by a live document (for inspection and tests; scans every posting)."""
@@ -181,10 +180,9 @@ class LexicalIndex:
             return
         self._kill(batch)
         term_ids, owners, lengths = self._vocabulary.encode_many(list(batch.values()))
-        first_row = len(self._ids)
+        first_row = self._ids.row_count
         self._grow(first_row + len(batch))
-        self._ids.extend(batch)
-        self._row_of.update(zip(batch, range(first_row, first_row + len(batch)), strict=True))
+        self._ids.append(list(batch))
         self._live[first_row : first_row + len(batch)] = True
         self._lengths[first_row : first_row + len(batch)] = lengths
         self._total_length += int(lengths.sum())
@@ -207,28 +205,21 @@ class LexicalIndex:
         """Renumber rows without gaps and merge all postings into one segment (done automatically)."""
         if not self._segments:
             return
-        live = self._live[: len(self._ids)]
+        live = self._live[: self._ids.row_count]
         new_row = np.cumsum(live, dtype=np.int64) - 1
         segment = merge(self._segments, live, new_row)
         self._segments = [segment] if segment.size else []
-        kept = [doc_id for doc_id in self._ids if doc_id is not None]
-        self._ids = list(kept)
-        self._row_of = {doc_id: row for row, doc_id in enumerate(kept)}
+        self._ids.renumber()
         self._lengths = self._lengths[: live.size][live].copy()
         self._live = np.ones(len(self._ids), dtype=np.bool_)
         self._norm = None
         self._renumberings += 1
 
     def _kill(self, ids: Iterable[str]) -> int:
-        removed = 0
-        for doc_id in ids:
-            row = self._row_of.pop(doc_id, None)
-            if row is not None:
-                self._ids[row] = None
-                self._live[row] = False
-                self._total_length -= int(self._lengths[row])
-                removed += 1
-        return removed
+        rows = self._ids.kill(ids)
+        self._live[rows] = False
+        self._total_length -= int(self._lengths[rows].sum())
+        return len(rows)
 
     def _grow(self, rows: int) -> None:
         if rows <= self._live.size:
@@ -243,8 +234,8 @@ class LexicalIndex:
             segments[-2:] = [merge(segments[-2:], self._live)]
 
     def _maybe_compact(self) -> None:
-        dead = len(self._ids) - len(self._row_of)
-        if dead >= _COMPACT_MIN_DEAD and dead > len(self._row_of):
+        dead = self._ids.row_count - len(self._ids)
+        if dead >= _COMPACT_MIN_DEAD and dead > len(self._ids):
             self.compact()
 
     # ----- search ------------------------------------------------------------------------------------
@@ -253,7 +244,7 @@ class LexicalIndex:
         if self._norm is None:
             k1, b = self._settings.k1, self._settings.b
             average = self.stats.average_length or 1.0
-            lengths = self._lengths[: len(self._ids)].astype(np.float64)
+            lengths = self._lengths[: self._ids.row_count].astype(np.float64)
             self._norm = k1 * (1.0 - b + b * lengths / average)
         return self._norm
 
@@ -262,12 +253,12 @@ class LexicalIndex:
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
         term_counts = Counter(self._vocabulary.encode_query(query))
-        count = len(self._row_of)
+        count = len(self._ids)
         if not term_counts or not count:
             return None
         k1 = self._settings.k1
         norm = self._norms()
-        filter_dead = count < len(self._ids)
+        filter_dead = count < self._ids.row_count
         row_parts: list[npt.NDArray[np.int32]] = []
         weight_parts: list[npt.NDArray[np.float64]] = []
         for term, query_tf in term_counts.items():
@@ -286,7 +277,7 @@ class LexicalIndex:
             return None
         rows = np.concatenate(row_parts)
         scores: npt.NDArray[np.float64] = np.bincount(
-            rows, np.concatenate(weight_parts), minlength=len(self._ids)
+            rows, np.concatenate(weight_parts), minlength=self._ids.row_count
         ).astype(np.float64, copy=False)
         return scores
 
@@ -306,10 +297,10 @@ class LexicalIndex:
         """
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
             raise InvalidRequestError(f"top_k must be an integer >= 0, got {top_k!r}")
-        if row_mask is not None and (row_mask.dtype != np.bool_ or row_mask.shape != (len(self._ids),)):
+        rows = self._ids.row_count
+        if row_mask is not None and (row_mask.dtype != np.bool_ or row_mask.shape != (rows,)):
             raise InvalidRequestError(
-                f"row_mask must be a boolean array of shape ({len(self._ids)},), got {row_mask.dtype} "
-                f"{row_mask.shape}"
+                f"row_mask must be a boolean array of shape ({rows},), got {row_mask.dtype} {row_mask.shape}"
             )
         scores = self._scores(query) if top_k else None
         if scores is None:
@@ -322,7 +313,7 @@ class LexicalIndex:
         return self._best(scores, candidates, top_k, allowed)
 
     def _mask_of(self, allowed: Collection[str]) -> npt.NDArray[np.bool_]:
-        mask = np.zeros(len(self._ids), dtype=np.bool_)
+        mask = np.zeros(self._ids.row_count, dtype=np.bool_)
         rows = self.rows_of(allowed)
         mask[rows[rows >= 0]] = True
         return mask
@@ -336,7 +327,6 @@ class LexicalIndex:
     ) -> list[tuple[str, float]]:
         """Top `top_k` of `candidates`, widening the look-ahead until enough allowed rows are seen."""
         values = scores[candidates]
-        ids = self._ids
         wanted = top_k if allowed is None else 4 * top_k
         while True:
             if wanted >= candidates.size:
@@ -344,12 +334,9 @@ class LexicalIndex:
             else:
                 kth = np.partition(values, values.size - wanted)[values.size - wanted]
                 chosen = candidates[values >= kth]  # every row tied with the k-th comes along
-            found = zip([ids[row] for row in chosen.tolist()], scores[chosen].tolist(), strict=True)
-            pairs = [
-                (doc_id, score)
-                for doc_id, score in found
-                if doc_id is not None and (allowed is None or doc_id in allowed)
-            ]
+            # Only live rows score above 0, so every chosen row has an id.
+            found = zip(self._ids.ids_at(chosen.tolist()), scores[chosen].tolist(), strict=True)
+            pairs = [(doc_id, score) for doc_id, score in found if allowed is None or doc_id in allowed]
             if len(pairs) >= top_k or chosen is candidates:
                 pairs.sort(key=lambda pair: (-pair[1], pair[0]))
                 return pairs[:top_k]
@@ -375,12 +362,12 @@ class LexicalIndex:
 
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write the index into `folder` atomically (a crash leaves the previous save loadable)."""
-        live = self._live[: len(self._ids)]
+        live = self._live[: self._ids.row_count]
         if self._segments:
             segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
         else:
             segment = build(np.zeros(0, np.int32), np.zeros(0, np.int64), 0, 0)
-        ids = [doc_id for doc_id in self._ids if doc_id is not None]
+        ids = self._ids.live_ids()
         lengths = self._lengths[: live.size][live]
         settings = {"k1": self._settings.k1, "b": self._settings.b, "tokenizer": self._settings.tokenizer}
         write(folder, Saved(settings, self._vocabulary.terms, ids, lengths, segment))
@@ -412,8 +399,8 @@ class LexicalIndex:
 
     def _restore(self, saved: Saved) -> None:
         self._vocabulary = Vocabulary(saved.terms)
-        self._ids = list(saved.ids)
-        self._row_of = {doc_id: row for row, doc_id in enumerate(saved.ids)}
+        self._ids = PackedIds()
+        self._ids.append(saved.ids)
         self._live = np.ones(len(self._ids), dtype=np.bool_)
         self._lengths = saved.lengths.astype(np.int64)
         self._total_length = int(self._lengths.sum())

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rag import Document, SearchRequest
 from rag.filters import key
 from rag.testing import FakeEmbedding
-from stores.lexical import LexicalIndex
+from stores.lexical import LexicalIndex, idmap
 from stores.lexical.segments import build, merge
 from stores.numpy.records import PackedRecords
 from stores.numpy.search import candidate_positions, rank_candidates
@@ -23,6 +25,7 @@ from stores.numpy.store import NumpyVectorStore
 
 DATA = Path(__file__).parent / "data"
 OLD_SAVE = DATA / "numpy_store_v1"
+IDS = ["a", "b", "é", "\ud800", "ab", "ba", "abc", "x" * 40]
 WORDS = ["harbour", "lantern", "keeper", "tide", "fog", "ledger", "signal", "storm"]
 
 
@@ -196,3 +199,39 @@ def test_the_store_keeps_no_python_object_per_document_beyond_its_id() -> None:
     # Per document beyond its vector and text: the id and its map entries, packed metadata and offsets,
     # postings. A dict of metadata per document (the layout before) put this at ~430 bytes.
     assert beyond / len(store) < 300
+
+
+@pytest.mark.parametrize("colliding", [False, True])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["add", "kill", "renumber"]), st.lists(st.sampled_from(IDS))), max_size=40
+    )
+)
+def test_packed_ids_agree_with_a_dict(
+    colliding: bool, steps: list[tuple[str, list[str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if colliding:  # 64-bit hashes never collide in practice: force them to, by length
+        monkeypatch.setattr(idmap, "_hash", len)
+    monkeypatch.setattr(idmap, "_MERGE_MIN", 3)  # merge often, so both the dict and the arrays serve
+    packed, model = idmap.PackedIds(), {}  # model: id -> row, rows renumbered like the real thing
+    order: list[str | None] = []
+    for action, ids in steps:
+        if action == "add":
+            fresh = [i for i in dict.fromkeys(ids) if i not in model]
+            packed.append(fresh)
+            model.update({i: len(order) + n for n, i in enumerate(fresh)})
+            order.extend(fresh)
+        elif action == "kill":
+            assert sorted(packed.kill(ids).tolist()) == sorted({model[i] for i in ids if i in model})
+            for i in ids:
+                if i in model:
+                    order[model.pop(i)] = None
+        else:
+            packed.renumber()
+            order = [i for i in order if i is not None]
+            model = {i: row for row, i in enumerate(order)}
+        probe = list(IDS)
+        assert packed.rows_of(probe).tolist() == [model.get(i, -1) for i in probe]
+        assert len(packed) == len(model) and packed.live_ids() == [i for i in order if i is not None]
+        assert all(packed.id_at(row) == i for i, row in model.items())
