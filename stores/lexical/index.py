@@ -120,6 +120,7 @@ class LexicalIndex:
         self._total_length = 0
         self._norm: npt.NDArray[np.float64] | None = None
         self._renumberings += 1
+        self._renumbered: npt.NDArray[np.int64] | None = None
 
     @property
     def settings(self) -> LexicalSettings:
@@ -143,6 +144,12 @@ class LexicalIndex:
         return self._renumberings
 
     @property
+    def last_renumbering(self) -> npt.NDArray[np.int64] | None:
+        """The new row of each old row (-1 for dead rows) at the latest `compact`, or None after a
+        `clear`: lets a caller that keeps rows follow the renumbering without looking ids up."""
+        return self._renumbered
+
+    @property
     def segment_count(self) -> int:
         """Number of postings segments (logarithmic in the number of rows)."""
         return len(self._segments)
@@ -156,6 +163,14 @@ class LexicalIndex:
     def ids(self) -> list[str]:
         """Ids of the live documents, ascending."""
         return sorted(self._ids.live_ids())
+
+    def id_at(self, row: int) -> str:
+        """The id of a live `row` (see `rows_of`)."""
+        return self._ids.id_at(row)
+
+    def ids_at(self, rows: Iterable[int]) -> list[str]:
+        """The id of each of the live `rows`."""
+        return self._ids.ids_at(rows)
 
     def rows_of(self, ids: Iterable[str]) -> npt.NDArray[np.int64]:
         """Row of each id (-1 where unknown); valid until the next write. See `search(row_mask=...)`."""
@@ -208,6 +223,7 @@ class LexicalIndex:
         live = self._live[: self._ids.row_count]
         new_row = np.cumsum(live, dtype=np.int64) - 1
         segment = merge(self._segments, live, new_row)
+        self._renumbered = np.where(live, new_row, -1)
         self._segments = [segment] if segment.size else []
         self._ids.renumber()
         self._lengths = self._lengths[: live.size][live].copy()

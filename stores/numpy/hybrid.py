@@ -9,11 +9,10 @@ Example:
     >>> from stores.lexical import LexicalIndex
     >>> index = LexicalIndex()
     >>> index.add(["a", "b"], ["red apples", "green pears"])
-    >>> ids = np.array(["a", "b"], dtype=object)
     >>> row_map = RowMap(index)
-    >>> row_map.relink(list(ids))
+    >>> row_map.relink(["a", "b"])
     >>> matrix, query = np.eye(2, dtype=np.float32), np.array([1, 0], np.float32)
-    >>> source = NumpyCandidates(matrix, ids, query, "pears", None, row_map, index)
+    >>> source = NumpyCandidates(matrix, query, "pears", None, row_map, index)
     >>> source.vector(2, 0.0), source.lexical(2)
     ([('a', 1.0), ('b', 0.0)], [('b', 0.6931471805599453)])
 """
@@ -39,18 +38,16 @@ class NumpyCandidates:
 
     Args:
         matrix: The live rows' unit vectors (float32, one row per document).
-        ids: The id of each row.
         query: The query's unit vector.
         text: The query text, for BM25.
         rows: The rows matching the request's filter, or None for all of them.
-        row_map: The store's rows <-> index rows, and ids -> rows.
+        row_map: The store's rows <-> index rows, ids -> rows and rows -> ids.
         lexical: The store's BM25 index over the same documents.
     """
 
     def __init__(
         self,
         matrix: npt.NDArray[np.float32],
-        ids: npt.NDArray[np.object_],
         query: npt.NDArray[np.float32],
         text: str,
         rows: IntArray | None,
@@ -58,7 +55,6 @@ class NumpyCandidates:
         lexical: LexicalIndex,
     ) -> None:
         self._matrix = matrix
-        self._ids = ids
         self._query = query
         self._text = text
         self._rows = rows
@@ -71,8 +67,9 @@ class NumpyCandidates:
         if depth == 0 or not len(self._matrix):
             return []
         [found] = scan(self._matrix, self._query[None, :], depth, threshold, self._rows)
-        ranked = rank_candidates(self._matrix, found, self._query, depth, self._ids, threshold)
-        return [(self._ids[row], score) for row, score in ranked]
+        ranked = rank_candidates(self._matrix, found, self._query, depth, self._row_map, threshold)
+        ids = self._row_map.ids_of([row for row, _ in ranked])
+        return [(doc_id, score) for doc_id, (_, score) in zip(ids, ranked, strict=True)]
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
         """The best `depth` (id, BM25) among the filter's rows."""

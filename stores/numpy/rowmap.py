@@ -1,11 +1,11 @@
-"""Which store row holds an id: the numpy store reuses its BM25 index's id map instead of keeping its own.
+"""Ids and rows of the numpy store, kept by its BM25 index: the store holds no id map (or id) of its own.
 
-The store and its `LexicalIndex` index the same documents, and the index already maps every id to its
-row. A second `dict` in the store cost ~70 bytes an id, so the store keeps two int64 arrays instead:
-the index row of each store row (also what a filtered hybrid search needs to mask the index) and the
-store row of each index row. The two numberings differ (the store fills the holes a delete leaves with
-its last rows; the index appends and, now and then, renumbers everything), so the arrays are patched
-after each write and rebuilt when the index reports a renumbering (`LexicalIndex.renumberings`).
+The store and its `LexicalIndex` index the same documents, and the index already keeps every id
+(packed) and maps it to its row. So the store keeps no id of its own, only two int64 arrays: the index
+row of each store row (also what a filtered hybrid search needs to mask the index) and the store row of
+each index row. The two numberings differ (the store fills the holes a delete leaves with its last
+rows; the index appends and, now and then, renumbers everything), so the arrays are patched after each
+write, and remapped through `LexicalIndex.last_renumbering` when the index renumbered.
 
 Example:
     >>> import numpy as np
@@ -14,17 +14,18 @@ Example:
     >>> index.add(["a", "b"], ["red", "blue"])
     >>> rows = RowMap(index)
     >>> rows.link(np.array([1, 0]), ["a", "b"])
-    >>> rows.rows_of(["b", "x", "a"]).tolist()
-    [0, -1, 1]
+    >>> rows.rows_of(["b", "x", "a"]).tolist(), rows[0], rows.all_ids()
+    ([0, -1, 1], 'b', ['b', 'a'])
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from rag.errors import StoreError
 from stores.lexical.index import LexicalIndex
 
 __all__ = ["RowMap"]
@@ -33,7 +34,9 @@ IntArray = npt.NDArray[np.int64]
 
 
 class RowMap:
-    """Store rows <-> rows of the store's `LexicalIndex` (see the module docstring).
+    """Store rows <-> rows of the store's `LexicalIndex`, and ids by store row (see the module docstring).
+
+    Indexing a `RowMap` with a store row gives that row's id.
 
     Args:
         lexical: The index the store writes every document into, by the same ids.
@@ -58,8 +61,20 @@ class RowMap:
         out[known] = self._store_row[found[known]]
         return out
 
+    def __getitem__(self, row: int) -> str:
+        return self._lexical.id_at(int(self._index_row[row]))
+
+    def ids_of(self, rows: Iterable[int]) -> list[str]:
+        """The id of each store row."""
+        index_rows = self._index_row
+        return self._lexical.ids_at(int(index_rows[row]) for row in rows)
+
+    def all_ids(self) -> list[str]:
+        """The id of every store row, in row order."""
+        return self._lexical.ids_at(self._index_row[: self._size].tolist())
+
     def link(self, rows: IntArray, ids: Sequence[str]) -> None:
-        """Record that `ids`, just added to the index, live at store `rows` (unless `stale()`: `relink`)."""
+        """Record that `ids`, just added to the index, live at store `rows` (call `sync` first)."""
         index_rows = self._lexical.rows_of(ids)
         self._size = max(self._size, int(rows.max()) + 1 if len(rows) else 0)
         self._index_row = _grown(self._index_row, self._size)
@@ -74,12 +89,26 @@ class RowMap:
         self._store_row[moved] = holes
         self._size = new_size
 
-    def stale(self) -> bool:
-        """Whether the index renumbered its rows since the last `link` or `relink`."""
-        return self._lexical.renumberings != self._renumberings
+    def sync(self) -> None:
+        """Follow a renumbering of the index's rows (`LexicalIndex.compact`) during the last write.
+
+        Store rows whose documents the write removed from the index map to -1 until the store moves
+        or overwrites them.
+        """
+        if self._lexical.renumberings == self._renumberings:
+            return
+        new_row = self._lexical.last_renumbering
+        if self._lexical.renumberings != self._renumberings + 1 or new_row is None:
+            raise StoreError("the lexical index was renumbered twice between writes: rebuild the store")
+        self._renumberings += 1
+        index_rows = self._index_row[: self._size]
+        index_rows[:] = new_row[index_rows]
+        self._store_row = np.full(max(self._lexical.row_count, 1), -1, np.int64)
+        live = index_rows >= 0
+        self._store_row[index_rows[live]] = np.flatnonzero(live)
 
     def relink(self, ids: Sequence[str]) -> None:
-        """Rebuild both arrays from the store's ids in row order (after the index renumbered)."""
+        """Rebuild both arrays from the store's ids in row order (after a load)."""
         self._renumberings = self._lexical.renumberings
         self._size = len(ids)
         self._index_row = self._lexical.rows_of(ids)

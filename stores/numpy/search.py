@@ -23,9 +23,8 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -178,12 +177,18 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+class _Ids(Protocol):
+    """Anything that gives the id of a row by indexing: a sequence or array of ids, a store's row map."""
+
+    def __getitem__(self, row: int, /) -> Any: ...
+
+
 def rank_candidates(
     matrix: FloatMatrix,
     rows: IntArray,
     query: FloatMatrix,
     k: int,
-    ids: Sequence[str] | npt.NDArray[np.object_],
+    ids: _Ids,
     threshold: float = 0.0,
 ) -> list[tuple[int, float]]:
     """The best `k` of `rows` as (row, score), score descending then id ascending, keeping only scores

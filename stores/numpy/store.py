@@ -87,7 +87,6 @@ class NumpyVectorStore(AsyncStoreMixin):
         self._path = Path(path) if path is not None else None
         self._size = 0
         self._matrix = np.zeros((0, self._dimensions), np.float32)
-        self._ids = np.empty(0, dtype=object)
         self._records = PackedRecords()  # texts and metadata, packed (stores.numpy.records)
         self._columns = MetadataColumns()
         self._id_order: IntArray | None = None  # rows sorted by id, rebuilt after a change
@@ -151,9 +150,6 @@ class NumpyVectorStore(AsyncStoreMixin):
         matrix = np.empty((capacity, self._dimensions), np.float32)
         matrix[:live] = self._matrix[:live]
         self._matrix = matrix
-        grown = np.empty(capacity, dtype=object)
-        grown[:live] = self._ids[:live]
-        self._ids = grown
 
     def _write(
         self,
@@ -172,14 +168,11 @@ class NumpyVectorStore(AsyncStoreMixin):
         self._columns.clear(replaced, [self._records.metadata(row) for row in replaced.tolist()])
         self._size += fresh
         self._matrix[rows] = vectors
-        self._ids[rows] = _object_array(ids)
         self._records.write(rows, list(zip(texts, metadatas, strict=True)))
         self._columns.write(rows, metadatas)
         self._id_order = None
-        if self._rows.stale():
-            self._rows.relink(self._ids[: self._size].tolist())
-        else:
-            self._rows.link(rows, ids)
+        self._rows.sync()  # the index may have renumbered its rows
+        self._rows.link(rows, ids)
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids (unknown ones ignored) or by filter; returns how many documents were removed."""
@@ -211,17 +204,13 @@ class NumpyVectorStore(AsyncStoreMixin):
         dead[rows] = True
         holes = np.flatnonzero(dead[:new_size])
         tails = new_size + np.flatnonzero(~dead[new_size:])
-        self._lexical.delete(self._ids[rows].tolist())
+        self._lexical.delete(self._rows.ids_of(rows.tolist()))
         self._matrix[holes] = self._matrix[tails]
-        self._ids[holes] = self._ids[tails]
-        self._ids[new_size:size] = None  # drop references so the objects can be freed
         self._records.remove(rows, holes, tails, new_size)
         self._columns.remove(holes, tails, dead, new_size)
         self._size = new_size
-        if self._rows.stale():
-            self._rows.relink(self._ids[:new_size].tolist())
-        else:
-            self._rows.move(holes, tails, new_size)
+        self._rows.sync()
+        self._rows.move(holes, tails, new_size)
         self._id_order = None
         if len(self._matrix) > 2 * max(new_size, 1024):
             self._resize(max(new_size + new_size // 4, 64))  # give memory back after large deletes
@@ -235,13 +224,14 @@ class NumpyVectorStore(AsyncStoreMixin):
 
     def _rows_by_id(self) -> IntArray:
         if self._id_order is None:
-            self._id_order = np.argsort(self._ids[: self._size], kind="stable").astype(np.int64)
+            ids = _object_array(self._rows.all_ids())
+            self._id_order = np.argsort(ids, kind="stable").astype(np.int64)
         return self._id_order
 
     def _document(self, row: int, score: float | None = None, with_embedding: bool = False) -> Document:
         embedding = self._matrix[row] if with_embedding else None
         text, metadata = self._records.read(row)
-        return Document(self._ids[row], text, metadata, score=score, embedding=embedding)
+        return Document(self._rows[row], text, metadata, score=score, embedding=embedding)
 
     def get(
         self,
@@ -336,19 +326,13 @@ class NumpyVectorStore(AsyncStoreMixin):
                 request = requests[i]
                 threshold = request.similarity_threshold
                 ranked = rank_candidates(
-                    self._matrix, candidates, queries[i], request.top_k, self._ids, threshold
+                    self._matrix, candidates, queries[i], request.top_k, self._rows, threshold
                 )
                 results[i] = [self._document(row, score) for row, score in ranked]
         for i, request in enumerate(requests):
             if needs_ranking(request):
                 source = NumpyCandidates(
-                    self._matrix[: self._size],
-                    self._ids,
-                    queries[i],
-                    request.query,
-                    rows,
-                    self._rows,
-                    self._lexical,
+                    self._matrix[: self._size], queries[i], request.query, rows, self._rows, self._lexical
                 )
                 ranked = rank(request, source)
                 found_rows = self._rows.rows_of([doc_id for doc_id, _ in ranked]).tolist()
@@ -377,7 +361,7 @@ class NumpyVectorStore(AsyncStoreMixin):
                 self._embedding.name,
                 self._dimensions,
                 self._matrix[:size],
-                self._ids[:size].tolist(),
+                self._rows.all_ids(),
                 texts,
                 metadatas,
                 self._lexical,
@@ -409,7 +393,6 @@ class NumpyVectorStore(AsyncStoreMixin):
         count = len(self._matrix)
         if len(set(snapshot.ids)) != count:
             raise StoreError(f"the saved store in {str(self._path)!r} repeats document ids")
-        self._ids = _object_array(snapshot.ids)
         self._size = count
         every_row = np.arange(count, dtype=np.int64)
         self._records = PackedRecords()

@@ -235,3 +235,23 @@ def test_packed_ids_agree_with_a_dict(
         assert packed.rows_of(probe).tolist() == [model.get(i, -1) for i in probe]
         assert len(packed) == len(model) and packed.live_ids() == [i for i in order if i is not None]
         assert all(packed.id_at(row) == i for i, row in model.items())
+
+
+def test_rows_follow_a_renumbering_during_an_upsert() -> None:
+    store = NumpyVectorStore(FakeEmbedding(8))
+    docs = _docs(1500)
+    store.add(docs)
+    renumbered = store._lexical.renumberings
+    for round_ in range(2):  # the second upsert leaves 3,000 dead rows beside 1,500 live ones
+        docs = [Document(d.id, f"{d.text} round{round_}", {"n": round_}, embedding=d.embedding) for d in docs]
+        store.add(docs[::-1])
+    assert store._lexical.renumberings == renumbered + 1
+    fresh = NumpyVectorStore(FakeEmbedding(8))
+    fresh.add(docs)
+    assert [(d.id, d.text, d.metadata) for d in store.get()] == [
+        (d.id, d.text, d.metadata) for d in fresh.get()
+    ]
+    request = SearchRequest("round1 storm", top_k=30, mode="hybrid", filter=key("n") == 1)
+    assert [(d.id, d.score) for d in store.similarity_search(request)] == [
+        (d.id, d.score) for d in fresh.similarity_search(request)
+    ]
