@@ -70,11 +70,18 @@ class PackedIds:
     def id_at(self, row: int) -> str:
         """The id of `row` (live or dead)."""
         start = int(self._stops[row - 1]) if row else 0
-        return self._data[start : self._stops[row]].tobytes().decode("utf-8", "surrogatepass")
+        return str(memoryview(self._data)[start : int(self._stops[row])], "utf-8", "surrogatepass")  # type: ignore[arg-type]
 
     def ids_at(self, rows: Iterable[int]) -> list[str]:
         """`id_at` for each of `rows`."""
-        return [self.id_at(row) for row in rows]
+        at = np.fromiter(rows, np.int64)
+        stops = self._stops[at]
+        starts = np.where(at > 0, self._stops[at - 1], 0)
+        view = memoryview(self._data)  # type: ignore[arg-type]
+        return [
+            str(view[a:b], "utf-8", "surrogatepass")
+            for a, b in zip(starts.tolist(), stops.tolist(), strict=True)
+        ]
 
     def live_ids(self) -> list[str]:
         """Ids of the live rows, in row order."""

@@ -66,8 +66,7 @@ class RowMap:
 
     def ids_of(self, rows: Iterable[int]) -> list[str]:
         """The id of each store row."""
-        index_rows = self._index_row
-        return self._lexical.ids_at(int(index_rows[row]) for row in rows)
+        return self._lexical.ids_at(self._index_row[np.fromiter(rows, np.int64)].tolist())
 
     def all_ids(self) -> list[str]:
         """The id of every store row, in row order."""
