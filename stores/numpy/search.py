@@ -64,8 +64,10 @@ def exact_scores(matrix: FloatMatrix, rows: IntArray, query: FloatMatrix) -> npt
         block = matrix[rows[start : start + _RESCORE_CHUNK]].astype(np.float64)
         # An elementwise product and a row sum (not BLAS) computes every row the same way.
         out[start : start + len(block)] = (block * query64).sum(axis=1)
-    np.clip(out, -1.0, 1.0, out=out)
-    np.round(out, SCORE_DECIMALS, out=out)
+    # The ufuncs and the method, not np.clip / np.round: their Python wrappers cost more than the work.
+    np.minimum(out, 1.0, out=out)
+    np.maximum(out, -1.0, out=out)
+    out.round(SCORE_DECIMALS, out=out)
     out += 0.0  # turns -0.0 into 0.0
     return out
 
@@ -102,7 +104,7 @@ def candidate_positions(scores: FloatMatrix, k: int, threshold: float = 0.0) -> 
     if threshold > 0.0:
         floors = np.maximum(floors, np.float32(threshold - TOLERANCE))
     hits = scores >= floors[:, None]
-    return [np.flatnonzero(row) for row in hits]
+    return [row.nonzero()[0] for row in hits]
 
 
 def scan(
