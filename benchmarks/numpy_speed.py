@@ -25,7 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,8 +46,8 @@ class Lookup:
         self.dimensions = queries.shape[1]
         self.name = f"bench-lookup-{self.dimensions}"
 
-    def embed(self, batch: list[str]) -> npt.NDArray[np.float32]:
-        return self.queries[[int(text.rsplit(" ", 1)[-1]) for text in batch]]
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self.queries[[int(text.rsplit(" ", 1)[-1]) for text in texts]]
 
 
 def paired(runs: dict[str, Callable[[int], Any]], repeats: int) -> dict[str, float]:

@@ -61,13 +61,16 @@ class PackedRecords:
 
     def read(self, row: int) -> Record:
         """The text and a fresh metadata dict of `row`."""
-        record: Record = marshal.loads(self._data[self._starts[row] : self._stops[row]])
+        record: Record = marshal.loads(self._view()[self._starts[row] : self._stops[row]])
         return record
 
     def read_many(self, rows: Sequence[int]) -> list[Record]:
         """`read` for each of `rows`."""
-        data, starts, stops = self._data, self._starts, self._stops
+        data, starts, stops = self._view(), self._starts, self._stops
         return [marshal.loads(data[starts[row] : stops[row]]) for row in rows]
+
+    def _view(self) -> memoryview:
+        return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
 
     def metadata(self, row: int) -> dict[str, MetadataValue]:
         """The metadata of `row` (decoded fresh)."""
@@ -131,7 +134,7 @@ class PackedRecords:
 
     def compact(self) -> None:
         """Rewrite the buffer with the live records only, in row order."""
-        view = memoryview(self._data)  # type: ignore[arg-type]
+        view = self._view()
         starts, stops = self._starts[: self._size], self._stops[: self._size]
         blob = b"".join([view[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
         lengths = stops - starts

@@ -331,13 +331,19 @@ class NumpyVectorStore(AsyncStoreMixin):
                 results[i] = [self._document(row, score) for row, score in ranked]
         for i, request in enumerate(requests):
             if needs_ranking(request):
-                source = NumpyCandidates(
-                    self._matrix[: self._size], queries[i], request.query, rows, self._rows, self._lexical
-                )
-                ranked = rank(request, source)
-                found_rows = self._rows.rows_of([doc_id for doc_id, _ in ranked]).tolist()
-                results[i] = [self._document(r, s) for r, (_, s) in zip(found_rows, ranked, strict=True)]
+                results[i] = self._ranked(request, queries[i], rows)
         return results
+
+    def _ranked(
+        self, request: SearchRequest, query: npt.NDArray[np.float32], rows: IntArray | None
+    ) -> list[Document]:
+        """A lexical, hybrid or diversified search (`stores.ranking.rank`) over `rows` (None: all)."""
+        source = NumpyCandidates(
+            self._matrix[: self._size], query, request.query, rows, self._rows, self._lexical
+        )
+        hits = rank(request, source)
+        found = self._rows.rows_of([doc_id for doc_id, _ in hits]).tolist()
+        return [self._document(row, score) for row, (_, score) in zip(found, hits, strict=True)]
 
     # -- persistence -----------------------------------------------------------------------------
 

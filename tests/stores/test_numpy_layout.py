@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag import Document, SearchRequest
+from rag.documents import MetadataValue
 from rag.filters import key
 from rag.testing import FakeEmbedding
 from stores.lexical import LexicalIndex, idmap
@@ -59,7 +60,7 @@ def test_a_folder_saved_by_the_previous_layout_loads_with_the_same_answers(tmp_p
 
 
 def test_metadata_types_and_key_order_survive_packing() -> None:
-    metadata = {
+    metadata: dict[str, MetadataValue] = {
         "z": 1,
         "big": -(2**80),
         "neg_zero": -0.0,
@@ -214,7 +215,10 @@ def test_packed_ids_agree_with_a_dict(
     if colliding:  # 64-bit hashes never collide in practice: force them to, by length
         monkeypatch.setattr(idmap, "_hash", len)
     monkeypatch.setattr(idmap, "_MERGE_MIN", 3)  # merge often, so both the dict and the arrays serve
-    packed, model = idmap.PackedIds(), {}  # model: id -> row, rows renumbered like the real thing
+    packed, model = (
+        idmap.PackedIds(),
+        dict[str, int](),
+    )  # model: id -> row, rows renumbered like the real thing
     order: list[str | None] = []
     for action, ids in steps:
         if action == "add":
@@ -229,8 +233,9 @@ def test_packed_ids_agree_with_a_dict(
                     order[model.pop(i)] = None
         else:
             packed.renumber()
-            order = [i for i in order if i is not None]
-            model = {i: row for row, i in enumerate(order)}
+            kept = [i for i in order if i is not None]
+            model = {i: row for row, i in enumerate(kept)}
+            order = list(kept)
         probe = list(IDS)
         assert packed.rows_of(probe).tolist() == [model.get(i, -1) for i in probe]
         assert len(packed) == len(model) and packed.live_ids() == [i for i in order if i is not None]
