@@ -55,7 +55,7 @@ class PackedIds:
         self._rows = 0
         self._count = 0
         self._sorted_hashes = np.zeros(0, np.int64)  # rows below `_indexed`, by hash
-        self._sorted_rows = np.zeros(0, np.int64)
+        self._sorted_rows = np.zeros(0, np.int32)
         self._indexed = 0
         self._recent: dict[str, int] = {}  # live rows from `_indexed` on
 
@@ -119,7 +119,7 @@ class PackedIds:
 
     def _merge(self) -> None:
         """Move every row into the sorted arrays (dead rows left out)."""
-        rows = np.flatnonzero(self._live[: self._rows]).astype(np.int64)
+        rows = np.flatnonzero(self._live[: self._rows]).astype(np.int32)
         hashes = self._hashes[rows]
         order = np.argsort(hashes, kind="stable")
         self._sorted_hashes, self._sorted_rows = hashes[order], rows[order]

@@ -115,7 +115,7 @@ class LexicalIndex:
         self._vocabulary = Vocabulary()
         self._ids = PackedIds()  # ids by row and id -> live row (`stores.lexical.idmap`)
         self._live = np.zeros(0, dtype=np.bool_)
-        self._lengths = np.zeros(0, dtype=np.int64)
+        self._lengths = np.zeros(0, dtype=np.int32)  # terms per row: int32 is plenty, and half the bytes
         self._segments: list[Segment] = []
         self._total_length = 0
         self._norm: npt.NDArray[np.float64] | None = None
@@ -242,7 +242,7 @@ class LexicalIndex:
             return
         capacity = max(rows, 2 * self._live.size, 64)
         self._live = np.concatenate([self._live, np.zeros(capacity - self._live.size, np.bool_)])
-        self._lengths = np.concatenate([self._lengths, np.zeros(capacity - self._lengths.size, np.int64)])
+        self._lengths = np.concatenate([self._lengths, np.zeros(capacity - self._lengths.size, np.int32)])
 
     def _merge_tail(self) -> None:
         segments = self._segments
@@ -384,7 +384,7 @@ class LexicalIndex:
         else:
             segment = build(np.zeros(0, np.int32), np.zeros(0, np.int64), 0, 0)
         ids = self._ids.live_ids()
-        lengths = self._lengths[: live.size][live]
+        lengths = self._lengths[: live.size][live].astype(np.int64)
         settings = {"k1": self._settings.k1, "b": self._settings.b, "tokenizer": self._settings.tokenizer}
         write(folder, Saved(settings, self._vocabulary.terms, ids, lengths, segment))
 
@@ -418,7 +418,7 @@ class LexicalIndex:
         self._ids = PackedIds()
         self._ids.append(saved.ids)
         self._live = np.ones(len(self._ids), dtype=np.bool_)
-        self._lengths = saved.lengths.astype(np.int64)
+        self._lengths = saved.lengths.astype(np.int32)
         self._total_length = int(self._lengths.sum())
         segment = dataclasses.replace(saved.segment, tfs=narrow_tfs(saved.segment.tfs))
         self._segments = [segment] if segment.size else []

@@ -1,7 +1,7 @@
 """Ids and rows of the numpy store, kept by its BM25 index: the store holds no id map (or id) of its own.
 
 The store and its `LexicalIndex` index the same documents, and the index already keeps every id
-(packed) and maps it to its row. So the store keeps no id of its own, only two int64 arrays: the index
+(packed) and maps it to its row. So the store keeps no id of its own, only two int32 arrays: the index
 row of each store row (also what a filtered hybrid search needs to mask the index) and the store row of
 each index row. The two numberings differ (the store fills the holes a delete leaves with its last
 rows; the index appends and, now and then, renumbers everything), so the arrays are patched after each
@@ -44,12 +44,13 @@ class RowMap:
 
     def __init__(self, lexical: LexicalIndex) -> None:
         self._lexical = lexical
-        self._index_row = np.zeros(0, np.int64)  # store row -> index row
-        self._store_row = np.zeros(0, np.int64)  # index row -> store row (stale for dead index rows)
+        # int32: 4 bytes a document each, and no store holds 2**31 documents in one process.
+        self._index_row = np.zeros(0, np.int32)  # store row -> index row
+        self._store_row = np.zeros(0, np.int32)  # index row -> store row (stale for dead index rows)
         self._renumberings = lexical.renumberings
         self._size = 0
 
-    def index_rows(self) -> IntArray:
+    def index_rows(self) -> npt.NDArray[np.int32]:
         """The index row of each store row (a view, valid until the next write)."""
         return self._index_row[: self._size]
 
@@ -102,7 +103,7 @@ class RowMap:
         self._renumberings += 1
         index_rows = self._index_row[: self._size]
         index_rows[:] = new_row[index_rows]
-        self._store_row = np.full(max(self._lexical.row_count, 1), -1, np.int64)
+        self._store_row = np.full(max(self._lexical.row_count, 1), -1, np.int32)
         live = index_rows >= 0
         self._store_row[index_rows[live]] = np.flatnonzero(live)
 
@@ -110,15 +111,15 @@ class RowMap:
         """Rebuild both arrays from the store's ids in row order (after a load)."""
         self._renumberings = self._lexical.renumberings
         self._size = len(ids)
-        self._index_row = self._lexical.rows_of(ids)
-        self._store_row = np.full(self._lexical.row_count, -1, np.int64)
-        self._store_row[self._index_row] = np.arange(len(ids), dtype=np.int64)
+        self._index_row = self._lexical.rows_of(ids).astype(np.int32)
+        self._store_row = np.full(self._lexical.row_count, -1, np.int32)
+        self._store_row[self._index_row] = np.arange(len(ids), dtype=np.int32)
 
 
-def _grown(array: IntArray, size: int) -> IntArray:
+def _grown(array: npt.NDArray[np.int32], size: int) -> npt.NDArray[np.int32]:
     """`array` with room for at least `size` entries (geometric growth, so appends are amortised O(1))."""
     if size <= len(array):
         return array
-    grown = np.zeros(max(size, len(array) * 3 // 2, 64), np.int64)
+    grown = np.zeros(max(size, len(array) * 3 // 2, 64), np.int32)
     grown[: len(array)] = array
     return grown
