@@ -233,10 +233,23 @@ class NumpyVectorStore(AsyncStoreMixin):
             self._id_order = np.argsort(ids, kind="stable").astype(np.int64)
         return self._id_order
 
-    def _document(self, row: int, score: float | None = None, with_embedding: bool = False) -> Document:
-        embedding = self._matrix[row] if with_embedding else None
-        text, metadata = self._records.read(row)
-        return Document(self._rows[row], text, metadata, score=score, embedding=embedding)
+    def _documents(
+        self, rows: Sequence[int], scores: Sequence[float] | None = None, with_embedding: bool = False
+    ) -> list[Document]:
+        """The documents of `rows` (ids and records decoded in one pass each), with `scores` if given."""
+        ids = self._rows.ids_of(rows)
+        records = self._records.read_many(rows)
+        matrix = self._matrix
+        return [
+            Document(
+                doc_id,
+                text,
+                metadata,
+                score=None if scores is None else scores[i],
+                embedding=matrix[row] if with_embedding else None,
+            )
+            for i, (row, doc_id, (text, metadata)) in enumerate(zip(rows, ids, records, strict=True))
+        ]
 
     def get(
         self,
@@ -264,7 +277,7 @@ class NumpyVectorStore(AsyncStoreMixin):
             rows = self._rows_by_id()
         if tree is not None:
             rows = rows[self._mask(tree)[rows]]
-        return [self._document(row, with_embedding=with_embedding) for row in rows[:limit].tolist()]
+        return self._documents(rows[:limit].tolist(), with_embedding=with_embedding)
 
     def count(self, filter: str | Filter | None = None) -> int:
         """How many documents (match the filter)."""
@@ -333,7 +346,7 @@ class NumpyVectorStore(AsyncStoreMixin):
                 ranked = rank_candidates(
                     self._matrix, candidates, queries[i], request.top_k, self._rows, threshold
                 )
-                results[i] = [self._document(row, score) for row, score in ranked]
+                results[i] = self._documents([row for row, _ in ranked], [score for _, score in ranked])
         for i, request in enumerate(requests):
             if needs_ranking(request):
                 results[i] = self._ranked(request, queries[i], rows)
@@ -348,7 +361,7 @@ class NumpyVectorStore(AsyncStoreMixin):
         )
         hits = rank(request, source)
         found = self._rows.rows_of([doc_id for doc_id, _ in hits]).tolist()
-        return [self._document(row, score) for row, (_, score) in zip(found, hits, strict=True)]
+        return self._documents(found, [score for _, score in hits])
 
     # -- persistence -----------------------------------------------------------------------------
 
