@@ -33,10 +33,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+import stores.lexical.segments as segments_module
 from rag.errors import InvalidRequestError
 from stores.lexical.idmap import PackedIds
 from stores.lexical.persist import Saved, read, read_settings, write
-from stores.lexical.segments import Segment, build, merge, narrow_tfs, postings
+from stores.lexical.segments import Segment, build, merge, narrow_tfs, postings, split
 from stores.lexical.text import TOKENIZER, Vocabulary
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
@@ -180,7 +181,7 @@ class LexicalIndex:
         """df of every term held by a live document (for inspection and tests; scans every posting)."""
         counts = np.zeros(len(self._vocabulary), dtype=np.int64)
         for segment in self._segments:
-            live = self._live[segment.rows]
+            live = self._live[segment.absolute_rows()]
             terms = np.repeat(segment.terms, np.diff(segment.starts))
             counts += np.bincount(terms[live], minlength=counts.size)
         names = self._vocabulary.terms
@@ -224,7 +225,7 @@ class LexicalIndex:
         new_row = np.cumsum(live, dtype=np.int64) - 1
         segment = merge(self._segments, live, new_row)
         self._renumbered = np.where(live, new_row, -1)
-        self._segments = [segment] if segment.size else []
+        self._segments = split(segment)
         self._ids.renumber()
         self._lengths = self._lengths[: live.size][live].copy()
         self._live = np.ones(len(self._ids), dtype=np.bool_)
@@ -246,7 +247,12 @@ class LexicalIndex:
 
     def _merge_tail(self) -> None:
         segments = self._segments
-        while len(segments) >= 2 and segments[-2].size <= _MERGE_RATIO * max(segments[-1].size, 1):
+        # Merged segments stay within NARROW_SPAN rows, so their rows keep two bytes each.
+        while (
+            len(segments) >= 2
+            and segments[-2].size <= _MERGE_RATIO * max(segments[-1].size, 1)
+            and segments[-1].end_row - segments[-2].first_row <= segments_module.NARROW_SPAN
+        ):
             segments[-2:] = [merge(segments[-2:], self._live)]
 
     def _maybe_compact(self) -> None:
@@ -421,4 +427,4 @@ class LexicalIndex:
         self._lengths = saved.lengths.astype(np.int32)
         self._total_length = int(self._lengths.sum())
         segment = dataclasses.replace(saved.segment, tfs=narrow_tfs(saved.segment.tfs))
-        self._segments = [segment] if segment.size else []
+        self._segments = split(segment)
