@@ -62,8 +62,10 @@ def exact_scores(matrix: FloatMatrix, rows: IntArray, query: FloatMatrix) -> npt
     out = np.empty(len(rows), np.float64)
     for start in range(0, len(rows), _RESCORE_CHUNK):
         block = matrix[rows[start : start + _RESCORE_CHUNK]].astype(np.float64)
-        # An elementwise product and a row sum (not BLAS) computes every row the same way.
-        out[start : start + len(block)] = (block * query64).sum(axis=1)
+        # An elementwise product and a row sum (not BLAS) computes every row the same way; in place,
+        # so no second block is allocated (the same operations in the same order as a fresh product).
+        block *= query64
+        out[start : start + len(block)] = block.sum(axis=1)
     # The ufuncs and the method, not np.clip / np.round: their Python wrappers cost more than the work.
     np.minimum(out, 1.0, out=out)
     np.maximum(out, -1.0, out=out)
