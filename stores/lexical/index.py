@@ -202,7 +202,7 @@ class LexicalIndex:
         self._live[first_row : first_row + len(batch)] = True
         self._lengths[first_row : first_row + len(batch)] = lengths
         self._total_length += int(lengths.sum())
-        self._segments.append(build(term_ids, owners, len(batch), first_row))
+        self._segments.extend(split(build(term_ids, owners, len(batch), first_row)))
         self._merge_tail()
         self._norm = None
         self._maybe_compact()
@@ -219,13 +219,11 @@ class LexicalIndex:
 
     def compact(self) -> None:
         """Renumber rows without gaps and merge all postings into one segment (done automatically)."""
-        if not self._segments:
-            return
         live = self._live[: self._ids.row_count]
         new_row = np.cumsum(live, dtype=np.int64) - 1
-        segment = merge(self._segments, live, new_row)
+        # Documents without a term leave no postings: their rows are renumbered all the same.
+        self._segments = split(merge(self._segments, live, new_row)) if self._segments else []
         self._renumbered = np.where(live, new_row, -1)
-        self._segments = split(segment)
         self._ids.renumber()
         self._lengths = self._lengths[: live.size][live].copy()
         self._live = np.ones(len(self._ids), dtype=np.bool_)

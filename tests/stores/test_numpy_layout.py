@@ -319,6 +319,10 @@ def test_an_index_over_many_rows_keeps_two_bytes_a_row(tmp_path: Path) -> None:
     index.add([f"a{n}" for n in range(40_000, count)], texts[40_000:])
     assert index.segment_count == 2 and all(s.rows.dtype == np.uint16 for s in index._segments)
     found = [index.search(q, 30) for q in ("w5 w7", "common w96")]
+    at_once = LexicalIndex()
+    at_once.add([f"a{n}" for n in range(count)], texts)  # one batch wider than a narrow segment: split
+    assert all(s.rows.dtype == np.uint16 for s in at_once._segments)
+    assert [at_once.search(q, 30) for q in ("w5 w7", "common w96")] == found
     index.save(tmp_path / "index")
     loaded = LexicalIndex.load(tmp_path / "index")  # saved as one int32 segment, split again on load
     assert loaded.segment_count == 2 and all(s.rows.dtype == np.uint16 for s in loaded._segments)
@@ -330,3 +334,13 @@ def test_an_index_over_many_rows_keeps_two_bytes_a_row(tmp_path: Path) -> None:
     fresh.add([f"a{n}" for n in range(2, count, 3)], texts[2::3])
     for query in ("w5 w7", "common w96"):
         assert index.search(query, 30) == fresh.search(query, 30)
+
+
+def test_documents_without_terms_are_compacted_too() -> None:
+    store = NumpyVectorStore(FakeEmbedding(8))
+    docs = [Document(d.id, "", d.metadata, embedding=d.embedding) for d in _docs(3000)]  # no terms at all
+    store.add(docs)
+    assert store.delete([d.id for d in docs[:2000]]) == 2000
+    assert store._lexical.row_count == 1000  # the index renumbered though it holds no postings
+    assert [d.id for d in store.get([docs[2500].id, docs[5].id])] == [docs[2500].id]
+    assert store.count() == 1000 and store.get(limit=1)[0].id == docs[2000].id
