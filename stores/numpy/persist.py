@@ -198,7 +198,9 @@ def _remove_other_generations(folder: Path, keep: set[str]) -> None:
 def _read_manifest(folder: Path) -> dict[str, Any]:
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
-        raise StoreNotFoundError(f"no saved numpy store at {str(folder)!r} (no {MANIFEST})", path=str(folder))
+        raise StoreNotFoundError(
+            f"no saved numpy store at {str(folder)!r} (no {MANIFEST})", path=str(folder)
+        )
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
