@@ -9,7 +9,7 @@ merged in once it holds an eighth of the rows (amortised O(log n) per id). Dead 
 and sorted entries until `renumber` drops them.
 
 Hashes are Python's `hash(str)`, salted per process: the arrays live in memory only (a saved index
-stores plain ids).
+stores plain ids), and an unpickled copy hashes its ids again.
 
 Example:
     >>> ids = PackedIds()
@@ -61,6 +61,15 @@ class PackedIds:
 
     def __len__(self) -> int:
         return self._count
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        # Unpickled in another process, whose str hashes are salted differently: hash the ids again.
+        self.__dict__.update(state)
+        self._hashes[: self._rows] = np.fromiter(
+            map(_hash, self.ids_at(range(self._rows))), np.int64, self._rows
+        )
+        self._recent = {}
+        self._merge()
 
     @property
     def row_count(self) -> int:

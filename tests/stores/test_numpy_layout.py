@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import pickle
 import shutil
+import subprocess
+import sys
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -344,3 +348,24 @@ def test_documents_without_terms_are_compacted_too() -> None:
     assert store._lexical.row_count == 1000  # the index renumbered though it holds no postings
     assert [d.id for d in store.get([docs[2500].id, docs[5].id])] == [docs[2500].id]
     assert store.count() == 1000 and store.get(limit=1)[0].id == docs[2000].id
+
+
+def test_a_pickled_index_finds_its_ids_in_a_process_with_another_hash_salt(tmp_path: Path) -> None:
+    index = LexicalIndex()
+    index.add([f"id-{n}" for n in range(3000)], [f"word{n % 50} common" for n in range(3000)])
+    index.delete(["id-7"])
+    (tmp_path / "index.pickle").write_bytes(pickle.dumps(index))
+    script = (
+        "import pickle, sys\n"
+        "index = pickle.loads(open(sys.argv[1], 'rb').read())\n"
+        "print(index.rows_of(['id-0', 'id-7', 'id-2999', 'nope']).tolist(), 'id-5' in index, len(index))\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "index.pickle")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[0,", "-1,", "2999,", "-1]", "True", "2999"]
