@@ -7,6 +7,10 @@ including -0.0 and NaN, bools, key order, lists, and strings with lone surrogate
 `uint8` buffer; two int64 offsets per row say where it lies. Reading a row decodes a fresh record (a
 microsecond for a chunk), so callers never share a dict with the store.
 
+Values of a subclass of str, int or float (a `numpy.float64`, an `enum.StrEnum` member) are stored
+as the plain value, as a save and load (JSON) or any other store gives them back: `marshal` would
+misread or refuse them.
+
 Replaced and removed records leave their bytes behind as garbage; when garbage outweighs the live
 bytes the buffer is rewritten in row order (amortised O(1) per byte written). `marshal` is used only
 for this process's own memory: saved folders keep their JSON format.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +39,35 @@ __all__ = ["PackedRecords", "Record"]
 IntArray = npt.NDArray[np.int64]
 Record = tuple[str, dict[str, MetadataValue]]
 _COMPACT_MIN_BYTES = 1 << 20  # below this much garbage a rewrite is not worth its pass
+
+
+_PLAIN = (str, int, float, bool)
+
+
+def _plain(value: Any) -> Any:
+    """`value` as an exact str, int, float or bool (or a list of them): subclasses become their value."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return str.__str__(value)  # the characters, whatever the subclass's own __str__ says
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    return value
+
+
+def _plain_record(text: str, metadata: dict[str, MetadataValue]) -> Record:
+    """The record with only exact built-in types, which `marshal` writes faithfully."""
+    if type(text) is not str:
+        text = str.__str__(text)
+    for value in metadata.values():
+        if type(value) not in _PLAIN and not (type(value) is list and all(type(v) in _PLAIN for v in value)):
+            return text, {name: _plain(item) for name, item in metadata.items()}
+    return text, metadata
 
 
 class PackedRecords:
@@ -84,7 +118,7 @@ class PackedRecords:
         """Store `records[i]` at `rows[i]`: existing rows are replaced, rows up to `len(self)` appended."""
         if not len(rows):
             return
-        encoded = [marshal.dumps(record) for record in records]
+        encoded = [marshal.dumps(_plain_record(text, metadata)) for text, metadata in records]
         lengths = np.fromiter(map(len, encoded), np.int64, count=len(encoded))
         blob = b"".join(encoded)
         self._reserve_rows(int(rows.max()) + 1)

@@ -3,6 +3,7 @@ it changes what the store answers or what an older save loads as."""
 
 from __future__ import annotations
 
+import enum
 import gc
 import json
 import os
@@ -369,3 +370,35 @@ def test_a_pickled_index_finds_its_ids_in_a_process_with_another_hash_salt(tmp_p
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["[0,", "-1,", "2999,", "-1]", "True", "2999"]
+
+
+class _Colour(enum.StrEnum):
+    RED = "red"
+
+
+class _Size(enum.IntEnum):
+    BIG = 3
+
+
+class _Text(str):
+    def __str__(self) -> str:
+        return "not the text"
+
+
+def test_subclasses_of_plain_types_come_back_as_their_plain_values(tmp_path: Path) -> None:
+    metadata: dict[str, MetadataValue] = {
+        "f": np.float64(1.5),
+        "s": np.str_("z"),
+        "colour": _Colour.RED,
+        "size": _Size.BIG,
+        "odd": _Text("kept"),
+        "items": [np.float64(2.5), _Colour.RED, 4],
+    }
+    store = NumpyVectorStore(FakeEmbedding(8))
+    store.add([Document("x", _Text("body"), metadata, embedding=np.eye(8, dtype=np.float32)[0])])
+    [doc] = store.get(["x"])
+    expected = {"f": 1.5, "s": "z", "colour": "red", "size": 3, "odd": "kept", "items": [2.5, "red", 4]}
+    assert doc.metadata == expected and doc.text == "body" and type(doc.text) is str
+    assert [type(v) for v in doc.metadata.values()] == [float, str, str, int, str, list]
+    store.save(tmp_path / "s")  # what a save and load gives back, too
+    assert NumpyVectorStore.load(tmp_path / "s", FakeEmbedding(8)).get(["x"])[0].metadata == expected
