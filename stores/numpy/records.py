@@ -64,9 +64,10 @@ def _plain_record(text: str, metadata: dict[str, MetadataValue]) -> Record:
     """The record with only exact built-in types, which `marshal` writes faithfully."""
     if type(text) is not str:
         text = str.__str__(text)
-    for value in metadata.values():
-        if type(value) not in _PLAIN and not (type(value) is list and all(type(v) in _PLAIN for v in value)):
-            return text, {name: _plain(item) for name, item in metadata.items()}
+    for name, value in metadata.items():
+        plain = type(value) in _PLAIN or (type(value) is list and all(type(v) in _PLAIN for v in value))
+        if type(name) is not str or not plain:
+            return text, {str.__str__(key): _plain(item) for key, item in metadata.items()}
     return text, metadata
 
 

@@ -393,12 +393,22 @@ def test_subclasses_of_plain_types_come_back_as_their_plain_values(tmp_path: Pat
         "size": _Size.BIG,
         "odd": _Text("kept"),
         "items": [np.float64(2.5), _Colour.RED, 4],
+        _Text("key"): 1,
     }
     store = NumpyVectorStore(FakeEmbedding(8))
     store.add([Document("x", _Text("body"), metadata, embedding=np.eye(8, dtype=np.float32)[0])])
     [doc] = store.get(["x"])
-    expected = {"f": 1.5, "s": "z", "colour": "red", "size": 3, "odd": "kept", "items": [2.5, "red", 4]}
+    expected = {
+        "f": 1.5,
+        "s": "z",
+        "colour": "red",
+        "size": 3,
+        "odd": "kept",
+        "items": [2.5, "red", 4],
+        "key": 1,
+    }
     assert doc.metadata == expected and doc.text == "body" and type(doc.text) is str
-    assert [type(v) for v in doc.metadata.values()] == [float, str, str, int, str, list]
+    assert [type(v) for v in doc.metadata.values()] == [float, str, str, int, str, list, int]
+    assert all(type(name) is str for name in doc.metadata)
     store.save(tmp_path / "s")  # what a save and load gives back, too
     assert NumpyVectorStore.load(tmp_path / "s", FakeEmbedding(8)).get(["x"])[0].metadata == expected
