@@ -92,7 +92,7 @@ class Snapshot:
         if req.top_k == 0 or len(self) == 0 or (rows is not None and len(rows) == 0):
             return []
         [candidates] = scan(self.matrix, query[None, :], req.top_k, req.similarity_threshold, rows)
-        return rank_candidates(self.matrix, candidates, query, req.top_k, self.ids, req.accepts)
+        return rank_candidates(self.matrix, candidates, query, req.top_k, self.ids, req.similarity_threshold)
 
     def document(self, row: int, score: float | None) -> Document:
         """The document held in `row`, with `score`."""

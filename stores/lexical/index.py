@@ -23,6 +23,7 @@ Thread safety: searches only read, and may run concurrently with each other; wri
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections import Counter
@@ -32,9 +33,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+import stores.lexical.segments as segments_module
 from rag.errors import InvalidRequestError
+from stores.lexical.idmap import PackedIds
 from stores.lexical.persist import Saved, read, read_settings, write
-from stores.lexical.segments import Segment, build, merge, postings
+from stores.lexical.segments import Segment, build, merge, narrow_tfs, postings, split
 from stores.lexical.text import TOKENIZER, Vocabulary
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
@@ -103,6 +106,7 @@ class LexicalIndex:
 
     def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
         self._settings = LexicalSettings(k1, b)
+        self._renumberings = -1
         self.clear()
 
     # ----- state -----------------------------------------------------------------------------------
@@ -110,13 +114,14 @@ class LexicalIndex:
     def clear(self) -> None:
         """Remove every document."""
         self._vocabulary = Vocabulary()
-        self._ids: list[str | None] = []
-        self._row_of: dict[str, int] = {}
+        self._ids = PackedIds()  # ids by row and id -> live row (`stores.lexical.idmap`)
         self._live = np.zeros(0, dtype=np.bool_)
-        self._lengths = np.zeros(0, dtype=np.int64)
+        self._lengths = np.zeros(0, dtype=np.int32)  # terms per row: int32 is plenty, and half the bytes
         self._segments: list[Segment] = []
         self._total_length = 0
         self._norm: npt.NDArray[np.float64] | None = None
+        self._renumberings += 1
+        self._renumbered: npt.NDArray[np.int64] | None = None
 
     @property
     def settings(self) -> LexicalSettings:
@@ -126,12 +131,24 @@ class LexicalIndex:
     @property
     def stats(self) -> LexicalStats:
         """N and the total length of live documents."""
-        return LexicalStats(len(self._row_of), self._total_length)
+        return LexicalStats(len(self._ids), self._total_length)
 
     @property
     def row_count(self) -> int:
         """Size of the row space (live and dead rows): the length of a `row_mask`."""
-        return len(self._ids)
+        return self._ids.row_count
+
+    @property
+    def renumberings(self) -> int:
+        """How often rows were renumbered (by `compact`, `clear` or a load): rows from `rows_of` stay
+        valid while this number is unchanged, across adds and deletes."""
+        return self._renumberings
+
+    @property
+    def last_renumbering(self) -> npt.NDArray[np.int64] | None:
+        """The new row of each old row (-1 for dead rows) at the latest `compact`, or None after a
+        `clear`: lets a caller that keeps rows follow the renumbering without looking ids up."""
+        return self._renumbered
 
     @property
     def segment_count(self) -> int:
@@ -139,25 +156,32 @@ class LexicalIndex:
         return len(self._segments)
 
     def __len__(self) -> int:
-        return len(self._row_of)
+        return len(self._ids)
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._row_of
+        return isinstance(doc_id, str) and int(self._ids.rows_of([doc_id])[0]) >= 0
 
     def ids(self) -> list[str]:
         """Ids of the live documents, ascending."""
-        return sorted(self._row_of)
+        return sorted(self._ids.live_ids())
+
+    def id_at(self, row: int) -> str:
+        """The id of a live `row` (see `rows_of`)."""
+        return self._ids.id_at(row)
+
+    def ids_at(self, rows: Iterable[int]) -> list[str]:
+        """The id of each of the live `rows`."""
+        return self._ids.ids_at(rows)
 
     def rows_of(self, ids: Iterable[str]) -> npt.NDArray[np.int64]:
         """Row of each id (-1 where unknown); valid until the next write. See `search(row_mask=...)`."""
-        row_of = self._row_of
-        return np.fromiter((row_of.get(doc_id, -1) for doc_id in ids), dtype=np.int64)
+        return self._ids.rows_of(ids if isinstance(ids, Sequence) else list(ids))
 
     def document_frequencies(self) -> dict[str, int]:
         """df of every term held by a live document (for inspection and tests; scans every posting)."""
         counts = np.zeros(len(self._vocabulary), dtype=np.int64)
         for segment in self._segments:
-            live = self._live[segment.rows]
+            live = self._live[segment.absolute_rows()]
             terms = np.repeat(segment.terms, np.diff(segment.starts))
             counts += np.bincount(terms[live], minlength=counts.size)
         names = self._vocabulary.terms
@@ -172,14 +196,13 @@ class LexicalIndex:
             return
         self._kill(batch)
         term_ids, owners, lengths = self._vocabulary.encode_many(list(batch.values()))
-        first_row = len(self._ids)
+        first_row = self._ids.row_count
         self._grow(first_row + len(batch))
-        self._ids.extend(batch)
-        self._row_of.update(zip(batch, range(first_row, first_row + len(batch)), strict=True))
+        self._ids.append(list(batch))
         self._live[first_row : first_row + len(batch)] = True
         self._lengths[first_row : first_row + len(batch)] = lengths
         self._total_length += int(lengths.sum())
-        self._segments.append(build(term_ids, owners, len(batch), first_row))
+        self._segments.extend(split(build(term_ids, owners, len(batch), first_row)))
         self._merge_tail()
         self._norm = None
         self._maybe_compact()
@@ -196,45 +219,43 @@ class LexicalIndex:
 
     def compact(self) -> None:
         """Renumber rows without gaps and merge all postings into one segment (done automatically)."""
-        if not self._segments:
-            return
-        live = self._live[: len(self._ids)]
+        live = self._live[: self._ids.row_count]
         new_row = np.cumsum(live, dtype=np.int64) - 1
-        segment = merge(self._segments, live, new_row)
-        self._segments = [segment] if segment.size else []
-        kept = [doc_id for doc_id in self._ids if doc_id is not None]
-        self._ids = list(kept)
-        self._row_of = {doc_id: row for row, doc_id in enumerate(kept)}
+        # Documents without a term leave no postings: their rows are renumbered all the same.
+        self._segments = split(merge(self._segments, live, new_row)) if self._segments else []
+        self._renumbered = np.where(live, new_row, -1)
+        self._ids.renumber()
         self._lengths = self._lengths[: live.size][live].copy()
         self._live = np.ones(len(self._ids), dtype=np.bool_)
         self._norm = None
+        self._renumberings += 1
 
     def _kill(self, ids: Iterable[str]) -> int:
-        removed = 0
-        for doc_id in ids:
-            row = self._row_of.pop(doc_id, None)
-            if row is not None:
-                self._ids[row] = None
-                self._live[row] = False
-                self._total_length -= int(self._lengths[row])
-                removed += 1
-        return removed
+        rows = self._ids.kill(ids)
+        self._live[rows] = False
+        self._total_length -= int(self._lengths[rows].sum())
+        return len(rows)
 
     def _grow(self, rows: int) -> None:
         if rows <= self._live.size:
             return
         capacity = max(rows, 2 * self._live.size, 64)
         self._live = np.concatenate([self._live, np.zeros(capacity - self._live.size, np.bool_)])
-        self._lengths = np.concatenate([self._lengths, np.zeros(capacity - self._lengths.size, np.int64)])
+        self._lengths = np.concatenate([self._lengths, np.zeros(capacity - self._lengths.size, np.int32)])
 
     def _merge_tail(self) -> None:
         segments = self._segments
-        while len(segments) >= 2 and segments[-2].size <= _MERGE_RATIO * max(segments[-1].size, 1):
+        # Merged segments stay within NARROW_SPAN rows, so their rows keep two bytes each.
+        while (
+            len(segments) >= 2
+            and segments[-2].size <= _MERGE_RATIO * max(segments[-1].size, 1)
+            and segments[-1].end_row - segments[-2].first_row <= segments_module.NARROW_SPAN
+        ):
             segments[-2:] = [merge(segments[-2:], self._live)]
 
     def _maybe_compact(self) -> None:
-        dead = len(self._ids) - len(self._row_of)
-        if dead >= _COMPACT_MIN_DEAD and dead > len(self._row_of):
+        dead = self._ids.row_count - len(self._ids)
+        if dead >= _COMPACT_MIN_DEAD and dead > len(self._ids):
             self.compact()
 
     # ----- search ------------------------------------------------------------------------------------
@@ -243,7 +264,7 @@ class LexicalIndex:
         if self._norm is None:
             k1, b = self._settings.k1, self._settings.b
             average = self.stats.average_length or 1.0
-            lengths = self._lengths[: len(self._ids)].astype(np.float64)
+            lengths = self._lengths[: self._ids.row_count].astype(np.float64)
             self._norm = k1 * (1.0 - b + b * lengths / average)
         return self._norm
 
@@ -252,12 +273,12 @@ class LexicalIndex:
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
         term_counts = Counter(self._vocabulary.encode_query(query))
-        count = len(self._row_of)
+        count = len(self._ids)
         if not term_counts or not count:
             return None
         k1 = self._settings.k1
         norm = self._norms()
-        filter_dead = count < len(self._ids)
+        filter_dead = count < self._ids.row_count
         row_parts: list[npt.NDArray[np.int32]] = []
         weight_parts: list[npt.NDArray[np.float64]] = []
         for term, query_tf in term_counts.items():
@@ -276,7 +297,7 @@ class LexicalIndex:
             return None
         rows = np.concatenate(row_parts)
         scores: npt.NDArray[np.float64] = np.bincount(
-            rows, np.concatenate(weight_parts), minlength=len(self._ids)
+            rows, np.concatenate(weight_parts), minlength=self._ids.row_count
         ).astype(np.float64, copy=False)
         return scores
 
@@ -296,10 +317,10 @@ class LexicalIndex:
         """
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
             raise InvalidRequestError(f"top_k must be an integer >= 0, got {top_k!r}")
-        if row_mask is not None and (row_mask.dtype != np.bool_ or row_mask.shape != (len(self._ids),)):
+        rows = self._ids.row_count
+        if row_mask is not None and (row_mask.dtype != np.bool_ or row_mask.shape != (rows,)):
             raise InvalidRequestError(
-                f"row_mask must be a boolean array of shape ({len(self._ids)},), got {row_mask.dtype} "
-                f"{row_mask.shape}"
+                f"row_mask must be a boolean array of shape ({rows},), got {row_mask.dtype} {row_mask.shape}"
             )
         scores = self._scores(query) if top_k else None
         if scores is None:
@@ -312,7 +333,7 @@ class LexicalIndex:
         return self._best(scores, candidates, top_k, allowed)
 
     def _mask_of(self, allowed: Collection[str]) -> npt.NDArray[np.bool_]:
-        mask = np.zeros(len(self._ids), dtype=np.bool_)
+        mask = np.zeros(self._ids.row_count, dtype=np.bool_)
         rows = self.rows_of(allowed)
         mask[rows[rows >= 0]] = True
         return mask
@@ -326,7 +347,6 @@ class LexicalIndex:
     ) -> list[tuple[str, float]]:
         """Top `top_k` of `candidates`, widening the look-ahead until enough allowed rows are seen."""
         values = scores[candidates]
-        ids = self._ids
         wanted = top_k if allowed is None else 4 * top_k
         while True:
             if wanted >= candidates.size:
@@ -334,11 +354,9 @@ class LexicalIndex:
             else:
                 kth = np.partition(values, values.size - wanted)[values.size - wanted]
                 chosen = candidates[values >= kth]  # every row tied with the k-th comes along
-            pairs = [
-                (doc_id, float(scores[row]))
-                for row, doc_id in ((int(row), ids[row]) for row in chosen)
-                if doc_id is not None and (allowed is None or doc_id in allowed)
-            ]
+            # Only live rows score above 0, so every chosen row has an id.
+            found = zip(self._ids.ids_at(chosen.tolist()), scores[chosen].tolist(), strict=True)
+            pairs = [(doc_id, score) for doc_id, score in found if allowed is None or doc_id in allowed]
             if len(pairs) >= top_k or chosen is candidates:
                 pairs.sort(key=lambda pair: (-pair[1], pair[0]))
                 return pairs[:top_k]
@@ -364,13 +382,13 @@ class LexicalIndex:
 
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write the index into `folder` atomically (a crash leaves the previous save loadable)."""
-        live = self._live[: len(self._ids)]
+        live = self._live[: self._ids.row_count]
         if self._segments:
             segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
         else:
             segment = build(np.zeros(0, np.int32), np.zeros(0, np.int64), 0, 0)
-        ids = [doc_id for doc_id in self._ids if doc_id is not None]
-        lengths = self._lengths[: live.size][live]
+        ids = self._ids.live_ids()
+        lengths = self._lengths[: live.size][live].astype(np.int64)
         settings = {"k1": self._settings.k1, "b": self._settings.b, "tokenizer": self._settings.tokenizer}
         write(folder, Saved(settings, self._vocabulary.terms, ids, lengths, segment))
 
@@ -401,9 +419,10 @@ class LexicalIndex:
 
     def _restore(self, saved: Saved) -> None:
         self._vocabulary = Vocabulary(saved.terms)
-        self._ids = list(saved.ids)
-        self._row_of = {doc_id: row for row, doc_id in enumerate(saved.ids)}
+        self._ids = PackedIds()
+        self._ids.append(saved.ids)
         self._live = np.ones(len(self._ids), dtype=np.bool_)
-        self._lengths = saved.lengths.astype(np.int64)
+        self._lengths = saved.lengths.astype(np.int32)
         self._total_length = int(self._lengths.sum())
-        self._segments = [saved.segment] if saved.segment.size else []
+        segment = dataclasses.replace(saved.segment, tfs=narrow_tfs(saved.segment.tfs))
+        self._segments = split(segment)

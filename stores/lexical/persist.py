@@ -74,8 +74,8 @@ def write(path: str | os.PathLike[str], saved: Saved) -> None:
         buffer,
         terms=saved.segment.terms,
         starts=saved.segment.starts,
-        rows=saved.segment.rows,
-        tfs=saved.segment.tfs,
+        rows=saved.segment.absolute_rows(),  # memory may hold them as narrower offsets
+        tfs=saved.segment.tfs.astype(np.int32),  # memory may hold them narrower (`narrow_tfs`)
         lengths=saved.lengths.astype(np.int64),
         ids=_encode(json.dumps(saved.ids, ensure_ascii=False)),
         # Terms are runs of word characters: a newline never occurs inside one.

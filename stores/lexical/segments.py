@@ -1,7 +1,10 @@
 """Immutable postings segments (term-major CSR) for the lexical index, and how they are built and merged.
 
 A segment holds the postings of a contiguous range of rows: for each term present, the rows that contain
-it (ascending) and the term's frequency in each. Segments are never modified: an add builds a new one,
+it (ascending) and the term's frequency in each. Rows are kept as offsets from the segment's first row:
+two bytes each for a segment of at most `NARROW_SPAN` rows (the index keeps its segments that narrow,
+`split` cuts wider ones), four otherwise; frequencies take one byte unless a term repeats more than 255
+times in a document. Segments are never modified: an add builds a new one,
 a delete only clears the row's bit in the index's live-row mask, and merging two neighbours writes a third
 without the postings of dead rows. Keeping segment sizes roughly geometric (see `LexicalIndex`) keeps
 their number logarithmic in the index size.
@@ -17,13 +20,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Segment", "build", "merge", "postings"]
+__all__ = ["NARROW_SPAN", "Segment", "build", "merge", "narrow_tfs", "postings", "split"]
+
+NARROW_SPAN = 1 << 16
+"""A segment over at most this many rows keeps its row offsets as uint16."""
 
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
+_EMPTY_TFS = np.zeros(0, dtype=np.uint8)
+_EMPTY_U16 = np.zeros(0, dtype=np.uint16)
+
+
+def narrow_tfs(tfs: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
+    """`tfs` in the smallest unsigned type that holds them: a term rarely repeats 255 times in a chunk,
+    so postings cost 5 bytes instead of 8."""
+    top = int(tfs.max()) if tfs.size else 0
+    dtype = np.uint8 if top <= 0xFF else np.uint16 if top <= 0xFFFF else np.int32
+    return tfs if tfs.dtype == dtype else tfs.astype(dtype)
 
 
 @dataclass(frozen=True)
@@ -34,27 +51,52 @@ class Segment:
     end_row: int
     terms: npt.NDArray[np.int32]  # sorted, distinct
     starts: npt.NDArray[np.int64]  # len(terms) + 1 offsets into rows and tfs
-    rows: npt.NDArray[np.int32]
-    tfs: npt.NDArray[np.int32]
+    rows: npt.NDArray[np.integer[Any]]  # row - first_row: uint16 within NARROW_SPAN rows, else int32
+    tfs: npt.NDArray[np.integer[Any]]  # the narrowest type that holds them (`narrow_tfs`)
 
     @property
     def size(self) -> int:
         """Number of postings."""
         return int(self.rows.shape[0])
 
+    def absolute_rows(self, begin: int = 0, end: int | None = None) -> npt.NDArray[np.int32]:
+        """The rows of postings `begin:end` (default: all), as index rows."""
+        rows: npt.NDArray[np.int32] = np.add(self.rows[begin:end], self.first_row, dtype=np.int32)
+        return rows
+
+
+def _local(rows: npt.NDArray[np.integer[Any]], first_row: int, end_row: int) -> npt.NDArray[np.integer[Any]]:
+    """`rows` as offsets from `first_row`, in the narrowest type the segment's span allows."""
+    dtype = np.uint16 if end_row - first_row <= NARROW_SPAN else np.int32
+    return (rows - first_row).astype(dtype)
+
+
+def _assemble(
+    terms: npt.NDArray[np.integer[Any]],
+    rows: npt.NDArray[np.integer[Any]],
+    tfs: npt.NDArray[np.integer[Any]],
+    first_row: int,
+    end_row: int,
+) -> Segment:
+    """A segment from postings sorted by term then row (rows absolute)."""
+    if terms.size == 0:
+        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_U16, _EMPTY_TFS)
+    term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
+    starts = np.append(term_starts, terms.size).astype(np.int64)
+    local = _local(rows, first_row, end_row)
+    return Segment(first_row, end_row, terms[term_starts].astype(np.int32), starts, local, narrow_tfs(tfs))
+
 
 def _from_sorted_keys(keys: npt.NDArray[np.int64], span: int, first_row: int, end_row: int) -> Segment:
     """A segment from sorted keys `term * span + local_row`, one key per occurrence."""
     if keys.size == 0:
-        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_I32)
+        return _assemble(_EMPTY_I32, _EMPTY_I32, _EMPTY_TFS, first_row, end_row)
     run_starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    tfs = np.diff(np.append(run_starts, keys.size)).astype(np.int32)
+    tfs = np.diff(np.append(run_starts, keys.size))
     distinct = keys[run_starts]
     term_of = distinct // span
-    rows = (distinct - term_of * span + first_row).astype(np.int32)
-    term_starts = np.flatnonzero(np.concatenate(([True], term_of[1:] != term_of[:-1])))
-    starts = np.append(term_starts, term_of.size).astype(np.int64)
-    return Segment(first_row, end_row, term_of[term_starts].astype(np.int32), starts, rows, tfs)
+    rows = distinct - term_of * span + first_row
+    return _assemble(term_of, rows, tfs, first_row, end_row)
 
 
 def build(
@@ -79,7 +121,7 @@ def merge(
     With `new_row` (old row -> new row, for live rows), rows are renumbered: compaction.
     """
     terms = np.concatenate([_expanded_terms(part) for part in parts])
-    rows = np.concatenate([part.rows for part in parts])
+    rows = np.concatenate([part.absolute_rows() for part in parts])
     tfs = np.concatenate([part.tfs for part in parts])
     kept = live[rows]
     terms, rows, tfs = terms[kept], rows[kept], tfs[kept]
@@ -92,25 +134,53 @@ def merge(
     first_row, end_row = parts[0].first_row, parts[-1].end_row
     if new_row is not None:
         first_row, end_row = 0, int(np.count_nonzero(live))
-    if terms.size == 0:
-        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_I32)
-    term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
-    starts = np.append(term_starts, terms.size).astype(np.int64)
-    return Segment(first_row, end_row, terms[term_starts], starts, rows, tfs)
+    return _assemble(terms, rows, tfs, first_row, end_row)
 
 
-def postings(segments: Sequence[Segment], term: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
-    """Rows and frequencies of `term` across `segments` (dead rows included)."""
+def split(segment: Segment, span: int | None = None) -> list[Segment]:
+    """`segment` cut into segments of at most `span` rows (default `NARROW_SPAN`; empty ones left
+    out), so each keeps its rows narrow; rows stay ascending within each term."""
+    span = NARROW_SPAN if span is None else span
+    if segment.end_row - segment.first_row <= span:
+        return [segment] if segment.size else []
+    terms = _expanded_terms(segment)
+    chunk = (segment.rows // span).astype(np.int32)
+    # A stable sort by chunk keeps each chunk's postings in (term, row) order.
+    order = np.argsort(chunk, kind="stable")
+    bounds = np.searchsorted(
+        chunk[order], np.arange(1, (segment.end_row - segment.first_row - 1) // span + 1)
+    )
+    rows = segment.absolute_rows()
+    out = []
+    for number, (begin, end) in enumerate(
+        zip(np.concatenate(([0], bounds)), np.append(bounds, segment.size), strict=True)
+    ):
+        if begin == end:
+            continue
+        picked = order[begin:end]
+        first = segment.first_row + number * span
+        out.append(
+            _assemble(
+                terms[picked], rows[picked], segment.tfs[picked], first, min(first + span, segment.end_row)
+            )
+        )
+    return out
+
+
+def postings(
+    segments: Sequence[Segment], term: int
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.integer[Any]]]:
+    """Rows (index rows) and frequencies of `term` across `segments` (dead rows included)."""
     row_parts: list[npt.NDArray[np.int32]] = []
-    tf_parts: list[npt.NDArray[np.int32]] = []
+    tf_parts: list[npt.NDArray[np.integer[Any]]] = []
     for segment in segments:
         at = int(np.searchsorted(segment.terms, term))
         if at < segment.terms.size and segment.terms[at] == term:
             begin, end = segment.starts[at], segment.starts[at + 1]
-            row_parts.append(segment.rows[begin:end])
+            row_parts.append(segment.absolute_rows(begin, end))
             tf_parts.append(segment.tfs[begin:end])
     if not row_parts:
-        return _EMPTY_I32, _EMPTY_I32
+        return _EMPTY_I32, _EMPTY_TFS
     if len(row_parts) == 1:
         return row_parts[0], tf_parts[0]
     return np.concatenate(row_parts), np.concatenate(tf_parts)

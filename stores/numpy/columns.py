@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,14 @@ from rag.filters.evaluate import ORDERING, is_number
 __all__ = ["MetadataColumns"]
 
 BoolArray = npt.NDArray[np.bool_]
+
+
+class MetadataRows(Protocol):
+    """The metadata of a row by indexing: an object array of dicts, or the store's packed records."""
+
+    def __getitem__(self, row: int, /) -> Any: ...
+
+
 IntArray = npt.NDArray[np.int64]
 
 # Kinds of an encoded value. BIGNUM is an int that float64 cannot hold exactly; rows holding one are
@@ -223,7 +231,7 @@ class MetadataColumns:
 
     # -- filtering -------------------------------------------------------------------------------
 
-    def mask(self, node: Filter, size: int, metadatas: npt.NDArray[np.object_]) -> BoolArray:
+    def mask(self, node: Filter, size: int, metadatas: MetadataRows) -> BoolArray:
         """Which of the first `size` rows match `node`; `metadatas[row]` is each row's metadata dict.
 
         The filter is evaluated in its normal form (`rag.filters.normalize`: NOT applied to the
@@ -253,13 +261,13 @@ class MetadataColumns:
         assert done is not None
         return done
 
-    def _comparison(self, node: Comparison, size: int, metadatas: npt.NDArray[np.object_]) -> BoolArray:
+    def _comparison(self, node: Comparison, size: int, metadatas: MetadataRows) -> BoolArray:
         if node.op.is_positive:
             return self._positive(node, size, metadatas)
         # NOT is not a plain complement, but a negative operator is: `a != 1` is `~(a == 1)`.
         return ~self._positive(Comparison(node.key, node.op.opposite, node.value), size, metadatas)
 
-    def _positive(self, node: Comparison, size: int, metadatas: npt.NDArray[np.object_]) -> BoolArray:
+    def _positive(self, node: Comparison, size: int, metadatas: MetadataRows) -> BoolArray:
         result = np.zeros(size, np.bool_)
         column = self._columns.get(node.key)
         if column is None:

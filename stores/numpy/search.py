@@ -20,13 +20,11 @@ Example:
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import os
 import threading
-from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +47,7 @@ SCORE_DECIMALS = 6
 TOLERANCE = 1e-4
 _RESCORE_CHUNK = 2048
 _CHUNK = 2048
+_CONTIGUOUS_GROUP = 4096  # group length from which contiguous blocks beat strided groups
 _PARALLEL_ROWS = 32768  # below this the rows sit in cache and threads cost more than they give
 # Memory bandwidth, not arithmetic, bounds a single query; a few threads saturate it.
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
@@ -63,10 +62,14 @@ def exact_scores(matrix: FloatMatrix, rows: IntArray, query: FloatMatrix) -> npt
     out = np.empty(len(rows), np.float64)
     for start in range(0, len(rows), _RESCORE_CHUNK):
         block = matrix[rows[start : start + _RESCORE_CHUNK]].astype(np.float64)
-        # An elementwise product and a row sum (not BLAS) computes every row the same way.
-        out[start : start + len(block)] = (block * query64).sum(axis=1)
-    np.clip(out, -1.0, 1.0, out=out)
-    np.round(out, SCORE_DECIMALS, out=out)
+        # An elementwise product and a row sum (not BLAS) computes every row the same way; in place,
+        # so no second block is allocated (the same operations in the same order as a fresh product).
+        block *= query64
+        out[start : start + len(block)] = block.sum(axis=1)
+    # The ufuncs and the method, not np.clip / np.round: their Python wrappers cost more than the work.
+    np.minimum(out, 1.0, out=out)
+    np.maximum(out, -1.0, out=out)
+    out.round(SCORE_DECIMALS, out=out)
     out += 0.0  # turns -0.0 into 0.0
     return out
 
@@ -76,12 +79,20 @@ def _lower_bounds(scores: FloatMatrix, k: int) -> npt.NDArray[np.float32]:
     count = scores.shape[1]
     if count < 64 * k:
         return np.partition(scores, count - k, axis=1)[:, count - k]
-    blocks = max(64, 16 * k)
-    width = count // blocks
-    maxima = scores[:, : blocks * width].reshape(len(scores), blocks, width).max(axis=2)
-    if blocks * width < count:
-        maxima = np.concatenate([maxima, scores[:, blocks * width :].max(axis=1, keepdims=True)], axis=1)
-    # Each of the k largest block maxima is a distinct entry, so the k-th of them is a lower bound.
+    # Any split of the entries into groups works: each of the k largest group maxima is a distinct
+    # entry, so the k-th of them is a lower bound. Long groups are contiguous blocks; short ones are
+    # strided (entries i, i + groups, ...), because numpy reduces many short rows slowly but takes the
+    # elementwise maximum of a few long rows at memory speed.
+    groups = max(64, 16 * k)
+    if count // groups >= _CONTIGUOUS_GROUP:
+        width = count // groups
+        maxima = scores[:, : groups * width].reshape(len(scores), groups, width).max(axis=2)
+    else:
+        groups = min(max(1024, groups), count // 4)
+        width = count // groups
+        maxima = scores[:, : groups * width].reshape(len(scores), width, groups).max(axis=1)
+    if groups * width < count:
+        maxima = np.concatenate([maxima, scores[:, groups * width :].max(axis=1, keepdims=True)], axis=1)
     return np.partition(maxima, maxima.shape[1] - k, axis=1)[:, maxima.shape[1] - k]
 
 
@@ -95,7 +106,7 @@ def candidate_positions(scores: FloatMatrix, k: int, threshold: float = 0.0) -> 
     if threshold > 0.0:
         floors = np.maximum(floors, np.float32(threshold - TOLERANCE))
     hits = scores >= floors[:, None]
-    return [np.flatnonzero(row) for row in hits]
+    return [row.nonzero()[0] for row in hits]
 
 
 def scan(
@@ -170,17 +181,34 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+class _Ids(Protocol):
+    """Anything that gives the id of a row by indexing: a sequence or array of ids, a store's row map."""
+
+    def __getitem__(self, row: int, /) -> Any: ...
+
+
 def rank_candidates(
     matrix: FloatMatrix,
     rows: IntArray,
     query: FloatMatrix,
     k: int,
-    ids: Sequence[str] | npt.NDArray[np.object_],
-    accepts: Callable[[float], bool],
+    ids: _Ids,
+    threshold: float = 0.0,
 ) -> list[tuple[int, float]]:
-    """The best `k` of `rows` as (row, score), score descending then id ascending; `accepts` filters."""
-    scores = exact_scores(matrix, rows, query).tolist()
-    ranked = heapq.nsmallest(
-        k, ((-s, ids[r], r) for s, r in zip(scores, rows.tolist(), strict=True) if accepts(s))
-    )
-    return [(row, -negated) for negated, _, row in ranked]
+    """The best `k` of `rows` as (row, score), score descending then id ascending, keeping only scores
+    >= `threshold` when it is above 0 (0 keeps every score, as `SearchRequest.accepts`)."""
+    scores = exact_scores(matrix, rows, query)
+    if threshold > 0.0:
+        kept = scores >= threshold
+        rows, scores = rows[kept], scores[kept]
+    if len(rows) > k > 0:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        kept = scores >= kth  # rows tied with the k-th come along: the id decides between them
+        rows, scores = rows[kept], scores[kept]
+    order = np.argsort(-scores, kind="stable")
+    rows, scores = rows[order], scores[order]
+    if len(scores) > 1 and bool((scores[1:] == scores[:-1]).any()):
+        # Rare (identical vectors, or rounding): settle equal scores by id in Python.
+        ranked = sorted(zip((-scores).tolist(), (ids[r] for r in rows.tolist()), rows.tolist(), strict=True))
+        return [(row, -negated) for negated, _, row in ranked[:k]]
+    return list(zip(rows[:k].tolist(), scores[:k].tolist(), strict=True))

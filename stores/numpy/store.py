@@ -7,7 +7,12 @@ only the selected rows. Search itself is in `stores.numpy.search`; saving in `st
 A BM25 index (`stores.lexical`) over the same texts is written by the same `add` and `delete` calls
 and saved in the same atomic save; lexical and hybrid modes and MMR go through `stores.ranking`.
 
-Threads: one `stores.locking.ReadWriteLock` guards the matrix, the columns, the id maps and the BM25
+Memory: beside the vectors the store holds no Python object per document. Texts and metadata are
+packed records (`stores.numpy.records`); ids live once, packed, in the BM25 index, whose id map the
+store reads through `stores.numpy.rowmap`. For 100k chunks of ~40 words that is about 1.5x the raw
+float32 bytes in all, of which vectors and texts alone are 1.2x (`benchmarks/numpy_speed.py`).
+
+Threads: one `stores.locking.ReadWriteLock` guards the matrix, the records, the row map and the BM25
 index together. Searches, `get` and `count` hold it for reading (they run together), `add` and
 `delete` for writing (alone), so every call sees the state between two writes, vectors, metadata and
 lexical index of the same generation. Embedding happens before the lock is taken.
@@ -36,6 +41,8 @@ from stores.locking import ReadWriteLock
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.embed import document_vectors, embed_queries
 from stores.numpy.hybrid import NumpyCandidates
+from stores.numpy.records import PackedRecords
+from stores.numpy.rowmap import RowMap
 from stores.numpy.search import rank_candidates, scan
 from stores.ranking import needs_ranking, rank
 
@@ -50,10 +57,6 @@ def _object_array(values: Sequence[Any]) -> npt.NDArray[np.object_]:
     for i, value in enumerate(values):  # element by element: numpy would unpack nested lists
         array[i] = value
     return array
-
-
-def _copy_metadata(metadata: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
-    return {name: list(value) if isinstance(value, list) else value for name, value in metadata.items()}
 
 
 class NumpyVectorStore(GetMixin, AsyncStoreMixin):
@@ -93,14 +96,11 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         self._path = Path(path) if path is not None else None
         self._size = 0
         self._matrix = np.zeros((0, self._dimensions), np.float32)
-        self._ids = np.empty(0, dtype=object)
-        self._texts = np.empty(0, dtype=object)
-        self._metadata = np.empty(0, dtype=object)
-        self._row_of: dict[str, int] = {}
+        self._records = PackedRecords()  # texts and metadata, packed (stores.numpy.records)
         self._columns = MetadataColumns()
         self._id_order: IntArray | None = None  # rows sorted by id, rebuilt after a change
         self._lexical = LexicalIndex()
-        self._lexical_rows: IntArray | None = None  # index row of each store row, rebuilt after a change
+        self._rows = RowMap(self._lexical)  # id -> row through the index's own id map
         self._lock = ReadWriteLock()
         self._save_lock = threading.Lock()  # one save at a time: each must see the last one's generation
         self._generations: dict[str, str] = {}  # folder (absolute) -> generation this copy holds
@@ -136,7 +136,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             return
         batch = list(latest.values())
         vectors = self._vectors_for(batch)
-        metadatas = [_copy_metadata(d.metadata) for d in batch]
+        metadatas = [d.metadata for d in batch]  # packed on write: later changes to them do not leak in
         with self._lock.write():
             self._write([d.id for d in batch], [d.text for d in batch], metadatas, vectors)
 
@@ -159,10 +159,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         matrix = np.empty((capacity, self._dimensions), np.float32)
         matrix[:live] = self._matrix[:live]
         self._matrix = matrix
-        for name in ("_ids", "_texts", "_metadata"):
-            grown = np.empty(capacity, dtype=object)
-            grown[:live] = getattr(self, name)[:live]
-            setattr(self, name, grown)
 
     def _write(
         self,
@@ -171,26 +167,21 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         metadatas: list[dict[str, MetadataValue]],
         vectors: npt.NDArray[np.float32],
     ) -> None:
+        rows = self._rows.rows_of(ids)  # `ids` are distinct
+        new = rows < 0
+        fresh = int(np.count_nonzero(new))
+        rows[new] = np.arange(self._size, self._size + fresh)
         self._lexical.add(ids, texts)
-        self._lexical_rows = None
-        rows = np.empty(len(ids), np.int64)
-        fresh = 0
-        for i, doc_id in enumerate(ids):
-            row = self._row_of.get(doc_id)
-            if row is None:
-                row = self._row_of[doc_id] = self._size + fresh
-                fresh += 1
-            rows[i] = row
         self._reserve(self._size + fresh)
-        replaced = rows[rows < self._size]
-        self._columns.clear(replaced, self._metadata[replaced].tolist())
+        replaced = rows[~new]
+        self._columns.clear(replaced, [self._records.metadata(row) for row in replaced.tolist()])
         self._size += fresh
         self._matrix[rows] = vectors
-        self._ids[rows] = _object_array(ids)
-        self._texts[rows] = _object_array(texts)
-        self._metadata[rows] = _object_array(metadatas)
+        self._records.write(rows, list(zip(texts, metadatas, strict=True)))
         self._columns.write(rows, metadatas)
         self._id_order = None
+        self._rows.sync()  # the index may have renumbered its rows
+        self._rows.link(rows, ids)
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids (unknown ones ignored) or by filter; returns how many documents were removed."""
@@ -200,7 +191,8 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         tree = as_filter(filter)
         with self._lock.write():
             if wanted is not None:
-                rows = np.fromiter({self._row_of[i] for i in wanted if i in self._row_of}, np.int64)
+                rows = np.unique(self._rows.rows_of(wanted))
+                rows = rows[rows >= 0]
             else:
                 rows = np.flatnonzero(self._mask(tree))
             self._remove(rows)
@@ -215,18 +207,13 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         dead[rows] = True
         holes = np.flatnonzero(dead[:new_size])
         tails = new_size + np.flatnonzero(~dead[new_size:])
-        self._lexical.delete(self._ids[rows].tolist())
-        self._lexical_rows = None
-        for doc_id in self._ids[rows]:
-            del self._row_of[doc_id]
+        self._lexical.delete(self._rows.ids_of(rows.tolist()))
         self._matrix[holes] = self._matrix[tails]
-        for array in (self._ids, self._texts, self._metadata):
-            array[holes] = array[tails]
-            array[new_size:size] = None  # drop references so the objects can be freed
+        self._records.remove(rows, holes, tails, new_size)
         self._columns.remove(holes, tails, dead, new_size)
-        for hole in holes.tolist():
-            self._row_of[self._ids[hole]] = hole
         self._size = new_size
+        self._rows.sync()
+        self._rows.move(holes, tails, new_size)
         self._id_order = None
         if len(self._matrix) > 2 * max(new_size, 1024):
             self._resize(max(new_size + new_size // 4, 64))  # give memory back after large deletes
@@ -236,18 +223,31 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     def _mask(self, tree: Filter | None) -> npt.NDArray[np.bool_]:
         if tree is None:
             return np.ones(self._size, np.bool_)
-        return self._columns.mask(tree, self._size, self._metadata[: self._size])
+        return self._columns.mask(tree, self._size, self._records)
 
     def _rows_by_id(self) -> IntArray:
         if self._id_order is None:
-            self._id_order = np.argsort(self._ids[: self._size], kind="stable").astype(np.int64)
+            ids = _object_array(self._rows.all_ids())
+            self._id_order = np.argsort(ids, kind="stable").astype(np.int64)
         return self._id_order
 
-    def _document(self, row: int, score: float | None = None, with_embedding: bool = False) -> Document:
-        embedding = self._matrix[row] if with_embedding else None
-        return Document(
-            self._ids[row], self._texts[row], self._metadata[row], score=score, embedding=embedding
-        )
+    def _documents(
+        self, rows: Sequence[int], scores: Sequence[float] | None = None, with_embedding: bool = False
+    ) -> list[Document]:
+        """The documents of `rows` (ids and records decoded in one pass each), with `scores` if given."""
+        ids = self._rows.ids_of(rows)
+        records = self._records.read_many(rows)
+        matrix = self._matrix
+        return [
+            Document(
+                doc_id,
+                text,
+                metadata,
+                score=None if scores is None else scores[i],
+                embedding=matrix[row] if with_embedding else None,
+            )
+            for i, (row, doc_id, (text, metadata)) in enumerate(zip(rows, ids, records, strict=True))
+        ]
 
     def _get_documents(self, request: GetRequest) -> list[Document]:
         wanted = None if request.ids is None else dict.fromkeys(request.ids)
@@ -258,12 +258,13 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         self, wanted: dict[str, None] | None, tree: Filter | None, limit: int | None, with_embedding: bool
     ) -> list[Document]:
         if wanted is not None:
-            rows = np.fromiter((self._row_of[i] for i in wanted if i in self._row_of), np.int64)
+            rows = self._rows.rows_of(list(wanted))
+            rows = rows[rows >= 0]
         else:
             rows = self._rows_by_id()
         if tree is not None:
             rows = rows[self._mask(tree)[rows]]
-        return [self._document(row, with_embedding=with_embedding) for row in rows[:limit].tolist()]
+        return self._documents(rows[:limit].tolist(), with_embedding=with_embedding)
 
     def count(self, filter: str | Filter | None = None) -> int:
         """How many documents (match the filter)."""
@@ -328,30 +329,26 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             found = scan(self._matrix[: self._size], queries[plain], top_k, threshold, rows)
             for i, candidates in zip(plain, found, strict=True):
                 request = requests[i]
+                threshold = request.similarity_threshold
                 ranked = rank_candidates(
-                    self._matrix, candidates, queries[i], request.top_k, self._ids, request.accepts
+                    self._matrix, candidates, queries[i], request.top_k, self._rows, threshold
                 )
-                results[i] = [self._document(row, score) for row, score in ranked]
+                results[i] = self._documents([row for row, _ in ranked], [score for _, score in ranked])
         for i, request in enumerate(requests):
             if needs_ranking(request):
-                source = NumpyCandidates(
-                    self._matrix[: self._size],
-                    self._ids,
-                    self._row_of,
-                    queries[i],
-                    request.query,
-                    rows,
-                    self._lexical,
-                    self._index_rows,
-                )
-                results[i] = [self._document(self._row_of[i_d], s) for i_d, s in rank(request, source)]
+                results[i] = self._ranked(request, queries[i], rows)
         return results
 
-    def _index_rows(self) -> IntArray:
-        """The lexical index's row of each store row (kept until the next write)."""
-        if self._lexical_rows is None:
-            self._lexical_rows = self._lexical.rows_of(self._ids[: self._size].tolist())
-        return self._lexical_rows
+    def _ranked(
+        self, request: SearchRequest, query: npt.NDArray[np.float32], rows: IntArray | None
+    ) -> list[Document]:
+        """A lexical, hybrid or diversified search (`stores.ranking.rank`) over `rows` (None: all)."""
+        source = NumpyCandidates(
+            self._matrix[: self._size], query, request.query, rows, self._rows, self._lexical
+        )
+        hits = rank(request, source)
+        found = self._rows.rows_of([doc_id for doc_id, _ in hits]).tolist()
+        return self._documents(found, [score for _, score in hits])
 
     # -- persistence -----------------------------------------------------------------------------
 
@@ -370,13 +367,14 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         key = os.path.abspath(target)
         with self._save_lock, self._lock.read():
             size = self._size
+            texts, metadatas = self._records.all()
             snapshot = numpy_persist.Snapshot(
                 self._embedding.name,
                 self._dimensions,
                 self._matrix[:size],
-                self._ids[:size].tolist(),
-                self._texts[:size].tolist(),
-                self._metadata[:size].tolist(),
+                self._rows.all_ids(),
+                texts,
+                metadatas,
                 self._lexical,
             )
             expected = self._generations.get(key)
@@ -404,18 +402,18 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             self._generations[os.path.abspath(self._path)] = snapshot.generation  # what save() expects
         self._matrix = np.ascontiguousarray(snapshot.vectors, dtype=np.float32)
         count = len(self._matrix)
-        self._ids = _object_array(snapshot.ids)
-        self._texts = _object_array(snapshot.texts)
-        self._metadata = _object_array(snapshot.metadatas)
-        self._row_of = {doc_id: row for row, doc_id in enumerate(snapshot.ids)}
-        if len(self._row_of) != count:
+        if len(set(snapshot.ids)) != count:
             raise StoreError(f"the saved store in {str(self._path)!r} repeats document ids")
         self._size = count
+        every_row = np.arange(count, dtype=np.int64)
+        self._records = PackedRecords()
+        self._records.write(every_row, list(zip(snapshot.texts, snapshot.metadatas, strict=True)))
         self._columns = MetadataColumns()
-        self._columns.write(np.arange(count, dtype=np.int64), snapshot.metadatas)
+        self._columns.write(every_row, snapshot.metadatas)
         self._id_order = None
         # A save from before the lexical index (or of another tokenizer) gains one from its texts.
         self._lexical = snapshot.lexical or LexicalIndex()
         if snapshot.lexical is None:
             self._lexical.add(snapshot.ids, snapshot.texts)
-        self._lexical_rows = None
+        self._rows = RowMap(self._lexical)
+        self._rows.relink(snapshot.ids)

@@ -1,0 +1,125 @@
+"""Ids and rows of the numpy store, kept by its BM25 index: the store holds no id map (or id) of its own.
+
+The store and its `LexicalIndex` index the same documents, and the index already keeps every id
+(packed) and maps it to its row. So the store keeps no id of its own, only two int32 arrays: the index
+row of each store row (also what a filtered hybrid search needs to mask the index) and the store row of
+each index row. The two numberings differ (the store fills the holes a delete leaves with its last
+rows; the index appends and, now and then, renumbers everything), so the arrays are patched after each
+write, and remapped through `LexicalIndex.last_renumbering` when the index renumbered.
+
+Example:
+    >>> import numpy as np
+    >>> from stores.lexical import LexicalIndex
+    >>> index = LexicalIndex()
+    >>> index.add(["a", "b"], ["red", "blue"])
+    >>> rows = RowMap(index)
+    >>> rows.link(np.array([1, 0]), ["a", "b"])
+    >>> rows.rows_of(["b", "x", "a"]).tolist(), rows[0], rows.all_ids()
+    ([0, -1, 1], 'b', ['b', 'a'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.errors import StoreError
+from stores.lexical.index import LexicalIndex
+
+__all__ = ["RowMap"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+class RowMap:
+    """Store rows <-> rows of the store's `LexicalIndex`, and ids by store row (see the module docstring).
+
+    Indexing a `RowMap` with a store row gives that row's id.
+
+    Args:
+        lexical: The index the store writes every document into, by the same ids.
+    """
+
+    def __init__(self, lexical: LexicalIndex) -> None:
+        self._lexical = lexical
+        # int32: 4 bytes a document each, and no store holds 2**31 documents in one process.
+        self._index_row = np.zeros(0, np.int32)  # store row -> index row
+        self._store_row = np.zeros(0, np.int32)  # index row -> store row (stale for dead index rows)
+        self._renumberings = lexical.renumberings
+        self._size = 0
+
+    def index_rows(self) -> npt.NDArray[np.int32]:
+        """The index row of each store row (a view, valid until the next write)."""
+        return self._index_row[: self._size]
+
+    def rows_of(self, ids: Sequence[str]) -> IntArray:
+        """The store row of each id, -1 where the store does not hold it."""
+        found = self._lexical.rows_of(ids)
+        known = found >= 0
+        out = np.full(len(found), -1, np.int64)
+        out[known] = self._store_row[found[known]]
+        return out
+
+    def __getitem__(self, row: int) -> str:
+        return self._lexical.id_at(int(self._index_row[row]))
+
+    def ids_of(self, rows: Iterable[int]) -> list[str]:
+        """The id of each store row."""
+        return self._lexical.ids_at(self._index_row[np.fromiter(rows, np.int64)].tolist())
+
+    def all_ids(self) -> list[str]:
+        """The id of every store row, in row order."""
+        return self._lexical.ids_at(self._index_row[: self._size].tolist())
+
+    def link(self, rows: IntArray, ids: Sequence[str]) -> None:
+        """Record that `ids`, just added to the index, live at store `rows` (call `sync` first)."""
+        index_rows = self._lexical.rows_of(ids)
+        self._size = max(self._size, int(rows.max()) + 1 if len(rows) else 0)
+        self._index_row = _grown(self._index_row, self._size)
+        self._store_row = _grown(self._store_row, self._lexical.row_count)
+        self._index_row[rows] = index_rows
+        self._store_row[index_rows] = rows
+
+    def move(self, holes: IntArray, tails: IntArray, new_size: int) -> None:
+        """The store moved row `tails[i]` into `holes[i]` and shrank to `new_size` rows."""
+        moved = self._index_row[tails]
+        self._index_row[holes] = moved
+        self._store_row[moved] = holes
+        self._size = new_size
+
+    def sync(self) -> None:
+        """Follow a renumbering of the index's rows (`LexicalIndex.compact`) during the last write.
+
+        Store rows whose documents the write removed from the index map to -1 until the store moves
+        or overwrites them.
+        """
+        if self._lexical.renumberings == self._renumberings:
+            return
+        new_row = self._lexical.last_renumbering
+        if self._lexical.renumberings != self._renumberings + 1 or new_row is None:
+            raise StoreError("the lexical index was renumbered twice between writes: rebuild the store")
+        self._renumberings += 1
+        index_rows = self._index_row[: self._size]
+        index_rows[:] = new_row[index_rows]
+        self._store_row = np.full(max(self._lexical.row_count, 1), -1, np.int32)
+        live = index_rows >= 0
+        self._store_row[index_rows[live]] = np.flatnonzero(live)
+
+    def relink(self, ids: Sequence[str]) -> None:
+        """Rebuild both arrays from the store's ids in row order (after a load)."""
+        self._renumberings = self._lexical.renumberings
+        self._size = len(ids)
+        self._index_row = self._lexical.rows_of(ids).astype(np.int32)
+        self._store_row = np.full(self._lexical.row_count, -1, np.int32)
+        self._store_row[self._index_row] = np.arange(len(ids), dtype=np.int32)
+
+
+def _grown(array: npt.NDArray[np.int32], size: int) -> npt.NDArray[np.int32]:
+    """`array` with room for at least `size` entries (geometric growth, so appends are amortised O(1))."""
+    if size <= len(array):
+        return array
+    grown = np.zeros(max(size, len(array) * 3 // 2, 64), np.int32)
+    grown[: len(array)] = array
+    return grown
