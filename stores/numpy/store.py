@@ -29,6 +29,7 @@ from rag.documents import Document, MetadataValue, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
+from rag.text import with_context
 from rag.vectorstore import AsyncStoreMixin
 from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
@@ -167,7 +168,7 @@ class NumpyVectorStore(AsyncStoreMixin):
         metadatas: list[dict[str, MetadataValue]],
         vectors: npt.NDArray[np.float32],
     ) -> None:
-        self._lexical.add(ids, texts)
+        self._lexical.add(ids, list(map(with_context, texts, metadatas)))  # titles and headings too
         self._lexical_rows = None
         rows = np.empty(len(ids), np.int64)
         fresh = 0
@@ -430,5 +431,5 @@ class NumpyVectorStore(AsyncStoreMixin):
         # A save from before the lexical index (or of another tokenizer) gains one from its texts.
         self._lexical = snapshot.lexical or LexicalIndex()
         if snapshot.lexical is None:
-            self._lexical.add(snapshot.ids, snapshot.texts)
+            self._lexical.add(snapshot.ids, list(map(with_context, snapshot.texts, snapshot.metadatas)))
         self._lexical_rows = None
