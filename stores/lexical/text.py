@@ -1,10 +1,12 @@
 """Text analysis for the lexical index: words to term ids, with a cache so each distinct word is stemmed once.
 
-The analysis is `rag.embeddings.tokenize`: Unicode case folding, accent stripping, overlapping character
-bigrams for scripts written without spaces (CJK, Thai), English stopwords dropped and English words
-stemmed. Words of other scripts (Arabic, Cyrillic, Greek, Hindi) are kept whole after folding, so a
-document in any script matches on its own words or character pairs. `TOKENIZER` names this analysis;
-an index saved under another name must be rebuilt from its texts.
+The words are `rag.embeddings.tokenize.terms`: Unicode case folding, accent stripping, overlapping
+character bigrams for scripts written without spaces (CJK, Thai); then two words joined by one hyphen
+or slash are added joined (`compounds`: "IL-10" also gives "il10"). English stopwords are dropped and
+the rest reduced with Porter's stemmer (`rag.embeddings.porter`), which leaves words of other scripts
+(Arabic, Cyrillic, Greek, Hindi) whole, so a document in any script matches on its own words or
+character pairs. `TOKENIZER` names this analysis; an index saved under another name must be rebuilt
+from its texts (every store does so when it opens one).
 
 Example:
     >>> analyze("The Cafés were RUNNING")
