@@ -20,6 +20,7 @@ from typing import Protocol
 from ingest.language import detect_language
 from ingest.readers import Unit
 from rag.documents import MetadataValue, check_metadata
+from rag.text import with_context
 
 __all__ = [
     "RESERVED_METADATA",
@@ -147,20 +148,11 @@ def _file_language(units: Sequence[Unit], sample: int = 5_000) -> str:
 def embedding_input(text: str, metadata: Mapping[str, MetadataValue]) -> str:
     """What the embedder reads for a chunk with its context: `"title > heading > ...: text"`.
 
-    The title and heading path say what a chunk is about when its own words do not (a section's
-    second chunk never names its heading). A title the text already starts with (a JSON Lines
-    record's, say) is not repeated; a chunk without title or headings is embedded as it is.
+    The composition every lexical index also indexes (`rag.text.with_context`): the title and heading
+    path say what a chunk is about when its own words do not.
 
     Example:
         >>> embedding_input("Use Path().", {"title": "FastAPI", "headings": ["Path Parameters"]})
         'FastAPI > Path Parameters: Use Path().'
     """
-    parts: list[str] = []
-    title = metadata.get("title")
-    if isinstance(title, str) and title.strip() and not text.startswith(title.strip()):
-        parts.append(title.strip())
-    headings = metadata.get("headings")
-    if isinstance(headings, list):
-        opening = text.lstrip("#= \t")  # a section's first chunk opens with its own heading line
-        parts.extend(str(h) for h in headings if str(h).strip() and not opening.startswith(str(h)))
-    return f"{' > '.join(parts)}: {text}" if parts else text
+    return with_context(text, metadata)

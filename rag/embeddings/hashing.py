@@ -78,10 +78,11 @@ class HashingEmbedding:
 
     Args:
         dimensions: vector length. More dimensions mean fewer hash collisions and better ranking, at
-            4 bytes per dimension per chunk. Measured on SciFact (nDCG@10; BM25 scores 0.68 there):
+            4 bytes per dimension per chunk. Measured on SciFact (nDCG@10; BM25 scores 0.705 there):
             0.46 at 384, 0.53 at 1024, 0.56 at 2048, 0.57 at 4096 in vector search alone. The default is
             384 because the toolkit searches in hybrid mode by default, where BM25 carries the ranking and
-            the hashed vector only refines it: hybrid scores 0.682 at 384 and 0.680 at 1024 there, while
+            the hashed vector only refines it: hybrid scores 0.704 at 384 (0.682 at 384 and 0.680 at
+            1024 with the earlier, weaker BM25; see docs/retrieval.md), while
             384 dimensions take 1.5 GB per million chunks instead of 4 GB, search 2.7x less memory, and
             write about 3x faster into Chroma (whose HNSW insert cost grows with the dimension).
             For vector-only search over hashed vectors, pick 1024 or more.

@@ -47,8 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import RagError, StoreError
+from rag.text import with_context
 from stores.chroma.client import Connection
-from stores.chroma.records import decode_text
+from stores.chroma.records import decode_metadata, decode_text
 from stores.chroma.search import rows_from_get
 from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
@@ -94,7 +95,7 @@ class CollectionAccess:
             return int(self.collection.count())
 
     def texts(self) -> Iterator[tuple[list[str], list[str]]]:
-        """Every record's (ids, texts), a page at a time."""
+        """Every record's (ids, indexed texts: `rag.text.with_context`), a page at a time."""
         offset = 0
         while True:
             with self.conn.errors(f"read from the collection {self.name!r}"):
@@ -104,7 +105,9 @@ class CollectionAccess:
             rows = rows_from_get(page)
             if not rows:
                 return
-            yield [row.id for row in rows], [decode_text(row.document, row.record) for row in rows]
+            texts = [decode_text(row.document, row.record) for row in rows]
+            metadatas = [decode_metadata(row.record) for row in rows]
+            yield [row.id for row in rows], list(map(with_context, texts, metadatas))
             offset += len(rows)
 
 

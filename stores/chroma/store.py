@@ -37,6 +37,7 @@ from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
+from rag.text import with_context
 from rag.vectorstore import AsyncStoreMixin
 from stores.chroma.answering import Answering
 from stores.chroma.client import connect, lock_key, open_collection, purger
@@ -284,7 +285,7 @@ class ChromaVectorStore(GetMixin, Answering, AsyncStoreMixin):
                     with self._conn.errors(f"write documents to the collection {self._name!r}"):
                         self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
             if index is not None:
-                index.add([doc.id for doc in docs], [doc.text for doc in docs])
+                index.add([doc.id for doc in docs], [with_context(doc.text, doc.metadata) for doc in docs])
 
     def _replacing(self, ids: list[str], metadatas: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Metadata that replaces the stored records': Chroma's upsert merges keys, None removes one."""

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import Document
+from rag.text import with_context
 from stores.pgvector.encoding import metadata_json, postings
 from stores.pgvector.filters import Condition
 from stores.pgvector.schema import TableNames
@@ -78,7 +79,7 @@ def write_rows(
     frequencies: Counter[str] = Counter()
     old_documents, old_length = _forget(conn, names, ids, frequencies)
     conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(names.documents), (ids,))
-    lexical = postings([doc.text for doc in documents])
+    lexical = postings([with_context(doc.text, doc.metadata) for doc in documents])  # titles, headings too
     with conn.cursor() as cursor:
         statement = sql.SQL("COPY {} (id, text, metadata, embedding) FROM STDIN (FORMAT BINARY)")
         with cursor.copy(statement.format(names.documents)) as copy:
@@ -143,9 +144,10 @@ def rebuild_lexical(conn: Any, names: TableNames, tokenizer: str, batch: int = 5
     frequencies: Counter[str] = Counter()
     documents = total = 0
     with conn.cursor(name="rag_rebuild") as reader:  # server-side: the texts never all sit in memory
-        reader.execute(sql.SQL("SELECT id, text FROM {} ORDER BY id").format(names.documents))
+        reader.execute(sql.SQL("SELECT id, text, metadata FROM {} ORDER BY id").format(names.documents))
         while rows := reader.fetchmany(batch):
-            counted, length = _copy_lexical(conn, names, [r[0] for r in rows], [r[1] for r in rows])
+            texts = [with_context(text, metadata or {}) for _, text, metadata in rows]
+            counted, length = _copy_lexical(conn, names, [r[0] for r in rows], texts)
             frequencies.update(counted)
             documents, total = documents + len(rows), total + length
     conn.execute(

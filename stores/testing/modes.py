@@ -23,6 +23,7 @@ except ImportError as exc:  # the suite is pytest tests: say which extra brings 
 from rag.documents import Document, SearchRequest
 from rag.filters import key
 from rag.retrieval import reciprocal_rank_fusion, weighted_fusion
+from rag.text import with_context
 from rag.vectorstore import VectorStore
 from stores.lexical.index import LexicalIndex
 from stores.ranking import candidate_depth
@@ -77,6 +78,16 @@ _SCORED = {
     "u": (-0.4, "beta"),
 }
 
+# A title and heading path that a chunk's own text does not repeat, one it does, and none at all.
+_TITLED = [
+    Document(
+        "sec", "Declare the type of the path parameter.", {"title": "Guide", "headings": ["Validators"]}
+    ),
+    Document("rec", "Aspirin\n\nReduces fever in guides.", {"title": "Aspirin", "n": 1}),
+    Document("bare", "A guide to path parameters and fever.", {"n": 2}),
+]
+_TITLED_QUERY = "guide aspirin path fever"
+
 
 class SearchModeConformance:
     """Search-mode tests; the `store` and `reopen` fixtures come from `VectorStoreConformance`."""
@@ -87,6 +98,24 @@ class SearchModeConformance:
         _assert_hits(found, _reference(LEXICAL_TEXTS).search(LEXICAL_QUERY, 10))
         assert found[0].id == "l2" and "l5" not in {d.id for d in found}  # no query term, no hit
         assert found[0].text == LEXICAL_TEXTS["l2"] and found[0].metadata == {"kind": "sparse", "n": 2}
+
+    def test_titles_and_headings_are_indexed_beside_the_text(
+        self, store: VectorStore, reopen: Reopen, embedding: CountingEmbedding
+    ) -> None:
+        store.add(_TITLED)
+        found = store.similarity_search(SearchRequest("validators", top_k=5, mode="lexical"))
+        assert [d.id for d in found] == ["sec"]  # the word is only in its heading path
+        assert found[0].text == _TITLED[0].text and found[0].metadata == _TITLED[0].metadata
+        reference = _reference({d.id: with_context(d.text, d.metadata) for d in _TITLED})
+        _assert_hits(
+            store.similarity_search(SearchRequest(_TITLED_QUERY, top_k=5, mode="lexical")),
+            reference.search(_TITLED_QUERY, 5),
+        )
+        again = reopen(store, embedding)
+        _assert_hits(
+            again.similarity_search(SearchRequest(_TITLED_QUERY, top_k=5, mode="lexical")),
+            reference.search(_TITLED_QUERY, 5),
+        )
 
     @pytest.mark.parametrize(("query", "expected"), [("東京", "l7"), ("cafe zurich", "l6")])
     def test_lexical_matches_accents_and_other_scripts(

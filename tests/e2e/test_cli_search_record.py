@@ -58,7 +58,7 @@ def test_a_new_home_records_the_weight_that_suits_its_embedder(
     )
     assert result.exit_code == 0, result.stderr
     records = _records(rag_home)
-    assert records["numpy:rag"]["search"] == {"vector_weight": 0.2}
+    assert records["numpy:rag"]["search"] == {"vector_weight": 0.05}
     assert records["numpy:semantic"]["search"] == {"vector_weight": 0.5}
     info = cli("info", "--store", "numpy", "--collection", "semantic", "--json")
     assert json.loads(info.stdout)["search"] == {
@@ -68,10 +68,10 @@ def test_a_new_home_records_the_weight_that_suits_its_embedder(
         "recorded": {"vector_weight": 0.5},
     }
     text = cli("info", "--store", "numpy").stdout
-    assert "search:          hybrid, vector weight 0.2 (default for embedder hashing)\n" in text
+    assert "search:          hybrid, vector weight 0.05 (default for embedder hashing)\n" in text
     # Ingesting again keeps the record as it is.
     assert cli("ingest", docs, "--store", "numpy").exit_code == 0
-    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.2}
+    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.05}
 
 
 def test_query_ask_and_chat_search_with_the_recorded_weight(
@@ -109,7 +109,7 @@ def test_a_home_written_before_the_record_uses_the_embedders_default(
     (rag_home / "stores.json").write_text(json.dumps(records), encoding="utf-8")
     assert cli("query", "tides", "--store", "numpy").exit_code == 0
     assert cli("query", "tides", *st).exit_code == 0
-    assert [s.vector_weight for s in searches] == [0.2, 0.5]
+    assert [s.vector_weight for s in searches] == [0.05, 0.5]
     info = json.loads(cli("info", *st, "--json").stdout)["search"]
     assert info["vector_weight"] == 0.5 and info["recorded"] is None
     assert info["origin"] == "default for embedder st; not recorded: the home predates search records"

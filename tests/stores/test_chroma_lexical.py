@@ -176,3 +176,14 @@ def test_server_stores_see_each_others_writes(chroma_server: str) -> None:
             assert _hits(first, hybrid) == _expected(everything, hybrid)
         finally:
             first.chroma_client.delete_collection("shared-lexical")
+
+
+def test_a_rebuilt_index_holds_titles_and_headings(tmp_path: Path) -> None:
+    titled = Document("sec", "Declare the type.", {"title": "Guide", "headings": ["Validators"]})
+    with ChromaVectorStore(MODEL, collection="docs", path=tmp_path) as store:
+        store.add([*DOCS, titled])
+    shutil.rmtree(tmp_path / FOLDER)  # as after an older version's index: rebuilt from Chroma's records
+    with ChromaVectorStore(MODEL, collection="docs", path=tmp_path) as store:
+        request = SearchRequest("validators guide", top_k=5, mode="lexical")
+        assert _hits(store, request) == _expected([*DOCS, titled], request)
+        assert _ids(store, request) == ["sec"] and store._lexical.rebuilds == 1

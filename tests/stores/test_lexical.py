@@ -211,7 +211,7 @@ def test_a_selective_filter_over_a_long_ranking_still_finds_its_hits() -> None:
     assert index.search("w5", 5, allowed=allowed) == sorted(full[-2:], key=lambda p: (-p[1], p[0]))
 
 
-_alphabet = st.sampled_from([*"abcXYZ019 ,.-_'éÉßçσΣжЖ数据库ㅎ한글ب", "\u0301", "\n", "ﬁ"])
+_alphabet = st.sampled_from([*"abcXYZ019 ,.-/_'éÉßçσΣжЖ数据库ㅎ한글ب", "\u0301", "\n", "ﬁ"])
 
 
 @settings(max_examples=150, deadline=None)
@@ -224,6 +224,24 @@ def test_numpy_ascii_path_analyses_exactly_like_the_reference(texts: list[str], 
         got = sorted(vocabulary.terms[i] for i in ids[owners == position])
         assert got == sorted(analyze(text)), text
         assert lengths[position] == len(analyze(text))
+
+
+def test_hyphenated_and_slashed_words_also_index_joined() -> None:
+    assert analyze("IL-10 and T-cell") == ["il", "10", "cell", "il10", "tcell"]  # "t" is a stopword
+    assert analyze("a1-b2-c3 x/y") == ["a1", "b2", "c3", "a1b2", "b2c3", "xy"]
+    assert analyze("Café-Bar, 数据-db") == ["cafe", "bar", "数据", "db", "cafebar"]  # only ASCII parts join
+    assert analyze("IL- 10 --xy") == ["il", "10", "xy"]  # one hyphen between two words, nothing else
+    index = LexicalIndex()
+    index.add(["dash", "joined", "other"], ["IL-10 levels rise", "IL10 knockout mice", "interleukin levels"])
+    assert [doc_id for doc_id, _ in index.search("IL10", 5)] == ["joined", "dash"]
+    assert [doc_id for doc_id, _ in index.search("IL-10", 5)] == ["dash", "joined"]
+
+
+def test_porter_stems_word_families_together() -> None:
+    index = LexicalIndex()
+    index.add(["g", "o"], ["Generalization of connections", "a general remark"])
+    for query in ("generalize", "connected", "connecting"):
+        assert index.search(query, 5)[0][0] == "g", query
 
 
 def test_query_analysis_drops_stopwords_and_unknown_terms() -> None:

@@ -113,3 +113,17 @@ def test_batched_search_mixes_modes_like_single_searches() -> None:
     assert batched == [store.similarity_search(r) for r in requests]
     assert [d.id for d in batched[1]] == [d.id for d in store.similarity_search(REQUESTS[1])]
     assert all(d.id != "l3" for found in batched for d in found)
+
+
+def test_an_index_of_an_older_analysis_is_rebuilt_with_titles_and_headings(tmp_path: Path) -> None:
+    store = NumpyVectorStore(MODEL)
+    store.add([Document("sec", "Declare the type.", {"title": "Guide", "headings": ["Validators"]})])
+    folder = store.save(tmp_path / "store")
+    index_folder = folder / _manifest(folder)["lexical"]
+    lexical = json.loads((index_folder / LEXICAL_MANIFEST).read_text())
+    lexical["settings"]["tokenizer"] = "rag-en-1"  # as the previous version saved it
+    (index_folder / LEXICAL_MANIFEST).write_text(json.dumps(lexical))
+    again = NumpyVectorStore.load(folder, MODEL)
+    assert [d.id for d in again.similarity_search(SearchRequest("validators guide", mode="lexical"))] == [
+        "sec"
+    ]

@@ -133,6 +133,23 @@ def test_hostile_metadata_round_trips_and_filters(
         assert store.get(["a"])[0].metadata == {hostile: hostile, "q'": ["'", '"', "\\"]}
 
 
+def test_a_rebuild_indexes_titles_and_headings(
+    postgres_server_url: str, fresh_name: Callable[[str], str]
+) -> None:
+    import psycopg
+    from psycopg import sql
+
+    table = fresh_name("titled")
+    titled = Document("sec", "Declare the type.", {"title": "Guide", "headings": ["Validators"]})
+    with PgVectorStore(MODEL, url=postgres_server_url, table=table) as store:
+        store.add([*_docs("k", 5), titled])
+    with psycopg.connect(postgres_server_url, autocommit=True) as conn:  # as an older version left it
+        conn.execute(sql.SQL("UPDATE {} SET tokenizer = 'rag-en-1'").format(sql.Identifier(table + "_info")))
+    request = SearchRequest("validators guide", top_k=5, mode="lexical")
+    with PgVectorStore(MODEL, url=postgres_server_url, table=table) as store:
+        assert [d.id for d in store.similarity_search(request)] == ["sec"]
+
+
 def test_terms_of_another_tokenizer_are_rebuilt_on_open(
     postgres_server_url: str, fresh_name: Callable[[str], str]
 ) -> None:
