@@ -55,13 +55,23 @@ def _answers(store: NumpyVectorStore) -> dict[str, object]:
     return out
 
 
+_NOT_LEXICAL = {"get", "vector", "count even"}
+
+
 def test_a_folder_saved_by_the_previous_layout_loads_with_the_same_answers(tmp_path: Path) -> None:
     # numpy_store_v1 was written by the store before records were packed (commit 1165268), and the
     # answers file holds that version's answers on it: ints beyond float64, -0.0, key order, a term
     # repeated 300 times, deleted and replaced documents.
+    # The lexical analysis changed since (rag-en-2: stems, compounds, k1/b, titles), so the old BM25
+    # index is rebuilt on load: answers that rank lexically must equal a store built afresh from the same
+    # documents; the rest must equal the old version's answers.
     folder = shutil.copytree(OLD_SAVE, tmp_path / "store")
-    expected = json.loads((DATA / "numpy_store_v1.answers.json").read_text(encoding="utf-8"))
+    recorded = json.loads((DATA / "numpy_store_v1.answers.json").read_text(encoding="utf-8"))
     store = NumpyVectorStore.load(folder, FakeEmbedding(8))
+    fresh = NumpyVectorStore(FakeEmbedding(8))
+    fresh.add(store.get(include_embeddings=True))
+    rebuilt = json.loads(json.dumps(_answers(fresh)))
+    expected = {name: recorded[name] if name in _NOT_LEXICAL else rebuilt[name] for name in recorded}
     assert json.loads(json.dumps(_answers(store))) == expected
     store.save()  # and it saves again in the same format, which loads to the same answers
     assert json.loads(json.dumps(_answers(NumpyVectorStore.load(folder, FakeEmbedding(8))))) == expected
