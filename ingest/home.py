@@ -198,8 +198,11 @@ class Home:
         if self._needs_save:
             self.store.call_if_opened("save")
 
-    def search_request(self, query: str, **changes: Any) -> SearchRequest:
-        """A `SearchRequest` with the home's search settings; `changes` set `top_k`, `filter`, ..."""
+    def search_request(self, query: str = "defaults", **changes: Any) -> SearchRequest:
+        """A `SearchRequest` with the home's search settings; `changes` set `top_k`, `filter`, ...
+
+        Without a query it is a template of defaults, as `QuestionAnswerAdvisor(store, search_request)`
+        takes: the advisor searches with each request's user text."""
         return self.settings.search_request(query, **changes)
 
     def open_manifest(self) -> Manifest:

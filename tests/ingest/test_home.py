@@ -21,7 +21,7 @@ from ingest import Home, HomeLockedError, open_home
 from ingest.home import home_lock
 from ingest.records import parse_key, resolve_store
 from rag import Document, HashingEmbedding
-from rag.config import Settings
+from rag.config import Settings, default_vector_weight
 from rag.errors import ConfigError, EmbeddingModelMismatchError, StoreNotFoundError
 from stores import ChromaVectorStore, NumpyVectorStore
 
@@ -63,7 +63,8 @@ def test_a_numpy_home_reopens_with_its_recorded_kind_and_settings(tmp_path: Path
     with open_home(tmp_path, settings=_settings()) as home:
         assert (home.kind, home.collection, home.embedder) == ("numpy", "rag", "hashing")
         assert home.settings.store == "numpy" and home.settings.chunk_size == 50
-        assert home.settings.search_mode == "hybrid" and home.settings.vector_weight == 0.2
+        assert home.settings.search_mode == "hybrid"
+        assert home.settings.vector_weight == default_vector_weight("hashing")
         assert home.location == str(tmp_path / "numpy" / "rag")
         assert home.store.count() == 2
         hits = home.store.similarity_search(home.search_request("pump at night", top_k=1))
@@ -121,7 +122,7 @@ def test_a_chroma_home_written_before_kinds_were_read_still_opens(tmp_path: Path
     with open_home(tmp_path, settings=_settings()) as home:
         assert home.kind == "chroma" and home.store.count() == 2
         assert home.record.search is None  # nothing invented: the embedder's default applies
-        assert home.settings.vector_weight == 0.2
+        assert home.settings.vector_weight == default_vector_weight("hashing")
 
 
 def test_a_numpy_home_written_before_kinds_were_read_still_opens(tmp_path: Path) -> None:
@@ -245,3 +246,20 @@ def test_the_home_lock_is_the_one_rag_ingest_takes(tmp_path: Path) -> None:
         assert (tmp_path / "ingest.lock").exists()
     with home_lock(tmp_path, timeout_s=0) as again:  # released with the block
         assert again.path == str(tmp_path / "ingest.lock")
+
+
+def test_a_question_answer_advisor_searches_with_the_recorded_settings(tmp_path: Path) -> None:
+    from rag import ChatClient, ExtractiveChatModel, QuestionAnswerAdvisor
+    from tests.rag.recording_store import RecordingStore
+
+    _write_records(tmp_path, {"numpy:rag": {**_record(search=False), "search": {"vector_weight": 0.7}}})
+    with open_home(tmp_path, settings=_settings(), create=True) as home:
+        home.store.add(DOCS)
+        recording = RecordingStore(home.store)
+        client = ChatClient(
+            ExtractiveChatModel(), advisors=[QuestionAnswerAdvisor(recording, home.search_request())]
+        )
+        documents = client.prompt("pump at night").call().response().documents
+    assert documents[0].id == "1"
+    [request] = recording.requests
+    assert (request.query, request.mode, request.vector_weight) == ("pump at night", "hybrid", 0.7)
