@@ -198,15 +198,15 @@ def _print_run(run: Run) -> None:
         f"== {run.dataset}, embedder {run.spec!r}: {run.queries} queries, {run.chunks} chunks; "
         + ", ".join(f"{k} {v:.0f} s" for k, v in run.seconds.items())
     )
-    print(f"{'':<14}{'per document':^26}{'per k chunks':^26}")
-    print(f"{'mode':<14}" + f"{'nDCG@10':>12}{'recall@100':>14}" * 2)
+    print(f"{'':<18}{'per document':^26}{'per k chunks':^26}")
+    print(f"{'mode':<18}" + f"{'nDCG@10':>12}{'recall@100':>14}" * 2)
     for label, doc in run.per_doc.items():
         chunk = run.per_chunk[label]
         cells = (doc["ndcg@10"], doc["recall@100"], chunk["ndcg@10"], chunk["recall@100"])
         shown = f"{label} (default)" if label == "hybrid" else label
         print(f"{shown:<18}" + "".join(f"{v:>{w}.3f}" for v, w in zip(cells, (12, 14, 12, 14), strict=True)))
     if run.dataset == "scifact":
-        print(f"{'BM25 (publ.)':<14}{BM25_SCIFACT['ndcg@10']:>12.3f}{BM25_SCIFACT['recall@100']:>14.3f}")
+        print(f"{'BM25 (publ.)':<18}{BM25_SCIFACT['ndcg@10']:>12.3f}{BM25_SCIFACT['recall@100']:>14.3f}")
     print()
     for line in _verdicts(run):
         print(line)
