@@ -10,6 +10,7 @@ from rag.advisors.base import QUESTION_ANSWER_ORDER, BaseAdvisor
 from rag.advisors.memory_vector import MEMORY_MARKER
 from rag.chat.messages import Prompt, UserMessage
 from rag.chat.template import PromptTemplate
+from rag.citations import citation
 from rag.client.request import (
     DIVERSITY,
     FILTER_EXPRESSION,
@@ -75,8 +76,10 @@ DEFAULT_EMPTY_TEMPLATE = PromptTemplate(
 
 
 def format_document(number: int, document: Document) -> str:
-    """One passage as the templates show it: `[n] (source: S, page P)` on a line, then the text."""
-    source = document.metadata.get("source", document.id)
+    """One passage as the templates show it: `[n] (source: S, page P)` on a line, then the text.
+
+    S is `rag.citations.citation` (`corpus.jsonl#12209494` for a JSON Lines record), else the id."""
+    source = citation(document) or document.id
     page = document.metadata.get("page")
     where = f"source: {source}" if page is None else f"source: {source}, page {page}"
     return f"[{number}] ({where})\n{document.text}"

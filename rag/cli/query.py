@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
 import click
 
 from rag.advisors.question_answer import format_document
+from rag.citations import citation
 from rag.cli._common import (
     common_options,
     open_store,
@@ -33,21 +33,9 @@ def _page(doc: Document) -> str:
     return "-" if page is None else str(page)
 
 
-def citation(doc: Document) -> str | None:
-    """What an answer cites for a chunk: its `source`, with `#record id` for a JSON Lines record
-    (`corpus.jsonl#12209494`), so a citation names the record and not only the file."""
-    source, record = doc.metadata.get("source"), doc.metadata.get("doc_id")
-    if source is None:
-        return None
-    return f"{source}#{record}" if record is not None else str(source)
-
-
-def cited_passage(number: int, doc: Document) -> str:
-    """`format_document` with the passage's citation (record id included) as its source."""
-    cited = citation(doc)
-    if cited is None or cited == doc.metadata.get("source"):
-        return format_document(number, doc)
-    return format_document(number, dataclasses.replace(doc, metadata={**doc.metadata, "source": cited}))
+# `format_document` cites a JSON Lines record by its id itself (rag.citations); the name stays for the
+# commands that pass it as the advisor's formatter.
+cited_passage = format_document
 
 
 def source_label(doc: Document) -> str:
