@@ -14,6 +14,7 @@ from rag.cli._common import (
     open_store,
     settings_from,
 )
+from rag.cli._distinct import DistinctHits, distinct_option
 from rag.cli._options import search_options, store_options, threshold_and_filter_options
 from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
@@ -74,6 +75,7 @@ def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[
     "--embedder", metavar="SPEC", help="Override the embedder the store was built with (must match)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
+@distinct_option
 @search_options()
 @common_options
 @click.pass_context
@@ -87,6 +89,7 @@ def query(
     collection: str | None,
     embedder: str | None,
     as_json: bool,
+    keep_duplicates: bool,
     mode: str | None,
     fusion: str | None,
     vector_weight: float | None,
@@ -100,7 +103,8 @@ def query(
     one's kind in `score_kind`.
 
     The source column is the file's identity, `root/path` (filter on `source` for the path and
-    `root` for the root's label).
+    `root` for the root's label). A chunk whose text nearly repeats a better-ranked hit (a page copied
+    into another file) is left out and the list filled from further down, unless --keep-duplicates.
 
     \b
     Example:
@@ -121,7 +125,8 @@ def query(
     request = settings.search_request(text, top_k=top_k, similarity_threshold=threshold, filter=filter_text)
     opened = open_store(settings)
     try:
-        hits = traced_search(opened.store, request)
+        searched = opened.store if keep_duplicates else DistinctHits(opened.store)
+        hits = traced_search(searched, request)
         cosine = cosines(opened.store, text, hits)
     finally:
         opened.close()
