@@ -94,7 +94,11 @@ class Run:
 
 def _rag(home: Path, *args: str) -> str:
     """Run the real `rag` CLI on `home`; its stdout (stderr shown on failure)."""
-    env = {**os.environ, "RAG_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(_ROOT), *sys.path])}
+    env = {
+        **os.environ,
+        "RAG_HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
     done = subprocess.run(
         [sys.executable, "-c", "from rag.cli import main; main()", *args],
         env=env,
