@@ -15,6 +15,7 @@ from rag.cli._common import (
     open_store,
     settings_from,
 )
+from rag.cli._distinct import DistinctHits, distinct_option
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
     chat_model_options,
@@ -73,6 +74,7 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
     "--stream/--no-stream", default=None, help="Print the answer as it arrives [default: when a terminal]."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {answer, sources} as JSON.")
+@distinct_option
 @store_options()
 @chat_model_options
 @search_options()
@@ -87,6 +89,7 @@ def ask(
     exact: bool,
     stream: bool | None,
     as_json: bool,
+    keep_duplicates: bool,
     store: str | None,
     collection: str | None,
     chat_model: str | None,
@@ -103,6 +106,7 @@ def ask(
 
     With no endpoint configured (OPENAI_BASE_URL, OPENAI_API_KEY, RAG_CHAT_MODEL, --model, --base-url) the
     answer quotes the most relevant passages, offline, and says that no language model was used.
+    Passages that nearly repeat a better-ranked one are left out unless --keep-duplicates.
 
     \b
     Example:
@@ -124,10 +128,11 @@ def ask(
         question, top_k=top_k, similarity_threshold=threshold, filter=filter_text, exact=exact
     )
     opened = open_store(settings)
+    searched = opened.store if keep_duplicates else DistinctHits(opened.store)
     model = build_chat_model(settings)
     try:
         spec = ChatClient(
-            model, advisors=[QuestionAnswerAdvisor(opened.store, search, document_formatter=cited_passage)]
+            model, advisors=[QuestionAnswerAdvisor(searched, search, document_formatter=cited_passage)]
         ).prompt(question)
         streaming = sys.stdout.isatty() if stream is None else stream
         if streaming and not as_json:

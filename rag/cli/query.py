@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
 import click
 
 from rag.advisors.question_answer import format_document
+from rag.citations import citation
 from rag.cli._common import (
     common_options,
     open_store,
     settings_from,
 )
+from rag.cli._distinct import DistinctHits, distinct_option
 from rag.cli._options import exact_option, search_options, store_options, threshold_and_filter_options
 from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
@@ -33,21 +34,9 @@ def _page(doc: Document) -> str:
     return "-" if page is None else str(page)
 
 
-def citation(doc: Document) -> str | None:
-    """What an answer cites for a chunk: its `source`, with `#record id` for a JSON Lines record
-    (`corpus.jsonl#12209494`), so a citation names the record and not only the file."""
-    source, record = doc.metadata.get("source"), doc.metadata.get("doc_id")
-    if source is None:
-        return None
-    return f"{source}#{record}" if record is not None else str(source)
-
-
-def cited_passage(number: int, doc: Document) -> str:
-    """`format_document` with the passage's citation (record id included) as its source."""
-    cited = citation(doc)
-    if cited is None or cited == doc.metadata.get("source"):
-        return format_document(number, doc)
-    return format_document(number, dataclasses.replace(doc, metadata={**doc.metadata, "source": cited}))
+# `format_document` cites a JSON Lines record by its id itself (rag.citations); the name stays for the
+# commands that pass it as the advisor's formatter.
+cited_passage = format_document
 
 
 def source_label(doc: Document) -> str:
@@ -87,6 +76,7 @@ def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[
     "--embedder", metavar="SPEC", help="Override the embedder the store was built with (must match)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
+@distinct_option
 @search_options()
 @common_options
 @click.pass_context
@@ -101,6 +91,7 @@ def query(
     collection: str | None,
     embedder: str | None,
     as_json: bool,
+    keep_duplicates: bool,
     mode: str | None,
     fusion: str | None,
     vector_weight: float | None,
@@ -114,7 +105,8 @@ def query(
     one's kind in `score_kind`.
 
     The source column is the file's identity, `root/path` (filter on `source` for the path and
-    `root` for the root's label).
+    `root` for the root's label). A chunk whose text nearly repeats a better-ranked hit (a page copied
+    into another file) is left out and the list filled from further down, unless --keep-duplicates.
 
     \b
     Example:
@@ -137,7 +129,8 @@ def query(
     )
     opened = open_store(settings)
     try:
-        hits = traced_search(opened.store, request)
+        searched = opened.store if keep_duplicates else DistinctHits(opened.store)
+        hits = traced_search(searched, request)
         cosine = cosines(opened.store, text, hits)
     finally:
         opened.close()

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rag.chat.template import PromptTemplate
+from rag.citations import citation
 from rag.documents import Document
 from rag.retrieval.stages import Query
 from rag.retrieval.transformers import checked_template
@@ -53,8 +54,10 @@ DEFAULT_EMPTY_CONTEXT_TEMPLATE = PromptTemplate(
 
 
 def format_document(number: int, document: Document) -> str:
-    """One passage as the templates show it: `[n] (source: S, page P)` on a line, then the text."""
-    source = document.metadata.get("source", document.id)
+    """One passage as the templates show it: `[n] (source: S, page P)` on a line, then the text.
+
+    S is `rag.citations.citation` (`corpus.jsonl#12209494` for a JSON Lines record), else the id."""
+    source = citation(document) or document.id
     page = document.metadata.get("page")
     where = f"source: {source}" if page is None else f"source: {source}, page {page}"
     return f"[{number}] ({where})\n{document.text}"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.chat.messages import AssistantMessage, ChatOptions, Message, SystemMessage, Usage, UserMessage
+from rag.citations import citation
 from rag.documents import Document
 from rag.errors import InvalidRequestError, RagError
 
@@ -163,12 +164,14 @@ def parse_chat_request(body: Any) -> ChatRequest:
 
 
 def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
-    """The documents behind an answer, numbered as the citations: rank, id, source, page, score, text."""
+    """The documents behind an answer, numbered as the citations: rank, id, source, citation (the source
+    with `#record id` for a JSON Lines record, `rag.citations`), page, score, text."""
     return [
         {
             "index": rank,
             "id": doc.id,
             "source": doc.metadata.get("source"),
+            "citation": citation(doc),
             "page": doc.metadata.get("page"),
             "score": doc.score,
             "text": doc.text,
@@ -183,7 +186,7 @@ def citations_text(rows: Sequence[Mapping[str, Any]]) -> str:
         return ""
     lines = []
     for row in rows:
-        where = row["source"] or row["id"]
+        where = row.get("citation") or row["source"] or row["id"]
         page = f", page {row['page']}" if row["page"] is not None else ""
         lines.append(f"[{row['index']}] {where}{page}")
     return "\n\nSources:\n" + "\n".join(lines)

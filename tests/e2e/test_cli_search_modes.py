@@ -52,7 +52,10 @@ def test_query_and_ask_send_the_options(ingested: RunCli, searches: list[SearchR
     result = ingested("query", "brass bolts", "--store", "numpy", "--json")
     assert result.exit_code == 0, result.stderr
     options = ("--mode", "hybrid", "--fusion", "weighted", "--vector-weight", "0.8", "--diversity", "0.3")
-    result = ingested("query", "brass bolts", "--store", "numpy", "-k", "2", *options, "--json")
+    # --keep-duplicates: the store sees the page size itself (by default the CLI searches 3x deeper).
+    result = ingested(
+        "query", "brass bolts", "--store", "numpy", "-k", "2", *options, "--json", "--keep-duplicates"
+    )
     assert result.exit_code == 0, result.stderr
     assert len(json.loads(result.stdout)) == 2
     result = ingested("ask", "Who logs fog signals?", "--store", "numpy", "--mode", "LEXICAL", "--json")

@@ -1,0 +1,66 @@
+"""JSON Lines records are cited by their id (`corpus.jsonl#12209494`) wherever a passage is cited."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ingest import IngestPipeline, ReaderOptions, RecursiveSplitter
+from rag import Document, HashingEmbedding
+from rag.advisors import QuestionAnswerAdvisor
+from rag.advisors.question_answer import format_document
+from rag.citations import citation
+from rag.client import ChatClient
+from rag.models import ExtractiveChatModel
+from rag.serve.wire import citations_text, source_rows
+from rag.testing import FakeChatModel
+from stores import NumpyVectorStore
+
+RECORDS = [
+    {"_id": "12209494", "title": "Tides", "text": "Spring tides flood the causeway twice a month."},
+    {"_id": "77", "title": "Lamps", "text": "The beacon lamp burns paraffin oil every night."},
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> NumpyVectorStore:
+    """The two records ingested from a real JSON Lines file through the real pipeline."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    store = NumpyVectorStore(HashingEmbedding())
+    options = ReaderOptions(text_field="title,text", id_field="_id")
+    pipeline = IngestPipeline(store, RecursiveSplitter(200, 0), reader_options=options)
+    report = pipeline.run([corpus])
+    pipeline.manifest.close()
+    assert report.ok and store.count() == 2
+    return store
+
+
+def test_a_jsonl_passage_in_the_qa_prompt_cites_its_record(store: NumpyVectorStore) -> None:
+    model = FakeChatModel(default="ok")
+    client = ChatClient(model, advisors=[QuestionAnswerAdvisor(store, top_k=1)])
+    client.prompt("When do spring tides flood the causeway?").call().content()
+    assert "[1] (source: corpus.jsonl#12209494)\nTides" in model.prompts[0].user_text
+
+
+def test_the_extractive_answer_cites_the_record(store: NumpyVectorStore) -> None:
+    client = ChatClient(ExtractiveChatModel(), advisors=[QuestionAnswerAdvisor(store, top_k=1)])
+    answer = client.prompt("When do spring tides flood the causeway?").call().content()
+    assert "[corpus.jsonl#12209494]" in answer
+
+
+def test_other_chunks_are_cited_by_source_and_unsourced_ones_by_id() -> None:
+    paged = Document("p", "Install it.", {"source": "guide.pdf", "page": 3})
+    assert format_document(1, paged) == "[1] (source: guide.pdf, page 3)\nInstall it."
+    assert format_document(2, Document("bare", "No source.")) == "[2] (source: bare)\nNo source."
+    assert citation(Document("r", "x", {"source": "a.jsonl", "doc_id": 7})) == "a.jsonl#7"
+
+
+def test_serve_sources_cite_the_record(store: NumpyVectorStore) -> None:
+    hits = store.get()
+    rows = source_rows(sorted(hits, key=lambda d: str(d.metadata["doc_id"])))
+    assert [row["citation"] for row in rows] == ["corpus.jsonl#12209494", "corpus.jsonl#77"]
+    assert [row["source"] for row in rows] == ["corpus.jsonl", "corpus.jsonl"]  # the file, for filters
+    assert citations_text(rows) == "\n\nSources:\n[1] corpus.jsonl#12209494\n[2] corpus.jsonl#77"
