@@ -12,7 +12,8 @@
   substitution definitions (`.. |name| image:: x`) are dropped; a footnote keeps its text.
 - Roles are reduced to their text: ``:ref:`Install <install>` `` -> `Install`, ``:func:`~pkg.run` ``
   -> `run`; so are hyperlink references (`` `Docs <https://x>`_ `` -> `Docs`). A paragraph's closing
-  `::` (which introduces a literal block) becomes `:`. Literal blocks and code keep their text as is.
+  `::` (which introduces a literal block) becomes `:`. Inline literals lose their double backquotes
+  (``` ``POST_BUILD`` ``` -> `POST_BUILD`). Literal blocks and code keep their text as is.
 
 Example:
     >>> lines = ["Title", "=====", "", ".. note::", "   :class: tip", "", "   See :ref:`the guide <g>`."]
@@ -34,6 +35,7 @@ _OPTION = re.compile(r"\s+:[\w.+-]+(?:[ \t][^:]*)?:(?:[ \t].*)?\Z")
 _ROLE = re.compile(r"(?::[\w.+-]+)+:`([^`]+)`")
 _LINK = re.compile(r"`([^`<]+?)\s*<[^`>]+>`__?")
 _REF = re.compile(r"`([^`]+)`__?(?!\w)")
+_LITERAL = re.compile(r"``([^`]+?)``")
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1+[ \t]*\Z")
 _ADMONITIONS = frozenset(
     [
@@ -92,12 +94,13 @@ def _role_text(match: re.Match[str]) -> str:
 
 
 def clean_role_text(line: str) -> str:
-    """A line of prose with roles and hyperlink references reduced to their text."""
+    """A line of prose with roles, hyperlink references and inline literals reduced to their text."""
     if "`" not in line:
         return line
     line = _ROLE.sub(_role_text, line)
     line = _LINK.sub(r"\1", line)
-    return _REF.sub(r"\1", line)
+    line = _REF.sub(r"\1", line)
+    return _LITERAL.sub(r"\1", line)
 
 
 def _indent(line: str) -> int:

@@ -110,6 +110,15 @@ def test_rst_adornments_directives_and_roles_leave_the_text(read: Read) -> None:
     assert _exact(result)
 
 
+def test_rst_inline_literals_lose_their_backquotes_but_code_keeps_them(read: Read) -> None:
+    text = "Set ``CMAKE_BUILD_TYPE`` to ``Release``, see :ref:`build <b>`.\n\nRun::\n\n    x = ``raw``\n"
+    result = read("literals.rst", text)
+    [unit] = result.units
+    assert unit.text.startswith("Set CMAKE_BUILD_TYPE to Release, see build.")
+    assert "    x = ``raw``" in unit.text  # a literal block keeps its text as is
+    assert _exact(result)
+
+
 ADOC = """\
 = Spring AI Reference
 :revnumber: 1.0.0
