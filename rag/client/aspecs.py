@@ -8,11 +8,10 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from rag.advisors.request import ChatClientRequest, retrieved_documents
+from rag.advisors.request import ChatClientRequest
 from rag.advisors.response import ChatClientResponse
 from rag.chat.messages import ChatOptions, ChatResponse
-from rag.client.specs import entity_adapter, entity_request, parse_entity
-from rag.documents import Document
+from rag.client.specs import StreamState, entity_adapter, entity_request, parse_entity
 from rag.errors import InvalidRequestError
 from rag.observability.steps import client_span
 
@@ -75,7 +74,7 @@ class AsyncCallResponseSpec:
         return parse_entity(adapter, output_type, response.text)
 
 
-class AsyncStreamResponseSpec:
+class AsyncStreamResponseSpec(StreamState):
     """The result of `astream()`: iterate it (`async for text in ...`) once, or one of its readers.
 
     After the stream ends, `context` holds what advisors recorded. Leaving the loop early (or cancelling
@@ -96,15 +95,6 @@ class AsyncStreamResponseSpec:
         self._chain = chain
         self._request = request
         self._started = False
-
-    @property
-    def context(self) -> dict[str, Any]:
-        return self._request.context
-
-    @property
-    def documents(self) -> list[Document]:
-        """The documents the retrieving advisor found, once the stream has been read ([] before)."""
-        return retrieved_documents(self._request.context)
 
     def response(self) -> AsyncGenerator[ChatClientResponse, None]:
         """The chunks with the request's context."""

@@ -20,7 +20,14 @@ if TYPE_CHECKING:
 
     from rag.advisors.chain import AdvisorChain
 
-__all__ = ["CallResponseSpec", "StreamResponseSpec", "entity_adapter", "entity_request", "parse_entity"]
+__all__ = [
+    "CallResponseSpec",
+    "StreamResponseSpec",
+    "StreamState",
+    "entity_adapter",
+    "entity_request",
+    "parse_entity",
+]
 
 T = TypeVar("T")
 RunCall = Callable[[Mapping[str, Any], ChatOptions | None], ChatClientResponse]
@@ -148,7 +155,23 @@ def parse_entity(adapter: TypeAdapter[T], output_type: object, text: str) -> T:
         ) from exc
 
 
-class StreamResponseSpec:
+class StreamState:
+    """What a stream spec shows before and after it is read: the request's context and documents."""
+
+    _request: ChatClientRequest
+
+    @property
+    def context(self) -> dict[str, Any]:
+        """The context the advisors share (and record into) for this request."""
+        return self._request.context
+
+    @property
+    def documents(self) -> list[Document]:
+        """The documents the retrieving advisor found, once the stream has been read ([] before)."""
+        return retrieved_documents(self._request.context)
+
+
+class StreamResponseSpec(StreamState):
     """The result of `stream()`: read it once, as text chunks, `ChatResponse` chunks or full responses.
 
     After the stream ends, `context` holds what advisors recorded (retrieved documents, timings, usage).
@@ -164,15 +187,6 @@ class StreamResponseSpec:
         self._chain = chain
         self._request = request
         self._started = False
-
-    @property
-    def context(self) -> dict[str, Any]:
-        return self._request.context
-
-    @property
-    def documents(self) -> list[Document]:
-        """The documents the retrieving advisor found, once the stream has been read ([] before)."""
-        return retrieved_documents(self._request.context)
 
     def response(self) -> Iterator[ChatClientResponse]:
         """The chunks with the request's context."""
