@@ -15,6 +15,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+
 __all__ = ["porter_stem"]
 
 _VOWELS = frozenset("aeiou")
@@ -166,20 +168,11 @@ def _step5(word: str) -> str:
 
 
 # Stems already computed, shared by every index in the process: stemming in Python costs ~40 us a word,
-# and each batch written to pgvector analyses its words afresh. A plain reset bounds the memory.
-_STEMS: dict[str, str] = {}
-_STEMS_LIMIT = 200_000
-
-
+# and each batch written to pgvector analyses its words afresh. The bound keeps the memory small.
+@functools.lru_cache(maxsize=200_000)
 def porter_stem(word: str) -> str:
     """The Porter stem of a lower-case word ("connections" -> "connect")."""
-    found = _STEMS.get(word)
-    if found is None:
-        found = _stem(word)
-        if len(_STEMS) >= _STEMS_LIMIT:
-            _STEMS.clear()
-        _STEMS[word] = found
-    return found
+    return _stem(word)
 
 
 def _stem(word: str) -> str:

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -154,24 +155,15 @@ _DERIVATIONAL_SUFFIXES = tuple(suffix for suffix, _ in _DERIVATIONAL)
 
 
 # Stems already computed: the hashing embedder and the lexical index each map a word to its term once, but
-# both see the same words, so sharing the stems halves the stemming. A plain reset bounds the memory.
-_STEMS: dict[str, str] = {}
-_STEMS_LIMIT = 200_000
-
-
+# both see the same words, so sharing the stems halves the stemming. The bound keeps the memory small.
+@functools.lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
     """A light English suffix stripper: the same stem for "study", "studies" and "studied".
 
     Stems are hash keys, not dictionary words ("running" -> "run", "computing" and "computed" -> "comput").
     Words that are not plain ASCII letters, and words of three letters or fewer, come back unchanged.
     """
-    found = _STEMS.get(word)
-    if found is None:
-        found = _stem(word)
-        if len(_STEMS) >= _STEMS_LIMIT:
-            _STEMS.clear()
-        _STEMS[word] = found
-    return found
+    return _stem(word)
 
 
 def _stem(word: str) -> str:
