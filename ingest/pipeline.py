@@ -22,21 +22,16 @@ import contextlib
 import hashlib
 import json
 import os
-import stat
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from ingest.chunking import RESERVED_METADATA, PreparedChunk, Splitter, embedding_input, make_chunks
-from ingest.identity import Base, RootResolver, prunable, source_id
-from ingest.manifest import Manifest, ManifestEntry, ManifestState
+from ingest.chunking import RESERVED_METADATA, Splitter
+from ingest.manifest import Manifest
 from ingest.progress import ProgressEvent
-from ingest.readers import ReaderOptions, SkippedFile, read_file
-from ingest.report import FileReport, FileStatus, IngestReport
-from ingest.walk import Walk, walk
-from rag.documents import Document, MetadataValue, check_metadata
+from ingest.readers import ReaderOptions
+from ingest.report import IngestReport
+from ingest.run import Run
+from ingest.walk import walk
+from rag.documents import MetadataValue, check_metadata
 from rag.errors import IngestError
 from rag.observability.steps import traced_ingest
 from rag.vectorstore import VectorStore
@@ -45,28 +40,6 @@ __all__ = ["READERS_VERSION", "IngestPipeline"]
 
 READERS_VERSION = 2
 """Bumped when readers extract different text from the same file (2: markup noise left out)."""
-
-
-@dataclass(frozen=True)
-class _File:
-    """A walked file with its identity: the root's label and its path relative to that root."""
-
-    fspath: str
-    root: str
-    rel: str
-    id: str  # source_id(root, rel), computed once: it is read several times per file
-
-
-@dataclass
-class _Work:
-    """A new or changed file, read and split, waiting to be embedded and written."""
-
-    file: _File
-    entry: ManifestEntry
-    chunks: list[PreparedChunk]
-    old: ManifestEntry | None
-    report: FileReport
-    fresh: list[PreparedChunk] = field(default_factory=list)
 
 
 class IngestPipeline:
@@ -162,7 +135,7 @@ class IngestPipeline:
         prune: bool,
         follow_symlinks: bool,
     ) -> IngestReport:
-        run = _Run(self, walk(paths, include, exclude, follow_symlinks=follow_symlinks))
+        run = Run(self, walk(paths, include, exclude, follow_symlinks=follow_symlinks))
         try:
             run.execute(prune=prune)
         except BaseException:
@@ -172,250 +145,3 @@ class IngestPipeline:
             raise
         run.checkpoint(final=True)
         return run.report
-
-
-class _Run:
-    """The state of one `IngestPipeline.run` call."""
-
-    def __init__(self, pipeline: IngestPipeline, found: Walk) -> None:
-        self.p = pipeline
-        self.found = found
-        self.report = IngestReport()
-        self.started = time.perf_counter()
-        self.last_checkpoint = self.started
-        self.batch: list[_Work] = []
-        self.batch_chunks = 0
-        self.files_done = 0
-        self.dirty = False  # the store changed since the last flush
-        self.truncated_before = int(getattr(pipeline.splitter, "truncated_chunks", 0))
-        self.resolver = RootResolver(pipeline.manifest)
-        self.folder_roots = set(found.folder_roots)
-        self.bases: dict[str, Base] = {}
-
-    # -- driving ---------------------------------------------------------------------------------------
-
-    def execute(self, *, prune: bool) -> None:
-        manifest = self.p.manifest
-        if manifest.reconcile():
-            manifest.commit()
-        states = manifest.states()
-        self._emit("start")
-        for root, walked, reason in self.found.errors:
-            label, rel = self._base(root).identify(walked)
-            self.report.add(FileReport(rel, "failed", reason=reason, root=label))
-        for root, walked, reason in self.found.skipped:
-            label, rel = self._base(root).identify(walked)
-            self.report.add(FileReport(rel, "skipped", reason=reason, root=label))
-        seen: set[str] = set()
-        for found in self.found.files:
-            label, rel = self._base(found.root).identify(found.source)
-            file = _File(found.fspath, label, rel, source_id(label, rel))
-            if file.id not in seen:  # the same file reached from two paths given: one source
-                seen.add(file.id)
-                self._examine(file, states.get(file.id))
-            self.files_done += 1
-            self._emit("file", file.id)
-        self._write_batch()
-        if prune:
-            self._prune(states, seen)
-        self.report.truncated_chunks = (
-            int(getattr(self.p.splitter, "truncated_chunks", 0)) - self.truncated_before
-        )
-
-    def _base(self, walked_root: Path) -> Base:
-        """The identity of a walked folder (or of a file's folder), resolved once per run."""
-        key = str(walked_root)
-        base = self.bases.get(key)
-        if base is None:
-            base = self.resolver.base(walked_root, folder=walked_root in self.folder_roots)
-            self.bases[key] = base
-        return base
-
-    def checkpoint(self, *, final: bool = False) -> None:
-        """Make the store durable, then commit the manifest (in that order: the store may hold more
-        than the manifest says, never less)."""
-        if self.p.flush is not None and self.dirty:
-            self.p.flush()
-            self.dirty = False
-        self.p.manifest.commit()
-        self.last_checkpoint = time.perf_counter()
-        if final:
-            self.report.elapsed_s = time.perf_counter() - self.started
-            self._emit("done")
-
-    def _emit(self, phase: Any, source: str | None = None) -> None:
-        if self.p.on_progress is not None:
-            self.p.on_progress(
-                ProgressEvent(
-                    phase,
-                    self.files_done,
-                    len(self.found.files),
-                    self.report.chunks_embedded,
-                    time.perf_counter() - self.started,
-                    source,
-                )
-            )
-
-    # -- one file --------------------------------------------------------------------------------------
-
-    def _examine(self, file: _File, old: ManifestState | None) -> None:
-        try:
-            info = os.stat(file.fspath)
-        except OSError as exc:
-            status = "skipped" if os.path.islink(file.fspath) else "failed"
-            reason = "broken symbolic link" if status == "skipped" else f"cannot read: {exc.strerror or exc}"
-            self._note(file, status, reason)  # type: ignore[arg-type]
-            return
-        if not stat.S_ISREG(info.st_mode):
-            self._note(file, "skipped", "not a regular file")
-            return
-        root = file.root
-        if (
-            old is not None
-            and old.settings == self.p.settings_key
-            and (old.size, old.mtime_ns)
-            == (
-                info.st_size,
-                info.st_mtime_ns,
-            )
-        ):
-            self._unchanged(file, old, root, info)
-            return
-        try:
-            with open(file.fspath, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            self._note(file, "failed", f"cannot read: {exc.strerror or exc}")
-            return
-        sha = hashlib.sha256(data).hexdigest()
-        if old is not None and old.settings == self.p.settings_key and old.sha256 == sha:
-            self._unchanged(file, old, root, info)
-            return
-        entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, self.p.settings_key, (), ())
-        self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.id), data)
-
-    def _note(self, file: _File, status: FileStatus, reason: str) -> FileReport:
-        """Report a file that was not read (failed or skipped), with why."""
-        report = FileReport(file.rel, status, reason=reason, root=file.root)
-        self.report.add(report)
-        return report
-
-    def _unchanged(self, file: _File, old: ManifestState, root: str, info: os.stat_result) -> None:
-        if (old.root, old.size, old.mtime_ns) != (root, info.st_size, info.st_mtime_ns):
-            self.p.manifest.touch(file.id, root, info.st_size, info.st_mtime_ns)
-        self.report.add(FileReport(file.rel, "unchanged", chunks=old.n_chunks, root=file.root))
-
-    def _read_and_split(
-        self, file: _File, entry: ManifestEntry, old: ManifestEntry | None, data: bytes
-    ) -> None:
-        # A row never committed (only pending ids from an interrupted run) still counts as new.
-        status = "new" if old is None or old.settings == "" else "changed"
-        report = FileReport(file.rel, status, root=file.root)  # type: ignore[arg-type]
-        try:
-            path = Path(file.fspath)
-            result = read_file(
-                path, root=path.parent, options=self.p.reader_options, data=data, source=file.rel
-            )
-            chunks = make_chunks(
-                file.rel,
-                result.units,
-                self.p.splitter,
-                self.p.extra_metadata,
-                root=file.root,
-                embed_context=self.p.embed_context,
-            )
-        except SkippedFile as exc:
-            self._note(file, "skipped", exc.reason)
-            if old is not None:
-                self._forget(old)
-            return
-        except IngestError as exc:
-            self._note(file, "failed", str(exc))
-            return
-        except Exception as exc:  # a splitter or metadata bug on one file must not end the run
-            self._note(file, "failed", f"{type(exc).__name__}: {exc}")
-            return
-        if result.errors and not result.units:  # nothing readable: the file failed
-            more = f" (+{len(result.errors) - 1} more)" if len(result.errors) > 1 else ""
-            self._note(file, "failed", result.errors[0] + more).errors = list(result.errors)
-            return
-        report.pages_without_text = result.pages_without_text
-        report.warnings = list(result.warnings)
-        report.errors = list(result.errors)
-        report.chunks = len(chunks)
-        entry = ManifestEntry(
-            entry.source,
-            entry.root,
-            # A file with unreadable parts is read again next run (no size or hash recorded), so its
-            # errors are reported until it is fixed; its unchanged chunks are not embedded again.
-            -1 if result.errors else entry.size,
-            entry.mtime_ns,
-            "" if result.errors else entry.sha256,
-            entry.settings,
-            tuple(c.id for c in chunks),
-            tuple(c.digest for c in chunks),
-        )
-        known = set(old.digests) if old is not None else set()
-        work = _Work(file, entry, chunks, old, report, [c for c in chunks if c.digest not in known])
-        self.report.add(report)
-        self.batch.append(work)
-        self.batch_chunks += len(work.fresh)
-        if self.batch_chunks >= self.p.batch_size:
-            self._write_batch()
-
-    # -- writing ---------------------------------------------------------------------------------------
-
-    def _write_batch(self) -> None:
-        if not self.batch:
-            return
-        batch, self.batch, self.batch_chunks = self.batch, [], 0
-        manifest, store = self.p.manifest, self.p.store
-        manifest.mark_pending_many((w.entry.source, w.entry.root, w.entry.chunk_ids) for w in batch)
-        if self.p.flush is None:
-            manifest.commit()  # a store that writes through: the pending ids must be durable first
-        fresh = [c for work in batch for c in work.fresh]
-        self.dirty = True
-        for start in range(0, len(fresh), self.p.batch_size):
-            part = fresh[start : start + self.p.batch_size]
-            inputs = [embedding_input(c.text, c.metadata) if self.p.embed_context else c.text for c in part]
-            vectors = store.embedding.embed(inputs)
-            self.report.chunks_embedded += len(part)
-            store.add(
-                [Document(c.id, c.text, c.metadata, embedding=v) for c, v in zip(part, vectors, strict=True)]
-            )
-            self.report.chunks_written += len(part)
-        stale: list[str] = []
-        for work in batch:
-            if work.old is not None:
-                keep = set(work.entry.chunk_ids)
-                stale.extend(i for i in work.old.chunk_ids if i not in keep)
-        if stale:
-            self.report.chunks_deleted += store.delete(stale)
-        for work in batch:
-            work.report.embedded = len(work.fresh)
-        manifest.put_many(work.entry for work in batch)
-        if self.p.flush is None:
-            manifest.commit()
-        elif time.perf_counter() - self.last_checkpoint >= self.p.checkpoint_s:
-            self.checkpoint()
-        self._emit("write")
-
-    def _forget(self, old: ManifestEntry) -> None:
-        if old.chunk_ids:
-            self.dirty = True
-            self.report.chunks_deleted += self.p.store.delete(list(old.chunk_ids))
-        self.p.manifest.remove(old.source)
-
-    def _prune(self, states: dict[str, ManifestState], seen: set[str]) -> None:
-        scopes = [scope for root in self.found.folder_roots for scope in self._base(root).scopes()]
-        unreadable = [self._base(root).identify(walked) for root, walked, _ in self.found.errors]
-        gone = prunable(states, seen, scopes, unreadable)
-        for source in gone:
-            entry = self.p.manifest.get(source)
-            if entry is not None:
-                self._forget(entry)
-                self.report.add(
-                    FileReport(entry.relative, "deleted", chunks=len(entry.chunk_ids), root=entry.root)
-                )
-        if gone:
-            self._emit("prune")
