@@ -9,14 +9,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from rag.advisors.achain import AsyncAdvisorChain
 from rag.advisors.aliases import keyword_error, translate
 from rag.advisors.chain import AdvisorChain
-from rag.advisors.observation import Observer
+from rag.advisors.observation import Observation, Observer
 from rag.advisors.orders import sort_advisors
 from rag.advisors.request import CONVERSATION_ID, TOOLS, ChatClientRequest
 from rag.advisors.response import ChatClientResponse
@@ -287,20 +288,8 @@ class ChatClientRequestSpec:
         request = self.build_request(extra_options)
         request.context.update(extra_context)
         chain = self._chain(request, "call")
-        span = client_span("call", chain.names)
-        token = span.attach() if span is not None else None
-        start = perf_counter()
-        error: BaseException | None = None
-        try:
+        with _observed_call(chain.names, chain.observation):
             return chain.next_call(request)
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            elapsed = perf_counter() - start
-            if span is not None:
-                span.detach(token)
-            chain.observation.record("request", "request", elapsed, error=error, span=span)
 
     async def _arun_call(
         self, extra_context: Mapping[str, Any], extra_options: ChatOptions | None
@@ -308,20 +297,8 @@ class ChatClientRequestSpec:
         request = self.build_request(extra_options)
         request.context.update(extra_context)
         chain = self._achain(request, "call")
-        span = client_span("call", chain.names)
-        token = span.attach() if span is not None else None
-        start = perf_counter()
-        error: BaseException | None = None
-        try:
+        with _observed_call(chain.names, chain.observation):
             return await chain.anext_call(request)
-        except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            elapsed = perf_counter() - start
-            if span is not None:
-                span.detach(token)
-            chain.observation.record("request", "request", elapsed, error=error, span=span)
 
     def call(self) -> CallResponseSpec:
         """Send the request; it runs when the result is first read (`content()`, `entity()`...)."""
@@ -365,3 +342,22 @@ def _with_tools(options: ChatOptions, tools: Iterable[object]) -> ChatOptions:
     for existing in options.tools or ():
         definitions.setdefault(existing.name, existing)
     return ChatOptions(tools=tuple(definitions.values())).merge(options)
+
+
+@contextmanager
+def _observed_call(names: Sequence[str], observation: Observation) -> Iterator[None]:
+    """Time a `call()` request end to end, inside its tracing span, and record it (failed or not)."""
+    span = client_span("call", names)
+    token = span.attach() if span is not None else None
+    start = perf_counter()
+    error: BaseException | None = None
+    try:
+        yield
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        elapsed = perf_counter() - start
+        if span is not None:
+            span.detach(token)
+        observation.record("request", "request", elapsed, error=error, span=span)
