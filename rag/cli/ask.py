@@ -10,14 +10,11 @@ from typing import Any
 import click
 
 from rag.advisors.question_answer import QuestionAnswerAdvisor
-from rag.cli._common import command_settings, common_options, open_store
-from rag.cli._distinct import distinct_option
+from rag.cli._common import command_settings, open_store
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
-    chat_model_options,
+    answering_options,
     exact_option,
-    search_options,
-    store_options,
     threshold_and_filter_options,
 )
 from rag.cli._scores import cosines
@@ -71,11 +68,7 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
     "--stream/--no-stream", default=None, help="Print the answer as it arrives [default: when a terminal]."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {answer, sources} as JSON.")
-@distinct_option
-@store_options()
-@chat_model_options
-@search_options()
-@common_options
+@answering_options
 @click.pass_context
 def ask(
     ctx: click.Context,

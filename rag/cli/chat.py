@@ -20,10 +20,9 @@ from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.model import ChatModel
-from rag.cli._common import OpenedStore, command_settings, common_options, open_store, pg_table_name
-from rag.cli._distinct import distinct_option
+from rag.cli._common import OpenedStore, command_settings, open_store, pg_table_name
 from rag.cli._models import build_chat_model
-from rag.cli._options import chat_model_options, search_options, store_options
+from rag.cli._options import answering_options
 from rag.cli._scores import cosines
 from rag.cli.query import cited_passage
 from rag.client import ChatClient
@@ -186,11 +185,7 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
     default=None,
     help="Print each answer as it arrives [default: when stdout is a terminal].",
 )
-@distinct_option
-@store_options()
-@chat_model_options
-@search_options()
-@common_options
+@answering_options
 @click.pass_context
 def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None, **options: Any) -> None:
     """Talk with the ingested documents; the conversation is remembered under RAG_HOME.

@@ -10,8 +10,13 @@ import click
 from rag.advisors.question_answer import format_document
 from rag.citations import citation
 from rag.cli._common import command_settings, common_options, open_store
-from rag.cli._distinct import distinct_option
-from rag.cli._options import exact_option, search_options, store_options, threshold_and_filter_options
+from rag.cli._options import (
+    distinct_option,
+    exact_option,
+    search_options,
+    store_options,
+    threshold_and_filter_options,
+)
 from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
 from rag.observability.steps import traced_search

@@ -7,13 +7,10 @@ from typing import Any
 
 import click
 
-from rag.cli._common import OpenedStore, command_settings, common_options, open_store
-from rag.cli._distinct import distinct_option
+from rag.cli._common import OpenedStore, command_settings, open_store
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
-    chat_model_options,
-    search_options,
-    store_options,
+    answering_options,
     threshold_and_filter_options,
 )
 from rag.config import Settings
@@ -80,11 +77,7 @@ def build_service(
     "--history", type=click.IntRange(min=1), default=20, show_default=True, help="Messages remembered."
 )
 @threshold_and_filter_options
-@distinct_option
-@store_options()
-@chat_model_options
-@search_options()
-@common_options
+@answering_options
 @click.pass_context
 def serve(
     ctx: click.Context,
