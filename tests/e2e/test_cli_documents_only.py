@@ -31,25 +31,28 @@ QUESTION = "How do I add the CORS middleware to the application?"
 REPLY = "Add the CORS middleware with add_middleware before the routes, as the guide says."
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A numpy home: `api/cors.md`, its copy `v1/cors.md`, `faq.md`, and two remembered turns."""
-    root = tmp_path_factory.mktemp("documents-only")
+def _home(root: Path, store: str) -> Path:
+    """A home: `api/cors.md`, its copy `v1/cors.md`, `faq.md`, and two turns remembered from Python."""
     site = root / "site"
     for folder in ("api", "v1"):
         (site / folder).mkdir(parents=True)
         (site / folder / "cors.md").write_text(f"# CORS\n\n{CORS}\n", encoding="utf-8")
     (site / "faq.md").write_text(f"# FAQ\n\n{PREFLIGHT}\n", encoding="utf-8")
     home = root / "home"
-    result = run_rag(["ingest", str(site)], rag_env(home))
+    result = run_rag(["ingest", str(site)], {**rag_env(home), "RAG_STORE": store})
     assert result.returncode == 0, result.stderr
-    with open_home(home, store="numpy") as opened:
+    with open_home(home, store=store) as opened:
         advisor = VectorStoreChatMemoryAdvisor(opened.store)
         client = ChatClient(FakeChatModel(default=REPLY), advisors=[advisor])
         client.prompt(QUESTION).advisors(conversation_id="notebook").call().content()
         assert opened.store.count(f"'{KIND_KEY}' == 'chat_memory'") == 2  # the turns are in the store
         opened.save()
     return home
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _home(tmp_path_factory.mktemp("documents-only"), "numpy")
 
 
 def _is_turn(text: str) -> bool:
@@ -69,6 +72,14 @@ def test_query_never_shows_a_turn_and_shows_each_text_once(cli: Cli, home: Path)
     copies = json.loads(cli(*args, "--keep-duplicates").stdout)
     assert sorted(_paragraph(h["text"]) for h in copies) == sorted([CORS, CORS, PREFLIGHT])
     assert not [h for h in copies if _is_turn(h["text"])]  # keeping copies never brings memory back
+
+
+def test_query_on_chroma_never_shows_a_turn(cli: Cli, tmp_path: Path) -> None:
+    home = _home(tmp_path, "chroma")
+    result = cli("query", QUESTION, "--home", home, "--top-k", "10", "--json")
+    assert result.exit_code == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert sorted(_paragraph(h["text"]) for h in hits) == sorted([CORS, PREFLIGHT])
 
 
 def test_query_in_every_mode_leaves_turns_out(cli: Cli, home: Path) -> None:
