@@ -84,7 +84,7 @@ class DocumentsView:
         self.store = store
         self.distinct = distinct
         self._filter = NearDuplicateFilter(threshold)
-        # Spans and `rag info` name the wrapped store, not this view.
+        # Tracing spans name the wrapped store (its kind and collection), not this view.
         self.kind = store_kind(store)
         self.collection_name = getattr(store, "collection_name", None)
 
