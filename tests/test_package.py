@@ -44,6 +44,7 @@ def test_modular_rag_names_are_pinned() -> None:
         "DocumentJoiner",
         "DocumentPostProcessor",
         "DocumentRetriever",
+        "DocumentsView",
         "HttpReranker",
         "MaxPerSource",
         "MaximalMarginalRelevance",

@@ -36,6 +36,7 @@ __all__ = [
     "OpenedStore",
     "RagGroup",
     "build_embedder",
+    "command_settings",
     "common_options",
     "open_store",
     "pg_table_name",
@@ -141,6 +142,35 @@ def settings_from(ctx: click.Context, **options: Any) -> Settings:
         raw = None  # no database URL yet: opening the store says so, with the whole story
     known = record_from(raw) if isinstance(raw, dict) else None
     return resolve_search(settings, known.embedder if known else None, known.search if known else None)
+
+
+_SETTING_PARAMS = {
+    "store": "store",
+    "collection": "collection",
+    "embedder": "embedder",
+    "chat_model": "chat_model",
+    "base_url": "openai_base_url",
+    "mode": "search_mode",
+    "fusion": "fusion",
+    "vector_weight": "vector_weight",
+    "diversity": "diversity",
+    "chunk_size": "chunk_size",
+    "chunk_overlap": "chunk_overlap",
+}
+"""Command parameter -> `Settings` field, for the options that mirror settings (`store_options`,
+`chat_model_options`, `search_options`, `--embedder`, chunking)."""
+
+
+def command_settings(ctx: click.Context) -> Settings:
+    """`settings_from` with every settings option the running command has, read from `ctx.params`.
+
+    So a command lists its options once, in its decorators: `--store`, `--collection`, `--embedder`,
+    `--model`, `--base-url`, `--mode` (one mode; `rag eval`'s list is not a setting), `--fusion`,
+    `--vector-weight`, `--diversity`, `--chunk-size` and `--chunk-overlap`, whichever it takes.
+    """
+    params = ctx.params
+    options = {field: params[name] for name, field in _SETTING_PARAMS.items() if name in params}
+    return settings_from(ctx, **options)
 
 
 # -- stores ------------------------------------------------------------------------------------------

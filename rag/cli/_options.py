@@ -1,5 +1,5 @@
 """Click options shared by several commands: the store, the chat model, search mode and fusion, threshold
-and filter."""
+and filter, `--keep-duplicates`; `answering_options` bundles what `rag ask`, `chat` and `serve` share."""
 
 from __future__ import annotations
 
@@ -8,11 +8,14 @@ from typing import Any, TypeVar
 
 import click
 
+from rag.cli._common import common_options
 from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, STORE_KINDS, VECTOR_WEIGHT_BY_EMBEDDER
 from rag.documents import FUSIONS, SEARCH_MODES
 
 __all__ = [
+    "answering_options",
     "chat_model_options",
+    "distinct_option",
     "exact_option",
     "search_options",
     "store_options",
@@ -167,3 +170,21 @@ def chat_model_options(func: F) -> F:
     return click.option(
         "--model", "chat_model", metavar="NAME", help="Chat model name [env RAG_CHAT_MODEL]."
     )(func)
+
+
+def distinct_option(func: F) -> F:
+    """`--keep-duplicates` (parameter `keep_duplicates`): `DocumentsView(store, distinct=False)`."""
+    return click.option(
+        "--keep-duplicates",
+        is_flag=True,
+        help="Also use chunks whose text nearly repeats a better-ranked hit (a page copied into another "
+        "file); by default each text is used once and the list filled from further down.",
+    )(func)
+
+
+def answering_options(func: F) -> F:
+    """What `rag ask`, `chat` and `serve` share, in one order: `--keep-duplicates`, the store, the chat
+    model and the search options, then `--home` and `--debug`. Goes above `click.pass_context`."""
+    for decorate in (common_options, search_options(), chat_model_options, store_options(), distinct_option):
+        func = decorate(func)
+    return func

@@ -15,6 +15,7 @@ from rag.documents import SEARCH_MODES, SearchMode
 from rag.eval import QueryEmbeddingCache, QuestionSet
 from rag.eval.sweep import FilterSetting
 from rag.eval.tune import TuneResult, TuneRow, tune
+from rag.retrieval.documents_view import DocumentsView
 
 __all__ = ["check_tune_options", "run_tune"]
 
@@ -109,7 +110,7 @@ def run_tune(
     opened = open_store(settings, wrap_model=QueryEmbeddingCache)  # each question embedded once
     try:
         result = tune(
-            opened.store,
+            DocumentsView(opened.store, distinct=False),  # never chat memory; each chunk as ranked
             questions,
             top_k=k,
             weights=weights,

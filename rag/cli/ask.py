@@ -10,24 +10,18 @@ from typing import Any
 import click
 
 from rag.advisors.question_answer import QuestionAnswerAdvisor
-from rag.cli._common import (
-    common_options,
-    open_store,
-    settings_from,
-)
-from rag.cli._distinct import DistinctHits, distinct_option
+from rag.cli._common import command_settings, open_store
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
-    chat_model_options,
+    answering_options,
     exact_option,
-    search_options,
-    store_options,
     threshold_and_filter_options,
 )
 from rag.cli._scores import cosines
 from rag.cli.query import citation, cited_passage
 from rag.client import ChatClient
 from rag.documents import Document
+from rag.retrieval.documents_view import DocumentsView
 
 __all__ = ["ask", "source_rows"]
 
@@ -74,14 +68,11 @@ def _print_sources(rows: list[dict[str, Any]]) -> None:
     "--stream/--no-stream", default=None, help="Print the answer as it arrives [default: when a terminal]."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {answer, sources} as JSON.")
-@distinct_option
-@store_options()
-@chat_model_options
-@search_options()
-@common_options
+@answering_options
 @click.pass_context
 def ask(
     ctx: click.Context,
+    /,
     question: str,
     top_k: int,
     threshold: float,
@@ -90,14 +81,7 @@ def ask(
     stream: bool | None,
     as_json: bool,
     keep_duplicates: bool,
-    store: str | None,
-    collection: str | None,
-    chat_model: str | None,
-    base_url: str | None,
-    mode: str | None,
-    fusion: str | None,
-    vector_weight: float | None,
-    diversity: float | None,
+    **_settings: Any,  # the store, model and search options: command_settings reads them
 ) -> None:
     """Answer QUESTION from the ingested documents and list the sources used.
 
@@ -106,29 +90,20 @@ def ask(
 
     With no endpoint configured (OPENAI_BASE_URL, OPENAI_API_KEY, RAG_CHAT_MODEL, --model, --base-url) the
     answer quotes the most relevant passages, offline, and says that no language model was used.
-    Passages that nearly repeat a better-ranked one are left out unless --keep-duplicates.
+    Passages that nearly repeat a better-ranked one are left out unless --keep-duplicates; chat-memory
+    turns written into the store are never used as passages.
 
     \b
     Example:
         rag ask "How do I mount the beacon?" --top-k 3 --filter "source == 'guide/install.md'"
         rag ask "What does error E-214 mean?" --mode lexical
     """
-    settings = settings_from(
-        ctx,
-        store=store,
-        collection=collection,
-        chat_model=chat_model,
-        openai_base_url=base_url,
-        search_mode=mode,
-        fusion=fusion,
-        vector_weight=vector_weight,
-        diversity=diversity,
-    )
+    settings = command_settings(ctx)
     search = settings.search_request(
         question, top_k=top_k, similarity_threshold=threshold, filter=filter_text, exact=exact
     )
     opened = open_store(settings)
-    searched = opened.store if keep_duplicates else DistinctHits(opened.store)
+    searched = DocumentsView(opened.store, distinct=not keep_duplicates)
     model = build_chat_model(settings)
     try:
         spec = ChatClient(

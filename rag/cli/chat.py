@@ -20,9 +20,9 @@ from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.model import ChatModel
-from rag.cli._common import OpenedStore, common_options, open_store, pg_table_name, settings_from
+from rag.cli._common import OpenedStore, command_settings, open_store, pg_table_name
 from rag.cli._models import build_chat_model
-from rag.cli._options import chat_model_options, search_options, store_options
+from rag.cli._options import answering_options
 from rag.cli._scores import cosines
 from rag.cli.query import cited_passage
 from rag.client import ChatClient
@@ -36,6 +36,7 @@ from rag.memory import (
     SQLiteChatMemoryRepository,
     check_conversation_id,
 )
+from rag.retrieval.documents_view import DocumentsView
 from rag.vectorstore import VectorStore
 
 __all__ = ["chat"]
@@ -184,16 +185,15 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
     default=None,
     help="Print each answer as it arrives [default: when stdout is a terminal].",
 )
-@store_options()
-@chat_model_options
-@search_options()
-@common_options
+@answering_options
 @click.pass_context
 def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None, **options: Any) -> None:
     """Talk with the ingested documents; the conversation is remembered under RAG_HOME.
 
     Type a question per line. Without a configured model the answers quote passages. On a terminal the
-    answer is printed as the model streams it (--no-stream waits for the whole answer).
+    answer is printed as the model streams it (--no-stream waits for the whole answer). A passage whose
+    text nearly repeats a better-ranked one is left out (unless --keep-duplicates), and chat-memory turns
+    written into the documents' store are never used as passages.
 
     \b
     Slash commands, each on a line of its own:
@@ -208,17 +208,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         rag chat --mode hybrid --diversity 0.3
     """
     cid = check_conversation_id(conversation_id) if conversation_id is not None else uuid.uuid4().hex[:12]
-    settings = settings_from(
-        ctx,
-        store=options["store"],
-        collection=options["collection"],
-        chat_model=options["chat_model"],
-        openai_base_url=options["base_url"],
-        search_mode=options["mode"],
-        fusion=options["fusion"],
-        vector_weight=options["vector_weight"],
-        diversity=options["diversity"],
-    )
+    settings = command_settings(ctx)
     search = settings.search_request(top_k=options["top_k"], filter=options["filter_text"])
     opened = open_store(settings)
     model = build_chat_model(settings)
@@ -229,10 +219,11 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         closers.append(_closer(store))
         memory = MessageWindowChatMemory(repository, max_messages=options["history"])
         long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])
+        documents = DocumentsView(opened.store, distinct=not options["keep_duplicates"])
         advisors = [
             MessageChatMemoryAdvisor(memory),
             long_term,
-            QuestionAnswerAdvisor(opened.store, search, document_formatter=cited_passage),
+            QuestionAnswerAdvisor(documents, search, document_formatter=cited_passage),
         ]
         session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
         session.stream = sys.stdout.isatty() if stream is None else stream

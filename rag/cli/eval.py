@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from rag.chat.model import ChatModel
-from rag.cli._common import common_options, open_store, require, settings_from
+from rag.cli._common import command_settings, common_options, open_store, require
 from rag.cli._models import build_chat_model
 from rag.cli._options import search_options, store_options
 from rag.cli._tune import check_tune_options, run_tune
@@ -25,6 +25,7 @@ from rag.eval import (
 from rag.eval.judge import LLMJudge
 from rag.eval.sweep import FilterSetting
 from rag.filters import as_filter
+from rag.retrieval.documents_view import DocumentsView
 
 __all__ = ["answer_models", "eval_command", "parse_filter_options"]
 
@@ -162,28 +163,24 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
 @click.pass_context
 def eval_command(
     ctx: click.Context,
+    /,
     questions: Path,
     top_k: list[int],
     thresholds: list[float],
     filters: tuple[str, ...],
     beir: bool,
     split: str,
-    store: str | None,
-    collection: str | None,
-    embedder: str | None,
     as_json: bool,
     csv_path: Path | None,
     plot_path: Path | None,
     modes: list[str] | None,
-    fusion: str | None,
-    vector_weight: float | None,
-    diversity: float | None,
     answers: bool | None,
     answer_with: str,
     judge_model: str | None,
     tune_search: bool,
     weights: list[float],
     dry_run: bool,
+    **_settings: Any,  # the store, embedder and search options: command_settings reads them
 ) -> None:
     """Evaluate retrieval on labelled QUESTIONS for every mode x filter x threshold x top-k setting.
 
@@ -215,15 +212,7 @@ def eval_command(
     for warning in qset.warnings:
         click.echo(f"warning: {warning}", err=True)
     filter_settings = parse_filter_options(filters, qset) if filters or not tune_search else [None]
-    settings = settings_from(
-        ctx,
-        store=store,
-        collection=collection,
-        embedder=embedder,
-        fusion=fusion,
-        vector_weight=vector_weight,
-        diversity=diversity,
-    )
+    settings = command_settings(ctx)
     if tune_search:
         run_tune(
             settings,
@@ -256,7 +245,7 @@ def eval_command(
             err=True,
         )
         results = evaluate(
-            opened.store,
+            DocumentsView(opened.store, distinct=False),  # never chat memory; each chunk as ranked
             qset,
             top_k=top_k,
             thresholds=thresholds,

@@ -10,7 +10,7 @@ import click
 
 from ingest.embedders import make_splitter
 from ingest.home import Home, home_lock
-from rag.cli._common import common_options, open_store, settings_from
+from rag.cli._common import command_settings, common_options, open_store
 from rag.cli._options import store_options
 from rag.documents import MetadataValue
 from rag.errors import RagError
@@ -127,12 +127,8 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...]) -> None:
 @click.pass_context
 def ingest(
     ctx: click.Context,
+    /,
     paths: tuple[Path, ...],
-    store: str | None,
-    collection: str | None,
-    embedder: str | None,
-    chunk_size: int | None,
-    chunk_overlap: int | None,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     meta: tuple[str, ...],
@@ -146,6 +142,7 @@ def ingest(
     lock_timeout: float | None,
     verbose: bool,
     as_json: bool,
+    **_settings: Any,  # the store, embedder and chunking options: command_settings reads them
 ) -> None:
     """Ingest files and folders into the store; only what changed since the last run is embedded.
 
@@ -175,14 +172,7 @@ def ingest(
     from ingest.readers import ReaderOptions
 
     extra = parse_meta(meta)
-    settings = settings_from(
-        ctx,
-        store=store,
-        collection=collection,
-        embedder=embedder,
-        chunk_size=chunk_size,
-        chunk_overlap=chunk_overlap,
-    )
+    settings = command_settings(ctx)
     try:
         options = ReaderOptions(
             pdf_password=pdf_password, text_field=text_field, id_field=id_field, text_suffixes=as_text

@@ -9,16 +9,18 @@ import click
 
 from rag.advisors.question_answer import format_document
 from rag.citations import citation
-from rag.cli._common import (
-    common_options,
-    open_store,
-    settings_from,
+from rag.cli._common import command_settings, common_options, open_store
+from rag.cli._options import (
+    distinct_option,
+    exact_option,
+    search_options,
+    store_options,
+    threshold_and_filter_options,
 )
-from rag.cli._distinct import DistinctHits, distinct_option
-from rag.cli._options import exact_option, search_options, store_options, threshold_and_filter_options
 from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
 from rag.observability.steps import traced_search
+from rag.retrieval.documents_view import DocumentsView
 
 __all__ = ["citation", "cited_passage", "query", "snippet", "source_label"]
 
@@ -82,20 +84,15 @@ def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[
 @click.pass_context
 def query(
     ctx: click.Context,
+    /,
     text: str,
     top_k: int,
     threshold: float,
     filter_text: str | None,
     exact: bool,
-    store: str | None,
-    collection: str | None,
-    embedder: str | None,
     as_json: bool,
     keep_duplicates: bool,
-    mode: str | None,
-    fusion: str | None,
-    vector_weight: float | None,
-    diversity: float | None,
+    **_settings: Any,  # the store, embedder and search options: command_settings reads them
 ) -> None:
     """Show the chunks most similar to TEXT: rank, score, cosine, source, page and a snippet.
 
@@ -107,6 +104,7 @@ def query(
     The source column is the file's identity, `root/path` (filter on `source` for the path and
     `root` for the root's label). A chunk whose text nearly repeats a better-ranked hit (a page copied
     into another file) is left out and the list filled from further down, unless --keep-duplicates.
+    Chat-memory turns written into the store (VectorStoreChatMemoryAdvisor) are never shown.
 
     \b
     Example:
@@ -114,22 +112,13 @@ def query(
         rag query "error E-214" --mode lexical
         rag query "rotate keys" --mode hybrid --fusion weighted --vector-weight 0.7 --diversity 0.3
     """
-    settings = settings_from(
-        ctx,
-        store=store,
-        collection=collection,
-        embedder=embedder,
-        search_mode=mode,
-        fusion=fusion,
-        vector_weight=vector_weight,
-        diversity=diversity,
-    )
+    settings = command_settings(ctx)
     request = settings.search_request(
         text, top_k=top_k, similarity_threshold=threshold, filter=filter_text, exact=exact
     )
     opened = open_store(settings)
     try:
-        searched = opened.store if keep_duplicates else DistinctHits(opened.store)
+        searched = DocumentsView(opened.store, distinct=not keep_duplicates)
         hits = traced_search(searched, request)
         cosine = cosines(opened.store, text, hits)
     finally:

@@ -7,12 +7,10 @@ from typing import Any
 
 import click
 
-from rag.cli._common import OpenedStore, common_options, open_store, settings_from
+from rag.cli._common import OpenedStore, command_settings, open_store
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
-    chat_model_options,
-    search_options,
-    store_options,
+    answering_options,
     threshold_and_filter_options,
 )
 from rag.config import Settings
@@ -32,9 +30,11 @@ def build_service(
     threshold: float = 0.0,
     filter_text: str | None = None,
     history: int = 20,
+    keep_duplicates: bool = False,
 ) -> RagService:
     """The service `rag serve` runs: the store, the configured chat model (or the extractive one), the
-    same default search as `rag ask`, and the chat memory of `rag chat` (`RAG_HOME/chat/memory.sqlite`)."""
+    same default search as `rag ask` (documents only, each text once unless `keep_duplicates`), and the
+    chat memory of `rag chat` (`RAG_HOME/chat/memory.sqlite`)."""
     from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
 
     search = settings.search_request(
@@ -42,7 +42,8 @@ def build_service(
     )
     repository = SQLiteChatMemoryRepository(settings.home / "chat" / "memory.sqlite")
     memory = MessageWindowChatMemory(repository, max_messages=history)
-    return RagService(opened.store, build_chat_model(settings), search, memory)
+    model = build_chat_model(settings)
+    return RagService(opened.store, model, search, memory, keep_duplicates=keep_duplicates)
 
 
 @click.command("serve")
@@ -76,13 +77,11 @@ def build_service(
     "--history", type=click.IntRange(min=1), default=20, show_default=True, help="Messages remembered."
 )
 @threshold_and_filter_options
-@store_options()
-@chat_model_options
-@search_options()
-@common_options
+@answering_options
 @click.pass_context
 def serve(
     ctx: click.Context,
+    /,
     host: str,
     port: int,
     token: str | None,
@@ -93,21 +92,17 @@ def serve(
     history: int,
     threshold: float,
     filter_text: str | None,
-    store: str | None,
-    collection: str | None,
-    chat_model: str | None,
-    base_url: str | None,
-    mode: str | None,
-    fusion: str | None,
-    vector_weight: float | None,
-    diversity: float | None,
+    keep_duplicates: bool,
+    **_settings: Any,  # the store, model and search options: command_settings reads them
 ) -> None:
     """Serve the ingested documents through the OpenAI API on http://HOST:PORT/v1.
 
     Any OpenAI client or chat UI can talk to it: GET /v1/models, POST /v1/chat/completions (with
     "stream": true for server-sent events) and POST /v1/search for retrieval alone. Answers come from the
     same chain as `rag ask`; a conversation id (header X-Conversation-Id, or the request's "user") turns
-    on server-side memory. See docs/serve.md.
+    on server-side memory. Chat-memory turns in the store are never returned as documents, and a
+    passage that nearly repeats a better-ranked one is left out unless --keep-duplicates (a /v1/search
+    request may also send "keep_duplicates": true). See docs/serve.md.
 
     \b
     Example:
@@ -118,19 +113,15 @@ def serve(
     secret_text = token or os.environ.get("RAG_SERVE_TOKEN") or None
     secret = Secret(secret_text) if secret_text else None
     check_binding(host, secret)  # before anything is opened: refusing is cheap
-    settings = settings_from(
-        ctx,
-        store=store,
-        collection=collection,
-        chat_model=chat_model,
-        openai_base_url=base_url,
-        search_mode=mode,
-        fusion=fusion,
-        vector_weight=vector_weight,
-        diversity=diversity,
-    )
+    settings = command_settings(ctx)
     config = ServeConfig(model_name=model_name, token=secret, max_body_bytes=max_body, rate_limit=rate_limit)
-    search = {"top_k": top_k, "threshold": threshold, "filter_text": filter_text, "history": history}
+    search = {
+        "top_k": top_k,
+        "threshold": threshold,
+        "filter_text": filter_text,
+        "history": history,
+        "keep_duplicates": keep_duplicates,
+    }
     _run(settings, config, host, port, search)
 
 

@@ -8,6 +8,7 @@ Stages, each a one-method protocol (see `rag.retrieval.stages`):
   `TranslationQueryTransformer`; expander: `MultiQueryExpander`;
 - retriever: `VectorStoreDocumentRetriever`; joiners: `ConcatenationDocumentJoiner`,
   `ReciprocalRankDocumentJoiner`;
+- a store as the commands read it: `DocumentsView` (documents only, never chat memory; each text once);
 - post-processors: `CrossEncoderReranker`, `HttpReranker`, `NearDuplicateFilter`, `MaxPerSource`,
   `MaximalMarginalRelevance`; augmenter: `ContextualQueryAugmenter`.
 
@@ -19,6 +20,7 @@ Example:
 
 from rag._lazy import lazy_exports
 from rag.retrieval.augmenter import ContextualQueryAugmenter
+from rag.retrieval.documents_view import DocumentsView
 from rag.retrieval.expansion import MultiQueryExpander
 from rag.retrieval.fusion import reciprocal_rank_fusion, weighted_fusion
 from rag.retrieval.joiners import ConcatenationDocumentJoiner, ReciprocalRankDocumentJoiner
@@ -50,6 +52,7 @@ __all__ = [
     "DocumentJoiner",
     "DocumentPostProcessor",
     "DocumentRetriever",
+    "DocumentsView",
     "HttpReranker",
     "MaxPerSource",
     "MaximalMarginalRelevance",

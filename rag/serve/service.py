@@ -4,12 +4,17 @@ One service per server. Each chat request builds a `ChatClient` over the shared 
 same QuestionAnswerAdvisor as `rag ask`; with a conversation id, a `MessageChatMemoryAdvisor` over the
 shared chat memory remembers the turns (server-side history), and only the request's system messages and
 last user message are sent on; without one, the request's own messages are the history.
+
+Both the chat and `/v1/search` read the store through `rag.retrieval.DocumentsView`, as the commands
+do: chat-memory turns written into the store never come back as documents, and a hit whose text nearly
+repeats a better-ranked one is left out and the list filled from further down, unless `keep_duplicates`
+(the server's `--keep-duplicates`; a `/v1/search` body may set it per request).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rag.advisors.memory_message import MessageChatMemoryAdvisor
@@ -20,6 +25,7 @@ from rag.client import ChatClient, ChatClientResponse
 from rag.client.aspecs import AsyncStreamResponseSpec
 from rag.documents import Document, SearchRequest
 from rag.memory import ChatMemory, check_conversation_id
+from rag.retrieval.documents_view import DocumentsView
 from rag.serve.wire import ApiError, ChatRequest
 from rag.vectorstore import VectorStore, asimilarity_search
 
@@ -47,9 +53,19 @@ class RagService:
     search_defaults: SearchRequest
     memory: ChatMemory | None = None
     system: str | None = None
+    keep_duplicates: bool = False
+    _views: dict[bool, DocumentsView] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._views = {keep: DocumentsView(self.store, distinct=not keep) for keep in (False, True)}
+
+    def documents(self, keep_duplicates: bool | None = None) -> DocumentsView:
+        """The store as searches read it: documents only; each text once unless `keep_duplicates`
+        (None: the service's setting)."""
+        return self._views[self.keep_duplicates if keep_duplicates is None else keep_duplicates]
 
     def _client(self, conversation_id: str | None) -> ChatClient:
-        advisors: list[Any] = [QuestionAnswerAdvisor(self.store, self.search_defaults)]
+        advisors: list[Any] = [QuestionAnswerAdvisor(self.documents(), self.search_defaults)]
         if conversation_id is not None and self.memory is not None:
             advisors.append(MessageChatMemoryAdvisor(self.memory))
         return ChatClient(self.model, system=self.system, advisors=advisors)
@@ -79,7 +95,8 @@ class RagService:
         return stream
 
     async def search(self, body: Any) -> list[Document]:
-        """Retrieval alone: `query`, optional `top_k`, `filter`, `mode`, `similarity_threshold`, `exact`, ...
+        """Retrieval alone: `query`, optional `top_k`, `filter`, `mode`, `similarity_threshold`, `exact`,
+        `keep_duplicates`, ...
 
         Raises:
             ApiError: a missing query or a field of the wrong kind; InvalidRequestError / FilterError for
@@ -94,13 +111,18 @@ class RagService:
             *("top_k", "filter", "mode", "similarity_threshold", "fusion", "vector_weight", "diversity"),
             "exact",
         }
-        unknown = sorted(set(body) - allowed - {"query"})
+        unknown = sorted(set(body) - allowed - {"query", "keep_duplicates"})
         if unknown:
+            expected = sorted({*allowed, "keep_duplicates"})
+            raise ApiError(f"unknown field(s) {unknown!r}; expected query and {expected!r}", param=unknown[0])
+        keep = body.get("keep_duplicates")
+        if keep is not None and not isinstance(keep, bool):
             raise ApiError(
-                f"unknown field(s) {unknown!r}; expected query and {sorted(allowed)!r}", param=unknown[0]
+                f"'keep_duplicates' must be true or false, got {keep!r:.60}", param="keep_duplicates"
             )
         changes = {name: body[name] for name in allowed if body.get(name) is not None}
-        return await asimilarity_search(self.store, self.search_defaults.replace(query=query, **changes))
+        request = self.search_defaults.replace(query=query, **changes)
+        return await asimilarity_search(self.documents(keep), request)
 
 
 async def stream_chunks(spec: AsyncStreamResponseSpec) -> AsyncIterator[ChatResponse]:

@@ -11,7 +11,7 @@ import pytest
 from click.testing import Result
 
 from rag import Document, HashingEmbedding, SearchRequest
-from rag.cli._distinct import DistinctHits
+from rag.retrieval import DocumentsView
 from stores import NumpyVectorStore
 
 Cli = Callable[..., Result]
@@ -65,6 +65,6 @@ def test_a_page_of_copies_grows_until_it_is_full() -> None:
     store = NumpyVectorStore(HashingEmbedding())
     copies = [Document(f"copy{i}", "beacon lamp lit at dusk", {"source": f"{i}.md"}) for i in range(12)]
     store.add([*copies, Document("other", "the beacon lamp burns oil", {"source": "oil.md"})])
-    hits = DistinctHits(store).similarity_search(SearchRequest("beacon lamp lit at dusk", top_k=2))
+    hits = DocumentsView(store).similarity_search(SearchRequest("beacon lamp lit at dusk", top_k=2))
     assert [h.id for h in hits][1] == "other" and hits[0].id.startswith("copy")
-    assert DistinctHits(store).similarity_search(SearchRequest("beacon", top_k=0)) == []
+    assert DocumentsView(store).similarity_search(SearchRequest("beacon", top_k=0)) == []
