@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-__all__ = ["porter_stem"]
+__all__ = ["porter_stem", "porter_stem_uncached"]
 
 _VOWELS = frozenset("aeiou")
 
@@ -180,6 +180,12 @@ def porter_stem(word: str) -> str:
             _STEMS.clear()
         _STEMS[word] = found
     return found
+
+
+def porter_stem_uncached(word: str) -> str:
+    """`porter_stem` without its cache, for callers that keep their own map from words to stems (the
+    lexical index's vocabulary): the cache would hold every word a second time."""
+    return _stem(word)
 
 
 def _stem(word: str) -> str:

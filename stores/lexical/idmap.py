@@ -4,12 +4,16 @@ A `str` per id and a `dict` entry per id cost ~130 bytes a document, about what 
 chunk cost. Here ids are UTF-8 in one buffer (rows are appended, so each row's bytes end where the
 next row's begin: one offset per row), and the map is a sorted array of the ids' hashes beside their
 rows, searched with `np.searchsorted`; every hit is confirmed by comparing the stored bytes, so equal
-hashes never confuse two ids. Ids added since the sorted arrays were last rebuilt sit in a small dict,
-merged in once it holds an eighth of the rows (amortised O(log n) per id). Dead rows keep their bytes
-and sorted entries until `renumber` drops them.
+hashes never confuse two ids. That is why 32 bits of hash are enough: an id absent from a map of n
+ids meets a false candidate with probability n / 2**32, which costs one comparison. Ids added since
+the sorted arrays were last rebuilt sit in a small dict, merged in (by insertion into the sorted
+arrays, O(n)) once it holds an eighth of the rows, so appends cost amortised O(1) each. Dead rows keep
+their bytes until `renumber` drops them; a merge drops their sorted entries. In all, a row costs its
+UTF-8 bytes plus 17 bytes (offset, live flag, hash, row).
 
 Hashes are Python's `hash(str)`, salted per process: the arrays live in memory only (a saved index
-stores plain ids), and an unpickled copy hashes its ids again.
+stores plain ids), and an unpickled copy hashes its ids again. `PackedIds` also maps the lexical
+index's terms to their ids (`stores.lexical.text.Vocabulary`).
 
 Example:
     >>> ids = PackedIds()
@@ -37,6 +41,11 @@ _MERGE_MIN = 1024  # ids kept in the dict before a merge is worth its sort
 _hash = hash  # one name, so a test can force collisions
 
 
+def _hashes(ids: Iterable[str], count: int) -> npt.NDArray[np.uint32]:
+    """The low 32 bits of each id's hash (see the module docstring)."""
+    return np.fromiter(map(_hash, ids), np.int64, count).astype(np.uint32)
+
+
 def _encode(doc_id: str) -> bytes:
     return doc_id.encode("utf-8", "surrogatepass")  # ids are any str, lone surrogates included
 
@@ -50,11 +59,10 @@ class PackedIds:
     def _reset(self) -> None:
         self._data = np.zeros(0, np.uint8)
         self._stops = np.zeros(0, np.int64)  # row r's bytes: [stops[r - 1] (0 for row 0), stops[r])
-        self._hashes = np.zeros(0, np.int64)
         self._live = np.zeros(0, np.bool_)
         self._rows = 0
         self._count = 0
-        self._sorted_hashes = np.zeros(0, np.int64)  # rows below `_indexed`, by hash
+        self._sorted_hashes = np.zeros(0, np.uint32)  # live rows below `_indexed` (and dead ones), by hash
         self._sorted_rows = np.zeros(0, np.int32)
         self._indexed = 0
         self._recent: dict[str, int] = {}  # live rows from `_indexed` on
@@ -65,11 +73,12 @@ class PackedIds:
     def __setstate__(self, state: dict[str, object]) -> None:
         # Unpickled in another process, whose str hashes are salted differently: hash the ids again.
         self.__dict__.update(state)
-        self._hashes[: self._rows] = np.fromiter(
-            map(_hash, self.ids_at(range(self._rows))), np.int64, self._rows
-        )
+        rows = np.flatnonzero(self._live[: self._rows]).astype(np.int32)
+        hashes = _hashes(self.ids_at(rows.tolist()), len(rows))
+        order = np.argsort(hashes, kind="stable")
+        self._sorted_hashes, self._sorted_rows = hashes[order], rows[order]
+        self._indexed = self._rows
         self._recent = {}
-        self._merge()
 
     @property
     def row_count(self) -> int:
@@ -105,7 +114,6 @@ class PackedIds:
         self._reserve(end, used + len(blob))
         self._data[used : used + len(blob)] = np.frombuffer(blob, np.uint8)
         self._stops[first:end] = used + np.cumsum(np.fromiter(map(len, encoded), np.int64, len(ids)))
-        self._hashes[first:end] = np.fromiter(map(_hash, ids), np.int64, len(ids))
         self._live[first:end] = True
         self._recent.update(zip(ids, range(first, end), strict=True))
         self._rows, self._count = end, self._count + len(ids)
@@ -115,7 +123,7 @@ class PackedIds:
     def _reserve(self, rows: int, size: int) -> None:
         if rows > len(self._stops):
             capacity = max(rows, len(self._stops) * 3 // 2, 64)
-            for name in ("_stops", "_hashes", "_live"):
+            for name in ("_stops", "_live"):
                 old = getattr(self, name)
                 grown = np.zeros(capacity, old.dtype)
                 grown[: self._rows] = old[: self._rows]
@@ -127,11 +135,17 @@ class PackedIds:
             self._data = grown_data
 
     def _merge(self) -> None:
-        """Move every row into the sorted arrays (dead rows left out)."""
-        rows = np.flatnonzero(self._live[: self._rows]).astype(np.int32)
-        hashes = self._hashes[rows]
-        order = np.argsort(hashes, kind="stable")
-        self._sorted_hashes, self._sorted_rows = hashes[order], rows[order]
+        """Move the recent rows into the sorted arrays, and drop the dead rows' entries from them."""
+        keep = self._live[self._sorted_rows]
+        hashes, rows = self._sorted_hashes[keep], self._sorted_rows[keep]
+        recent = self._recent
+        if recent:
+            new_hashes = _hashes(recent, len(recent))
+            order = np.argsort(new_hashes, kind="stable")
+            new_rows = np.fromiter(recent.values(), np.int32, len(recent))[order]
+            at = np.searchsorted(hashes, new_hashes[order])
+            hashes, rows = np.insert(hashes, at, new_hashes[order]), np.insert(rows, at, new_rows)
+        self._sorted_hashes, self._sorted_rows = hashes, rows
         self._indexed = self._rows
         self._recent = {}
 
@@ -140,7 +154,7 @@ class PackedIds:
         out = np.full(len(ids), -1, np.int64)
         if not self._count or not len(ids):
             return out
-        hashes = np.fromiter(map(_hash, ids), np.int64, len(ids))
+        hashes = _hashes(ids, len(ids))
         low = np.searchsorted(self._sorted_hashes, hashes, "left")
         high = np.searchsorted(self._sorted_hashes, hashes, "right")
         recent = self._recent
@@ -173,17 +187,19 @@ class PackedIds:
 
     def renumber(self) -> None:
         """Drop the dead rows: live rows keep their order and are numbered from 0."""
-        rows = np.flatnonzero(self._live[: self._rows])
+        self._merge()  # every live row in the sorted arrays, which keep their order by hash
+        live = self._live[: self._rows]
+        rows = np.flatnonzero(live)
+        new_row = (np.cumsum(live, dtype=np.int64) - 1).astype(np.int32)
+        sorted_hashes, sorted_rows = self._sorted_hashes, new_row[self._sorted_rows]
         starts = np.concatenate(([0], self._stops[: self._rows - 1]))[rows] if self._rows else rows
         stops = self._stops[rows]
         view = memoryview(self._data)  # type: ignore[arg-type]
         blob = b"".join([view[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
-        hashes = self._hashes[rows]
         self._reset()
         self._reserve(len(rows), len(blob))
         self._data[: len(blob)] = np.frombuffer(blob, np.uint8)
         self._stops[: len(rows)] = np.cumsum(stops - starts)
-        self._hashes[: len(rows)] = hashes
         self._live[: len(rows)] = True
-        self._rows = self._count = len(rows)
-        self._merge()
+        self._rows = self._count = self._indexed = len(rows)
+        self._sorted_hashes, self._sorted_rows = sorted_hashes, sorted_rows
