@@ -1,11 +1,15 @@
 """The numpy store's texts and metadata, packed into one byte buffer per store and decoded on read.
 
 A Python `str` costs ~50 bytes beyond its characters and a metadata dict ~200 bytes even with one key,
-which for short chunks is as much as the text itself. So each row keeps one record, `(text, metadata)`
-serialised with `marshal` (exact for every metadata type: ints of any size, floats to the bit
-including -0.0 and NaN, bools, key order, lists, and strings with lone surrogates), in one growing
-`uint8` buffer; two int64 offsets per row say where it lies. Reading a row decodes a fresh record (a
-microsecond for a chunk), so callers never share a dict with the store.
+which for short chunks is as much as the text itself. So each row keeps one record in one growing
+`uint8` buffer: the text's UTF-8 bytes (lone surrogates kept), then the metadata serialised with
+`marshal` (exact for every metadata type: ints of any size, floats to the bit including -0.0 and NaN,
+bools, key order, lists, and strings with lone surrogates; nothing at all for empty metadata), then
+the metadata's length in one byte (255, then eight bytes before it, for 255 bytes or more). Two int64
+offsets per row say where the record lies. Reading a row decodes a fresh record (a microsecond for a
+chunk), so callers never share a dict with the store. Records are encoded a few thousand at a time:
+a bytes object per record for a whole large batch would spread over the allocator's arenas, which
+stay resident for as long as any later allocation shares them.
 
 Values of a subclass of str, int or float (a `numpy.float64`, an `enum.StrEnum` member) are stored
 as the plain value, as a save and load (JSON) or any other store gives them back: `marshal` would
@@ -39,6 +43,8 @@ __all__ = ["PackedRecords", "Record"]
 IntArray = npt.NDArray[np.int64]
 Record = tuple[str, dict[str, MetadataValue]]
 _COMPACT_MIN_BYTES = 1 << 20  # below this much garbage a rewrite is not worth its pass
+_ENCODE_BATCH = 2048  # records encoded at a time (see the module docstring)
+_LONG = 255  # trailer byte of metadata of 255 bytes or more: its length is in the 8 bytes before
 
 
 _PLAIN = (str, int, float, bool)
@@ -71,6 +77,25 @@ def _plain_record(text: str, metadata: dict[str, MetadataValue]) -> Record:
     return text, metadata
 
 
+def _encode(text: str, metadata: dict[str, MetadataValue]) -> bytes:
+    text, metadata = _plain_record(text, metadata)
+    meta = marshal.dumps(metadata) if metadata else b""
+    size = len(meta)
+    trailer = bytes((size,)) if size < _LONG else size.to_bytes(8, "little") + bytes((_LONG,))
+    return b"".join((text.encode("utf-8", "surrogatepass"), meta, trailer))
+
+
+def _decode(view: memoryview, start: int, stop: int) -> Record:
+    size = view[stop - 1]
+    end = stop - 1
+    if size == _LONG:
+        end -= 8
+        size = int.from_bytes(view[end : stop - 1], "little")
+    split = end - size
+    metadata: dict[str, MetadataValue] = marshal.loads(view[split:end]) if size else {}
+    return str(view[start:split], "utf-8", "surrogatepass"), metadata
+
+
 class PackedRecords:
     """`(text, metadata)` per row in one byte buffer (see the module docstring).
 
@@ -96,13 +121,13 @@ class PackedRecords:
 
     def read(self, row: int) -> Record:
         """The text and a fresh metadata dict of `row`."""
-        record: Record = marshal.loads(self._view()[self._starts[row] : self._stops[row]])
-        return record
+        return _decode(self._view(), int(self._starts[row]), int(self._stops[row]))
 
     def read_many(self, rows: Sequence[int]) -> list[Record]:
         """`read` for each of `rows`."""
-        data, starts, stops = self._view(), self._starts, self._stops
-        return [marshal.loads(data[starts[row] : stops[row]]) for row in rows]
+        view, at = self._view(), np.fromiter(rows, np.int64)
+        starts, stops = self._starts[at].tolist(), self._stops[at].tolist()
+        return [_decode(view, start, stop) for start, stop in zip(starts, stops, strict=True)]
 
     def _view(self) -> memoryview:
         return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
@@ -119,19 +144,26 @@ class PackedRecords:
         """Store `records[i]` at `rows[i]`: existing rows are replaced, rows up to `len(self)` appended."""
         if not len(rows):
             return
-        encoded = [marshal.dumps(_plain_record(text, metadata)) for text, metadata in records]
-        lengths = np.fromiter(map(len, encoded), np.int64, count=len(encoded))
-        blob = b"".join(encoded)
+        blobs, length_parts = [], []
+        for begin in range(0, len(records), _ENCODE_BATCH):
+            encoded = [_encode(text, metadata) for text, metadata in records[begin : begin + _ENCODE_BATCH]]
+            length_parts.append(np.fromiter(map(len, encoded), np.int64, count=len(encoded)))
+            blobs.append(b"".join(encoded))
+        lengths = np.concatenate(length_parts)
+        total = int(lengths.sum())
         self._reserve_rows(int(rows.max()) + 1)
-        self._reserve_bytes(self._end + len(blob))
-        self._data[self._end : self._end + len(blob)] = np.frombuffer(blob, np.uint8)
+        self._reserve_bytes(self._end + total)
+        at = self._end
+        for blob in blobs:
+            self._data[at : at + len(blob)] = np.frombuffer(blob, np.uint8)
+            at += len(blob)
         replaced = rows[rows < self._size]
         self._live_bytes -= int((self._stops[replaced] - self._starts[replaced]).sum())
         stops = self._end + np.cumsum(lengths)
         self._starts[rows] = stops - lengths
         self._stops[rows] = stops
-        self._end += len(blob)
-        self._live_bytes += len(blob)
+        self._end += total
+        self._live_bytes += total
         self._size = max(self._size, int(rows.max()) + 1)
         self._maybe_compact()
 
