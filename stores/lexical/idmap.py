@@ -10,8 +10,8 @@ the main sorted arrays were last rebuilt sit in two small sorted arrays of their
 insertion, O(n)) once they hold an eighth of the rows, so appends cost amortised O(1) each. No
 Python object is kept per id: a `str` kept from a batch of documents would also pin the allocator's
 arena it sits in once the documents are gone. Dead rows keep their bytes until `renumber` drops
-them, and their sorted entries until the next merge. In all, a row costs its UTF-8 bytes plus 17
-bytes (offset, live flag, hash, row).
+them, and their sorted entries until the next merge. In all, a row costs its UTF-8 bytes plus 13
+bytes (offset, live flag, hash, row); offsets take 4 bytes until the ids' bytes pass 4 GiB, then 8.
 
 Hashes are Python's `hash(str)`, salted per process: the arrays live in memory only (a saved index
 stores plain ids), and an unpickled copy hashes its ids again. `PackedIds` also maps the lexical
@@ -30,17 +30,31 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["PackedIds"]
+__all__ = ["PackedIds", "offsets_for"]
 
 IntArray = npt.NDArray[np.int64]
 _MERGE_MIN = 1024  # recent entries kept apart before a merge is worth its pass over the main arrays
 
 
 _hash = hash  # one name, so a test can force collisions
+_NARROW_OFFSETS = 2**32 - 1  # byte offsets up to this fit uint32 (a test lowers it to cross it)
+
+
+def offsets_for(offsets: npt.NDArray[np.integer[Any]], largest: int) -> npt.NDArray[np.integer[Any]]:
+    """`offsets` (uint32 at first: half the bytes of int64) widened to int64 once an offset may pass 4 GiB.
+
+    Example:
+        >>> offsets_for(np.zeros(2, np.uint32), 2**32).dtype
+        dtype('int64')
+    """
+    if largest > _NARROW_OFFSETS and offsets.dtype != np.int64:
+        return offsets.astype(np.int64)
+    return offsets
 
 
 def _hashes(ids: Iterable[str], count: int) -> npt.NDArray[np.uint32]:
@@ -65,7 +79,8 @@ class PackedIds:
 
     def _reset(self) -> None:
         self._data = np.zeros(0, np.uint8)
-        self._stops = np.zeros(0, np.int64)  # row r's bytes: [stops[r - 1] (0 for row 0), stops[r])
+        # Row r's bytes: [stops[r - 1] (0 for row 0), stops[r]); uint32 until the bytes pass 4 GiB.
+        self._stops: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
         self._live = np.zeros(0, np.bool_)
         self._rows = 0
         self._count = 0
@@ -132,6 +147,7 @@ class PackedIds:
             self._merge()
 
     def _reserve(self, rows: int, size: int) -> None:
+        self._stops = offsets_for(self._stops, size)
         if rows > len(self._stops):
             capacity = max(rows, len(self._stops) * 3 // 2, 64)
             for name in ("_stops", "_live"):

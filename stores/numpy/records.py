@@ -5,11 +5,12 @@ which for short chunks is as much as the text itself. So each row keeps one reco
 `uint8` buffer: the text's UTF-8 bytes (lone surrogates kept), then the metadata serialised with
 `marshal` (exact for every metadata type: ints of any size, floats to the bit including -0.0 and NaN,
 bools, key order, lists, and strings with lone surrogates; nothing at all for empty metadata), then
-the metadata's length in one byte (255, then eight bytes before it, for 255 bytes or more). Two int64
-offsets per row say where the record lies. Reading a row decodes a fresh record (a microsecond for a
-chunk), so callers never share a dict with the store. Records are encoded a few thousand at a time:
-a bytes object per record for a whole large batch would spread over the allocator's arenas, which
-stay resident for as long as any later allocation shares them.
+the metadata's length in one byte (255, then eight bytes before it, for 255 bytes or more). Two
+offsets per row say where the record lies (uint32 until the buffer passes 4 GiB, then int64).
+Reading a row decodes a fresh record (a microsecond for a chunk), so callers never share a dict with
+the store. Records are encoded a few thousand at a time: a bytes object per record for a whole large
+batch would spread over the allocator's arenas, which stay resident for as long as any later
+allocation shares them.
 
 Values of a subclass of str, int or float (a `numpy.float64`, an `enum.StrEnum` member) are stored
 as the plain value, as a save and load (JSON) or any other store gives them back: `marshal` would
@@ -37,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import MetadataValue
+from stores.lexical.idmap import offsets_for
 
 __all__ = ["PackedRecords", "Record"]
 
@@ -107,8 +109,8 @@ class PackedRecords:
         self._data = np.zeros(0, np.uint8)
         self._end = 0  # bytes of `_data` in use (live records and garbage)
         self._live_bytes = 0
-        self._starts = np.zeros(0, np.int64)
-        self._stops = np.zeros(0, np.int64)
+        self._starts: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
+        self._stops: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
         self._size = 0
 
     def __len__(self) -> int:
@@ -183,11 +185,12 @@ class PackedRecords:
 
     def _resize_rows(self, capacity: int) -> None:
         for name in ("_starts", "_stops"):
-            grown = np.zeros(capacity, np.int64)
+            grown = np.zeros(capacity, getattr(self, name).dtype)
             grown[: self._size] = getattr(self, name)[: self._size]
             setattr(self, name, grown)
 
     def _reserve_bytes(self, size: int) -> None:
+        self._starts, self._stops = offsets_for(self._starts, size), offsets_for(self._stops, size)
         if size > len(self._data):
             # np.empty: the spare tail takes no resident memory until written.
             grown = np.empty(max(size, len(self._data) * 3 // 2, 4096), np.uint8)

@@ -12,6 +12,7 @@ import pytest
 
 from rag.documents import MetadataValue
 from rag.filters import Filter, key, matches
+from stores.lexical import idmap
 from stores.lexical.text import Vocabulary, analyze
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.records import PackedRecords
@@ -148,3 +149,21 @@ def test_columns_that_gain_new_kinds_of_values_filter_like_the_reference() -> No
     metadata[:] = moved
     for tree in filters:
         assert columns.mask(tree, new_size, metadata).tolist() == [matches(tree, row) for row in moved], tree
+
+
+def test_offsets_widen_to_int64_past_their_narrow_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(idmap, "_NARROW_OFFSETS", 300)  # 4 GiB of ids or texts, scaled down
+    ids = idmap.PackedIds()
+    names = [f"id-{n}-é" for n in range(60)]  # ~10 bytes each: the offsets pass 300 on the way
+    for part in (names[:20], names[20:]):
+        ids.append(part)
+    assert ids._stops.dtype == np.int64
+    assert ids.rows_of([names[5], names[55], "nope"]).tolist() == [5, 55, -1]
+    assert ids.live_ids() == names
+    records = PackedRecords()
+    texts = [(f"text {n} " * 5, {"n": n}) for n in range(30)]
+    records.write(np.arange(5, dtype=np.int64), texts[:5])
+    assert records._stops.dtype == np.uint32  # still narrow: 230 bytes
+    records.write(np.arange(5, 30, dtype=np.int64), texts[5:])
+    assert records._starts.dtype == records._stops.dtype == np.int64
+    assert records.read_many(range(30)) == texts
