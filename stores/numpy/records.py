@@ -2,10 +2,12 @@
 
 A Python `str` costs ~50 bytes beyond its characters and a metadata dict ~200 bytes even with one key,
 which for short chunks is as much as the text itself. So each row keeps one record in one growing
-`uint8` buffer: the text's UTF-8 bytes (lone surrogates kept), then the metadata serialised with
-`marshal` (exact for every metadata type: ints of any size, floats to the bit including -0.0 and NaN,
-bools, key order, lists, and strings with lone surrogates; nothing at all for empty metadata), then
-the metadata's length in one byte (255, then eight bytes before it, for 255 bytes or more). Two
+`uint8` buffer: the text's UTF-8 bytes (lone surrogates kept), then the metadata, then the
+metadata's length in one byte (255, then eight bytes before it, for 255 bytes or more). Metadata is
+the number of its key sequence in a table the records share (`_KeySets`, in LEB128) followed by its
+values serialised with `marshal` (exact for every metadata type: ints of any size, floats to the
+bit including -0.0 and NaN, bools, lists, and strings with lone surrogates); empty metadata takes no
+byte at all. Two
 offsets per row say where the record lies (uint32 until the buffer passes 4 GiB, then int64).
 Reading a row decodes a fresh record (a microsecond for a chunk), so callers never share a dict with
 the store. Records are encoded a few thousand at a time: a bytes object per record for a whole large
@@ -47,6 +49,8 @@ Record = tuple[str, dict[str, MetadataValue]]
 _COMPACT_MIN_BYTES = 1 << 20  # below this much garbage a rewrite is not worth its pass
 _ENCODE_BATCH = 2048  # records encoded at a time (see the module docstring)
 _LONG = 255  # trailer byte of metadata of 255 bytes or more: its length is in the 8 bytes before
+_MAX_KEY_SETS = 4096  # distinct key sequences numbered (see `_KeySets`)
+_BYTES = [bytes((i,)) for i in range(256)]
 
 
 _PLAIN = (str, int, float, bool)
@@ -79,23 +83,78 @@ def _plain_record(text: str, metadata: dict[str, MetadataValue]) -> Record:
     return text, metadata
 
 
-def _encode(text: str, metadata: dict[str, MetadataValue]) -> bytes:
-    text, metadata = _plain_record(text, metadata)
-    meta = marshal.dumps(metadata) if metadata else b""
-    size = len(meta)
-    trailer = bytes((size,)) if size < _LONG else size.to_bytes(8, "little") + bytes((_LONG,))
-    return b"".join((text.encode("utf-8", "surrogatepass"), meta, trailer))
+def _varint(number: int) -> bytes:
+    """`number` >= 0 in LEB128: seven bits a byte, low bits first, the high bit set on all but the last."""
+    if number < 0x80:
+        return _BYTES[number]
+    out = bytearray()
+    while number >= 0x80:
+        out.append((number & 0x7F) | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
 
 
-def _decode(view: memoryview, start: int, stop: int) -> Record:
-    size = view[stop - 1]
-    end = stop - 1
-    if size == _LONG:
-        end -= 8
-        size = int.from_bytes(view[end : stop - 1], "little")
-    split = end - size
-    metadata: dict[str, MetadataValue] = marshal.loads(view[split:end]) if size else {}
-    return str(view[start:split], "utf-8", "surrogatepass"), metadata
+def _read_varint(view: memoryview, at: int) -> tuple[int, int]:
+    """The LEB128 number at `view[at]`, and where the bytes after it begin."""
+    number, shift = 0, 0
+    while True:
+        byte = view[at]
+        at += 1
+        number |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return number, at
+        shift += 7
+
+
+class _KeySets:
+    """The distinct key sequences of the metadata written so far, numbered from 1 (0: none given).
+
+    A record names its keys by number and keeps only its values, so keys are not repeated in every
+    record. The table stops growing at `_MAX_KEY_SETS`; later key sequences go into their records.
+    """
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[str, ...]] = []
+        self._numbers: dict[tuple[str, ...], int] = {}
+
+    def number(self, keys: tuple[str, ...]) -> int:
+        found = self._numbers.get(keys)
+        if found is None:
+            if len(self.keys) >= _MAX_KEY_SETS:
+                return 0
+            self.keys.append(keys)
+            found = self._numbers[keys] = len(self.keys)
+        return found
+
+    def encode(self, text: str, metadata: dict[str, MetadataValue]) -> bytes:
+        """The record's bytes (see the module docstring)."""
+        text, metadata = _plain_record(text, metadata)
+        meta = b""
+        if metadata:
+            number = self.number(tuple(metadata))
+            meta = _varint(number) + marshal.dumps(tuple(metadata.values()) if number else metadata)
+        size = len(meta)
+        trailer = _BYTES[size] if size < _LONG else size.to_bytes(8, "little") + _BYTES[_LONG]
+        return b"".join((text.encode("utf-8", "surrogatepass"), meta, trailer))
+
+    def decode(self, view: memoryview, start: int, stop: int) -> Record:
+        """The record in `view[start:stop]`, with a fresh metadata dict."""
+        size = view[stop - 1]
+        end = stop - 1
+        if size == _LONG:
+            end -= 8
+            size = int.from_bytes(view[end : stop - 1], "little")
+        split = end - size
+        text = str(view[start:split], "utf-8", "surrogatepass")
+        if not size:
+            return text, {}
+        number, at = _read_varint(view, split)
+        found = marshal.loads(view[at:end])
+        if number:
+            return text, dict(zip(self.keys[number - 1], found, strict=True))
+        metadata: dict[str, MetadataValue] = found
+        return text, metadata
 
 
 class PackedRecords:
@@ -106,6 +165,7 @@ class PackedRecords:
     """
 
     def __init__(self) -> None:
+        self._keys = _KeySets()
         self._data = np.zeros(0, np.uint8)
         self._end = 0  # bytes of `_data` in use (live records and garbage)
         self._live_bytes = 0
@@ -123,13 +183,14 @@ class PackedRecords:
 
     def read(self, row: int) -> Record:
         """The text and a fresh metadata dict of `row`."""
-        return _decode(self._view(), int(self._starts[row]), int(self._stops[row]))
+        return self._keys.decode(self._view(), int(self._starts[row]), int(self._stops[row]))
 
     def read_many(self, rows: Sequence[int]) -> list[Record]:
         """`read` for each of `rows`."""
         view, at = self._view(), np.fromiter(rows, np.int64)
         starts, stops = self._starts[at].tolist(), self._stops[at].tolist()
-        return [_decode(view, start, stop) for start, stop in zip(starts, stops, strict=True)]
+        decode = self._keys.decode
+        return [decode(view, start, stop) for start, stop in zip(starts, stops, strict=True)]
 
     def _view(self) -> memoryview:
         return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
@@ -148,7 +209,8 @@ class PackedRecords:
             return
         blobs, length_parts = [], []
         for begin in range(0, len(records), _ENCODE_BATCH):
-            encoded = [_encode(text, metadata) for text, metadata in records[begin : begin + _ENCODE_BATCH]]
+            encode = self._keys.encode
+            encoded = [encode(text, metadata) for text, metadata in records[begin : begin + _ENCODE_BATCH]]
             length_parts.append(np.fromiter(map(len, encoded), np.int64, count=len(encoded)))
             blobs.append(b"".join(encoded))
         lengths = np.concatenate(length_parts)

@@ -10,6 +10,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
+import stores.numpy.records as records_module
 from rag.documents import MetadataValue
 from rag.filters import Filter, key, matches
 from stores.lexical import idmap
@@ -167,3 +168,24 @@ def test_offsets_widen_to_int64_past_their_narrow_range(monkeypatch: pytest.Monk
     records.write(np.arange(5, 30, dtype=np.int64), texts[5:])
     assert records._starts.dtype == records._stops.dtype == np.int64
     assert records.read_many(range(30)) == texts
+
+
+def test_records_share_key_sequences_and_keep_key_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(records_module, "_MAX_KEY_SETS", 3)  # past three key sequences: kept whole
+    metadatas: list[dict[str, MetadataValue]] = [
+        {"a": 1, "b": "x"},
+        {"b": "x", "a": 1},  # same keys, other order: another sequence
+        {"a": 2, "b": "y"},
+        {"c": [1, 2]},
+        {"d": True},  # the table is full: keys go into the record
+        {"e": 1.5, "a": -(2**80)},
+        {"a": 3, "b": "z"},
+    ]
+    records = PackedRecords()
+    records.write(np.arange(len(metadatas), dtype=np.int64), [("t", m) for m in metadatas])
+    found = [metadata for _, metadata in records.read_many(range(len(metadatas)))]
+    assert [list(m.items()) for m in found] == [list(m.items()) for m in metadatas]
+    one_key = PackedRecords()
+    one_key.write(np.arange(1000, dtype=np.int64), [("", {"bucket": n % 7}) for n in range(1000)])
+    # Per record: the key sequence's number, a tuple of one small int, the length trailer.
+    assert one_key.nbytes - 1000 * 8 <= 1000 * 9
