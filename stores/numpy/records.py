@@ -189,8 +189,21 @@ class PackedRecords:
         """`read` for each of `rows`."""
         view, at = self._view(), np.fromiter(rows, np.int64)
         starts, stops = self._starts[at].tolist(), self._stops[at].tolist()
-        decode = self._keys.decode
-        return [decode(view, start, stop) for start, stop in zip(starts, stops, strict=True)]
+        decode, keys, loads = self._keys.decode, self._keys.keys, marshal.loads
+        out: list[Record] = []
+        for start, stop in zip(starts, stops, strict=True):
+            # The common record inline (metadata under 255 bytes, a numbered key sequence under 128):
+            # this loop decodes every document a search or `get` returns.
+            size = view[stop - 1]
+            split = stop - 1 - size
+            number = view[split] if size else 0
+            if size == _LONG or not 0 < number < 0x80:
+                out.append(decode(view, start, stop))
+                continue
+            values = loads(view[split + 1 : stop - 1])
+            text = str(view[start:split], "utf-8", "surrogatepass")
+            out.append((text, dict(zip(keys[number - 1], values, strict=True))))
+        return out
 
     def _view(self) -> memoryview:
         return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
