@@ -162,7 +162,7 @@ def test_offsets_widen_to_int64_past_their_narrow_range(monkeypatch: pytest.Monk
     assert ids.rows_of([names[5], names[55], "nope"]).tolist() == [5, 55, -1]
     assert ids.live_ids() == names
     records = PackedRecords()
-    texts = [(f"text {n} " * 5, {"n": n}) for n in range(30)]
+    texts: list[tuple[str, dict[str, MetadataValue]]] = [(f"text {n} " * 5, {"n": n}) for n in range(30)]
     records.write(np.arange(5, dtype=np.int64), texts[:5])
     assert records._stops.dtype == np.uint32  # still narrow: 230 bytes
     records.write(np.arange(5, 30, dtype=np.int64), texts[5:])
