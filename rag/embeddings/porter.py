@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["porter_stem"]
+__all__ = ["porter_stem", "porter_stem_uncached"]
 
 _VOWELS = frozenset("aeiou")
 
@@ -172,6 +172,12 @@ def _step5(word: str) -> str:
 @functools.lru_cache(maxsize=200_000)
 def porter_stem(word: str) -> str:
     """The Porter stem of a lower-case word ("connections" -> "connect")."""
+    return _stem(word)
+
+
+def porter_stem_uncached(word: str) -> str:
+    """`porter_stem` without its cache, for callers that keep their own map from words to stems (the
+    lexical index's vocabulary): the cache would hold every word a second time."""
     return _stem(word)
 
 

@@ -20,13 +20,14 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.embeddings.porter import porter_stem
+from rag.embeddings.porter import porter_stem, porter_stem_uncached
 from rag.embeddings.tokenize import STOPWORDS, fold, terms
+from stores.lexical.idmap import PackedIds
 
 __all__ = ["TOKENIZER", "Vocabulary", "analyze", "words"]
 
@@ -35,14 +36,14 @@ __all__ = ["TOKENIZER", "Vocabulary", "analyze", "words"]
 # under another name from their stored texts when they open it.
 TOKENIZER = "rag-en-2"
 _STOP = -1  # cached id of a word that is dropped (a stopword)
-_UNKNOWN = -2  # a query word whose term no document holds
 _MISSING = -3  # a word not seen yet
 _ALNUM = np.zeros(256, dtype=np.bool_)
 _ALNUM[np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)] = True
 _HASH_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd, with well-mixed bits
 _HYPHEN, _SLASH = ord("-"), ord("/")
 _MAX_HASHED = 64  # longer words take the dictionary path
-_CHUNK_BYTES = 1 << 23  # ASCII text split in numpy per ~8 MB, to bound temporary arrays
+_CHUNK_BYTES = 1 << 23  # text analysed per ~8 MB, to bound temporary arrays and word lists
+IntArray = npt.NDArray[np.int64]
 
 
 def _chunks(rows: list[int], texts: Sequence[str]) -> list[list[int]]:
@@ -111,6 +112,12 @@ def analyze(text: str) -> list[str]:
 class Vocabulary:
     """Dense term ids, growing as documents bring new terms.
 
+    Memory: no Python object per term or word. Terms are packed UTF-8 with a sorted hash map
+    (`stores.lexical.idmap.PackedIds`, a term's id is its row); each word seen maps to its term id (or to
+    "stopword") through sorted arrays of 64-bit word hashes (`_word_hashes` of its UTF-8 bytes), 12 bytes
+    a word. Only words over 64 bytes, rare, sit in a dict. About 40 bytes a term in all, where a dict
+    and a list of `str` took ~230.
+
     Example:
         >>> vocabulary = Vocabulary(["run"])
         >>> vocabulary.encode_query("running runs fast")
@@ -118,45 +125,68 @@ class Vocabulary:
     """
 
     def __init__(self, known: Sequence[str] = ()) -> None:
-        self.terms: list[str] = list(known)
-        self._ids: dict[str, int] = {term: index for index, term in enumerate(self.terms)}
-        if len(self._ids) != len(self.terms):
-            raise ValueError("vocabulary terms must be distinct")
-        # Raw folded word -> term id or _STOP: stemming in Python is the slow step of indexing, and the
-        # same words recur across documents.
-        self._words: dict[str, int] = {}
-        # The same for ASCII words by 64-bit hash (sorted keys, aligned ids): see `_word_hashes`.
+        self._terms = PackedIds()
+        if known:
+            terms = list(known)
+            if len(set(terms)) != len(terms):
+                raise ValueError("vocabulary terms must be distinct")
+            self._terms.append(terms)
+        # Word hash -> term id or _STOP (sorted keys, aligned ids): stemming in Python is the slow step
+        # of indexing, and the same words recur across documents.
         self._hash_keys = np.zeros(0, dtype=np.uint64)
         self._hash_ids = np.zeros(0, dtype=np.int32)
+        self._long_words: dict[str, int] = {}  # the same for words of more than _MAX_HASHED bytes
 
     def __len__(self) -> int:
-        return len(self.terms)
+        return self._terms.row_count
 
-    def _learn(self, word: str) -> int:
-        term = _term_of(word)
-        if term is None:
-            index = _STOP
+    @property
+    def terms(self) -> list[str]:
+        """Every term, by id (a fresh list)."""
+        return self._terms.ids_at(range(self._terms.row_count))
+
+    def term(self, index: int) -> str:
+        """The term of id `index`."""
+        return self._terms.id_at(index)
+
+    def _learn_many(self, new_words: list[str]) -> npt.NDArray[np.int32]:
+        """Term ids (or _STOP) of words not cached yet, adding the terms they bring in order of first use."""
+        stems = [None if word in STOPWORDS else porter_stem_uncached(word) for word in new_words]
+        wanted = list(dict.fromkeys(stem for stem in stems if stem is not None))
+        found = dict(zip(wanted, self._terms.rows_of(wanted).tolist(), strict=True))
+        fresh = [term for term, index in found.items() if index < 0]
+        first = self._terms.row_count
+        self._terms.append(fresh)
+        found.update(zip(fresh, range(first, first + len(fresh)), strict=True))
+        return np.array([_STOP if stem is None else found[stem] for stem in stems], dtype=np.int32)
+
+    def _resolve(
+        self, hashes: npt.NDArray[np.uint64], words_at: Callable[[IntArray], list[str]], by_first_use: bool
+    ) -> npt.NDArray[np.int32]:
+        """Term ids of words given by hash; `words_at(positions)` spells the words at those positions
+        when they are new. New terms are numbered in hash order, or in order of first use."""
+        distinct, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+        keys, values = self._hash_keys, self._hash_ids
+        at = np.searchsorted(keys, distinct)
+        if keys.size:
+            clipped = np.minimum(at, keys.size - 1)
+            known = keys[clipped] == distinct
+            ids = np.where(known, values[clipped], _MISSING).astype(np.int32)
         else:
-            index = self._ids.get(term, -1)
-            if index < 0:
-                index = len(self.terms)
-                self.terms.append(term)
-                self._ids[term] = index
-        self._words[word] = index
-        return index
+            known, ids = np.zeros(distinct.size, np.bool_), np.full(distinct.size, _MISSING, np.int32)
+        new = np.flatnonzero(~known)
+        if new.size:
+            learned = new[np.argsort(first[new], kind="stable")] if by_first_use else new
+            ids[learned] = self._learn_many(words_at(first[learned]))
+            # `distinct` is sorted, so inserting its new hashes at their search positions keeps order.
+            self._hash_keys = np.insert(keys, at[new], distinct[new])
+            self._hash_ids = np.insert(values, at[new], ids[new])
+        return ids[inverse.reshape(-1)]
 
-    def _lookup(self, word: str) -> int:
-        """The id of a query word; adds no term, and caches no unknown word (a later add may bring it)."""
-        index = self._words.get(word)
-        if index is not None:
-            return index
-        term = _term_of(word)
-        if term is None:
-            return _STOP
-        index = self._ids.get(term)
+    def _long_word_id(self, word: str) -> int:
+        index = self._long_words.get(word)
         if index is None:
-            return _UNKNOWN
-        self._words[word] = index
+            index = self._long_words[word] = int(self._learn_many([word])[0])
         return index
 
     def encode_many(
@@ -166,6 +196,7 @@ class Vocabulary:
 
         Plain ASCII texts, the common case, are split and hashed word by word in numpy; others go
         through `rag.embeddings.tokenize.terms`. Both give the same terms (a test holds them equal).
+        Texts are taken ~8 MB at a time, which bounds the temporary arrays and word lists.
         """
         ascii_rows = [row for row, text in enumerate(texts) if text.isascii()]
         other_rows = [row for row, text in enumerate(texts) if not text.isascii()]
@@ -174,10 +205,10 @@ class Vocabulary:
             ids, owners = self._encode_ascii([texts[row] for row in chunk])
             id_parts.append(ids)
             owner_parts.append(np.asarray(chunk, dtype=np.int64)[owners])
-        if other_rows:
-            ids, owners = self._encode_words([words(texts[row]) for row in other_rows])
+        for chunk in _chunks(other_rows, texts):
+            ids, owners = self._encode_words([words(texts[row]) for row in chunk])
             id_parts.append(ids)
-            owner_parts.append(np.asarray(other_rows, dtype=np.int64)[owners])
+            owner_parts.append(np.asarray(chunk, dtype=np.int64)[owners])
         ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int32)
         owners = np.concatenate(owner_parts) if owner_parts else np.zeros(0, np.int64)
         kept = ids >= 0  # stopwords drop out, and out of the lengths
@@ -187,14 +218,30 @@ class Vocabulary:
     def _encode_words(
         self, word_lists: Sequence[list[str]]
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
-        words = [word for found in word_lists for word in found]
-        cache = self._words
-        for word in dict.fromkeys(words):
-            if word not in cache:
-                self._learn(word)
-        ids = np.array([cache[word] for word in words], dtype=np.int32)
+        found = [word for words_of_text in word_lists for word in words_of_text]
+        ids = self._ids_of_words(found)
         sizes = np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists))
         return ids, np.repeat(np.arange(len(word_lists), dtype=np.int64), sizes)
+
+    def _ids_of_words(self, found: Sequence[str]) -> npt.NDArray[np.int32]:
+        """Term ids (or _STOP) of words given as `str`, hashed over their UTF-8 bytes like ASCII words."""
+        position: dict[str, int] = {}
+        index = np.fromiter((position.setdefault(w, len(position)) for w in found), np.int64, len(found))
+        distinct = list(position)
+        encoded = [word.encode("utf-8", "surrogatepass") for word in distinct]
+        lengths = np.fromiter(map(len, encoded), np.intp, len(encoded))
+        starts = np.cumsum(lengths) - lengths
+        data = np.frombuffer(b"".join(encoded), np.uint8)
+        ids = np.empty(len(distinct), np.int32)
+        short = np.flatnonzero(lengths <= _MAX_HASHED)
+        ids[short] = self._resolve(
+            _word_hashes(data, starts[short], lengths[short]),
+            lambda at: [distinct[i] for i in short[at].tolist()],
+            by_first_use=True,
+        )
+        for i in np.flatnonzero(lengths > _MAX_HASHED).tolist():
+            ids[i] = self._long_word_id(distinct[i])
+        return ids[index]
 
     def _encode_ascii(self, texts: list[str]) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
         # For ASCII, casefold is lower() and the words of `terms` are the runs of [a-z0-9].
@@ -207,10 +254,18 @@ class Vocabulary:
         lengths = ends - starts
         ids = np.empty(starts.size, dtype=np.int32)
         short = lengths <= _MAX_HASHED
-        ids[short] = self._ids_of_hashed(joined, data, starts[short], lengths[short])
+        short_starts, short_lengths = starts[short], lengths[short]
+
+        def spelt(at: IntArray) -> list[str]:
+            # Offsets as Python ints in one go: indexing numpy arrays one element at a time costs more
+            # than the rest of the work per new word.
+            begins = short_starts[at]
+            stops = begins + short_lengths[at]
+            return [joined[b:e] for b, e in zip(begins.tolist(), stops.tolist(), strict=True)]
+
+        ids[short] = self._resolve(_word_hashes(data, short_starts, short_lengths), spelt, by_first_use=False)
         for position in np.flatnonzero(~short).tolist():  # rare: very long tokens (URLs, blobs)
-            word = joined[starts[position] : ends[position]]
-            ids[position] = self._words[word] if word in self._words else self._learn(word)
+            ids[position] = self._long_word_id(joined[starts[position] : ends[position]])
         return self._with_compounds(joined, data, starts, ends, ids, owners)
 
     def _with_compounds(
@@ -230,7 +285,6 @@ class Vocabulary:
         if not pairs.size:
             return ids, owners
         # Few words are hyphenated, so a Python step per compound costs little.
-        cache = self._words
         names = [
             joined[a:b] + joined[c:d]
             for a, b, c, d in zip(
@@ -241,36 +295,11 @@ class Vocabulary:
                 strict=True,
             )
         ]
-        extra = np.array([cache[w] if w in cache else self._learn(w) for w in names], dtype=np.int32)
-        return np.concatenate([ids, extra]), np.concatenate([owners, owners[pairs]])
-
-    def _ids_of_hashed(
-        self,
-        joined: str,
-        data: npt.NDArray[np.uint8],
-        starts: npt.NDArray[np.intp],
-        lengths: npt.NDArray[np.intp],
-    ) -> npt.NDArray[np.int32]:
-        hashes = _word_hashes(data, starts, lengths)
-        distinct, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-        keys, values = self._hash_keys, self._hash_ids
-        at = np.minimum(np.searchsorted(keys, distinct), max(keys.size - 1, 0))
-        known = keys[at] == distinct if keys.size else np.zeros(distinct.size, np.bool_)
-        ids = np.where(known, values[at] if keys.size else 0, _MISSING).astype(np.int32)
-        new = np.flatnonzero(~known)
-        if new.size:
-            # Offsets as Python ints in one go: indexing numpy arrays one element at a time costs more
-            # than the dictionary work per new word.
-            begins = starts[first[new]]
-            ends = begins + lengths[first[new]]
-            words = [joined[b:e] for b, e in zip(begins.tolist(), ends.tolist(), strict=True)]
-            cache = self._words
-            ids[new] = [cache[word] if word in cache else self._learn(word) for word in words]
-            keys = np.concatenate([keys, distinct[new]])
-            order = np.argsort(keys, kind="stable")
-            self._hash_keys, self._hash_ids = keys[order], np.concatenate([values, ids[new]])[order]
-        return ids[inverse.reshape(-1)]
+        return np.concatenate([ids, self._ids_of_words(names)]), np.concatenate([owners, owners[pairs]])
 
     def encode_query(self, text: str) -> list[int]:
         """Term ids of a query in order, repeats kept; stopwords and terms no document holds dropped."""
-        return [index for index in map(self._lookup, words(text)) if index >= 0]
+        found = [term for term in map(_term_of, words(text)) if term is not None]
+        if not found:
+            return []
+        return [index for index in self._terms.rows_of(found).tolist() if index >= 0]

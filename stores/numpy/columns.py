@@ -89,16 +89,27 @@ class _Batch:
 class _Encoded:
     """Parallel arrays of encoded values with amortised growth; `size` slots are in use.
 
-    `row` is used by list postings only: the row each item belongs to.
+    Only `kind` is always there: `num` appears with the first number or bool, `code` with the first
+    string, and `row` (the row each item belongs to) only in list postings, so a column of ints costs
+    9 bytes a row, not 21. A slot's `num` and `code` mean something only where its kind says so.
     """
 
     kind: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
-    num: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, np.float64))
-    code: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
-    row: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    num: npt.NDArray[np.float64] | None = None
+    code: npt.NDArray[np.int32] | None = None
+    row: IntArray | None = None
     size: int = 0
 
-    _FIELDS = ("kind", "num", "code", "row")
+    @classmethod
+    def postings(cls) -> _Encoded:
+        """Encoded list items, each with its row."""
+        return cls(row=np.zeros(0, np.int64))
+
+    def _arrays(self) -> Iterator[tuple[str, npt.NDArray[Any]]]:
+        for name in ("kind", "num", "code", "row"):
+            array = getattr(self, name)
+            if array is not None:
+                yield name, array
 
     def grow_to(self, size: int) -> None:
         """Use `size` slots (if more than now); the new ones are MISSING."""
@@ -106,8 +117,7 @@ class _Encoded:
             return
         if size > len(self.kind):
             capacity = max(size, len(self.kind) * 3 // 2, 16)
-            for name in self._FIELDS:
-                old = getattr(self, name)
+            for name, old in list(self._arrays()):
                 grown = np.zeros(capacity, old.dtype)
                 grown[: self.size] = old[: self.size]
                 setattr(self, name, grown)
@@ -116,18 +126,39 @@ class _Encoded:
         self.size = size
 
     def put(self, slots: IntArray, batch: _Batch) -> None:
-        self.kind[slots] = batch.kinds
-        self.num[slots] = batch.nums
-        self.code[slots] = batch.codes
+        kinds = np.asarray(batch.kinds, np.int8)
+        self.kind[slots] = kinds
+        if self.num is None and np.isin(kinds, (NUM, BIGNUM, BOOL)).any():
+            self.num = np.zeros(len(self.kind), np.float64)
+        if self.num is not None:
+            self.num[slots] = batch.nums
+        if self.code is None and (kinds == STR).any():
+            self.code = np.zeros(len(self.kind), np.int32)
+        if self.code is not None:
+            self.code[slots] = batch.codes
 
     def view(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float64], npt.NDArray[np.int32]]:
-        return self.kind[: self.size], self.num[: self.size], self.code[: self.size]
+        """kind, num and code of the used slots (a missing array reads as 0.0 or -1 everywhere)."""
+        size = self.size
+        num = np.broadcast_to(np.float64(0.0), (size,)) if self.num is None else self.num[:size]
+        code = np.broadcast_to(np.int32(-1), (size,)) if self.code is None else self.code[:size]
+        return self.kind[:size], num, code
+
+    def move(self, target: IntArray, source: IntArray) -> None:
+        """Copy slots `source` into slots `target`."""
+        for _, array in self._arrays():
+            array[target] = array[source]
 
     def keep(self, kept: BoolArray) -> None:
         """Keep only the slots selected by a mask over the used ones, in order."""
-        for name in self._FIELDS:
-            setattr(self, name, getattr(self, name)[: self.size][kept])
+        for name, array in list(self._arrays()):
+            setattr(self, name, array[: self.size][kept])
         self.size = len(self.kind)
+
+    def rows(self) -> IntArray:
+        """The row of each used slot of list postings."""
+        assert self.row is not None, "only list postings keep rows"
+        return self.row[: self.size]
 
 
 @dataclass
@@ -135,7 +166,7 @@ class _Column:
     """One metadata key: a value slot per row (rows past `values.size` lack the key) and list postings."""
 
     values: _Encoded = field(default_factory=_Encoded)
-    items: _Encoded = field(default_factory=_Encoded)
+    items: _Encoded = field(default_factory=_Encoded.postings)
 
 
 class MetadataColumns:
@@ -196,7 +227,7 @@ class MetadataColumns:
             start = posting.size
             posting.grow_to(start + len(batch.rows))
             posting.put(np.arange(start, posting.size), batch)
-            posting.row[start : posting.size] = batch.rows
+            posting.rows()[start:] = batch.rows
 
     def clear(self, rows: IntArray, metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Forget the metadata `rows` hold (their old `metadatas`), before they are written again."""
@@ -208,7 +239,7 @@ class MetadataColumns:
             column = self._columns[name]
             column.values.kind[np.asarray(row_list, np.int64)] = MISSING
             if column.items.size:
-                column.items.keep(~np.isin(column.items.row[: column.items.size], row_list))
+                column.items.keep(~np.isin(column.items.rows(), row_list))
 
     def remove(self, holes: IntArray, tails: IntArray, dead: BoolArray, new_size: int) -> None:
         """Drop the `dead` rows: row `tails[i]` moves to `holes[i]` and the rows shrink to `new_size`."""
@@ -220,14 +251,13 @@ class MetadataColumns:
             source = tails[inside]
             target = holes[inside]
             present = source < values.size
-            for array in (values.kind, values.num, values.code):
-                array[target[present]] = array[source[present]]
+            values.move(target[present], source[present])
             values.kind[target[~present]] = MISSING
             values.size = min(values.size, new_size)
             items = column.items
             if items.size:
-                items.keep(~dead[items.row[: items.size]])
-                items.row = moved_to[items.row]
+                items.keep(~dead[items.rows()])
+                items.row = moved_to[items.rows()]
 
     # -- filtering -------------------------------------------------------------------------------
 
@@ -274,7 +304,7 @@ class MetadataColumns:
             return result
         if node.op is Op.CONTAINS:
             hit, settle = self._match(column.items, Op.EQ, (node.value,))  # type: ignore[arg-type]
-            item_rows = column.items.row[: column.items.size]
+            item_rows = column.items.rows()
             result[item_rows[hit]] = True
             settle_rows = np.unique(item_rows[settle])
         else:

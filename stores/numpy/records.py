@@ -1,11 +1,18 @@
 """The numpy store's texts and metadata, packed into one byte buffer per store and decoded on read.
 
 A Python `str` costs ~50 bytes beyond its characters and a metadata dict ~200 bytes even with one key,
-which for short chunks is as much as the text itself. So each row keeps one record, `(text, metadata)`
-serialised with `marshal` (exact for every metadata type: ints of any size, floats to the bit
-including -0.0 and NaN, bools, key order, lists, and strings with lone surrogates), in one growing
-`uint8` buffer; two int64 offsets per row say where it lies. Reading a row decodes a fresh record (a
-microsecond for a chunk), so callers never share a dict with the store.
+which for short chunks is as much as the text itself. So each row keeps one record in one growing
+`uint8` buffer: the text's UTF-8 bytes (lone surrogates kept), then the metadata, then the
+metadata's length in one byte (255, then eight bytes before it, for 255 bytes or more). Metadata is
+the number of its key sequence in a table the records share (`_KeySets`, in LEB128) followed by its
+values serialised with `marshal` (exact for every metadata type: ints of any size, floats to the
+bit including -0.0 and NaN, bools, lists, and strings with lone surrogates); empty metadata takes no
+byte at all. Two
+offsets per row say where the record lies (uint32 until the buffer passes 4 GiB, then int64).
+Reading a row decodes a fresh record (a microsecond for a chunk), so callers never share a dict with
+the store. Records are encoded a few thousand at a time: a bytes object per record for a whole large
+batch would spread over the allocator's arenas, which stay resident for as long as any later
+allocation shares them.
 
 Values of a subclass of str, int or float (a `numpy.float64`, an `enum.StrEnum` member) are stored
 as the plain value, as a save and load (JSON) or any other store gives them back: `marshal` would
@@ -33,12 +40,17 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import MetadataValue
+from stores.lexical.idmap import offsets_for
 
 __all__ = ["PackedRecords", "Record"]
 
 IntArray = npt.NDArray[np.int64]
 Record = tuple[str, dict[str, MetadataValue]]
 _COMPACT_MIN_BYTES = 1 << 20  # below this much garbage a rewrite is not worth its pass
+_ENCODE_BATCH = 2048  # records encoded at a time (see the module docstring)
+_LONG = 255  # trailer byte of metadata of 255 bytes or more: its length is in the 8 bytes before
+_MAX_KEY_SETS = 4096  # distinct key sequences numbered (see `_KeySets`)
+_BYTES = [bytes((i,)) for i in range(256)]
 
 
 _PLAIN = (str, int, float, bool)
@@ -71,6 +83,80 @@ def _plain_record(text: str, metadata: dict[str, MetadataValue]) -> Record:
     return text, metadata
 
 
+def _varint(number: int) -> bytes:
+    """`number` >= 0 in LEB128: seven bits a byte, low bits first, the high bit set on all but the last."""
+    if number < 0x80:
+        return _BYTES[number]
+    out = bytearray()
+    while number >= 0x80:
+        out.append((number & 0x7F) | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
+
+
+def _read_varint(view: memoryview, at: int) -> tuple[int, int]:
+    """The LEB128 number at `view[at]`, and where the bytes after it begin."""
+    number, shift = 0, 0
+    while True:
+        byte = view[at]
+        at += 1
+        number |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return number, at
+        shift += 7
+
+
+class _KeySets:
+    """The distinct key sequences of the metadata written so far, numbered from 1 (0: none given).
+
+    A record names its keys by number and keeps only its values, so keys are not repeated in every
+    record. The table stops growing at `_MAX_KEY_SETS`; later key sequences go into their records.
+    """
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[str, ...]] = []
+        self._numbers: dict[tuple[str, ...], int] = {}
+
+    def number(self, keys: tuple[str, ...]) -> int:
+        found = self._numbers.get(keys)
+        if found is None:
+            if len(self.keys) >= _MAX_KEY_SETS:
+                return 0
+            self.keys.append(keys)
+            found = self._numbers[keys] = len(self.keys)
+        return found
+
+    def encode(self, text: str, metadata: dict[str, MetadataValue]) -> bytes:
+        """The record's bytes (see the module docstring)."""
+        text, metadata = _plain_record(text, metadata)
+        meta = b""
+        if metadata:
+            number = self.number(tuple(metadata))
+            meta = _varint(number) + marshal.dumps(tuple(metadata.values()) if number else metadata)
+        size = len(meta)
+        trailer = _BYTES[size] if size < _LONG else size.to_bytes(8, "little") + _BYTES[_LONG]
+        return b"".join((text.encode("utf-8", "surrogatepass"), meta, trailer))
+
+    def decode(self, view: memoryview, start: int, stop: int) -> Record:
+        """The record in `view[start:stop]`, with a fresh metadata dict."""
+        size = view[stop - 1]
+        end = stop - 1
+        if size == _LONG:
+            end -= 8
+            size = int.from_bytes(view[end : stop - 1], "little")
+        split = end - size
+        text = str(view[start:split], "utf-8", "surrogatepass")
+        if not size:
+            return text, {}
+        number, at = _read_varint(view, split)
+        found = marshal.loads(view[at:end])
+        if number:
+            return text, dict(zip(self.keys[number - 1], found, strict=True))
+        metadata: dict[str, MetadataValue] = found
+        return text, metadata
+
+
 class PackedRecords:
     """`(text, metadata)` per row in one byte buffer (see the module docstring).
 
@@ -79,11 +165,12 @@ class PackedRecords:
     """
 
     def __init__(self) -> None:
+        self._keys = _KeySets()
         self._data = np.zeros(0, np.uint8)
         self._end = 0  # bytes of `_data` in use (live records and garbage)
         self._live_bytes = 0
-        self._starts = np.zeros(0, np.int64)
-        self._stops = np.zeros(0, np.int64)
+        self._starts: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
+        self._stops: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
         self._size = 0
 
     def __len__(self) -> int:
@@ -96,13 +183,27 @@ class PackedRecords:
 
     def read(self, row: int) -> Record:
         """The text and a fresh metadata dict of `row`."""
-        record: Record = marshal.loads(self._view()[self._starts[row] : self._stops[row]])
-        return record
+        return self._keys.decode(self._view(), int(self._starts[row]), int(self._stops[row]))
 
     def read_many(self, rows: Sequence[int]) -> list[Record]:
         """`read` for each of `rows`."""
-        data, starts, stops = self._view(), self._starts, self._stops
-        return [marshal.loads(data[starts[row] : stops[row]]) for row in rows]
+        view, at = self._view(), np.fromiter(rows, np.int64)
+        starts, stops = self._starts[at].tolist(), self._stops[at].tolist()
+        decode, keys, loads = self._keys.decode, self._keys.keys, marshal.loads
+        out: list[Record] = []
+        for start, stop in zip(starts, stops, strict=True):
+            # The common record inline (metadata under 255 bytes, a numbered key sequence under 128):
+            # this loop decodes every document a search or `get` returns.
+            size = view[stop - 1]
+            split = stop - 1 - size
+            number = view[split] if size else 0
+            if size == _LONG or not 0 < number < 0x80:
+                out.append(decode(view, start, stop))
+                continue
+            values = loads(view[split + 1 : stop - 1])
+            text = str(view[start:split], "utf-8", "surrogatepass")
+            out.append((text, dict(zip(keys[number - 1], values, strict=True))))
+        return out
 
     def _view(self) -> memoryview:
         return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
@@ -119,19 +220,27 @@ class PackedRecords:
         """Store `records[i]` at `rows[i]`: existing rows are replaced, rows up to `len(self)` appended."""
         if not len(rows):
             return
-        encoded = [marshal.dumps(_plain_record(text, metadata)) for text, metadata in records]
-        lengths = np.fromiter(map(len, encoded), np.int64, count=len(encoded))
-        blob = b"".join(encoded)
+        blobs, length_parts = [], []
+        for begin in range(0, len(records), _ENCODE_BATCH):
+            encode = self._keys.encode
+            encoded = [encode(text, metadata) for text, metadata in records[begin : begin + _ENCODE_BATCH]]
+            length_parts.append(np.fromiter(map(len, encoded), np.int64, count=len(encoded)))
+            blobs.append(b"".join(encoded))
+        lengths = np.concatenate(length_parts)
+        total = int(lengths.sum())
         self._reserve_rows(int(rows.max()) + 1)
-        self._reserve_bytes(self._end + len(blob))
-        self._data[self._end : self._end + len(blob)] = np.frombuffer(blob, np.uint8)
+        self._reserve_bytes(self._end + total)
+        at = self._end
+        for blob in blobs:
+            self._data[at : at + len(blob)] = np.frombuffer(blob, np.uint8)
+            at += len(blob)
         replaced = rows[rows < self._size]
         self._live_bytes -= int((self._stops[replaced] - self._starts[replaced]).sum())
         stops = self._end + np.cumsum(lengths)
         self._starts[rows] = stops - lengths
         self._stops[rows] = stops
-        self._end += len(blob)
-        self._live_bytes += len(blob)
+        self._end += total
+        self._live_bytes += total
         self._size = max(self._size, int(rows.max()) + 1)
         self._maybe_compact()
 
@@ -151,11 +260,12 @@ class PackedRecords:
 
     def _resize_rows(self, capacity: int) -> None:
         for name in ("_starts", "_stops"):
-            grown = np.zeros(capacity, np.int64)
+            grown = np.zeros(capacity, getattr(self, name).dtype)
             grown[: self._size] = getattr(self, name)[: self._size]
             setattr(self, name, grown)
 
     def _reserve_bytes(self, size: int) -> None:
+        self._starts, self._stops = offsets_for(self._starts, size), offsets_for(self._stops, size)
         if size > len(self._data):
             # np.empty: the spare tail takes no resident memory until written.
             grown = np.empty(max(size, len(self._data) * 3 // 2, 4096), np.uint8)

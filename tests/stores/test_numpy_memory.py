@@ -1,0 +1,191 @@
+"""Memory the numpy store and its BM25 index keep beside vectors and texts: the packed vocabulary,
+metadata columns that hold only the arrays a key uses, and records of any metadata size."""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import stores.numpy.records as records_module
+from rag.documents import MetadataValue
+from rag.filters import Filter, key, matches
+from stores.lexical import idmap
+from stores.lexical.text import Vocabulary, analyze
+from stores.numpy.columns import MetadataColumns
+from stores.numpy.records import PackedRecords
+
+
+def _random_words(count: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    return ["".join(rng.choice(letters, size=int(n))) for n in rng.integers(5, 10, size=count)]
+
+
+def test_the_vocabulary_keeps_no_python_object_per_term() -> None:
+    words = _random_words(40_000, 5)
+    texts = [" ".join(words[i : i + 40]) for i in range(0, len(words), 40)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        vocabulary = Vocabulary()
+        vocabulary.encode_many(texts)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(vocabulary) > 39_000
+    # ~7 bytes of UTF-8 a term here. A dict term -> id, a list of str and a dict word -> id (and the
+    # stemmer's cache of every word) took ~180 bytes a term; the packed arrays take ~36.
+    assert held / len(vocabulary) < 60
+
+
+_LONG_ASCII = "x" * 70  # past the 64 bytes that word hashes cover
+_LONG_OTHER = "é" * 40  # 80 bytes of UTF-8
+
+
+@pytest.mark.parametrize("batches", [1, 3])
+def test_every_path_of_the_vocabulary_analyses_like_the_reference(batches: int) -> None:
+    texts = [
+        "Running runners ran; IL-10 and T-cell/B levels",
+        f"{_LONG_ASCII} plain ascii {_LONG_ASCII}-tail",
+        f"Café crème, naïve {_LONG_OTHER} IL-10 “quoted” running",
+        "数据库 検索 the and of",  # characters in pairs; stopwords only besides
+        "",
+        f"{_LONG_OTHER} {_LONG_ASCII} running",
+    ]
+    vocabulary = Vocabulary()
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for part in np.array_split(np.arange(len(texts)), batches):
+        found.append(vocabulary.encode_many([texts[i] for i in part.tolist()]))
+        found[-1] = (found[-1][0], part[found[-1][1]], found[-1][2])
+    ids = np.concatenate([f[0] for f in found])
+    owners = np.concatenate([f[1] for f in found])
+    terms = vocabulary.terms
+    assert len(set(terms)) == len(terms)
+    for row, text in enumerate(texts):
+        assert sorted(terms[i] for i in ids[owners == row].tolist()) == sorted(analyze(text)), text
+    for text in texts:  # a text seen before gives the same ids again, and learns nothing
+        again, _, _ = vocabulary.encode_many([text])
+        assert sorted(vocabulary.term(i) for i in again.tolist()) == sorted(analyze(text))
+    assert vocabulary.terms == terms
+    query = f"running café {_LONG_OTHER} il10 unknownword the"
+    expected = [terms.index(t) for t in analyze(query) if t in terms]
+    assert vocabulary.encode_query(query) == expected
+    assert pickle.loads(pickle.dumps(vocabulary)).encode_query(query) == expected
+
+
+def test_metadata_of_any_size_survives_packing() -> None:
+    records = PackedRecords()
+    # Serialised metadata of 0, ~250, 254-256 and ~70,000 bytes: the length trailer's two forms.
+    metadatas: list[dict[str, MetadataValue]] = [{}, {"k": ""}]
+    metadatas += [{"k": "v" * n} for n in range(240, 262)]
+    metadatas += [{"k": "w" * 70_000, "n": -(2**70), "l": [1.5, "\ud800"]}]
+    records_in = [(f"text {i} \udfff é", metadata) for i, metadata in enumerate(metadatas)]
+    records.write(np.arange(len(records_in), dtype=np.int64), records_in)
+    assert records.read_many(range(len(records_in))) == records_in
+    assert [records.read(i) for i in range(len(records_in))] == records_in
+    records.write(np.array([0]), [("", {})])
+    assert records.read(0) == ("", {}) and records.metadata(24) == metadatas[24]
+
+
+def test_an_int_column_keeps_nine_bytes_a_row() -> None:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        columns = MetadataColumns()
+        columns.write(np.arange(20_000, dtype=np.int64), [{"n": i} for i in range(20_000)])
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # A kind byte and a float64 per row (with the growth slack of the arrays): no string codes and no
+    # rows of list items, which an int column never uses (21 bytes a row before).
+    assert held / 20_000 < 12
+
+
+def test_columns_that_gain_new_kinds_of_values_filter_like_the_reference() -> None:
+    rows: list[dict[str, MetadataValue]] = []
+    columns = MetadataColumns()
+    batches: list[list[dict[str, MetadataValue]]] = [
+        [{"v": i} for i in range(5)],  # ints only: no string codes yet
+        [{"v": "b"}, {"v": True}, {"w": "x"}, {"v": 2**60 + 1}],
+        [{"v": ["a", 3]}, {"v": "a"}, {"v": 2.5}, {}],
+    ]
+    for batch in batches:
+        columns.write(np.arange(len(rows), len(rows) + len(batch), dtype=np.int64), batch)
+        rows.extend(batch)
+    filters: list[Filter] = [
+        key("v") == 3,
+        key("v") == "a",
+        key("v") == True,  # noqa: E712 - a filter tree, not a comparison
+        key("v") > 2,
+        key("v") >= "a",
+        key("v").contains("a"),
+        key("v").contains(3),
+        key("v").in_([1, "b", 2**60 + 1]),
+        key("w") == "x",
+        key("v") != 3,
+    ]
+    metadata = np.empty(len(rows), dtype=object)
+    metadata[:] = rows
+    for tree in filters:
+        expected = [matches(tree, row) for row in rows]
+        assert columns.mask(tree, len(rows), metadata).tolist() == expected, tree
+    # Moving the last rows into holes keeps every kind of value with its row.
+    dead = np.zeros(len(rows), np.bool_)
+    dead[[1, 6]] = True
+    new_size = len(rows) - 2
+    holes = np.flatnonzero(dead[:new_size])
+    tails = new_size + np.flatnonzero(~dead[new_size:])
+    columns.remove(holes, tails, dead, new_size)
+    moved = list(rows)
+    for hole, tail in zip(holes.tolist(), tails.tolist(), strict=True):
+        moved[hole] = moved[tail]
+    moved = moved[:new_size]
+    metadata = np.empty(new_size, dtype=object)
+    metadata[:] = moved
+    for tree in filters:
+        assert columns.mask(tree, new_size, metadata).tolist() == [matches(tree, row) for row in moved], tree
+
+
+def test_offsets_widen_to_int64_past_their_narrow_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(idmap, "_NARROW_OFFSETS", 300)  # 4 GiB of ids or texts, scaled down
+    ids = idmap.PackedIds()
+    names = [f"id-{n}-é" for n in range(60)]  # ~10 bytes each: the offsets pass 300 on the way
+    for part in (names[:20], names[20:]):
+        ids.append(part)
+    assert ids._stops.dtype == np.int64
+    assert ids.rows_of([names[5], names[55], "nope"]).tolist() == [5, 55, -1]
+    assert ids.live_ids() == names
+    records = PackedRecords()
+    texts: list[tuple[str, dict[str, MetadataValue]]] = [(f"text {n} " * 5, {"n": n}) for n in range(30)]
+    records.write(np.arange(5, dtype=np.int64), texts[:5])
+    assert records._stops.dtype == np.uint32  # still narrow: 230 bytes
+    records.write(np.arange(5, 30, dtype=np.int64), texts[5:])
+    assert records._starts.dtype == records._stops.dtype == np.int64
+    assert records.read_many(range(30)) == texts
+
+
+def test_records_share_key_sequences_and_keep_key_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(records_module, "_MAX_KEY_SETS", 3)  # past three key sequences: kept whole
+    metadatas: list[dict[str, MetadataValue]] = [
+        {"a": 1, "b": "x"},
+        {"b": "x", "a": 1},  # same keys, other order: another sequence
+        {"a": 2, "b": "y"},
+        {"c": [1, 2]},
+        {"d": True},  # the table is full: keys go into the record
+        {"e": 1.5, "a": -(2**80)},
+        {"a": 3, "b": "z"},
+    ]
+    records = PackedRecords()
+    records.write(np.arange(len(metadatas), dtype=np.int64), [("t", m) for m in metadatas])
+    found = [metadata for _, metadata in records.read_many(range(len(metadatas)))]
+    assert [list(m.items()) for m in found] == [list(m.items()) for m in metadatas]
+    one_key = PackedRecords()
+    one_key.write(np.arange(1000, dtype=np.int64), [("", {"bucket": n % 7}) for n in range(1000)])
+    # Per record: the key sequence's number, a tuple of one small int, the length trailer.
+    assert one_key.nbytes - 1000 * 8 <= 1000 * 9
