@@ -2,7 +2,8 @@
 
 The words are `rag.embeddings.tokenize.terms`: Unicode case folding, accent stripping, overlapping
 character bigrams for scripts written without spaces (CJK, Thai); then two words joined by one hyphen
-or slash are added joined (`compounds`: "IL-10" also gives "il10"). English stopwords are dropped and
+or slash are added joined (`compounds`: "IL-10" also gives "il10"), and words written with symbols are
+added spelt out (`symbol_words`: "C++" also gives "cpp", "C#" "csharp"). English stopwords are dropped and
 the rest reduced with Porter's stemmer (`rag.embeddings.porter`), which leaves words of other scripts
 (Arabic, Cyrillic, Greek, Hindi) whole, so a document in any script matches on its own words or
 character pairs. `TOKENIZER` names this analysis; an index saved under another name must be rebuilt
@@ -29,18 +30,18 @@ from rag.embeddings.porter import porter_stem, porter_stem_uncached
 from rag.embeddings.tokenize import STOPWORDS, fold, terms
 from stores.lexical.idmap import PackedIds
 
-__all__ = ["TOKENIZER", "Vocabulary", "analyze", "words"]
+__all__ = ["TOKENIZER", "Vocabulary", "analyze", "compounds", "symbol_words", "words"]
 
 # "rag-en-1": the light stemmer of `rag.embeddings.tokenize`, no compounds. "rag-en-2": Porter's stemmer
 # and joined compounds, +0.02 nDCG@10 on BEIR SciFact (docs/retrieval.md). Stores rebuild an index saved
-# under another name from their stored texts when they open it.
-TOKENIZER = "rag-en-2"
+# under another name from their stored texts when they open it. "rag-en-3": "C++" and "C#" spelt out.
+TOKENIZER = "rag-en-3"
 _STOP = -1  # cached id of a word that is dropped (a stopword)
 _MISSING = -3  # a word not seen yet
 _ALNUM = np.zeros(256, dtype=np.bool_)
 _ALNUM[np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)] = True
 _HASH_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd, with well-mixed bits
-_HYPHEN, _SLASH = ord("-"), ord("/")
+_HYPHEN, _SLASH, _PLUS, _HASH = ord("-"), ord("/"), ord("+"), ord("#")
 _MAX_HASHED = 64  # longer words take the dictionary path
 _CHUNK_BYTES = 1 << 23  # text analysed per ~8 MB, to bound temporary arrays and word lists
 IntArray = npt.NDArray[np.int64]
@@ -93,10 +94,29 @@ def compounds(text: str) -> list[str]:
     return [first + second for first, second in _COMPOUND.findall(folded)]
 
 
+# A word followed by "++" ("C++", "g++"), or one letter followed by "#" ("C#", "F#"), on folded text.
+_SYMBOLIC = re.compile(r"(?<![^\W_])(?:([a-z0-9]+)\+\+|([a-z])#)")
+
+
+def symbol_words(text: str) -> list[str]:
+    """Words written with "++" or "#", spelt out: "C++" gives "cpp", "g++" "gpp", "C#" "csharp".
+
+    The symbols are not word characters, so "C++" alone would be the word "c", which every page on C,
+    Objective-C or C++ holds; the spelt-out word lets a question on C++ find the pages that name it.
+    Only ASCII letters and digits count, as for `compounds`.
+    """
+    if "+" not in text and "#" not in text:
+        return []
+    folded = text.lower() if text.isascii() else fold(text)
+    return [plus + "pp" if plus else letter + "sharp" for plus, letter in _SYMBOLIC.findall(folded)]
+
+
 def words(text: str) -> list[str]:
-    """The words the lexical index analyses: `rag.embeddings.tokenize.terms`, then the `compounds`."""
+    """The words the lexical index analyses: `rag.embeddings.tokenize.terms`, the `compounds`, then the
+    `symbol_words`."""
     found = terms(text)
     found.extend(compounds(text))
+    found.extend(symbol_words(text))
     return found
 
 
@@ -266,7 +286,8 @@ class Vocabulary:
         ids[short] = self._resolve(_word_hashes(data, short_starts, short_lengths), spelt, by_first_use=False)
         for position in np.flatnonzero(~short).tolist():  # rare: very long tokens (URLs, blobs)
             ids[position] = self._long_word_id(joined[starts[position] : ends[position]])
-        return self._with_compounds(joined, data, starts, ends, ids, owners)
+        ids, owners = self._with_compounds(joined, data, starts, ends, ids, owners)
+        return self._with_symbols(joined, data, starts, ends, ids, owners)
 
     def _with_compounds(
         self,
@@ -296,6 +317,33 @@ class Vocabulary:
             )
         ]
         return np.concatenate([ids, self._ids_of_words(names)]), np.concatenate([owners, owners[pairs]])
+
+    def _with_symbols(
+        self,
+        joined: str,
+        data: npt.NDArray[np.uint8],
+        starts: npt.NDArray[np.intp],
+        ends: npt.NDArray[np.intp],
+        ids: npt.NDArray[np.int32],
+        owners: npt.NDArray[np.int64],
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+        """Add the spelt-out term of each word written with "++" or "#" (see `symbol_words`)."""
+        if not starts.size:
+            return ids, owners
+        after = np.append(data, [0, 0])  # two bytes of padding: every word end can look two ahead
+        plus = (after[ends] == _PLUS) & (after[ends + 1] == _PLUS)
+        sharp = (after[ends] == _HASH) & (ends - starts == 1) & (data[starts] >= ord("a"))
+        found = np.flatnonzero(plus | sharp)
+        if not found.size:
+            return ids, owners
+        # Few words carry these symbols, so a Python step per word costs little.
+        names = [
+            joined[a:b] + ("pp" if is_plus else "sharp")
+            for a, b, is_plus in zip(
+                starts[found].tolist(), ends[found].tolist(), plus[found].tolist(), strict=True
+            )
+        ]
+        return np.concatenate([ids, self._ids_of_words(names)]), np.concatenate([owners, owners[found]])
 
     def encode_query(self, text: str) -> list[int]:
         """Term ids of a query in order, repeats kept; stopwords and terms no document holds dropped."""

@@ -211,7 +211,7 @@ def test_a_selective_filter_over_a_long_ranking_still_finds_its_hits() -> None:
     assert index.search("w5", 5, allowed=allowed) == sorted(full[-2:], key=lambda p: (-p[1], p[0]))
 
 
-_alphabet = st.sampled_from([*"abcXYZ019 ,.-/_'éÉßçσΣжЖ数据库ㅎ한글ب", "\u0301", "\n", "ﬁ"])
+_alphabet = st.sampled_from([*"abcXYZ019 ,.-/_'+#éÉßçσΣжЖ数据库ㅎ한글ب", "\u0301", "\n", "ﬁ"])
 
 
 @settings(max_examples=150, deadline=None)
@@ -235,6 +235,22 @@ def test_hyphenated_and_slashed_words_also_index_joined() -> None:
     index.add(["dash", "joined", "other"], ["IL-10 levels rise", "IL10 knockout mice", "interleukin levels"])
     assert [doc_id for doc_id, _ in index.search("IL10", 5)] == ["joined", "dash"]
     assert [doc_id for doc_id, _ in index.search("IL-10", 5)] == ["dash", "joined"]
+
+
+def test_words_written_with_symbols_are_also_indexed_spelt_out() -> None:
+    assert analyze("C++ and C#, g++ -std=c++17") == ["std", "17", "cpp", "csharp", "gpp", "cpp"]
+    assert analyze("F# ##x 12# é++") == ["12", "fsharp", "epp"]  # one letter before "#"; folded text
+    index = LexicalIndex()
+    index.add(
+        ["cxx", "objc", "c"],
+        [
+            "CXX_STANDARD: the C++ standard whose features are requested.",
+            "OBJC_STANDARD: the Objective-C standard whose features are requested.",
+            "C_STANDARD: the C standard whose features are requested.",
+        ],
+    )
+    assert [doc_id for doc_id, _ in index.search("How do I set the C++ standard?", 3)][0] == "cxx"
+    assert [doc_id for doc_id, _ in index.search("cpp", 3)] == ["cxx"]
 
 
 def test_porter_stems_word_families_together() -> None:
