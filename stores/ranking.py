@@ -20,6 +20,11 @@ size never changes the ranking: the results at `top_k=10` are exactly the first 
 scores included. (A pool that grew with `top_k` changed the fusion's input: RRF then saw documents
 deeper in one list, and weighted fusion's min-max scaling another worst score.)
 
+A store whose lists come as arrays of integer keys (`KeyedCandidates`, as the numpy store's) has its
+hybrid requests without threshold or diversity fused by `_fuse_keys` instead: the same arithmetic on
+arrays, with the ids of only the final `top_k` and of tied scores decoded, so the results are
+identical, scores bit for bit.
+
 Ties always go to the smaller id (code points). With `diversity` > 0, maximal marginal relevance
 (`rag.retrieval.mmr`, relevance = the mode's score, similarity = cosine between stored vectors) picks
 `top_k` documents from the mode's best `candidate_depth(top_k)`, in selection order, each keeping its
@@ -33,17 +38,30 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from rag.documents import SearchRequest
 from rag.retrieval import mmr, reciprocal_rank_fusion, weighted_fusion
+from stores.ties import best_first
 
-__all__ = ["CANDIDATE_POOL", "Candidates", "Hit", "candidate_depth", "needs_ranking", "rank"]
+__all__ = [
+    "CANDIDATE_POOL",
+    "Candidates",
+    "Hit",
+    "KeyedCandidates",
+    "Keyed",
+    "candidate_depth",
+    "needs_ranking",
+    "rank",
+    "rank_keys",
+]
 
 Hit = tuple[str, float]
+Keyed = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
+"""A ranked list as arrays: integer keys (one per document) and their scores, best first."""
 CANDIDATE_POOL = 100
 """How many candidates each list fused or diversified holds (when there are that many), for every
 `top_k` up to this size; a larger `top_k` takes `top_k` candidates."""
@@ -89,6 +107,26 @@ class Candidates(Protocol):
         ...
 
 
+class KeyedCandidates(Candidates, Protocol):
+    """`Candidates` whose vector and lexical lists also come as `Keyed` arrays, in one key space.
+
+    The keyed lists hold the same documents in the same order as `vector` and `lexical`, scores
+    included; `ids_of` names the documents of any keys.
+    """
+
+    def vector_keys(self, depth: int, threshold: float) -> Keyed:
+        """`vector` as keys and cosines."""
+        ...
+
+    def lexical_keys(self, depth: int) -> Keyed:
+        """`lexical` as keys and BM25 scores."""
+        ...
+
+    def ids_of(self, keys: npt.NDArray[np.int64]) -> list[str]:
+        """The id of each key."""
+        ...
+
+
 def _lexical(request: SearchRequest, source: Candidates, depth: int) -> list[Hit]:
     """The best `depth` lexical hits whose cosine passes the threshold, looking deeper while needed."""
     if request.similarity_threshold == 0.0:
@@ -113,6 +151,57 @@ def _fuse(request: SearchRequest, vector: list[Hit], lexical: list[Hit]) -> list
     return reciprocal_rank_fusion(rankings, k=request.rrf_k, weights=weights)
 
 
+def _min_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """`rag.retrieval.fusion`'s min-max scaling, elementwise: the same operations on each score."""
+    if not scores.size:
+        return scores
+    low, high = scores.min(), scores.max()
+    if high == low:
+        return np.ones_like(scores)
+    scaled: npt.NDArray[np.float64] = (scores - low) / (high - low)
+    return scaled
+
+
+def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> Keyed:
+    """`_fuse` over keyed lists, best `top_k` only, as keys and fused scores.
+
+    Each fused score is computed by the same floating-point operations as `_fuse`: an RRF score is
+    the sum of at most two terms, which `math.fsum` and one addition both round exactly once.
+    """
+    vector_keys, vector_scores = source.vector_keys(depth, 0.0)
+    lexical_keys, lexical_scores = source.lexical_keys(depth)
+    vw = request.vector_weight
+    if request.fusion == "weighted":
+        terms = np.concatenate((vw * _min_max(vector_scores), (1.0 - vw) * _min_max(lexical_scores)))
+    else:
+        k = request.rrf_k
+        terms = np.concatenate(
+            (
+                (2.0 * vw) / (k + np.arange(1, len(vector_keys) + 1)),
+                (2.0 * (1.0 - vw)) / (k + np.arange(1, len(lexical_keys) + 1)),
+            )
+        )
+    keys, slots = np.unique(np.concatenate((vector_keys, lexical_keys)), return_inverse=True)
+    # bincount adds each key's terms in list order onto 0.0, as the per-id sums of `_fuse` do.
+    fused = np.bincount(slots, weights=terms, minlength=len(keys))
+    top_k = request.top_k
+    if len(keys) > top_k:
+        kth = np.partition(fused, len(keys) - top_k)[len(keys) - top_k]
+        kept = fused >= kth
+        keys, fused = keys[kept], fused[kept]
+    return best_first(keys, fused, source.ids_of, top_k)
+
+
+def rank_keys(request: SearchRequest, source: Candidates) -> Keyed | None:
+    """`rank` as keys and scores, for the requests a `KeyedCandidates` source ranks by keys alone
+    (hybrid, without threshold or diversity); None for any other request or source."""
+    if request.mode != "hybrid" or request.diversity > 0 or request.similarity_threshold != 0.0:
+        return None
+    if request.top_k == 0 or not hasattr(source, "vector_keys"):
+        return None
+    return _fuse_keys(request, cast(KeyedCandidates, source), candidate_depth(request.top_k))
+
+
 def _diversify(request: SearchRequest, source: Candidates, ranked: list[Hit]) -> list[Hit]:
     if len(ranked) <= 1:
         return ranked[: request.top_k]
@@ -126,6 +215,10 @@ def rank(request: SearchRequest, source: Candidates) -> list[Hit]:
     """The final (id, score) list for `request`, best (or, with diversity, first picked) first."""
     if request.top_k == 0:
         return []
+    keyed = rank_keys(request, source)
+    if keyed is not None:
+        keys, scores = keyed
+        return list(zip(cast(KeyedCandidates, source).ids_of(keys), scores.tolist(), strict=True))
     diverse = request.diversity > 0
     depth = candidate_depth(request.top_k) if diverse or request.mode == "hybrid" else request.top_k
     threshold = request.similarity_threshold

@@ -29,6 +29,7 @@ import os
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -37,8 +38,9 @@ import stores.lexical.segments as segments_module
 from rag.errors import InvalidRequestError
 from stores.lexical.idmap import PackedIds
 from stores.lexical.persist import Saved, read, read_settings, write
-from stores.lexical.segments import Segment, build, merge, narrow_tfs, postings, split
+from stores.lexical.segments import Segment, build, merge, narrow_tfs, postings_of, split
 from stores.lexical.text import TOKENIZER, Vocabulary
+from stores.ties import best_first
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
 
@@ -269,8 +271,9 @@ class LexicalIndex:
             self._norm = k1 * (1.0 - b + b * lengths / average)
         return self._norm
 
-    def _scores(self, query: str) -> npt.NDArray[np.float64] | None:
-        """BM25 of every row (0 for dead rows and rows without a query term), or None without any hit."""
+    def _weights(self, query: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], int] | None:
+        """Each live posting of the query's terms as (row, its BM25 term weight), term after term, and
+        the number of terms found; None without any hit."""
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
         term_counts = Counter(self._vocabulary.encode_query(query))
@@ -282,8 +285,8 @@ class LexicalIndex:
         filter_dead = count < self._ids.row_count
         row_parts: list[npt.NDArray[np.int32]] = []
         weight_parts: list[npt.NDArray[np.float64]] = []
-        for term, query_tf in term_counts.items():
-            rows, tfs = postings(self._segments, term)
+        found = postings_of(self._segments, list(term_counts))
+        for query_tf, (rows, tfs) in zip(term_counts.values(), found, strict=True):
             if filter_dead and rows.size:
                 live = self._live[rows]
                 rows, tfs = rows[live], tfs[live]
@@ -296,11 +299,41 @@ class LexicalIndex:
             row_parts.append(rows)
         if not row_parts:
             return None
-        rows = np.concatenate(row_parts)
-        scores: npt.NDArray[np.float64] = np.bincount(
-            rows, np.concatenate(weight_parts), minlength=self._ids.row_count
-        ).astype(np.float64, copy=False)
+        if len(row_parts) == 1:
+            return row_parts[0], weight_parts[0], 1
+        return np.concatenate(row_parts), np.concatenate(weight_parts), len(row_parts)
+
+    def _scores(self, query: str) -> npt.NDArray[np.float64] | None:
+        """BM25 of every row (0 for dead rows and rows without a query term), or None without any hit."""
+        found = self._weights(query)
+        if found is None:
+            return None
+        rows, weights, _ = found
+        scores: npt.NDArray[np.float64] = np.bincount(rows, weights, minlength=self._ids.row_count).astype(
+            np.float64, copy=False
+        )
         return scores
+
+    def _hits(self, query: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        """The rows holding a query term (ascending) and their BM25 scores, or None without any hit.
+
+        The same sums as `_scores`, in the same order, but over the hits alone: a query's postings are
+        usually far fewer than the rows, so they are summed per distinct row instead of into an array
+        over every row. A posting-heavy query falls back to `_scores`.
+        """
+        found = self._weights(query)
+        if found is None:
+            return None
+        rows, weights, terms = found
+        if terms == 1:  # one term's rows are distinct and ascending already
+            return rows.astype(np.int64), weights
+        if 4 * rows.size >= self._ids.row_count:
+            scores = np.bincount(rows, weights, minlength=self._ids.row_count)
+            hits = np.flatnonzero(scores > 0)
+            return hits, scores[hits]
+        hits, slots = np.unique(rows, return_inverse=True)
+        # bincount adds each row's weights onto 0.0 in the order `_scores` does: bit-identical sums.
+        return hits.astype(np.int64), np.bincount(slots, weights, minlength=hits.size)
 
     def search(
         self,
@@ -316,6 +349,40 @@ class LexicalIndex:
         restricts hits to those ids (a set is fastest); `row_mask` does the same as a boolean array over
         `row_count` rows (see `rows_of`), for callers that keep the alignment between writes.
         """
+        if allowed is None:
+            rows, scores = self.search_rows(query, top_k, row_mask=row_mask)
+            return list(zip(self._ids.ids_at(rows.tolist()), scores.tolist(), strict=True))
+        found = self._candidates(query, top_k, row_mask)
+        if found is None:
+            return []
+        if not isinstance(allowed, set | frozenset | dict):
+            allowed = set(allowed)
+        return self._best(*found, top_k, allowed)
+
+    def search_rows(
+        self, query: str, top_k: int, *, row_mask: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """`search` as rows (see `rows_of`) and scores, without decoding the ids of the hits.
+
+        The order is the same: score descending, equal scores by ascending id (the only ids read).
+        """
+        found = self._candidates(query, top_k, row_mask)
+        if found is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        candidates, values = found
+        if top_k < candidates.size:
+            kth = np.partition(values, values.size - top_k)[values.size - top_k]
+            kept = values >= kth  # every row tied with the k-th comes along: the id decides
+            candidates, values = candidates[kept], values[kept]
+        return best_first(candidates, values, self._ids_of_rows, top_k)
+
+    def _ids_of_rows(self, rows: npt.NDArray[np.integer[Any]]) -> list[str]:
+        return self._ids.ids_at(rows.tolist())
+
+    def _candidates(
+        self, query: str, top_k: int, row_mask: npt.NDArray[np.bool_] | None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        """The rows that hold a query term (and pass `row_mask`) and their scores, or None."""
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
             raise InvalidRequestError(f"top_k must be an integer >= 0, got {top_k!r}")
         rows = self._ids.row_count
@@ -323,15 +390,14 @@ class LexicalIndex:
             raise InvalidRequestError(
                 f"row_mask must be a boolean array of shape ({rows},), got {row_mask.dtype} {row_mask.shape}"
             )
-        scores = self._scores(query) if top_k else None
-        if scores is None:
-            return []
-        candidates = np.flatnonzero(scores > 0)
+        found = self._hits(query) if top_k else None
+        if found is None:
+            return None
+        candidates, values = found
         if row_mask is not None:
-            candidates = candidates[row_mask[candidates]]
-        if allowed is not None and not isinstance(allowed, set | frozenset | dict):
-            allowed = set(allowed)
-        return self._best(scores, candidates, top_k, allowed)
+            kept = row_mask[candidates]
+            candidates, values = candidates[kept], values[kept]
+        return candidates, values
 
     def _mask_of(self, allowed: Collection[str]) -> npt.NDArray[np.bool_]:
         mask = np.zeros(self._ids.row_count, dtype=np.bool_)
@@ -341,30 +407,30 @@ class LexicalIndex:
 
     def _best(
         self,
-        scores: npt.NDArray[np.float64],
-        candidates: npt.NDArray[np.intp],
+        candidates: npt.NDArray[np.int64],
+        values: npt.NDArray[np.float64],
         top_k: int,
         allowed: Collection[str] | None,
     ) -> list[tuple[str, float]]:
         """Top `top_k` of `candidates`, widening the look-ahead until enough allowed rows are seen."""
-        values = scores[candidates]
         wanted = top_k if allowed is None else 4 * top_k
         while True:
             if wanted >= candidates.size:
-                chosen = candidates
+                chosen, chosen_values = candidates, values
             else:
                 kth = np.partition(values, values.size - wanted)[values.size - wanted]
-                chosen = candidates[values >= kth]  # every row tied with the k-th comes along
+                kept = values >= kth  # every row tied with the k-th comes along
+                chosen, chosen_values = candidates[kept], values[kept]
             # Only live rows score above 0, so every chosen row has an id.
-            found = zip(self._ids.ids_at(chosen.tolist()), scores[chosen].tolist(), strict=True)
+            found = zip(self._ids.ids_at(chosen.tolist()), chosen_values.tolist(), strict=True)
             pairs = [(doc_id, score) for doc_id, score in found if allowed is None or doc_id in allowed]
             if len(pairs) >= top_k or chosen is candidates:
                 pairs.sort(key=lambda pair: (-pair[1], pair[0]))
                 return pairs[:top_k]
             if allowed is not None and chosen.size > len(allowed):
                 # A selective filter: marking its rows costs less than walking further down the ranking.
-                candidates = candidates[self._mask_of(allowed)[candidates]]
-                values, allowed, wanted = scores[candidates], None, top_k
+                kept = self._mask_of(allowed)[candidates]
+                candidates, values, allowed, wanted = candidates[kept], values[kept], None, top_k
                 continue
             wanted *= 4
 

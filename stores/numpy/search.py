@@ -29,12 +29,15 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from stores.ties import best_first
+
 __all__ = [
     "SCORE_DECIMALS",
     "TOLERANCE",
     "candidate_positions",
     "exact_scores",
     "rank_candidates",
+    "rank_rows",
     "scan",
     "score_rows",
 ]
@@ -187,16 +190,19 @@ class _Ids(Protocol):
     def __getitem__(self, row: int, /) -> Any: ...
 
 
-def rank_candidates(
+def rank_rows(
     matrix: FloatMatrix,
     rows: IntArray,
     query: FloatMatrix,
     k: int,
     ids: _Ids,
     threshold: float = 0.0,
-) -> list[tuple[int, float]]:
-    """The best `k` of `rows` as (row, score), score descending then id ascending, keeping only scores
-    >= `threshold` when it is above 0 (0 keeps every score, as `SearchRequest.accepts`)."""
+) -> tuple[IntArray, npt.NDArray[np.float64]]:
+    """The best `k` of `rows` and their scores, score descending then id ascending, keeping only
+    scores >= `threshold` when it is above 0 (0 keeps every score, as `SearchRequest.accepts`).
+
+    Only rows whose score ties with another's have their id looked up in `ids`.
+    """
     scores = exact_scores(matrix, rows, query)
     if threshold > 0.0:
         kept = scores >= threshold
@@ -205,10 +211,17 @@ def rank_candidates(
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]
         kept = scores >= kth  # rows tied with the k-th come along: the id decides between them
         rows, scores = rows[kept], scores[kept]
-    order = np.argsort(-scores, kind="stable")
-    rows, scores = rows[order], scores[order]
-    if len(scores) > 1 and bool((scores[1:] == scores[:-1]).any()):
-        # Rare (identical vectors, or rounding): settle equal scores by id in Python.
-        ranked = sorted(zip((-scores).tolist(), (ids[r] for r in rows.tolist()), rows.tolist(), strict=True))
-        return [(row, -negated) for negated, _, row in ranked[:k]]
-    return list(zip(rows[:k].tolist(), scores[:k].tolist(), strict=True))
+    return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)
+
+
+def rank_candidates(
+    matrix: FloatMatrix,
+    rows: IntArray,
+    query: FloatMatrix,
+    k: int,
+    ids: _Ids,
+    threshold: float = 0.0,
+) -> list[tuple[int, float]]:
+    """`rank_rows` as a list of (row, score)."""
+    ranked, scores = rank_rows(matrix, rows, query, k, ids, threshold)
+    return list(zip(ranked.tolist(), scores.tolist(), strict=True))

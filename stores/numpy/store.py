@@ -45,7 +45,7 @@ from stores.numpy.hybrid import NumpyCandidates
 from stores.numpy.records import PackedRecords
 from stores.numpy.rowmap import RowMap
 from stores.numpy.search import rank_candidates, scan
-from stores.ranking import needs_ranking, rank
+from stores.ranking import needs_ranking, rank, rank_keys
 
 __all__ = ["NumpyVectorStore"]
 
@@ -347,6 +347,9 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         source = NumpyCandidates(
             self._matrix[: self._size], query, request.query, rows, self._rows, self._lexical
         )
+        keyed = rank_keys(request, source)  # hybrid: the index rows fused, no id decoded but ties
+        if keyed is not None:
+            return self._documents(self._rows.store_rows(keyed[0]).tolist(), keyed[1].tolist())
         hits = rank(request, source)
         found = self._rows.rows_of([doc_id for doc_id, _ in hits]).tolist()
         return self._documents(found, [score for _, score in hits])

@@ -1,0 +1,59 @@
+"""Best-first order of scored keys with equal scores by ascending id, looking up only the ids of ties.
+
+Every ranked list the stores return is ordered by score descending, then id ascending (code points).
+Sorting (score, id) pairs in Python needs every id, and decoding ids is what a ranking of a hundred
+rows spends most on. Scores are rarely equal, so `best_first` sorts the scores with numpy and asks
+for the ids of the tied keys only.
+
+Example:
+    >>> import numpy as np
+    >>> names = {1: "b", 2: "a", 3: "c"}
+    >>> keys, scores = best_first(np.array([1, 2, 3]), np.array([0.5, 0.5, 0.9]),
+    ...                           lambda tied: [names[k] for k in tied.tolist()])
+    >>> keys.tolist(), scores.tolist()
+    ([3, 2, 1], [0.9, 0.5, 0.5])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["IdsOf", "best_first"]
+
+IntArray = npt.NDArray[np.integer[Any]]
+IdsOf = Callable[[IntArray], list[str]]
+"""The id of each key of an array (for the numpy store: store rows or index rows)."""
+
+
+def best_first(
+    keys: IntArray, scores: npt.NDArray[np.float64], ids_of: IdsOf, limit: int | None = None
+) -> tuple[IntArray, npt.NDArray[np.float64]]:
+    """`keys` and `scores` ordered by score descending then id ascending, cut at `limit` (None: all).
+
+    Only the keys whose score equals a neighbour's (after sorting by score) are passed to `ids_of`.
+    """
+    order = np.argsort(-scores, kind="stable")
+    keys, scores = keys[order], scores[order]
+    if len(scores) > 1:
+        same = scores[1:] == scores[:-1]
+        if same.any():
+            keys = _settle(keys, same, ids_of)
+    if limit is not None:
+        keys, scores = keys[:limit], scores[:limit]
+    return keys, scores
+
+
+def _settle(keys: IntArray, same: npt.NDArray[np.bool_], ids_of: IdsOf) -> IntArray:
+    """`keys` (sorted by score) with each run of equal scores reordered by ascending id."""
+    starts_run = np.concatenate(([True], ~same))  # True where a new score begins
+    tied = np.flatnonzero(np.concatenate((same, [False])) | np.concatenate(([False], same)))
+    runs = np.cumsum(starts_run)[tied]
+    # Sorting (run, id, position) keeps each run within its own positions: runs ascend along `tied`.
+    ordered = sorted(zip(runs.tolist(), ids_of(keys[tied]), tied.tolist(), strict=True))
+    settled = keys.copy()
+    settled[tied] = keys[[position for _, _, position in ordered]]
+    return settled
