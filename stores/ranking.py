@@ -51,8 +51,8 @@ __all__ = [
     "CANDIDATE_POOL",
     "Candidates",
     "Hit",
-    "KeyedCandidates",
     "Keyed",
+    "KeyedCandidates",
     "candidate_depth",
     "needs_ranking",
     "rank",
@@ -118,6 +118,10 @@ class KeyedCandidates(Candidates, Protocol):
         """`vector` as keys and cosines."""
         ...
 
+    def vector_order(self, depth: int) -> npt.NDArray[np.int64]:
+        """The keys of `vector_keys(depth, 0.0)`, in the same order (what RRF needs: no scores)."""
+        ...
+
     def lexical_keys(self, depth: int) -> Keyed:
         """`lexical` as keys and BM25 scores."""
         ...
@@ -168,12 +172,13 @@ def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> K
     Each fused score is computed by the same floating-point operations as `_fuse`: an RRF score is
     the sum of at most two terms, which `math.fsum` and one addition both round exactly once.
     """
-    vector_keys, vector_scores = source.vector_keys(depth, 0.0)
     lexical_keys, lexical_scores = source.lexical_keys(depth)
     vw = request.vector_weight
     if request.fusion == "weighted":
+        vector_keys, vector_scores = source.vector_keys(depth, 0.0)
         terms = np.concatenate((vw * _min_max(vector_scores), (1.0 - vw) * _min_max(lexical_scores)))
     else:
+        vector_keys = source.vector_order(depth)  # RRF reads ranks only
         k = request.rrf_k
         terms = np.concatenate(
             (
@@ -183,7 +188,7 @@ def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> K
         )
     keys, slots = np.unique(np.concatenate((vector_keys, lexical_keys)), return_inverse=True)
     # bincount adds each key's terms in list order onto 0.0, as the per-id sums of `_fuse` do.
-    fused = np.bincount(slots, weights=terms, minlength=len(keys))
+    fused = cast(npt.NDArray[np.float64], np.bincount(slots, weights=terms, minlength=len(keys)))
     top_k = request.top_k
     if len(keys) > top_k:
         kth = np.partition(fused, len(keys) - top_k)[len(keys) - top_k]

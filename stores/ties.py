@@ -17,43 +17,43 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["IdsOf", "best_first"]
+__all__ = ["IdsOf", "Keys", "best_first"]
 
-IntArray = npt.NDArray[np.integer[Any]]
-IdsOf = Callable[[IntArray], list[str]]
+Keys = TypeVar("Keys", bound=npt.NDArray[np.integer[Any]])
+IdsOf = Callable[[Keys], list[str]]
 """The id of each key of an array (for the numpy store: store rows or index rows)."""
 
 
 def best_first(
-    keys: IntArray, scores: npt.NDArray[np.float64], ids_of: IdsOf, limit: int | None = None
-) -> tuple[IntArray, npt.NDArray[np.float64]]:
+    keys: Keys, scores: npt.NDArray[np.float64], ids_of: IdsOf[Keys], limit: int | None = None
+) -> tuple[Keys, npt.NDArray[np.float64]]:
     """`keys` and `scores` ordered by score descending then id ascending, cut at `limit` (None: all).
 
     Only the keys whose score equals a neighbour's (after sorting by score) are passed to `ids_of`.
     """
     order = np.argsort(-scores, kind="stable")
-    keys, scores = keys[order], scores[order]
+    keys, scores = cast(Keys, keys[order]), scores[order]
     if len(scores) > 1:
         same = scores[1:] == scores[:-1]
         if same.any():
             keys = _settle(keys, same, ids_of)
     if limit is not None:
-        keys, scores = keys[:limit], scores[:limit]
+        keys, scores = cast(Keys, keys[:limit]), scores[:limit]
     return keys, scores
 
 
-def _settle(keys: IntArray, same: npt.NDArray[np.bool_], ids_of: IdsOf) -> IntArray:
+def _settle(keys: Keys, same: npt.NDArray[np.bool_], ids_of: IdsOf[Keys]) -> Keys:
     """`keys` (sorted by score) with each run of equal scores reordered by ascending id."""
     starts_run = np.concatenate(([True], ~same))  # True where a new score begins
     tied = np.flatnonzero(np.concatenate((same, [False])) | np.concatenate(([False], same)))
     runs = np.cumsum(starts_run)[tied]
     # Sorting (run, id, position) keeps each run within its own positions: runs ascend along `tied`.
-    ordered = sorted(zip(runs.tolist(), ids_of(keys[tied]), tied.tolist(), strict=True))
+    ordered = sorted(zip(runs.tolist(), ids_of(cast(Keys, keys[tied])), tied.tolist(), strict=True))
     settled = keys.copy()
     settled[tied] = keys[[position for _, _, position in ordered]]
     return settled

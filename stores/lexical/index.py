@@ -29,7 +29,7 @@ import os
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -93,6 +93,13 @@ def _check_batch(ids: Sequence[str], texts: Sequence[str]) -> dict[str, str]:
             raise InvalidRequestError(f"text of document {doc_id!r} must be a str, got {text!r}")
         batch[doc_id] = text  # a repeated id keeps its last text, as an upsert would
     return batch
+
+
+def _sums(
+    slots: npt.NDArray[np.integer[Any]], weights: npt.NDArray[np.float64], size: int
+) -> npt.NDArray[np.float64]:
+    """The sum of the `weights` of each slot in `range(size)`, each added onto 0.0 in input order."""
+    return cast(npt.NDArray[np.float64], np.bincount(slots, weights, minlength=size))
 
 
 class LexicalIndex:
@@ -309,10 +316,7 @@ class LexicalIndex:
         if found is None:
             return None
         rows, weights, _ = found
-        scores: npt.NDArray[np.float64] = np.bincount(rows, weights, minlength=self._ids.row_count).astype(
-            np.float64, copy=False
-        )
-        return scores
+        return _sums(rows, weights, self._ids.row_count)
 
     def _hits(self, query: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
         """The rows holding a query term (ascending) and their BM25 scores, or None without any hit.
@@ -328,12 +332,12 @@ class LexicalIndex:
         if terms == 1:  # one term's rows are distinct and ascending already
             return rows.astype(np.int64), weights
         if 4 * rows.size >= self._ids.row_count:
-            scores = np.bincount(rows, weights, minlength=self._ids.row_count)
+            scores = _sums(rows, weights, self._ids.row_count)
             hits = np.flatnonzero(scores > 0)
             return hits, scores[hits]
         hits, slots = np.unique(rows, return_inverse=True)
         # bincount adds each row's weights onto 0.0 in the order `_scores` does: bit-identical sums.
-        return hits.astype(np.int64), np.bincount(slots, weights, minlength=hits.size)
+        return hits.astype(np.int64), _sums(slots, weights, hits.size)
 
     def search(
         self,

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from stores.lexical.index import LexicalIndex
 from stores.numpy.rowmap import RowMap
-from stores.numpy.search import exact_scores, rank_rows, scan
+from stores.numpy.search import exact_scores, order_rows, rank_rows, scan, scan_scored
 from stores.ranking import Keyed
 
 __all__ = ["NumpyCandidates"]
@@ -81,6 +81,14 @@ class NumpyCandidates:
         [found] = scan(self._matrix, self._query[None, :], depth, threshold, self._rows)
         rows, scores = rank_rows(self._matrix, found, self._query, depth, self._row_map, threshold)
         return self._row_map.index_rows()[rows].astype(np.int64), scores
+
+    def vector_order(self, depth: int) -> IntArray:
+        """The keys of `vector_keys(depth, 0.0)`, in its order, without the cosines (`order_rows`)."""
+        if depth == 0 or not len(self._matrix):
+            return np.zeros(0, np.int64)
+        found, approximate = scan_scored(self._matrix, self._query, depth, 0.0, self._rows)
+        rows = order_rows(self._matrix, found, approximate, self._query, depth, self._row_map)
+        return self._row_map.index_rows()[rows].astype(np.int64)
 
     def lexical_keys(self, depth: int) -> Keyed:
         """`lexical` as index rows and BM25 scores."""

@@ -36,9 +36,11 @@ __all__ = [
     "TOLERANCE",
     "candidate_positions",
     "exact_scores",
+    "order_rows",
     "rank_candidates",
     "rank_rows",
     "scan",
+    "scan_scored",
     "score_rows",
 ]
 
@@ -117,9 +119,7 @@ def scan(
 ) -> list[IntArray]:
     """Candidate rows of `matrix` (restricted to `rows` if given) for each query (m x d)."""
     if len(queries) == 1:
-        scores = score_rows(matrix, queries[0], rows)[None, :]
-        [positions] = candidate_positions(scores, k, threshold)
-        return [positions if rows is None else rows[positions]]
+        return [scan_scored(matrix, queries[0], k, threshold, rows)[0]]
     total = len(matrix) if rows is None else len(rows)
     # A batch goes in chunks of rows, so its score matrix stays small; BLAS is at its best here.
     chunk = max(65536, k * 64)
@@ -130,6 +130,15 @@ def scan(
         for i, positions in enumerate(candidate_positions(queries @ block.T, k, threshold)):
             found[i].append(positions + start if rows is None else rows[start:stop][positions])
     return [np.concatenate(parts) if parts else np.zeros(0, np.int64) for parts in found]
+
+
+def scan_scored(
+    matrix: FloatMatrix, query: FloatMatrix, k: int, threshold: float, rows: IntArray | None = None
+) -> tuple[IntArray, FloatMatrix]:
+    """`scan` for one query (d,): the candidate rows and their float32 scores."""
+    scores = score_rows(matrix, query, rows)
+    [positions] = candidate_positions(scores[None, :], k, threshold)
+    return (positions if rows is None else rows[positions]), scores[positions]
 
 
 def _row_dot(block: FloatMatrix, query: FloatMatrix, out: FloatMatrix) -> None:
@@ -212,6 +221,42 @@ def rank_rows(
         kept = scores >= kth  # rows tied with the k-th come along: the id decides between them
         rows, scores = rows[kept], scores[kept]
     return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)
+
+
+def order_rows(
+    matrix: FloatMatrix, rows: IntArray, approximate: FloatMatrix, query: FloatMatrix, k: int, ids: _Ids
+) -> IntArray:
+    """The rows `rank_rows(matrix, rows, query, k, ids)` returns, in its order, given their float32
+    scores (`scan_scored`), for callers that need the order and not the scores.
+
+    A float32 score is within far less than `TOLERANCE / 2` of the exact one, so two rows whose float32
+    scores are further apart than `TOLERANCE` are in the same order by exact score: only the rows
+    within `TOLERANCE` of a neighbour are scored exactly, usually a few of a hundred.
+    """
+    order = np.argsort(-approximate, kind="stable")
+    rows, approximate = rows[order], approximate[order]
+    close = approximate[:-1] - approximate[1:] <= TOLERANCE
+    if close.any():
+        rows = _settle_close(matrix, rows, close, query, ids)
+    return rows[:k]
+
+
+def _settle_close(
+    matrix: FloatMatrix, rows: IntArray, close: npt.NDArray[np.bool_], query: FloatMatrix, ids: _Ids
+) -> IntArray:
+    """`rows` (by float32 score) with each group of close scores ordered by exact score, then id."""
+    near = np.flatnonzero(np.concatenate((close, [False])) | np.concatenate(([False], close)))
+    group = np.cumsum(np.concatenate(([True], ~close)))[near]  # ascends along `near`
+    exact = exact_scores(matrix, rows[near], query)
+    order = np.lexsort((-exact, group))
+    grouped, ranked = group[order], exact[order]
+    if bool(((grouped[1:] == grouped[:-1]) & (ranked[1:] == ranked[:-1])).any()):
+        names = [ids[row] for row in rows[near].tolist()]
+        keys = list(zip(group.tolist(), (-exact).tolist(), names, strict=True))
+        order = np.array(sorted(range(len(near)), key=keys.__getitem__), np.int64)
+    settled = rows.copy()
+    settled[near] = rows[near][order]  # each group keeps its own positions: groups ascend along `near`
+    return settled
 
 
 def rank_candidates(
