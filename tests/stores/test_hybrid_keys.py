@@ -23,7 +23,7 @@ from stores.numpy.search import exact_scores
 from stores.ranking import candidate_depth
 
 DIMENSIONS = 32
-WORDS = "tide harbour keeper lamp stone river bridge signal cloud gate rope mast".split()
+WORDS = str.split("tide harbour keeper lamp stone river bridge signal cloud gate rope mast")
 QUERIES = ["harbour lamp", "tide tide keeper", "signal", "rope mast gate cloud", "nothing matches"]
 
 Hit = tuple[str, float]
