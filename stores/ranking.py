@@ -37,15 +37,15 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
-from typing import Protocol, cast
+from typing import NamedTuple, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from rag.documents import SearchRequest
 from rag.retrieval import mmr, reciprocal_rank_fusion, weighted_fusion
-from stores.ties import best_first
 
 __all__ = [
     "CANDIDATE_POOL",
@@ -53,6 +53,7 @@ __all__ = [
     "Hit",
     "Keyed",
     "KeyedCandidates",
+    "KeyedPage",
     "candidate_depth",
     "needs_ranking",
     "rank",
@@ -166,39 +167,65 @@ def _min_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return scaled
 
 
-def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> Keyed:
-    """`_fuse` over keyed lists, best `top_k` only, as keys and fused scores.
+class KeyedPage(NamedTuple):
+    """A final ranking from `rank_keys`: the keys, scores and ids of its documents, best first."""
 
-    Each fused score is computed by the same floating-point operations as `_fuse`: an RRF score is
-    the sum of at most two terms, which `math.fsum` and one addition both round exactly once.
-    """
+    keys: npt.NDArray[np.int64]
+    scores: list[float]
+    ids: list[str]
+
+
+def _rrf_terms(request: SearchRequest, length: int, weight: float) -> npt.NDArray[np.float64]:
+    """`weight / (rrf_k + rank)` for ranks 1..length: what `reciprocal_rank_fusion` adds per list."""
+    terms: npt.NDArray[np.float64] = weight / (request.rrf_k + np.arange(1, length + 1))
+    return terms
+
+
+def _union(
+    first: npt.NDArray[np.int64],
+    first_terms: npt.NDArray[np.float64],
+    second: npt.NDArray[np.int64],
+    second_terms: npt.NDArray[np.float64],
+) -> Keyed:
+    """Every key of two lists (each without repeats), with the sum of its terms: `first`'s term, plus
+    `second`'s for keys in both (one addition, as `math.fsum` of two numbers, rounded once)."""
+    where = dict(zip(first.tolist(), range(len(first)), strict=True))
+    at = np.fromiter(map(where.get, second.tolist(), itertools.repeat(-1)), np.int64, len(second))
+    shared = at >= 0
+    sums = first_terms.copy()
+    sums[at[shared]] += second_terms[shared]
+    alone = ~shared
+    return np.concatenate((first, second[alone])), np.concatenate((sums, second_terms[alone]))
+
+
+def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> KeyedPage:
+    """`_fuse` over keyed lists, best `top_k` only: the same floating-point operations on each score
+    (see `_union`), and ids decoded for the page alone."""
     lexical_keys, lexical_scores = source.lexical_keys(depth)
     vw = request.vector_weight
     if request.fusion == "weighted":
         vector_keys, vector_scores = source.vector_keys(depth, 0.0)
-        terms = np.concatenate((vw * _min_max(vector_scores), (1.0 - vw) * _min_max(lexical_scores)))
+        vector_terms = vw * _min_max(vector_scores)
+        lexical_terms = (1.0 - vw) * _min_max(lexical_scores)
     else:
         vector_keys = source.vector_order(depth)  # RRF reads ranks only
-        k = request.rrf_k
-        terms = np.concatenate(
-            (
-                (2.0 * vw) / (k + np.arange(1, len(vector_keys) + 1)),
-                (2.0 * (1.0 - vw)) / (k + np.arange(1, len(lexical_keys) + 1)),
-            )
-        )
-    keys, slots = np.unique(np.concatenate((vector_keys, lexical_keys)), return_inverse=True)
-    # bincount adds each key's terms in list order onto 0.0, as the per-id sums of `_fuse` do.
-    fused = cast(npt.NDArray[np.float64], np.bincount(slots, weights=terms, minlength=len(keys)))
+        vector_terms = _rrf_terms(request, len(vector_keys), 2.0 * vw)
+        lexical_terms = _rrf_terms(request, len(lexical_keys), 2.0 * (1.0 - vw))
+    keys, fused = _union(vector_keys, vector_terms, lexical_keys, lexical_terms)
     top_k = request.top_k
     if len(keys) > top_k:
         kth = np.partition(fused, len(keys) - top_k)[len(keys) - top_k]
-        kept = fused >= kth
+        kept = fused >= kth  # keys tied with the k-th come along: the id decides between them
         keys, fused = keys[kept], fused[kept]
-    return best_first(keys, fused, source.ids_of, top_k)
+    # Fused scores tie often (a rank in one list against the same rank in the other), and the page's
+    # ids are wanted anyway: decode them all and sort in Python.
+    page = sorted(zip((-fused).tolist(), source.ids_of(keys), range(len(keys)), strict=True))[:top_k]
+    chosen = keys[[position for _, _, position in page]]
+    return KeyedPage(chosen, [-negated for negated, _, _ in page], [doc_id for _, doc_id, _ in page])
 
 
-def rank_keys(request: SearchRequest, source: Candidates) -> Keyed | None:
-    """`rank` as keys and scores, for the requests a `KeyedCandidates` source ranks by keys alone
+def rank_keys(request: SearchRequest, source: Candidates) -> KeyedPage | None:
+    """`rank` as a `KeyedPage`, for the requests a `KeyedCandidates` source ranks by keys alone
     (hybrid, without threshold or diversity); None for any other request or source."""
     if request.mode != "hybrid" or request.diversity > 0 or request.similarity_threshold != 0.0:
         return None
@@ -222,8 +249,7 @@ def rank(request: SearchRequest, source: Candidates) -> list[Hit]:
         return []
     keyed = rank_keys(request, source)
     if keyed is not None:
-        keys, scores = keyed
-        return list(zip(cast(KeyedCandidates, source).ids_of(keys), scores.tolist(), strict=True))
+        return list(zip(keyed.ids, keyed.scores, strict=True))
     diverse = request.diversity > 0
     depth = candidate_depth(request.top_k) if diverse or request.mode == "hybrid" else request.top_k
     threshold = request.similarity_threshold

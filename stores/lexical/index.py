@@ -284,14 +284,32 @@ class LexicalIndex:
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
         term_counts = Counter(self._vocabulary.encode_query(query))
-        count = len(self._ids)
-        if not term_counts or not count:
+        if not term_counts or not len(self._ids):
             return None
-        k1 = self._settings.k1
-        norm = self._norms()
+        row_parts, tf_parts, factors = self._postings(term_counts)
+        if not row_parts:
+            return None
+        factor: float | npt.NDArray[np.float64]
+        if len(row_parts) == 1:
+            rows, tfs, factor = row_parts[0], tf_parts[0], factors[0]
+        else:
+            rows, tfs = np.concatenate(row_parts), np.concatenate(tf_parts)
+            factor = np.repeat(factors, [part.size for part in row_parts])
+        # Every term at once, each posting by the same operations as one term at a time.
+        tf = tfs.astype(np.float64)
+        weights: npt.NDArray[np.float64] = factor * tf / (tf + self._norms()[rows])
+        return rows, weights, len(row_parts)
+
+    def _postings(
+        self, term_counts: Counter[int]
+    ) -> tuple[list[npt.NDArray[np.int32]], list[npt.NDArray[np.integer[Any]]], list[float]]:
+        """The live rows and frequencies of each query term found, and its `qtf * idf * (k1 + 1)`."""
+        count = len(self._ids)
         filter_dead = count < self._ids.row_count
         row_parts: list[npt.NDArray[np.int32]] = []
-        weight_parts: list[npt.NDArray[np.float64]] = []
+        tf_parts: list[npt.NDArray[np.integer[Any]]] = []
+        factors: list[float] = []
+        k1 = self._settings.k1
         found = postings_of(self._segments, list(term_counts))
         for query_tf, (rows, tfs) in zip(term_counts.values(), found, strict=True):
             if filter_dead and rows.size:
@@ -301,14 +319,10 @@ class LexicalIndex:
                 continue
             df = rows.size
             idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
-            tf = tfs.astype(np.float64)
-            weight_parts.append((query_tf * idf * (k1 + 1.0)) * tf / (tf + norm[rows]))
+            factors.append(query_tf * idf * (k1 + 1.0))
             row_parts.append(rows)
-        if not row_parts:
-            return None
-        if len(row_parts) == 1:
-            return row_parts[0], weight_parts[0], 1
-        return np.concatenate(row_parts), np.concatenate(weight_parts), len(row_parts)
+            tf_parts.append(tfs)
+        return row_parts, tf_parts, factors
 
     def _scores(self, query: str) -> npt.NDArray[np.float64] | None:
         """BM25 of every row (0 for dead rows and rows without a query term), or None without any hit."""

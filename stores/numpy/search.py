@@ -229,34 +229,20 @@ def order_rows(
     """The rows `rank_rows(matrix, rows, query, k, ids)` returns, in its order, given their float32
     scores (`scan_scored`), for callers that need the order and not the scores.
 
-    A float32 score is within far less than `TOLERANCE / 2` of the exact one, so two rows whose float32
-    scores are further apart than `TOLERANCE` are in the same order by exact score: only the rows
-    within `TOLERANCE` of a neighbour are scored exactly, usually a few of a hundred.
+    A float32 score is within far less than `TOLERANCE / 2` of the exact one, so a row whose float32
+    score is more than `TOLERANCE` away from every other keeps its place among the exact scores: only
+    the rows within `TOLERANCE` of a neighbour are scored exactly (usually a few of a hundred), and
+    the rows are then sorted by the exact scores where known, the float32 ones elsewhere.
     """
-    order = np.argsort(-approximate, kind="stable")
-    rows, approximate = rows[order], approximate[order]
-    close = approximate[:-1] - approximate[1:] <= TOLERANCE
+    scores = approximate.astype(np.float64)
+    order = np.argsort(-scores)
+    ranked = scores[order]
+    close = ranked[:-1] - ranked[1:] <= TOLERANCE
     if close.any():
-        rows = _settle_close(matrix, rows, close, query, ids)
-    return rows[:k]
-
-
-def _settle_close(
-    matrix: FloatMatrix, rows: IntArray, close: npt.NDArray[np.bool_], query: FloatMatrix, ids: _Ids
-) -> IntArray:
-    """`rows` (by float32 score) with each group of close scores ordered by exact score, then id."""
-    near = np.flatnonzero(np.concatenate((close, [False])) | np.concatenate(([False], close)))
-    group = np.cumsum(np.concatenate(([True], ~close)))[near]  # ascends along `near`
-    exact = exact_scores(matrix, rows[near], query)
-    order = np.lexsort((-exact, group))
-    grouped, ranked = group[order], exact[order]
-    if bool(((grouped[1:] == grouped[:-1]) & (ranked[1:] == ranked[:-1])).any()):
-        names = [ids[row] for row in rows[near].tolist()]
-        keys = list(zip(group.tolist(), (-exact).tolist(), names, strict=True))
-        order = np.array(sorted(range(len(near)), key=keys.__getitem__), np.int64)
-    settled = rows.copy()
-    settled[near] = rows[near][order]  # each group keeps its own positions: groups ascend along `near`
-    return settled
+        near = order[np.flatnonzero(np.concatenate((close, [False])) | np.concatenate(([False], close)))]
+        scores[near] = exact_scores(matrix, rows[near], query)
+    # Equal scores are exact ones (isolated rows are TOLERANCE apart from all others): ids settle them.
+    return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)[0]
 
 
 def rank_candidates(

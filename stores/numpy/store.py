@@ -233,10 +233,15 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return self._id_order
 
     def _documents(
-        self, rows: Sequence[int], scores: Sequence[float] | None = None, with_embedding: bool = False
+        self,
+        rows: Sequence[int],
+        scores: Sequence[float] | None = None,
+        with_embedding: bool = False,
+        ids: Sequence[str] | None = None,
     ) -> list[Document]:
-        """The documents of `rows` (ids and records decoded in one pass each), with `scores` if given."""
-        ids = self._rows.ids_of(rows)
+        """The documents of `rows` (ids, unless given, and records decoded in one pass each), with
+        `scores` if given."""
+        ids = self._rows.ids_of(rows) if ids is None else ids
         records = self._records.read_many(rows)
         matrix = self._matrix
         return [
@@ -347,9 +352,9 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         source = NumpyCandidates(
             self._matrix[: self._size], query, request.query, rows, self._rows, self._lexical
         )
-        keyed = rank_keys(request, source)  # hybrid: the index rows fused, no id decoded but ties
-        if keyed is not None:
-            return self._documents(self._rows.store_rows(keyed[0]).tolist(), keyed[1].tolist())
+        page = rank_keys(request, source)  # hybrid: index rows fused, only the page's ids decoded
+        if page is not None:
+            return self._documents(self._rows.store_rows(page.keys).tolist(), page.scores, ids=page.ids)
         hits = rank(request, source)
         found = self._rows.rows_of([doc_id for doc_id, _ in hits]).tolist()
         return self._documents(found, [score for _, score in hits])
