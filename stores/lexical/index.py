@@ -24,60 +24,28 @@ Thread safety: searches only read, and may run concurrently with each other; wri
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+import stores.lexical.scoring as scoring
 import stores.lexical.segments as segments_module
 from rag.errors import InvalidRequestError
 from stores.lexical.idmap import PackedIds
 from stores.lexical.persist import Saved, read, read_settings, write
-from stores.lexical.segments import Segment, build, merge, narrow_tfs, postings_of, split
+from stores.lexical.segments import Segment, build, merge, narrow_tfs, split
+from stores.lexical.settings import DEFAULT_B, DEFAULT_K1, LexicalSettings, LexicalStats
 from stores.lexical.text import TOKENIZER, Vocabulary
 from stores.ties import best_first
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
 
-# Chosen on BEIR SciFact with the rag-en-2 analysis (docs/retrieval.md): nDCG@10 0.704 at k1=1.0, b=0.6;
-# 0.701 at Lucene's 1.2 and 0.75; 0.697 at the earlier 0.9 and 0.4.
-DEFAULT_K1 = 1.0
-DEFAULT_B = 0.6
 _COMPACT_MIN_DEAD = 1024  # renumber rows once this many are dead and they outnumber the live ones
 _MERGE_RATIO = 2  # merge the newest segment into its neighbour while that neighbour is at most 2x larger
-
-
-@dataclass(frozen=True)
-class LexicalSettings:
-    """What a saved index records and checks on load: BM25 parameters and the text analysis name."""
-
-    k1: float = DEFAULT_K1
-    b: float = DEFAULT_B
-    tokenizer: str = TOKENIZER
-
-    def __post_init__(self) -> None:
-        if isinstance(self.k1, bool) or not isinstance(self.k1, int | float) or not 0 <= self.k1 < math.inf:
-            raise InvalidRequestError(f"BM25 k1 must be a finite number >= 0, got {self.k1!r}")
-        if isinstance(self.b, bool) or not isinstance(self.b, int | float) or not 0 <= self.b <= 1:
-            raise InvalidRequestError(f"BM25 b must be within [0, 1], got {self.b!r}")
-
-
-@dataclass(frozen=True)
-class LexicalStats:
-    """Collection statistics over live documents: N and the total of their lengths (in terms)."""
-
-    documents: int
-    total_length: int
-
-    @property
-    def average_length(self) -> float:
-        """avgdl (0 for an empty index)."""
-        return self.total_length / self.documents if self.documents else 0.0
 
 
 def _check_batch(ids: Sequence[str], texts: Sequence[str]) -> dict[str, str]:
@@ -93,13 +61,6 @@ def _check_batch(ids: Sequence[str], texts: Sequence[str]) -> dict[str, str]:
             raise InvalidRequestError(f"text of document {doc_id!r} must be a str, got {text!r}")
         batch[doc_id] = text  # a repeated id keeps its last text, as an upsert would
     return batch
-
-
-def _sums(
-    slots: npt.NDArray[np.integer[Any]], weights: npt.NDArray[np.float64], size: int
-) -> npt.NDArray[np.float64]:
-    """The sum of the `weights` of each slot in `range(size)`, each added onto 0.0 in input order."""
-    return cast(npt.NDArray[np.float64], np.bincount(slots, weights, minlength=size))
 
 
 class LexicalIndex:
@@ -280,78 +241,29 @@ class LexicalIndex:
 
     def _weights(self, query: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], int] | None:
         """Each live posting of the query's terms as (row, its BM25 term weight), term after term, and
-        the number of terms found; None without any hit."""
+        the number of terms found; None without any hit (`stores.lexical.scoring`)."""
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
         term_counts = Counter(self._vocabulary.encode_query(query))
-        if not term_counts or not len(self._ids):
-            return None
-        row_parts, tf_parts, factors = self._postings(term_counts)
-        if not row_parts:
-            return None
-        factor: float | npt.NDArray[np.float64]
-        if len(row_parts) == 1:
-            rows, tfs, factor = row_parts[0], tf_parts[0], factors[0]
-        else:
-            rows, tfs = np.concatenate(row_parts), np.concatenate(tf_parts)
-            factor = np.repeat(factors, [part.size for part in row_parts])
-        # Every term at once, each posting by the same operations as one term at a time.
-        tf = tfs.astype(np.float64)
-        weights: npt.NDArray[np.float64] = factor * tf / (tf + self._norms()[rows])
-        return rows, weights, len(row_parts)
-
-    def _postings(
-        self, term_counts: Counter[int]
-    ) -> tuple[list[npt.NDArray[np.int32]], list[npt.NDArray[np.integer[Any]]], list[float]]:
-        """The live rows and frequencies of each query term found, and its `qtf * idf * (k1 + 1)`."""
         count = len(self._ids)
-        filter_dead = count < self._ids.row_count
-        row_parts: list[npt.NDArray[np.int32]] = []
-        tf_parts: list[npt.NDArray[np.integer[Any]]] = []
-        factors: list[float] = []
-        k1 = self._settings.k1
-        found = postings_of(self._segments, list(term_counts))
-        for query_tf, (rows, tfs) in zip(term_counts.values(), found, strict=True):
-            if filter_dead and rows.size:
-                live = self._live[rows]
-                rows, tfs = rows[live], tfs[live]
-            if not rows.size:
-                continue
-            df = rows.size
-            idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
-            factors.append(query_tf * idf * (k1 + 1.0))
-            row_parts.append(rows)
-            tf_parts.append(tfs)
-        return row_parts, tf_parts, factors
+        if not term_counts or not count:
+            return None
+        live = self._live if count < self._ids.row_count else None
+        found = scoring.term_postings(self._segments, term_counts, live, count, self._settings.k1)
+        if not found[0]:
+            return None
+        return (*scoring.weights(found, self._norms()), len(found[0]))
 
     def _scores(self, query: str) -> npt.NDArray[np.float64] | None:
         """BM25 of every row (0 for dead rows and rows without a query term), or None without any hit."""
         found = self._weights(query)
-        if found is None:
-            return None
-        rows, weights, _ = found
-        return _sums(rows, weights, self._ids.row_count)
+        return None if found is None else scoring.dense_scores(found[0], found[1], self._ids.row_count)
 
     def _hits(self, query: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
-        """The rows holding a query term (ascending) and their BM25 scores, or None without any hit.
-
-        The same sums as `_scores`, in the same order, but over the hits alone: a query's postings are
-        usually far fewer than the rows, so they are summed per distinct row instead of into an array
-        over every row. A posting-heavy query falls back to `_scores`.
-        """
+        """The rows holding a query term (ascending) and their BM25 scores (the sums of `_scores`), or
+        None without any hit."""
         found = self._weights(query)
-        if found is None:
-            return None
-        rows, weights, terms = found
-        if terms == 1:  # one term's rows are distinct and ascending already
-            return rows.astype(np.int64), weights
-        if 4 * rows.size >= self._ids.row_count:
-            scores = _sums(rows, weights, self._ids.row_count)
-            hits = np.flatnonzero(scores > 0)
-            return hits, scores[hits]
-        hits, slots = np.unique(rows, return_inverse=True)
-        # bincount adds each row's weights onto 0.0 in the order `_scores` does: bit-identical sums.
-        return hits.astype(np.int64), _sums(slots, weights, hits.size)
+        return None if found is None else scoring.hit_scores(*found, self._ids.row_count)
 
     def search(
         self,
