@@ -181,19 +181,13 @@ def postings_of(
     """`postings` of each of `terms`, looked up with one search per segment rather than per term."""
     row_parts: list[list[npt.NDArray[np.int32]]] = [[] for _ in terms]
     tf_parts: list[list[npt.NDArray[np.integer[Any]]]] = [[] for _ in terms]
-    wanted = np.asarray(terms, np.int64)
+    wanted = np.array(terms, np.int64)
     for segment in segments:
-        if not segment.terms.size:
-            continue
-        at = np.searchsorted(segment.terms, wanted)
-        at[at == segment.terms.size] = 0  # past the end: compared (and rejected) at position 0
-        held = (segment.terms[at] == wanted).tolist()
-        if not any(held):
-            continue
-        starts = segment.starts[at].tolist()
-        ends = segment.starts[at + 1].tolist()
-        for i, (hit, begin, end) in enumerate(zip(held, starts, ends, strict=True)):
-            if hit:
+        held, starts = segment.terms, segment.starts
+        # Scalar reads from here on: a query has a few terms, and a numpy call per step costs more.
+        for i, at in enumerate(held.searchsorted(wanted).tolist()):
+            if at < held.size and held[at] == terms[i]:
+                begin, end = int(starts[at]), int(starts[at + 1])
                 row_parts[i].append(segment.absolute_rows(begin, end))
                 tf_parts[i].append(segment.tfs[begin:end])
     return [_joined(rows, tfs) for rows, tfs in zip(row_parts, tf_parts, strict=True)]
