@@ -37,6 +37,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, cast
@@ -175,9 +176,14 @@ class KeyedPage(NamedTuple):
     ids: list[str]
 
 
-def _rrf_terms(request: SearchRequest, length: int, weight: float) -> npt.NDArray[np.float64]:
-    """`weight / (rrf_k + rank)` for ranks 1..length: what `reciprocal_rank_fusion` adds per list."""
-    terms: npt.NDArray[np.float64] = weight / (request.rrf_k + np.arange(1, length + 1))
+@functools.lru_cache(maxsize=64)
+def _rrf_terms(rrf_k: int, length: int, weight: float) -> npt.NDArray[np.float64]:
+    """`weight / (rrf_k + rank)` for ranks 1..length: what `reciprocal_rank_fusion` adds per list.
+
+    Cached (read-only): a store serves the same few (rrf_k, depth, weight) triples again and again.
+    """
+    terms: npt.NDArray[np.float64] = weight / (rrf_k + np.arange(1, length + 1))
+    terms.flags.writeable = False
     return terms
 
 
@@ -209,8 +215,8 @@ def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> K
         lexical_terms = (1.0 - vw) * _min_max(lexical_scores)
     else:
         vector_keys = source.vector_order(depth)  # RRF reads ranks only
-        vector_terms = _rrf_terms(request, len(vector_keys), 2.0 * vw)
-        lexical_terms = _rrf_terms(request, len(lexical_keys), 2.0 * (1.0 - vw))
+        vector_terms = _rrf_terms(request.rrf_k, len(vector_keys), 2.0 * vw)
+        lexical_terms = _rrf_terms(request.rrf_k, len(lexical_keys), 2.0 * (1.0 - vw))
     keys, fused = _union(vector_keys, vector_terms, lexical_keys, lexical_terms)
     top_k = request.top_k
     if len(keys) > top_k:

@@ -49,11 +49,15 @@ def best_first(
 
 def _settle(keys: Keys, same: npt.NDArray[np.bool_], ids_of: IdsOf[Keys]) -> Keys:
     """`keys` (sorted by score) with each run of equal scores reordered by ascending id."""
-    starts_run = np.concatenate(([True], ~same))  # True where a new score begins
-    tied = np.flatnonzero(np.concatenate((same, [False])) | np.concatenate(([False], same)))
-    runs = np.cumsum(starts_run)[tied]
+    tied = np.flatnonzero(np.concatenate((same, [False])) | np.concatenate(([False], same))).tolist()
+    flags = same.tolist()
+    run, runs = 0, []
+    for position in tied:  # a new run starts wherever the score differs from the previous one
+        if not position or not flags[position - 1]:
+            run += 1
+        runs.append(run)
     # Sorting (run, id, position) keeps each run within its own positions: runs ascend along `tied`.
-    ordered = sorted(zip(runs.tolist(), ids_of(cast(Keys, keys[tied])), tied.tolist(), strict=True))
+    ordered = sorted(zip(runs, ids_of(cast(Keys, keys[tied])), tied, strict=True))
     settled = keys.copy()
     settled[tied] = keys[[position for _, _, position in ordered]]
     return settled
