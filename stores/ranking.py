@@ -38,7 +38,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, cast
 
@@ -195,8 +194,13 @@ def _union(
 ) -> Keyed:
     """Every key of two lists (each without repeats), with the sum of its terms: `first`'s term, plus
     `second`'s for keys in both (one addition, as `math.fsum` of two numbers, rounded once)."""
-    where = dict(zip(first.tolist(), range(len(first)), strict=True))
-    at = np.fromiter(map(where.get, second.tolist(), itertools.repeat(-1)), np.int64, len(second))
+    # Where each key of `second` sits in `first`, through an array indexed by key: its cells start
+    # unset (np.empty costs nothing per cell), so only those of `second` are cleared and read back.
+    size = max(int(first.max(initial=-1)), int(second.max(initial=-1))) + 1
+    where = np.empty(size, np.int64)
+    where[second] = -1
+    where[first] = np.arange(len(first))
+    at = where[second]
     shared = at >= 0
     sums = first_terms.copy()
     sums[at[shared]] += second_terms[shared]
