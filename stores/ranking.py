@@ -20,10 +20,12 @@ size never changes the ranking: the results at `top_k=10` are exactly the first 
 scores included. (A pool that grew with `top_k` changed the fusion's input: RRF then saw documents
 deeper in one list, and weighted fusion's min-max scaling another worst score.)
 
-A store whose lists come as arrays of integer keys (`KeyedCandidates`, as the numpy store's) has its
-hybrid requests without threshold or diversity fused by `_fuse_keys` instead: the same arithmetic on
-arrays, with the ids of only the final `top_k` and of tied scores decoded, so the results are
-identical, scores bit for bit.
+A store whose lists also come as arrays of integer keys (`KeyedCandidates`, as the numpy store's,
+whose keys are its BM25 index rows) has its hybrid requests without threshold or diversity ranked by
+`rank_keys` instead: the same floating-point operations on arrays, the RRF vector list ordered
+without its cosines, and ids decoded only for the page and for tied scores. The results are
+identical, scores bit for bit (`tests/stores/test_hybrid_keys.py` checks them against a brute-force
+fusion); a Chroma or PostgreSQL source, without keys, takes the path above.
 
 Ties always go to the smaller id (code points). With `diversity` > 0, maximal marginal relevance
 (`rag.retrieval.mmr`, relevance = the mode's score, similarity = cosine between stored vectors) picks
