@@ -49,11 +49,12 @@ def best_first(
 
 def _settle(keys: Keys, same: npt.NDArray[np.bool_], ids_of: IdsOf[Keys]) -> Keys:
     """`keys` (sorted by score) with each run of equal scores reordered by ascending id."""
-    tied = np.flatnonzero(np.concatenate((same, [False])) | np.concatenate(([False], same))).tolist()
-    flags = same.tolist()
+    linked = np.flatnonzero(same).tolist()  # position p ties with p + 1: few, so sets beat numpy here
+    tied = sorted({*linked, *(position + 1 for position in linked)})
+    follows = set(linked)
     run, runs = 0, []
     for position in tied:  # a new run starts wherever the score differs from the previous one
-        if not position or not flags[position - 1]:
+        if position - 1 not in follows:
             run += 1
         runs.append(run)
     # Sorting (run, id, position) keeps each run within its own positions: runs ascend along `tied`.

@@ -64,19 +64,30 @@ _POOL_LOCK = threading.Lock()
 def exact_scores(matrix: FloatMatrix, rows: IntArray, query: FloatMatrix) -> npt.NDArray[np.float64]:
     """Cosine scores of `matrix[rows]` against `query` (unit vectors), float64, rounded, within [-1, 1]."""
     query64 = query.astype(np.float64)
-    out = np.empty(len(rows), np.float64)
-    for start in range(0, len(rows), _RESCORE_CHUNK):
-        block = matrix[rows[start : start + _RESCORE_CHUNK]].astype(np.float64)
-        # An elementwise product and a row sum (not BLAS) computes every row the same way; in place,
-        # so no second block is allocated (the same operations in the same order as a fresh product).
-        block *= query64
-        out[start : start + len(block)] = block.sum(axis=1)
+    if len(rows) <= _RESCORE_CHUNK:  # the usual case, a few candidates: one block, fewer numpy calls
+        out = _row_sums(matrix[rows], query64)
+    else:
+        out = np.empty(len(rows), np.float64)
+        for start in range(0, len(rows), _RESCORE_CHUNK):
+            out[start : start + _RESCORE_CHUNK] = _row_sums(
+                matrix[rows[start : start + _RESCORE_CHUNK]], query64
+            )
     # The ufuncs and the method, not np.clip / np.round: their Python wrappers cost more than the work.
     np.minimum(out, 1.0, out=out)
     np.maximum(out, -1.0, out=out)
     out.round(SCORE_DECIMALS, out=out)
     out += 0.0  # turns -0.0 into 0.0
     return out
+
+
+def _row_sums(block: FloatMatrix, query64: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The float64 dot product of each row of `block` with `query64`, computed the same way for every row."""
+    wide = block.astype(np.float64)
+    # An elementwise product and a row sum (not BLAS) computes every row the same way; in place, so no
+    # second block is allocated (the same operations in the same order as a fresh product).
+    wide *= query64
+    sums: npt.NDArray[np.float64] = wide.sum(axis=1)
+    return sums
 
 
 def _lower_bounds(scores: FloatMatrix, k: int) -> npt.NDArray[np.float32]:
