@@ -198,7 +198,7 @@ def _union(
     `second`'s for keys in both (one addition, as `math.fsum` of two numbers, rounded once)."""
     # Where each key of `second` sits in `first`, through an array indexed by key: its cells start
     # unset (np.empty costs nothing per cell), so only those of `second` are cleared and read back.
-    size = max(int(first.max(initial=-1)), int(second.max(initial=-1))) + 1
+    size = max(int(np.maximum.reduce(first, initial=-1)), int(np.maximum.reduce(second, initial=-1))) + 1
     where = np.empty(size, np.int64)
     where[second] = -1
     where[first] = np.arange(len(first))

@@ -36,7 +36,7 @@ def best_first(
 
     Only the keys whose score equals a neighbour's (after sorting by score) are passed to `ids_of`.
     """
-    order = np.argsort(-scores, kind="stable")
+    order = (-scores).argsort(kind="stable")  # methods: numpy's function wrappers cost as much
     keys, scores = cast(Keys, keys[order]), scores[order]
     if len(scores) > 1:
         same = scores[1:] == scores[:-1]
@@ -49,7 +49,7 @@ def best_first(
 
 def _settle(keys: Keys, same: npt.NDArray[np.bool_], ids_of: IdsOf[Keys]) -> Keys:
     """`keys` (sorted by score) with each run of equal scores reordered by ascending id."""
-    linked = np.flatnonzero(same).tolist()  # position p ties with p + 1: few, so sets beat numpy here
+    linked = same.nonzero()[0].tolist()  # position p ties with p + 1: few, so sets beat numpy here
     tied = sorted({*linked, *(position + 1 for position in linked)})
     follows = set(linked)
     run, runs = 0, []

@@ -95,9 +95,9 @@ def hit_scores(rows: Rows, weighed: Floats, terms: int, size: int) -> tuple[npt.
     # A stable sort keeps each row's postings in input order, so bincount adds each row's weights
     # onto 0.0 in the order `dense_scores` does: the same sums (np.unique, which does this and more,
     # costs twice as much for a few hundred postings).
-    order = np.argsort(rows, kind="stable")
+    order = rows.argsort(kind="stable")
     ordered = rows[order]
     new = ordered[1:] != ordered[:-1]
-    slots = np.concatenate(([0], np.cumsum(new)))
+    slots = np.concatenate(([0], new.cumsum()))
     hits = ordered[np.concatenate(([True], new))].astype(np.int64)
     return hits, dense_scores(slots, weighed[order], hits.size)

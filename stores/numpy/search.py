@@ -246,11 +246,11 @@ def order_rows(
     the rows are then sorted by the exact scores where known, the float32 ones elsewhere.
     """
     scores = approximate.astype(np.float64)
-    order = np.argsort(-scores)
+    order = (-scores).argsort()
     ranked = scores[order]
     close = ranked[:-1] - ranked[1:] <= TOLERANCE
     if close.any():
-        near = order[np.flatnonzero(np.concatenate((close, [False])) | np.concatenate(([False], close)))]
+        near = order[(np.concatenate((close, [False])) | np.concatenate(([False], close))).nonzero()[0]]
         scores[near] = exact_scores(matrix, rows[near], query)
     # Equal scores are exact ones (isolated rows are TOLERANCE apart from all others): ids settle them.
     return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)[0]
