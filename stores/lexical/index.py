@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
@@ -239,12 +238,16 @@ class LexicalIndex:
             self._norm = k1 * (1.0 - b + b * lengths / average)
         return self._norm
 
-    def _weights(self, query: str) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], int] | None:
+    def _weights(
+        self, query: str
+    ) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.float64], int] | None:
         """Each live posting of the query's terms as (row, its BM25 term weight), term after term, and
         the number of terms found; None without any hit (`stores.lexical.scoring`)."""
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
-        term_counts = Counter(self._vocabulary.encode_query(query))
+        term_counts: dict[int, int] = {}
+        for term in self._vocabulary.encode_query(query):  # a dict: Counter costs more for a few terms
+            term_counts[term] = term_counts.get(term, 0) + 1
         count = len(self._ids)
         if not term_counts or not count:
             return None

@@ -15,8 +15,7 @@ Example:
 from __future__ import annotations
 
 import math
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -26,14 +25,14 @@ from stores.lexical.segments import Segment, postings_of
 
 __all__ = ["dense_scores", "hit_scores", "term_postings", "weights"]
 
-Rows = npt.NDArray[np.int32]
+Rows = npt.NDArray[np.integer[Any]]
 Floats = npt.NDArray[np.float64]
 TermPostings = tuple[list[Rows], list[npt.NDArray[np.integer[Any]]], list[float]]
 
 
 def term_postings(
     segments: Sequence[Segment],
-    term_counts: Counter[int],
+    term_counts: Mapping[int, int],
     live: npt.NDArray[np.bool_] | None,
     count: int,
     k1: float,

@@ -169,17 +169,18 @@ def split(segment: Segment, span: int | None = None) -> list[Segment]:
 
 def postings(
     segments: Sequence[Segment], term: int
-) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.integer[Any]]]:
-    """Rows (index rows) and frequencies of `term` across `segments` (dead rows included)."""
+) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]:
+    """Rows (index rows, in the narrowest type that holds them) and frequencies of `term` across
+    `segments` (dead rows included)."""
     [found] = postings_of(segments, [term])
     return found
 
 
 def postings_of(
     segments: Sequence[Segment], terms: Sequence[int]
-) -> list[tuple[npt.NDArray[np.int32], npt.NDArray[np.integer[Any]]]]:
+) -> list[tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]]:
     """`postings` of each of `terms`, looked up with one search per segment rather than per term."""
-    row_parts: list[list[npt.NDArray[np.int32]]] = [[] for _ in terms]
+    row_parts: list[list[npt.NDArray[np.integer[Any]]]] = [[] for _ in terms]
     tf_parts: list[list[npt.NDArray[np.integer[Any]]]] = [[] for _ in terms]
     wanted = np.array(terms, np.int64)
     for segment in segments:
@@ -188,14 +189,16 @@ def postings_of(
         for i, at in enumerate(held.searchsorted(wanted).tolist()):
             if at < held.size and held[at] == terms[i]:
                 begin, end = int(starts[at]), int(starts[at + 1])
-                row_parts[i].append(segment.absolute_rows(begin, end))
+                # The first segment's offsets are its rows already: no copy (nor numpy call) needed.
+                offsets = segment.rows[begin:end]
+                row_parts[i].append(segment.absolute_rows(begin, end) if segment.first_row else offsets)
                 tf_parts[i].append(segment.tfs[begin:end])
     return [_joined(rows, tfs) for rows, tfs in zip(row_parts, tf_parts, strict=True)]
 
 
 def _joined(
-    rows: list[npt.NDArray[np.int32]], tfs: list[npt.NDArray[np.integer[Any]]]
-) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.integer[Any]]]:
+    rows: list[npt.NDArray[np.integer[Any]]], tfs: list[npt.NDArray[np.integer[Any]]]
+) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]:
     if not rows:
         return _EMPTY_I32, _EMPTY_TFS
     if len(rows) == 1:
