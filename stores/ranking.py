@@ -20,6 +20,13 @@ size never changes the ranking: the results at `top_k=10` are exactly the first 
 scores included. (A pool that grew with `top_k` changed the fusion's input: RRF then saw documents
 deeper in one list, and weighted fusion's min-max scaling another worst score.)
 
+A store whose lists also come as arrays of integer keys (`KeyedCandidates`, as the numpy store's,
+whose keys are its BM25 index rows) has its hybrid requests without threshold or diversity ranked by
+`rank_keys` instead: the same floating-point operations on arrays, the RRF vector list ordered
+without its cosines, and ids decoded only for the page and for tied scores. The results are
+identical, scores bit for bit (`tests/stores/test_hybrid_keys.py` checks them against a brute-force
+fusion); a Chroma or PostgreSQL source, without keys, takes the path above.
+
 Ties always go to the smaller id (code points). With `diversity` > 0, maximal marginal relevance
 (`rag.retrieval.mmr`, relevance = the mode's score, similarity = cosine between stored vectors) picks
 `top_k` documents from the mode's best `candidate_depth(top_k)`, in selection order, each keeping its
@@ -32,8 +39,9 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -41,9 +49,22 @@ import numpy.typing as npt
 from rag.documents import SearchRequest
 from rag.retrieval import mmr, reciprocal_rank_fusion, weighted_fusion
 
-__all__ = ["CANDIDATE_POOL", "Candidates", "Hit", "candidate_depth", "needs_ranking", "rank"]
+__all__ = [
+    "CANDIDATE_POOL",
+    "Candidates",
+    "Hit",
+    "Keyed",
+    "KeyedCandidates",
+    "KeyedPage",
+    "candidate_depth",
+    "needs_ranking",
+    "rank",
+    "rank_keys",
+]
 
 Hit = tuple[str, float]
+Keyed = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
+"""A ranked list as arrays: integer keys (one per document) and their scores, best first."""
 CANDIDATE_POOL = 100
 """How many candidates each list fused or diversified holds (when there are that many), for every
 `top_k` up to this size; a larger `top_k` takes `top_k` candidates."""
@@ -89,6 +110,30 @@ class Candidates(Protocol):
         ...
 
 
+class KeyedCandidates(Candidates, Protocol):
+    """`Candidates` whose vector and lexical lists also come as `Keyed` arrays, in one key space.
+
+    The keyed lists hold the same documents in the same order as `vector` and `lexical`, scores
+    included; `ids_of` names the documents of any keys.
+    """
+
+    def vector_keys(self, depth: int, threshold: float) -> Keyed:
+        """`vector` as keys and cosines."""
+        ...
+
+    def vector_order(self, depth: int) -> npt.NDArray[np.int64]:
+        """The keys of `vector_keys(depth, 0.0)`, in the same order (what RRF needs: no scores)."""
+        ...
+
+    def lexical_keys(self, depth: int) -> Keyed:
+        """`lexical` as keys and BM25 scores."""
+        ...
+
+    def ids_of(self, keys: npt.NDArray[np.int64]) -> list[str]:
+        """The id of each key."""
+        ...
+
+
 def _lexical(request: SearchRequest, source: Candidates, depth: int) -> list[Hit]:
     """The best `depth` lexical hits whose cosine passes the threshold, looking deeper while needed."""
     if request.similarity_threshold == 0.0:
@@ -113,6 +158,94 @@ def _fuse(request: SearchRequest, vector: list[Hit], lexical: list[Hit]) -> list
     return reciprocal_rank_fusion(rankings, k=request.rrf_k, weights=weights)
 
 
+def _min_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """`rag.retrieval.fusion`'s min-max scaling, elementwise: the same operations on each score."""
+    if not scores.size:
+        return scores
+    low, high = scores.min(), scores.max()
+    if high == low:
+        return np.ones_like(scores)
+    scaled: npt.NDArray[np.float64] = (scores - low) / (high - low)
+    return scaled
+
+
+class KeyedPage(NamedTuple):
+    """A final ranking from `rank_keys`: the keys, scores and ids of its documents, best first."""
+
+    keys: npt.NDArray[np.int64]
+    scores: list[float]
+    ids: list[str]
+
+
+@functools.lru_cache(maxsize=64)
+def _rrf_terms(rrf_k: int, length: int, weight: float) -> npt.NDArray[np.float64]:
+    """`weight / (rrf_k + rank)` for ranks 1..length: what `reciprocal_rank_fusion` adds per list.
+
+    Cached (read-only): a store serves the same few (rrf_k, depth, weight) triples again and again.
+    """
+    terms: npt.NDArray[np.float64] = weight / (rrf_k + np.arange(1, length + 1))
+    terms.flags.writeable = False
+    return terms
+
+
+def _union(
+    first: npt.NDArray[np.int64],
+    first_terms: npt.NDArray[np.float64],
+    second: npt.NDArray[np.int64],
+    second_terms: npt.NDArray[np.float64],
+) -> Keyed:
+    """Every key of two lists (each without repeats), with the sum of its terms: `first`'s term, plus
+    `second`'s for keys in both (one addition, as `math.fsum` of two numbers, rounded once)."""
+    # Where each key of `second` sits in `first`, through an array indexed by key: its cells start
+    # unset (np.empty costs nothing per cell), so only those of `second` are cleared and read back.
+    size = max(int(np.maximum.reduce(first, initial=-1)), int(np.maximum.reduce(second, initial=-1))) + 1
+    where = np.empty(size, np.int64)
+    where[second] = -1
+    where[first] = np.arange(len(first))
+    at = where[second]
+    shared = at >= 0
+    sums = first_terms.copy()
+    sums[at[shared]] += second_terms[shared]
+    alone = ~shared
+    return np.concatenate((first, second[alone])), np.concatenate((sums, second_terms[alone]))
+
+
+def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> KeyedPage:
+    """`_fuse` over keyed lists, best `top_k` only: the same floating-point operations on each score
+    (see `_union`), and ids decoded for the page alone."""
+    lexical_keys, lexical_scores = source.lexical_keys(depth)
+    vw = request.vector_weight
+    if request.fusion == "weighted":
+        vector_keys, vector_scores = source.vector_keys(depth, 0.0)
+        vector_terms = vw * _min_max(vector_scores)
+        lexical_terms = (1.0 - vw) * _min_max(lexical_scores)
+    else:
+        vector_keys = source.vector_order(depth)  # RRF reads ranks only
+        vector_terms = _rrf_terms(request.rrf_k, len(vector_keys), 2.0 * vw)
+        lexical_terms = _rrf_terms(request.rrf_k, len(lexical_keys), 2.0 * (1.0 - vw))
+    keys, fused = _union(vector_keys, vector_terms, lexical_keys, lexical_terms)
+    top_k = request.top_k
+    if len(keys) > top_k:
+        kth = np.partition(fused, len(keys) - top_k)[len(keys) - top_k]
+        kept = fused >= kth  # keys tied with the k-th come along: the id decides between them
+        keys, fused = keys[kept], fused[kept]
+    # Fused scores tie often (a rank in one list against the same rank in the other), and the page's
+    # ids are wanted anyway: decode them all and sort in Python.
+    page = sorted(zip((-fused).tolist(), source.ids_of(keys), range(len(keys)), strict=True))[:top_k]
+    chosen = keys[[position for _, _, position in page]]
+    return KeyedPage(chosen, [-negated for negated, _, _ in page], [doc_id for _, doc_id, _ in page])
+
+
+def rank_keys(request: SearchRequest, source: Candidates) -> KeyedPage | None:
+    """`rank` as a `KeyedPage`, for the requests a `KeyedCandidates` source ranks by keys alone
+    (hybrid, without threshold or diversity); None for any other request or source."""
+    if request.mode != "hybrid" or request.diversity > 0 or request.similarity_threshold != 0.0:
+        return None
+    if request.top_k == 0 or not hasattr(source, "vector_keys"):
+        return None
+    return _fuse_keys(request, cast(KeyedCandidates, source), candidate_depth(request.top_k))
+
+
 def _diversify(request: SearchRequest, source: Candidates, ranked: list[Hit]) -> list[Hit]:
     if len(ranked) <= 1:
         return ranked[: request.top_k]
@@ -126,6 +259,9 @@ def rank(request: SearchRequest, source: Candidates) -> list[Hit]:
     """The final (id, score) list for `request`, best (or, with diversity, first picked) first."""
     if request.top_k == 0:
         return []
+    keyed = rank_keys(request, source)
+    if keyed is not None:
+        return list(zip(keyed.ids, keyed.scores, strict=True))
     diverse = request.diversity > 0
     depth = candidate_depth(request.top_k) if diverse or request.mode == "hybrid" else request.top_k
     threshold = request.similarity_threshold

@@ -24,58 +24,27 @@ Thread safety: searches only read, and may run concurrently with each other; wri
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
-from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+import stores.lexical.scoring as scoring
 import stores.lexical.segments as segments_module
 from rag.errors import InvalidRequestError
 from stores.lexical.idmap import PackedIds
 from stores.lexical.persist import Saved, read, read_settings, write
-from stores.lexical.segments import Segment, build, merge, narrow_tfs, postings, split
+from stores.lexical.segments import Segment, build, merge, narrow_tfs, split
+from stores.lexical.settings import DEFAULT_B, DEFAULT_K1, LexicalSettings, LexicalStats
 from stores.lexical.text import TOKENIZER, Vocabulary
+from stores.ties import best_first
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
 
-# Chosen on BEIR SciFact with the rag-en-2 analysis (docs/retrieval.md): nDCG@10 0.704 at k1=1.0, b=0.6;
-# 0.701 at Lucene's 1.2 and 0.75; 0.697 at the earlier 0.9 and 0.4.
-DEFAULT_K1 = 1.0
-DEFAULT_B = 0.6
 _COMPACT_MIN_DEAD = 1024  # renumber rows once this many are dead and they outnumber the live ones
 _MERGE_RATIO = 2  # merge the newest segment into its neighbour while that neighbour is at most 2x larger
-
-
-@dataclass(frozen=True)
-class LexicalSettings:
-    """What a saved index records and checks on load: BM25 parameters and the text analysis name."""
-
-    k1: float = DEFAULT_K1
-    b: float = DEFAULT_B
-    tokenizer: str = TOKENIZER
-
-    def __post_init__(self) -> None:
-        if isinstance(self.k1, bool) or not isinstance(self.k1, int | float) or not 0 <= self.k1 < math.inf:
-            raise InvalidRequestError(f"BM25 k1 must be a finite number >= 0, got {self.k1!r}")
-        if isinstance(self.b, bool) or not isinstance(self.b, int | float) or not 0 <= self.b <= 1:
-            raise InvalidRequestError(f"BM25 b must be within [0, 1], got {self.b!r}")
-
-
-@dataclass(frozen=True)
-class LexicalStats:
-    """Collection statistics over live documents: N and the total of their lengths (in terms)."""
-
-    documents: int
-    total_length: int
-
-    @property
-    def average_length(self) -> float:
-        """avgdl (0 for an empty index)."""
-        return self.total_length / self.documents if self.documents else 0.0
 
 
 def _check_batch(ids: Sequence[str], texts: Sequence[str]) -> dict[str, str]:
@@ -269,38 +238,35 @@ class LexicalIndex:
             self._norm = k1 * (1.0 - b + b * lengths / average)
         return self._norm
 
-    def _scores(self, query: str) -> npt.NDArray[np.float64] | None:
-        """BM25 of every row (0 for dead rows and rows without a query term), or None without any hit."""
+    def _weights(
+        self, query: str
+    ) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.float64], int] | None:
+        """Each live posting of the query's terms as (row, its BM25 term weight), term after term, and
+        the number of terms found; None without any hit (`stores.lexical.scoring`)."""
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
-        term_counts = Counter(self._vocabulary.encode_query(query))
+        term_counts: dict[int, int] = {}
+        for term in self._vocabulary.encode_query(query):  # a dict: Counter costs more for a few terms
+            term_counts[term] = term_counts.get(term, 0) + 1
         count = len(self._ids)
         if not term_counts or not count:
             return None
-        k1 = self._settings.k1
-        norm = self._norms()
-        filter_dead = count < self._ids.row_count
-        row_parts: list[npt.NDArray[np.int32]] = []
-        weight_parts: list[npt.NDArray[np.float64]] = []
-        for term, query_tf in term_counts.items():
-            rows, tfs = postings(self._segments, term)
-            if filter_dead and rows.size:
-                live = self._live[rows]
-                rows, tfs = rows[live], tfs[live]
-            if not rows.size:
-                continue
-            df = rows.size
-            idf = math.log(1.0 + (count - df + 0.5) / (df + 0.5))
-            tf = tfs.astype(np.float64)
-            weight_parts.append((query_tf * idf * (k1 + 1.0)) * tf / (tf + norm[rows]))
-            row_parts.append(rows)
-        if not row_parts:
+        live = self._live if count < self._ids.row_count else None
+        found = scoring.term_postings(self._segments, term_counts, live, count, self._settings.k1)
+        if not found[0]:
             return None
-        rows = np.concatenate(row_parts)
-        scores: npt.NDArray[np.float64] = np.bincount(
-            rows, np.concatenate(weight_parts), minlength=self._ids.row_count
-        ).astype(np.float64, copy=False)
-        return scores
+        return (*scoring.weights(found, self._norms()), len(found[0]))
+
+    def _scores(self, query: str) -> npt.NDArray[np.float64] | None:
+        """BM25 of every row (0 for dead rows and rows without a query term), or None without any hit."""
+        found = self._weights(query)
+        return None if found is None else scoring.dense_scores(found[0], found[1], self._ids.row_count)
+
+    def _hits(self, query: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        """The rows holding a query term (ascending) and their BM25 scores (the sums of `_scores`), or
+        None without any hit."""
+        found = self._weights(query)
+        return None if found is None else scoring.hit_scores(*found, self._ids.row_count)
 
     def search(
         self,
@@ -316,6 +282,40 @@ class LexicalIndex:
         restricts hits to those ids (a set is fastest); `row_mask` does the same as a boolean array over
         `row_count` rows (see `rows_of`), for callers that keep the alignment between writes.
         """
+        if allowed is None:
+            rows, scores = self.search_rows(query, top_k, row_mask=row_mask)
+            return list(zip(self._ids.ids_at(rows.tolist()), scores.tolist(), strict=True))
+        found = self._candidates(query, top_k, row_mask)
+        if found is None:
+            return []
+        if not isinstance(allowed, set | frozenset | dict):
+            allowed = set(allowed)
+        return self._best(*found, top_k, allowed)
+
+    def search_rows(
+        self, query: str, top_k: int, *, row_mask: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """`search` as rows (see `rows_of`) and scores, without decoding the ids of the hits.
+
+        The order is the same: score descending, equal scores by ascending id (the only ids read).
+        """
+        found = self._candidates(query, top_k, row_mask)
+        if found is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        candidates, values = found
+        if top_k < candidates.size:
+            kth = np.partition(values, values.size - top_k)[values.size - top_k]
+            kept = values >= kth  # every row tied with the k-th comes along: the id decides
+            candidates, values = candidates[kept], values[kept]
+        return best_first(candidates, values, self._ids_of_rows, top_k)
+
+    def _ids_of_rows(self, rows: npt.NDArray[np.integer[Any]]) -> list[str]:
+        return self._ids.ids_at(rows.tolist())
+
+    def _candidates(
+        self, query: str, top_k: int, row_mask: npt.NDArray[np.bool_] | None
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
+        """The rows that hold a query term (and pass `row_mask`) and their scores, or None."""
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
             raise InvalidRequestError(f"top_k must be an integer >= 0, got {top_k!r}")
         rows = self._ids.row_count
@@ -323,15 +323,14 @@ class LexicalIndex:
             raise InvalidRequestError(
                 f"row_mask must be a boolean array of shape ({rows},), got {row_mask.dtype} {row_mask.shape}"
             )
-        scores = self._scores(query) if top_k else None
-        if scores is None:
-            return []
-        candidates = np.flatnonzero(scores > 0)
+        found = self._hits(query) if top_k else None
+        if found is None:
+            return None
+        candidates, values = found
         if row_mask is not None:
-            candidates = candidates[row_mask[candidates]]
-        if allowed is not None and not isinstance(allowed, set | frozenset | dict):
-            allowed = set(allowed)
-        return self._best(scores, candidates, top_k, allowed)
+            kept = row_mask[candidates]
+            candidates, values = candidates[kept], values[kept]
+        return candidates, values
 
     def _mask_of(self, allowed: Collection[str]) -> npt.NDArray[np.bool_]:
         mask = np.zeros(self._ids.row_count, dtype=np.bool_)
@@ -341,30 +340,30 @@ class LexicalIndex:
 
     def _best(
         self,
-        scores: npt.NDArray[np.float64],
-        candidates: npt.NDArray[np.intp],
+        candidates: npt.NDArray[np.int64],
+        values: npt.NDArray[np.float64],
         top_k: int,
         allowed: Collection[str] | None,
     ) -> list[tuple[str, float]]:
         """Top `top_k` of `candidates`, widening the look-ahead until enough allowed rows are seen."""
-        values = scores[candidates]
         wanted = top_k if allowed is None else 4 * top_k
         while True:
             if wanted >= candidates.size:
-                chosen = candidates
+                chosen, chosen_values = candidates, values
             else:
                 kth = np.partition(values, values.size - wanted)[values.size - wanted]
-                chosen = candidates[values >= kth]  # every row tied with the k-th comes along
+                kept = values >= kth  # every row tied with the k-th comes along
+                chosen, chosen_values = candidates[kept], values[kept]
             # Only live rows score above 0, so every chosen row has an id.
-            found = zip(self._ids.ids_at(chosen.tolist()), scores[chosen].tolist(), strict=True)
+            found = zip(self._ids.ids_at(chosen.tolist()), chosen_values.tolist(), strict=True)
             pairs = [(doc_id, score) for doc_id, score in found if allowed is None or doc_id in allowed]
             if len(pairs) >= top_k or chosen is candidates:
                 pairs.sort(key=lambda pair: (-pair[1], pair[0]))
                 return pairs[:top_k]
             if allowed is not None and chosen.size > len(allowed):
                 # A selective filter: marking its rows costs less than walking further down the ranking.
-                candidates = candidates[self._mask_of(allowed)[candidates]]
-                values, allowed, wanted = scores[candidates], None, top_k
+                kept = self._mask_of(allowed)[candidates]
+                candidates, values, allowed, wanted = candidates[kept], values[kept], None, top_k
                 continue
             wanted *= 4
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NARROW_SPAN", "Segment", "build", "merge", "narrow_tfs", "postings", "split"]
+__all__ = ["NARROW_SPAN", "Segment", "build", "merge", "narrow_tfs", "postings", "postings_of", "split"]
 
 NARROW_SPAN = 1 << 16
 """A segment over at most this many rows keeps its row offsets as uint16."""
@@ -169,18 +169,38 @@ def split(segment: Segment, span: int | None = None) -> list[Segment]:
 
 def postings(
     segments: Sequence[Segment], term: int
-) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.integer[Any]]]:
-    """Rows (index rows) and frequencies of `term` across `segments` (dead rows included)."""
-    row_parts: list[npt.NDArray[np.int32]] = []
-    tf_parts: list[npt.NDArray[np.integer[Any]]] = []
+) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]:
+    """Rows (index rows, in the narrowest type that holds them) and frequencies of `term` across
+    `segments` (dead rows included)."""
+    [found] = postings_of(segments, [term])
+    return found
+
+
+def postings_of(
+    segments: Sequence[Segment], terms: Sequence[int]
+) -> list[tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]]:
+    """`postings` of each of `terms`, looked up with one search per segment rather than per term."""
+    row_parts: list[list[npt.NDArray[np.integer[Any]]]] = [[] for _ in terms]
+    tf_parts: list[list[npt.NDArray[np.integer[Any]]]] = [[] for _ in terms]
+    wanted = np.array(terms, np.int64)
     for segment in segments:
-        at = int(np.searchsorted(segment.terms, term))
-        if at < segment.terms.size and segment.terms[at] == term:
-            begin, end = segment.starts[at], segment.starts[at + 1]
-            row_parts.append(segment.absolute_rows(begin, end))
-            tf_parts.append(segment.tfs[begin:end])
-    if not row_parts:
+        held, starts = segment.terms, segment.starts
+        # Scalar reads from here on: a query has a few terms, and a numpy call per step costs more.
+        for i, at in enumerate(held.searchsorted(wanted).tolist()):
+            if at < held.size and held[at] == terms[i]:
+                begin, end = int(starts[at]), int(starts[at + 1])
+                # The first segment's offsets are its rows already: no copy (nor numpy call) needed.
+                offsets = segment.rows[begin:end]
+                row_parts[i].append(segment.absolute_rows(begin, end) if segment.first_row else offsets)
+                tf_parts[i].append(segment.tfs[begin:end])
+    return [_joined(rows, tfs) for rows, tfs in zip(row_parts, tf_parts, strict=True)]
+
+
+def _joined(
+    rows: list[npt.NDArray[np.integer[Any]]], tfs: list[npt.NDArray[np.integer[Any]]]
+) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]:
+    if not rows:
         return _EMPTY_I32, _EMPTY_TFS
-    if len(row_parts) == 1:
-        return row_parts[0], tf_parts[0]
-    return np.concatenate(row_parts), np.concatenate(tf_parts)
+    if len(rows) == 1:
+        return rows[0], tfs[0]
+    return np.concatenate(rows), np.concatenate(tfs)

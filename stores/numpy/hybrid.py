@@ -1,8 +1,9 @@
-"""The numpy store's `stores.ranking.Candidates`: exact vector search, its BM25 index, vectors by id.
+"""The numpy store's `stores.ranking.KeyedCandidates`: exact vector search, its BM25 index, vectors by id.
 
 The store's rows and the lexical index's rows are numbered differently (the store fills holes left by
 deletes, the index appends and compacts), so a filter's rows reach the index through the store's
-`RowMap`, which also turns ids back into store rows.
+`RowMap`, which also turns ids back into store rows. The keys of the keyed lists are index rows, so
+the hybrid fusion decodes only the ids it returns.
 
 Example:
     >>> import numpy as np
@@ -26,7 +27,8 @@ import numpy.typing as npt
 
 from stores.lexical.index import LexicalIndex
 from stores.numpy.rowmap import RowMap
-from stores.numpy.search import exact_scores, rank_candidates, scan
+from stores.numpy.search import exact_scores, order_rows, rank_rows, scan, scan_scored
+from stores.ranking import Keyed
 
 __all__ = ["NumpyCandidates"]
 
@@ -64,16 +66,37 @@ class NumpyCandidates:
 
     def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
         """The best `depth` (id, cosine) among the filter's rows whose cosine passes `threshold`."""
-        if depth == 0 or not len(self._matrix):
-            return []
-        [found] = scan(self._matrix, self._query[None, :], depth, threshold, self._rows)
-        ranked = rank_candidates(self._matrix, found, self._query, depth, self._row_map, threshold)
-        ids = self._row_map.ids_of([row for row, _ in ranked])
-        return [(doc_id, score) for doc_id, (_, score) in zip(ids, ranked, strict=True)]
+        keys, scores = self.vector_keys(depth, threshold)
+        return list(zip(self.ids_of(keys), scores.tolist(), strict=True))
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
         """The best `depth` (id, BM25) among the filter's rows."""
-        return self._lexical.search(self._text, depth, row_mask=self._row_mask())
+        keys, scores = self.lexical_keys(depth)
+        return list(zip(self.ids_of(keys), scores.tolist(), strict=True))
+
+    def vector_keys(self, depth: int, threshold: float) -> Keyed:
+        """`vector` as index rows (the keys of this source) and cosines."""
+        if depth == 0 or not len(self._matrix):
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        [found] = scan(self._matrix, self._query[None, :], depth, threshold, self._rows)
+        rows, scores = rank_rows(self._matrix, found, self._query, depth, self._row_map, threshold)
+        return self._row_map.index_rows()[rows].astype(np.int64), scores
+
+    def vector_order(self, depth: int) -> IntArray:
+        """The keys of `vector_keys(depth, 0.0)`, in its order, without the cosines (`order_rows`)."""
+        if depth == 0 or not len(self._matrix):
+            return np.zeros(0, np.int64)
+        found, approximate = scan_scored(self._matrix, self._query, depth, 0.0, self._rows)
+        rows = order_rows(self._matrix, found, approximate, self._query, depth, self._row_map)
+        return self._row_map.index_rows()[rows].astype(np.int64)
+
+    def lexical_keys(self, depth: int) -> Keyed:
+        """`lexical` as index rows and BM25 scores."""
+        return self._lexical.search_rows(self._text, depth, row_mask=self._row_mask())
+
+    def ids_of(self, keys: IntArray) -> list[str]:
+        """The id of each index row."""
+        return self._lexical.ids_at(keys.tolist())
 
     def _row_mask(self) -> npt.NDArray[np.bool_] | None:
         if self._rows is None:

@@ -62,6 +62,10 @@ class RowMap:
         out[known] = self._store_row[found[known]]
         return out
 
+    def store_rows(self, index_rows: IntArray) -> IntArray:
+        """The store row of each live index row."""
+        return self._store_row[index_rows].astype(np.int64)
+
     def __getitem__(self, row: int) -> str:
         return self._lexical.id_at(int(self._index_row[row]))
 

@@ -29,13 +29,18 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from stores.ties import best_first
+
 __all__ = [
     "SCORE_DECIMALS",
     "TOLERANCE",
     "candidate_positions",
     "exact_scores",
+    "order_rows",
     "rank_candidates",
+    "rank_rows",
     "scan",
+    "scan_scored",
     "score_rows",
 ]
 
@@ -59,19 +64,30 @@ _POOL_LOCK = threading.Lock()
 def exact_scores(matrix: FloatMatrix, rows: IntArray, query: FloatMatrix) -> npt.NDArray[np.float64]:
     """Cosine scores of `matrix[rows]` against `query` (unit vectors), float64, rounded, within [-1, 1]."""
     query64 = query.astype(np.float64)
-    out = np.empty(len(rows), np.float64)
-    for start in range(0, len(rows), _RESCORE_CHUNK):
-        block = matrix[rows[start : start + _RESCORE_CHUNK]].astype(np.float64)
-        # An elementwise product and a row sum (not BLAS) computes every row the same way; in place,
-        # so no second block is allocated (the same operations in the same order as a fresh product).
-        block *= query64
-        out[start : start + len(block)] = block.sum(axis=1)
+    if len(rows) <= _RESCORE_CHUNK:  # the usual case, a few candidates: one block, fewer numpy calls
+        out = _row_sums(matrix[rows], query64)
+    else:
+        out = np.empty(len(rows), np.float64)
+        for start in range(0, len(rows), _RESCORE_CHUNK):
+            out[start : start + _RESCORE_CHUNK] = _row_sums(
+                matrix[rows[start : start + _RESCORE_CHUNK]], query64
+            )
     # The ufuncs and the method, not np.clip / np.round: their Python wrappers cost more than the work.
     np.minimum(out, 1.0, out=out)
     np.maximum(out, -1.0, out=out)
     out.round(SCORE_DECIMALS, out=out)
     out += 0.0  # turns -0.0 into 0.0
     return out
+
+
+def _row_sums(block: FloatMatrix, query64: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The float64 dot product of each row of `block` with `query64`, computed the same way for every row."""
+    wide = block.astype(np.float64)
+    # An elementwise product and a row sum (not BLAS) computes every row the same way; in place, so no
+    # second block is allocated (the same operations in the same order as a fresh product).
+    wide *= query64
+    sums: npt.NDArray[np.float64] = wide.sum(axis=1)
+    return sums
 
 
 def _lower_bounds(scores: FloatMatrix, k: int) -> npt.NDArray[np.float32]:
@@ -114,9 +130,7 @@ def scan(
 ) -> list[IntArray]:
     """Candidate rows of `matrix` (restricted to `rows` if given) for each query (m x d)."""
     if len(queries) == 1:
-        scores = score_rows(matrix, queries[0], rows)[None, :]
-        [positions] = candidate_positions(scores, k, threshold)
-        return [positions if rows is None else rows[positions]]
+        return [scan_scored(matrix, queries[0], k, threshold, rows)[0]]
     total = len(matrix) if rows is None else len(rows)
     # A batch goes in chunks of rows, so its score matrix stays small; BLAS is at its best here.
     chunk = max(65536, k * 64)
@@ -127,6 +141,15 @@ def scan(
         for i, positions in enumerate(candidate_positions(queries @ block.T, k, threshold)):
             found[i].append(positions + start if rows is None else rows[start:stop][positions])
     return [np.concatenate(parts) if parts else np.zeros(0, np.int64) for parts in found]
+
+
+def scan_scored(
+    matrix: FloatMatrix, query: FloatMatrix, k: int, threshold: float, rows: IntArray | None = None
+) -> tuple[IntArray, FloatMatrix]:
+    """`scan` for one query (d,): the candidate rows and their float32 scores."""
+    scores = score_rows(matrix, query, rows)
+    [positions] = candidate_positions(scores[None, :], k, threshold)
+    return (positions if rows is None else rows[positions]), scores[positions]
 
 
 def _row_dot(block: FloatMatrix, query: FloatMatrix, out: FloatMatrix) -> None:
@@ -187,16 +210,19 @@ class _Ids(Protocol):
     def __getitem__(self, row: int, /) -> Any: ...
 
 
-def rank_candidates(
+def rank_rows(
     matrix: FloatMatrix,
     rows: IntArray,
     query: FloatMatrix,
     k: int,
     ids: _Ids,
     threshold: float = 0.0,
-) -> list[tuple[int, float]]:
-    """The best `k` of `rows` as (row, score), score descending then id ascending, keeping only scores
-    >= `threshold` when it is above 0 (0 keeps every score, as `SearchRequest.accepts`)."""
+) -> tuple[IntArray, npt.NDArray[np.float64]]:
+    """The best `k` of `rows` and their scores, score descending then id ascending, keeping only
+    scores >= `threshold` when it is above 0 (0 keeps every score, as `SearchRequest.accepts`).
+
+    Only rows whose score ties with another's have their id looked up in `ids`.
+    """
     scores = exact_scores(matrix, rows, query)
     if threshold > 0.0:
         kept = scores >= threshold
@@ -205,10 +231,39 @@ def rank_candidates(
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]
         kept = scores >= kth  # rows tied with the k-th come along: the id decides between them
         rows, scores = rows[kept], scores[kept]
-    order = np.argsort(-scores, kind="stable")
-    rows, scores = rows[order], scores[order]
-    if len(scores) > 1 and bool((scores[1:] == scores[:-1]).any()):
-        # Rare (identical vectors, or rounding): settle equal scores by id in Python.
-        ranked = sorted(zip((-scores).tolist(), (ids[r] for r in rows.tolist()), rows.tolist(), strict=True))
-        return [(row, -negated) for negated, _, row in ranked[:k]]
-    return list(zip(rows[:k].tolist(), scores[:k].tolist(), strict=True))
+    return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)
+
+
+def order_rows(
+    matrix: FloatMatrix, rows: IntArray, approximate: FloatMatrix, query: FloatMatrix, k: int, ids: _Ids
+) -> IntArray:
+    """The rows `rank_rows(matrix, rows, query, k, ids)` returns, in its order, given their float32
+    scores (`scan_scored`), for callers that need the order and not the scores.
+
+    A float32 score is within far less than `TOLERANCE / 2` of the exact one, so a row whose float32
+    score is more than `TOLERANCE` away from every other keeps its place among the exact scores: only
+    the rows within `TOLERANCE` of a neighbour are scored exactly (usually a few of a hundred), and
+    the rows are then sorted by the exact scores where known, the float32 ones elsewhere.
+    """
+    scores = approximate.astype(np.float64)
+    order = (-scores).argsort()
+    ranked = scores[order]
+    close = ranked[:-1] - ranked[1:] <= TOLERANCE
+    if close.any():
+        near = order[(np.concatenate((close, [False])) | np.concatenate(([False], close))).nonzero()[0]]
+        scores[near] = exact_scores(matrix, rows[near], query)
+    # Equal scores are exact ones (isolated rows are TOLERANCE apart from all others): ids settle them.
+    return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)[0]
+
+
+def rank_candidates(
+    matrix: FloatMatrix,
+    rows: IntArray,
+    query: FloatMatrix,
+    k: int,
+    ids: _Ids,
+    threshold: float = 0.0,
+) -> list[tuple[int, float]]:
+    """`rank_rows` as a list of (row, score)."""
+    ranked, scores = rank_rows(matrix, rows, query, k, ids, threshold)
+    return list(zip(ranked.tolist(), scores.tolist(), strict=True))

@@ -46,7 +46,7 @@ from stores.numpy.hybrid import NumpyCandidates
 from stores.numpy.records import PackedRecords
 from stores.numpy.rowmap import RowMap
 from stores.numpy.search import rank_candidates, scan
-from stores.ranking import needs_ranking, rank
+from stores.ranking import needs_ranking, rank, rank_keys
 
 __all__ = ["NumpyVectorStore"]
 
@@ -234,10 +234,15 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return self._id_order
 
     def _documents(
-        self, rows: Sequence[int], scores: Sequence[float] | None = None, with_embedding: bool = False
+        self,
+        rows: Sequence[int],
+        scores: Sequence[float] | None = None,
+        with_embedding: bool = False,
+        ids: Sequence[str] | None = None,
     ) -> list[Document]:
-        """The documents of `rows` (ids and records decoded in one pass each), with `scores` if given."""
-        ids = self._rows.ids_of(rows)
+        """The documents of `rows` (ids, unless given, and records decoded in one pass each), with
+        `scores` if given."""
+        ids = self._rows.ids_of(rows) if ids is None else ids
         records = self._records.read_many(rows)
         matrix = self._matrix
         return [
@@ -348,6 +353,9 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         source = NumpyCandidates(
             self._matrix[: self._size], query, request.query, rows, self._rows, self._lexical
         )
+        page = rank_keys(request, source)  # hybrid: index rows fused, only the page's ids decoded
+        if page is not None:
+            return self._documents(self._rows.store_rows(page.keys).tolist(), page.scores, ids=page.ids)
         hits = rank(request, source)
         found = self._rows.rows_of([doc_id for doc_id, _ in hits]).tolist()
         return self._documents(found, [score for _, score in hits])

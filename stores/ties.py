@@ -1,0 +1,64 @@
+"""Best-first order of scored keys with equal scores by ascending id, looking up only the ids of ties.
+
+Every ranked list the stores return is ordered by score descending, then id ascending (code points).
+Sorting (score, id) pairs in Python needs every id, and decoding ids is what a ranking of a hundred
+rows spends most on. Scores are rarely equal, so `best_first` sorts the scores with numpy and asks
+for the ids of the tied keys only.
+
+Example:
+    >>> import numpy as np
+    >>> names = {1: "b", 2: "a", 3: "c"}
+    >>> keys, scores = best_first(np.array([1, 2, 3]), np.array([0.5, 0.5, 0.9]),
+    ...                           lambda tied: [names[k] for k in tied.tolist()])
+    >>> keys.tolist(), scores.tolist()
+    ([3, 2, 1], [0.9, 0.5, 0.5])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["IdsOf", "Keys", "best_first"]
+
+Keys = TypeVar("Keys", bound=npt.NDArray[np.integer[Any]])
+IdsOf = Callable[[Keys], list[str]]
+"""The id of each key of an array (for the numpy store: store rows or index rows)."""
+
+
+def best_first(
+    keys: Keys, scores: npt.NDArray[np.float64], ids_of: IdsOf[Keys], limit: int | None = None
+) -> tuple[Keys, npt.NDArray[np.float64]]:
+    """`keys` and `scores` ordered by score descending then id ascending, cut at `limit` (None: all).
+
+    Only the keys whose score equals a neighbour's (after sorting by score) are passed to `ids_of`.
+    """
+    order = (-scores).argsort(kind="stable")  # methods: numpy's function wrappers cost as much
+    keys, scores = cast(Keys, keys[order]), scores[order]
+    if len(scores) > 1:
+        same = scores[1:] == scores[:-1]
+        if same.any():
+            keys = _settle(keys, same, ids_of)
+    if limit is not None:
+        keys, scores = cast(Keys, keys[:limit]), scores[:limit]
+    return keys, scores
+
+
+def _settle(keys: Keys, same: npt.NDArray[np.bool_], ids_of: IdsOf[Keys]) -> Keys:
+    """`keys` (sorted by score) with each run of equal scores reordered by ascending id."""
+    linked = same.nonzero()[0].tolist()  # position p ties with p + 1: few, so sets beat numpy here
+    tied = sorted({*linked, *(position + 1 for position in linked)})
+    follows = set(linked)
+    run, runs = 0, []
+    for position in tied:  # a new run starts wherever the score differs from the previous one
+        if position - 1 not in follows:
+            run += 1
+        runs.append(run)
+    # Sorting (run, id, position) keeps each run within its own positions: runs ascend along `tied`.
+    ordered = sorted(zip(runs, ids_of(cast(Keys, keys[tied])), tied, strict=True))
+    settled = keys.copy()
+    settled[tied] = keys[[position for _, _, position in ordered]]
+    return settled
