@@ -3,7 +3,10 @@
 The contract (docs/exactness.md):
 
 - Which documents are eligible never depends on the path: a filter means what it means for `get` and
-  `count`, Chroma's `where` plus the Python part of `stores.chroma.filters`.
+  `count`. The filter columns (`stores.chroma.columns`) give the eligible ids when the store uses them
+  (`stores.chroma.reading`): none means no call to Chroma, else Chroma ranks only those ids
+  (`query(..., ids=...)`, cheap where a `where` clause is not). Otherwise Chroma's `where` plus the
+  Python part of `stores.chroma.filters` decides.
 - Exact paths score every eligible record in numpy (`stores.numpy.search.exact_scores`, so scores equal
   the numpy store's to the last bit) and order by (score descending, id ascending): a request with
   `exact=True`, and any collection of at most `scan_limit` records (the store's `ef_search`), where
@@ -24,8 +27,10 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import SearchRequest
+from rag.filters import holds
 from stores.chroma.client import Connection
 from stores.chroma.filters import ChromaFilter, Where
+from stores.chroma.records import decode_metadata
 from stores.chroma.search import Row, merge, rows_from_get, rows_from_query, scores
 from stores.numpy.search import SCORE_DECIMALS
 
@@ -68,6 +73,10 @@ class Nearest:
     """Rows by ids, with the given fields (`ChromaVectorStore._fetch`)."""
     matching_ids: Callable[[ChromaFilter], list[str]]
     """Every id a filter matches, its Python part included."""
+    eligible: Callable[[ChromaFilter], list[str] | None] = lambda compiled: None
+    """The ids a filter matches by the filter columns, or None when Chroma's `where` should decide."""
+    verify: bool = False
+    """Check the metadata of rows found by ids (another process may change records meanwhile)."""
     large: bool = False
     """The collection was seen holding more than `scan_limit` records (`forget_size` resets it)."""
 
@@ -90,21 +99,32 @@ class Nearest:
         """
         if req.top_k == 0:
             return []
+        eligible = None if compiled.tree is None else self.eligible(compiled)
+        if eligible is not None and not eligible:
+            return []  # nothing matches: no call to Chroma
         large = self._is_large()
         if req.exact or not large:
-            return self._scan(query, compiled, req, large)
-        if compiled.exact:
+            return self._checked(self._scan(query, compiled, req, large, eligible), compiled)
+        if eligible is None and compiled.exact:
             return self._hnsw(query, req, compiled.where, None, light)
-        # Python decides the matches; Chroma ranks only those ids, chunk by chunk.
-        ids = sorted(self.matching_ids(compiled))
+        # The columns or Python decide the matches; Chroma ranks only those ids, chunk by chunk.
+        ids = sorted(self.matching_ids(compiled) if eligible is None else eligible)
         if len(ids) <= self.scan_limit:
             rows = self.fetch(ids, _ROW_FIELDS)
-            return ranked(rows, scores(rows, query).tolist(), req)
+            return self._checked(ranked(rows, scores(rows, query).tolist(), req), compiled)
         parts = [
             self._hnsw(query, req, None, ids[i : i + self.batch_size], light)
             for i in range(0, len(ids), self.batch_size)
         ]
-        return merge(parts, req.top_k)
+        return self._checked(merge(parts, req.top_k), compiled)
+
+    def _checked(self, hits: list[tuple[Row, float]], compiled: ChromaFilter) -> list[tuple[Row, float]]:
+        """Hits found by ids, without those another process changed to non-matching meanwhile."""
+        normal = compiled.normal
+        if not self.verify or normal is None:
+            return hits
+        # Rows without metadata (`light`) are checked by the caller when it reads them.
+        return [hit for hit in hits if hit[0].record is None or holds(normal, decode_metadata(hit[0].record))]
 
     def _is_large(self) -> bool:
         # Only deletes shrink a collection, so once large it stays so until `forget_size` (writes by
@@ -133,7 +153,12 @@ class Nearest:
         return ranked(rows_from_query(result), [_score_of(d) for d in distances], req)
 
     def _scan(
-        self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest, large: bool
+        self,
+        query: npt.NDArray[np.float32],
+        compiled: ChromaFilter,
+        req: SearchRequest,
+        large: bool,
+        eligible: list[str] | None,
     ) -> list[tuple[Row, float]]:
         """Exact: every match's vector scored in numpy, a page at a time.
 
@@ -141,10 +166,10 @@ class Nearest:
         is then read for the winners only.
         """
         fields = ["embeddings"] if large else _ROW_FIELDS
-        if compiled.exact:
+        if eligible is None and compiled.exact:
             pages = self.pages(compiled.where, fields)
         else:
-            ids = sorted(self.matching_ids(compiled))
+            ids = sorted(self.matching_ids(compiled) if eligible is None else eligible)
             pages = (
                 self.fetch(ids[i : i + self.batch_size], fields) for i in range(0, len(ids), self.batch_size)
             )
