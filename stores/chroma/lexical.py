@@ -182,6 +182,10 @@ class ChromaLexical:
         kept = self._kept()
         return None if kept is None else kept.columns
 
+    def forget(self) -> None:
+        """Drop the sidecar held in memory: it is loaded or rebuilt when next needed."""
+        self._index = None
+
     def sidecar(self) -> Sidecar:
         """The whole sidecar, equal to the collection (see `index`)."""
         current = self._kept()

@@ -166,6 +166,7 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
             self._eligible,
             verify=not self._local,
         )
+        self._nearest.forget = lambda: self._lexical.forget()
         self._mirror = shared_mirror(key)
         # Weak: neither the store nor the copy's memory is kept alive by the lexical index.
         mirror = weakref.ref(self._mirror)
