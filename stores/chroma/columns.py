@@ -56,7 +56,7 @@ def _dumps(metadata: Mapping[str, Any]) -> str:
 
 
 class _Decoded:
-    """Row -> metadata dict, decoded on demand (`MetadataColumns.mask` asks only for rows it cannot settle)."""
+    """Row -> metadata, decoded on demand (`MetadataColumns.mask` asks only for rows it cannot settle)."""
 
     def __init__(self, texts: list[str]) -> None:
         self._texts = texts

@@ -13,8 +13,9 @@ store changes twice: once before touching any record, once after the index holds
   `flush()` and at interpreter exit. It is loaded only when its token is the collection's current one
   (and both parts hold as many documents as the collection); otherwise (no save yet, a collection
   written before the index existed or by raw chromadb calls, a crash between a write and the save,
-  another tokenizer version, a save of a version without filter columns) it is rebuilt from the documents Chroma stores, without embedding anything, and
-  saved under the current token. A crash therefore costs a rebuild, never a wrong answer.
+  another tokenizer version, a save of a version without filter columns) it is rebuilt from the
+  documents and metadata Chroma stores, without embedding anything, and saved under the current
+  token. A crash therefore costs a rebuild, never a wrong answer.
 - Server (`url=`) or a given client: the index lives in memory, built from the collection's documents
   when a lexical or hybrid search first needs it. Before each lexical search and each write the store
   compares the token with its own, so writes made by other stores (in this or another process) are

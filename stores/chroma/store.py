@@ -1,10 +1,12 @@
 """`ChromaVectorStore`: the `VectorStore` protocol on Chroma, embedded, in-process or on a server.
 
-Filters are decided by the filter columns beside the collection, or by Chroma `where` clauses
-(`stores.chroma.reading` says which), records use the layout of `stores.chroma.records`, and requests are answered as `stores.chroma.answering` says: filters exact
+Filters are decided by the filter columns beside the collection (`stores.chroma.columns`) or by
+Chroma `where` clauses (`stores.chroma.reading` says which), records use the layout of
+`stores.chroma.records`, and requests are answered as `stores.chroma.answering` says: filters exact
 always; vector top-k exact on small collections and with `SearchRequest(exact=True)` (through the
 exact copy of `stores.chroma.mirror`), from Chroma's HNSW graph otherwise; lexical and hybrid modes
-and MMR rank through `stores.ranking` over a BM25 index beside the collection (`stores.chroma.lexical`).
+and MMR rank through `stores.ranking` over a BM25 index beside the collection (`stores.chroma.lexical`),
+which also holds the filter columns.
 chromadb is imported when the first store is constructed.
 
 Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into the stored record (keys

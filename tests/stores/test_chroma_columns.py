@@ -112,7 +112,9 @@ def test_the_columns_are_saved_with_the_token_and_loaded_on_reopening(tmp_path: 
     assert len(json.loads(saved.read_text())["ids"]) == 599
     with ChromaVectorStore(MODEL, path=tmp_path) as store:
         assert store.count(LONG) == reference.count(LONG) > 0
-        assert [d.id for d in store.get(filter="bucket == 1")] == [d.id for d in reference.get(filter="bucket == 1")]
+        assert [d.id for d in store.get(filter="bucket == 1")] == [
+            d.id for d in reference.get(filter="bucket == 1")
+        ]
         assert store._lexical.rebuilds == 0  # loaded, not read from Chroma
 
 
@@ -201,7 +203,9 @@ def test_records_changed_between_the_token_check_and_the_query_never_reach_an_an
 
     host, port = chroma_server.removeprefix("http://").split(":")
     name = f"race-{delete}".lower()
-    with ChromaVectorStore(MODEL, collection=name, url=chroma_server, ef_search=20, exact_copy=False) as store:
+    with ChromaVectorStore(
+        MODEL, collection=name, url=chroma_server, ef_search=20, exact_copy=False
+    ) as store:
         store.add(_docs(100))
         request = SearchRequest("word3", top_k=100, filter=LONG)
         eligible = {d.id for d in store.similarity_search(request)}
@@ -247,7 +251,8 @@ def test_filter_columns_agree_with_the_reference_through_writes_and_deletes() ->
     for _ in range(30):
         ids = [f"i{n}" for n in rng.choice(60, size=12, replace=False)]
         metadatas = [
-            {name: values[rng.integers(len(values))] for name in ("k", "j") if rng.random() < 0.8} for _ in ids
+            {name: values[rng.integers(len(values))] for name in ("k", "j") if rng.random() < 0.8}
+            for _ in ids
         ]
         columns.write(ids, metadatas)
         held.update(zip(ids, metadatas, strict=True))
