@@ -39,7 +39,7 @@ from rag.errors import StoreError
 from rag.filters import Filter
 from stores.numpy.columns import MetadataColumns
 
-__all__ = ["FILE", "FilterColumns"]
+__all__ = ["FILE", "FilterColumns", "Selection"]
 
 FILE = "filter-columns.json"
 """The columns' file in a sidecar folder (ids and metadata; the columns are computed again on load)."""
@@ -64,6 +64,33 @@ class _Decoded:
     def __getitem__(self, row: int) -> dict[str, Any]:
         decoded: dict[str, Any] = json.loads(self._texts[row])
         return decoded
+
+
+class Selection:
+    """The records a filter selects, by the filter columns: how many, their ids, and membership.
+
+    Valid while the columns do not change (the store's lock keeps writes out of a search).
+    """
+
+    def __init__(self, ids: list[str], rows: dict[str, int], mask: BoolArray) -> None:
+        self._all_ids, self._rows, self._mask = ids, rows, mask
+        self.count = int(np.count_nonzero(mask))
+        """How many records match."""
+        self.total = len(mask)
+        """How many records the collection holds."""
+        self._ids: list[str] | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        """The matching ids, in row order (made on first use: a large selection may not need them)."""
+        if self._ids is None:
+            every = self._all_ids
+            self._ids = [every[row] for row in np.flatnonzero(self._mask).tolist()]
+        return self._ids
+
+    def __contains__(self, doc_id: object) -> bool:
+        row = self._rows.get(doc_id) if isinstance(doc_id, str) else None
+        return row is not None and bool(self._mask[row])
 
 
 class FilterColumns:
@@ -141,10 +168,13 @@ class FilterColumns:
         """Which rows match `tree` (exactly `rag.filters.matches` on each row's metadata)."""
         return self._columns.mask(tree, len(self._ids), _Decoded(self._texts))
 
+    def select(self, tree: Filter) -> Selection:
+        """The records matching `tree`."""
+        return Selection(self._ids, self._rows, self.mask(tree))
+
     def matching_ids(self, tree: Filter) -> list[str]:
         """The ids matching `tree`, in row order."""
-        ids = self._ids
-        return [ids[row] for row in np.flatnonzero(self.mask(tree)).tolist()]
+        return self.select(tree).ids
 
     def count(self, tree: Filter) -> int:
         """How many records match `tree`."""

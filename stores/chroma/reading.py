@@ -27,7 +27,7 @@ from rag.documents import Document
 from rag.filters import Filter, as_filter, holds
 from rag.store_get import GetRequest
 from stores.chroma.client import Connection
-from stores.chroma.columns import FilterColumns
+from stores.chroma.columns import FilterColumns, Selection
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.lexical import ChromaLexical
 from stores.chroma.mirror import Mirror, Snapshot
@@ -98,12 +98,12 @@ class Reading:
         # Chroma would need the Python check (a read of the candidates' metadata) anyway: read once.
         return self._lexical.columns()
 
-    def _eligible(self, compiled: ChromaFilter) -> list[str] | None:
-        """The ids the filter matches by the filter columns, or None when Chroma's `where` should decide."""
+    def _selection(self, compiled: ChromaFilter) -> Selection | None:
+        """The records the filter matches by the filter columns, or None when Chroma's `where` decides."""
         columns = self._columns_for(compiled)
         if columns is None or compiled.tree is None:
             return None
-        return columns.matching_ids(compiled.tree)
+        return columns.select(compiled.tree)
 
     def _verified(self, rows: list[Row], compiled: ChromaFilter) -> list[Row]:
         """`rows` read by ids the columns chose, without any another process changed meanwhile."""
@@ -116,9 +116,9 @@ class Reading:
         """Every id the filter matches, in no particular order (`build`: the copy may be built)."""
         if compiled.matches_nothing:
             return []
-        eligible = self._eligible(compiled)
-        if eligible is not None:
-            return eligible
+        selection = self._selection(compiled)
+        if selection is not None:
+            return selection.ids
         copy = self._copy_for(False, compiled.tree, build=build)
         if copy is not None:
             return copy.matching_ids(compiled.tree)

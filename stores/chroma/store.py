@@ -165,7 +165,7 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
             self._batch_size,
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._matching_ids,
-            self._eligible,
+            self._selection,
             verify=not self._local,
         )
         self._nearest.forget = lambda: self._lexical.forget()

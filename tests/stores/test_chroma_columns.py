@@ -43,6 +43,7 @@ class _Spy:
     def __init__(self, target: Any) -> None:
         self.target = target
         self.calls: list[tuple[str, bool]] = []
+        self.query_ids: list[int | None] = []  # how many ids each query was restricted to
         self.before_query: Any = None
 
     def __getattr__(self, name: str) -> Any:
@@ -50,6 +51,8 @@ class _Spy:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self.calls.append((name, kwargs.get("where") is not None))
+            if name == "query":
+                self.query_ids.append(None if kwargs.get("ids") is None else len(kwargs["ids"]))
             if name == "query" and self.before_query is not None:
                 hook, self.before_query = self.before_query, None
                 hook()
@@ -92,6 +95,32 @@ def test_a_filter_matching_nothing_makes_no_chroma_call(tmp_path: Path) -> None:
             assert store.similarity_search(SearchRequest("word3", filter="n > 10000", mode=mode)) == []
         assert store.count("n > 10000") == 0 and store.get(filter="n > 10000") == []
         assert spy.calls == []
+
+
+def test_a_broad_filter_is_one_unrestricted_query(tmp_path: Path) -> None:
+    # Chroma's cost for `ids=` grows with their number: 95% of the records are better filtered after.
+    reference = NumpyVectorStore(MODEL)
+    reference.add(_docs())
+    with ChromaVectorStore(MODEL, path=tmp_path, ef_search=20) as store:
+        store.add(_docs())
+        store.similarity_search("warm up")
+        spy = _spied(store)
+        for mode in ("vector", "hybrid"):
+            found = store.similarity_search(SearchRequest("word3", top_k=8, filter="bucket != 0", mode=mode))
+            assert len(found) == 8 and all(d.metadata["bucket"] != 0 for d in found)
+        assert spy.query_ids == [None, None]
+
+
+def test_a_broad_filter_whose_matches_are_far_asks_again_with_the_ids(tmp_path: Path) -> None:
+    docs = [Document(f"z{i:03d}", "zebra stripes", {"x": 0}) for i in range(100)]
+    docs += [Document(f"o{i:03d}", f"other text {i}", {"x": 1}) for i in range(100)]
+    with ChromaVectorStore(MODEL, path=tmp_path, ef_search=20) as store:
+        store.add(docs)
+        store.similarity_search("warm up")
+        spy = _spied(store)
+        found = store.similarity_search(SearchRequest("zebra stripes", top_k=5, filter="x == 1"))
+        assert len(found) == 5 and all(d.id.startswith("o") for d in found)
+        assert spy.query_ids == [None, 100]  # the 50 nearest were all zebras: asked again by ids
 
 
 def _token(store: ChromaVectorStore) -> str:
