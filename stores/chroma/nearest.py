@@ -40,6 +40,7 @@ from stores.numpy.search import SCORE_DECIMALS
 __all__ = ["Nearest", "ranked"]
 
 _ROW_FIELDS = ["embeddings", "metadatas", "documents"]
+_TEXT_FIELDS = ["metadatas", "documents"]
 # One query restricted to 19k ids costs 7.6 ms at 20k records, three of ~6k ids 16 ms; 95k ids in one
 # query work too (94 ms at 100k, where a `where` took 540 ms). So ids go in as few queries as this allows.
 _IDS_PER_QUERY = 100_000
@@ -166,12 +167,12 @@ class Nearest:
 
         Chroma's cost for `ids=` grows with their number (94 ms for 95,000 of 100,000 records, 7-28 ms
         for 2,000 of 20,000, against 1.5-4 ms unrestricted), while an unrestricted query costs the same
-        for any candidate list up to the graph's own (`ef_search`).
+        for any candidate list up to the graph's own (`ef_search`). It returns distances only: texts
+        and metadata of 210 neighbours cost Chroma 20 ms where 10 read by id cost 1.7 ms.
         """
         wanted = min(selection.total, _overfetch(req.top_k, selection.count / selection.total))
-        include = ["distances"] if light else ["metadatas", "documents", "distances"]
         with self.conn.errors(f"query the collection {self.name!r}"):
-            result = self.collection.query(query_embeddings=[query], n_results=wanted, include=include)
+            result = self.collection.query(query_embeddings=[query], n_results=wanted, include=["distances"])
         rows = rows_from_query(result)
         values = [_score_of(d) for d in result["distances"][0]]
         kept = [i for i, row in enumerate(rows) if row.id in selection]
@@ -183,7 +184,11 @@ class Nearest:
         )
         if not complete:
             return None
-        return ranked([rows[i] for i in kept], [values[i] for i in kept], req)
+        hits = ranked([rows[i] for i in kept], [values[i] for i in kept], req)
+        if light or not hits:
+            return hits
+        full = {row.id: row for row in self.fetch([row.id for row, _ in hits], _TEXT_FIELDS)}
+        return [(full[row.id], value) for row, value in hits if row.id in full]
 
     def _checked(self, hits: list[tuple[Row, float]], compiled: ChromaFilter) -> list[tuple[Row, float]]:
         """Hits found by ids, without those another process changed to non-matching meanwhile."""

@@ -108,7 +108,7 @@ def test_a_broad_filter_is_one_unrestricted_query(tmp_path: Path) -> None:
         for mode in ("vector", "hybrid"):
             found = store.similarity_search(SearchRequest("word3", top_k=8, filter="bucket != 0", mode=mode))
             assert len(found) == 8 and all(d.metadata["bucket"] != 0 for d in found)
-        assert spy.query_ids == [None, None]
+        assert spy.query_ids == [None, None]  # and one `get` of the vector hits' texts
 
 
 def test_a_broad_filter_whose_matches_are_far_asks_again_with_the_ids(tmp_path: Path) -> None:
