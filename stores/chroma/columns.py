@@ -118,13 +118,21 @@ class FilterColumns:
     # -- writing --------------------------------------------------------------------------------------
 
     def write(
-        self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]], texts: Sequence[str] | None = None
+        self,
+        ids: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+        texts: Sequence[str | None] | None = None,
     ) -> None:
         """Insert or replace the metadata of `ids` (distinct ids, as a store's write holds them).
 
-        `texts`: the metadata already as JSON (a load), else it is encoded here.
+        `texts`: each metadata already as JSON (a record's `_rag_meta`, a save), or None where it is
+        to be encoded here (encoding costs more than the rest of the write).
         """
-        encoded = [_dumps(metadata) for metadata in metadatas] if texts is None else texts
+        given = texts if texts is not None else [None] * len(ids)
+        encoded = [
+            _dumps(metadata) if text is None else text
+            for metadata, text in zip(metadatas, given, strict=True)
+        ]
         replaced = [self._rows[doc_id] for doc_id in ids if doc_id in self._rows]
         if replaced:
             rows = np.asarray(replaced, np.int64)

@@ -55,7 +55,7 @@ from rag.errors import RagError, StoreError
 from rag.text import with_context
 from stores.chroma.client import Connection
 from stores.chroma.columns import FilterColumns
-from stores.chroma.records import decode_metadata, decode_text
+from stores.chroma.records import META, decode_metadata, decode_text
 from stores.chroma.search import rows_from_get
 from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
@@ -100,8 +100,9 @@ class CollectionAccess:
         with self.conn.errors(f"count the collection {self.name!r}"):
             return int(self.collection.count())
 
-    def records(self) -> Iterator[tuple[list[str], list[str], list[dict[str, Any]]]]:
-        """Every record's (ids, indexed texts: `rag.text.with_context`, metadata), a page at a time."""
+    def records(self) -> Iterator[tuple[list[str], list[str], list[dict[str, Any]], list[str | None]]]:
+        """Every record's (ids, indexed texts: `rag.text.with_context`, metadata, metadata as JSON when
+        the record holds it), a page at a time."""
         offset = 0
         while True:
             with self.conn.errors(f"read from the collection {self.name!r}"):
@@ -113,7 +114,8 @@ class CollectionAccess:
                 return
             texts = [decode_text(row.document, row.record) for row in rows]
             metadatas = [decode_metadata(row.record) for row in rows]
-            yield [row.id for row in rows], list(map(with_context, texts, metadatas)), metadatas
+            encoded = [(row.record or {}).get(META) for row in rows]
+            yield [row.id for row in rows], list(map(with_context, texts, metadatas)), metadatas, encoded
             offset += len(rows)
 
 
@@ -127,10 +129,16 @@ class Sidecar:
     def __len__(self) -> int:
         return len(self.index)
 
-    def add(self, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]]) -> None:
-        """Insert or replace records (distinct ids) in both parts."""
+    def add(
+        self,
+        ids: list[str],
+        texts: list[str],
+        metadatas: list[dict[str, Any]],
+        encoded: list[str | None] | None = None,
+    ) -> None:
+        """Insert or replace records (distinct ids) in both parts (`encoded`: see `FilterColumns.write`)."""
         self.index.add(ids, texts)
-        self.columns.write(ids, metadatas)
+        self.columns.write(ids, metadatas, encoded)
 
     def delete(self, ids: list[str]) -> None:
         """Remove records from both parts (unknown ids ignored)."""
@@ -216,8 +224,8 @@ class ChromaLexical:
         saved = loaded is not None
         if loaded is None:
             loaded = Sidecar(LexicalIndex(), FilterColumns())
-            for ids, texts, metadatas in self._access.records():
-                loaded.add(ids, texts, metadatas)
+            for ids, texts, metadatas, encoded in self._access.records():
+                loaded.add(ids, texts, metadatas, encoded)
             self.rebuilds += 1
         # The token first: a reader that sees the new index with the old token only rebuilds again.
         self._token, self._saved, self._seen = token, saved, self._written()

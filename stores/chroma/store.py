@@ -50,7 +50,7 @@ from stores.chroma.mirror_files import CopySaver
 from stores.chroma.nearest import Nearest
 from stores.chroma.opaque import shared_opaque
 from stores.chroma.reading import Reading
-from stores.chroma.records import TEXT, encode_record, encode_text
+from stores.chroma.records import META, TEXT, encode_record, encode_text
 from stores.locking import shared_lock
 from stores.numpy.embed import document_vectors, embed_queries
 
@@ -285,7 +285,8 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
                         self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
             if index is not None:
                 texts = [with_context(doc.text, doc.metadata) for doc in docs]
-                index.add([doc.id for doc in docs], texts, [doc.metadata for doc in docs])
+                encoded = [record[META] for record in metadatas]  # the columns keep the same JSON
+                index.add([doc.id for doc in docs], texts, [doc.metadata for doc in docs], encoded)
 
     def _replacing(self, ids: list[str], metadatas: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Metadata that replaces the stored records': Chroma's upsert merges keys, None removes one."""
