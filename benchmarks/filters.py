@@ -18,13 +18,14 @@ flags of stores/chroma/records.py) and a string ordering (the integer order code
 prints what the filter columns cost: memory (tracemalloc, while they are built from the metadata) and
 disk (their file in the sidecar folder after `flush()`).
 
-    python benchmarks/filters.py [--size 20000] [--repeats 5] [--data PATH/corpus.jsonl]
+    python benchmarks/filters.py [--size 20000] [--repeats 15] [--data PATH/corpus.jsonl]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -52,14 +53,18 @@ def _documents(corpus: Path, size: int) -> list[Document]:
     ]
 
 
-def _median_ms(action: Callable[[], object], repeats: int) -> float:
-    action()  # warm up
-    times = []
+def _medians_ms(actions: list[Callable[[], object]], repeats: int) -> list[float]:
+    """Median time of each action, timed in turns (a, b, c, a, b, c, ...) so the machine's load hits
+    every column alike."""
+    for action in actions:
+        action()  # warm up
+    times: list[list[float]] = [[] for _ in actions]
     for _ in range(repeats):
-        started = time.perf_counter()
-        action()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+        for action, spent in zip(actions, times, strict=True):
+            started = time.perf_counter()
+            action()
+            spent.append((time.perf_counter() - started) * 1000)
+    return [statistics.median(spent) for spent in times]
 
 
 def _columns_cost(docs: list[Document], folder: Path) -> str:
@@ -98,7 +103,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--size", type=int, default=20_000, help="documents (default 20,000)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed calls per figure")
+    parser.add_argument("--repeats", type=int, default=15, help="timed calls per figure")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="SciFact corpus.jsonl")
     args = parser.parse_args()
     if not args.data.is_file():
@@ -134,7 +139,7 @@ def main() -> int:
             searches = [partial(store.similarity_search, request) for store in (numpy_store, chroma)]
             actions = [*counts, raw_count, partial(copied.count, text)]
             actions += [*searches, raw_search, partial(copied.similarity_search, request)]
-            row = [_median_ms(action, args.repeats) for action in actions]
+            row = _medians_ms(actions, args.repeats)
             widths = [len(what + name) + 3 for what in ("count", "search") for name in names]
             print(
                 f"{text:<32}{chroma.count(text):>8}"
@@ -142,7 +147,8 @@ def main() -> int:
             )
         copied.close()
         chroma.close()
-    print("(milliseconds, medians; `where`: raw chromadb with the store's compiled clause)")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"(milliseconds, medians; `where`: raw chromadb with the store's compiled clause; load {load})")
     return 0
 
 
