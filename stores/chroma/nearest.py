@@ -147,7 +147,8 @@ class Nearest:
                 return self._checked(found, compiled)
         # The columns or Python decide the matches; Chroma ranks only those ids, chunk by chunk.
         ids = sorted(self.matching_ids(compiled) if eligible is None else eligible)
-        if len(ids) <= self.scan_limit:
+        if eligible is None and len(ids) <= self.scan_limit:
+            # Chroma would need these rows' metadata read anyway (the Python check): score them here.
             rows = self.fetch(ids, _ROW_FIELDS)
             return self._checked(ranked(rows, scores(rows, query).tolist(), req), compiled)
         parts = [
