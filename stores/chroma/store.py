@@ -95,11 +95,17 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
     collections of up to `ef_search` records are searched exactly. Beyond that, vector top-k is
     approximate unless a request says `exact=True` (docs/exactness.md gives measured recall).
 
+    Filters are decided on numpy columns of every record's metadata kept beside the collection
+    (`stores.chroma.columns`, in the same sidecar as the BM25 index): `count`, `get` and deletes by
+    filter make no `where`, and a filtered search asks Chroma only among the matching ids. Embedded and
+    in-process stores always use them; server and client stores when they are current, else `where`.
+
     `exact_copy` decides when the store keeps an exact copy of the vectors and metadata in memory
     (`stores.chroma.mirror`: about the vectors' size in RAM, one full read to build, dropped by writes),
     which answers exact requests and filters at numpy speed: None (the default) builds it for the first
-    `exact=True` request, or once Chroma's filtering has cost as much as the read; True at the first
-    exact or filtered request; False never (exact requests then read every vector from Chroma).
+    `exact=True` request, or (server and client stores) once Chroma's filtering has cost as much as the
+    read; True at the first exact or filtered request; False never (exact requests then read every
+    vector from Chroma).
 
     Safe to share between threads: searches run side by side, each write runs alone, and stores over
     the same collection in one process share the lock. Across processes: an embedded folder belongs to
