@@ -17,6 +17,7 @@ import pytest
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.filters import matches, parse
 from stores import ChromaVectorStore, NumpyVectorStore
+from stores.chroma.client import close_client
 from stores.chroma.columns import FILE, FilterColumns
 from stores.chroma.lexical import FOLDER, STATE_KEY
 
@@ -240,24 +241,27 @@ def test_records_changed_between_the_token_check_and_the_query_never_reach_an_an
         assert len(eligible) == 49
         gone, changed = sorted(eligible)[:2]
         client: Any = chromadb.HttpClient(host=host, port=int(port))
-        other = client.get_collection(name)
-        spy = _spied(store)
+        try:
+            other = client.get_collection(name)
+            spy = _spied(store)
 
-        def meanwhile() -> None:  # another process, after the columns chose the ids
-            other.update(ids=[changed], metadatas=[{"_rag_meta": json.dumps({"name": "a"}), "name": "a"}])
+            def meanwhile() -> None:  # another process, after the columns chose the ids
+                other.update(ids=[changed], metadatas=[{"_rag_meta": json.dumps({"name": "a"}), "name": "a"}])
+                if delete:
+                    other.delete(ids=[gone])
+
+            spy.before_query = meanwhile
+            found = {d.id for d in store.similarity_search(request)}
             if delete:
-                other.delete(ids=[gone])
-
-        spy.before_query = meanwhile
-        found = {d.id for d in store.similarity_search(request)}
-        if delete:
-            # Chroma refused the lost id; the store built the columns again and asked once more.
-            assert found == eligible - {gone, changed}
-            assert [name for name, _ in spy.calls].count("query") == 2
-        else:
-            # The changed record comes back with its new metadata and is dropped from the answer.
-            assert found == eligible - {changed}
-            assert [name for name, _ in spy.calls].count("query") == 1
+                # Chroma refused the lost id; the store built the columns again and asked once more.
+                assert found == eligible - {gone, changed}
+                assert [name for name, _ in spy.calls].count("query") == 2
+            else:
+                # The changed record comes back with its new metadata and is dropped from the answer.
+                assert found == eligible - {changed}
+                assert [name for name, _ in spy.calls].count("query") == 1
+        finally:
+            close_client(client)  # chromadb leaves its HTTP pools open otherwise
 
 
 def test_filter_columns_agree_with_the_reference_through_writes_and_deletes() -> None:
