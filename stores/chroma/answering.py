@@ -125,8 +125,9 @@ class Answering:
         return [(row.id, score) for row, score in hits]
 
     def _renting(self, compiled: ChromaFilter) -> AbstractContextManager[Any]:
-        """Times what Chroma spends on a filter, toward building the copy (`Mirror.due`)."""
-        return self._mirror.renting() if compiled.tree is not None else nullcontext()
+        """Times what Chroma spends on a filter, toward building the copy (`Mirror.due`). Not on a store
+        only this process writes: its filter columns decide filters, as cheap as the copy would."""
+        return self._mirror.renting() if compiled.tree is not None and not self._local else nullcontext()
 
     def _copy_for(self, exact: bool, tree: Filter | None, *, build: bool = True) -> Snapshot | None:
         """The exact copy if it should answer: always for exact requests (unless `exact_copy=False`),

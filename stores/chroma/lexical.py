@@ -1,16 +1,21 @@
-"""The BM25 index beside a Chroma collection, kept equal to it across writes, crashes and processes.
+"""The sidecar beside a Chroma collection (BM25 index and filter columns), kept equal to it across
+writes, crashes and processes.
 
 Chroma has no lexical search, so `ChromaVectorStore` keeps a `stores.lexical.LexicalIndex` of the
-collection's texts, updated by the store's own `add` and `delete`. What ties the two together is a
+collection's texts; and Chroma's `where` costs far more than numpy, so it keeps every record's metadata
+as `stores.chroma.columns.FilterColumns` too. Both form the *sidecar* (`Sidecar`): one read of the
+collection builds both, the store's own `add` and `delete` update both, and they are saved, loaded and
+dropped together. Below, "the index" means the whole sidecar. What ties the two together is a
 *state token* in the collection's metadata (`STATE_KEY`), a random string that every write through a
 store changes twice: once before touching any record, once after the index holds the write.
 
 - Embedded (`path=`): the index is saved in `<path>/rag-lexical/<collection>/<token>/`, on `close()`,
   `flush()` and at interpreter exit. It is loaded only when its token is the collection's current one
-  (and it holds as many documents as the collection); otherwise (no save yet, a collection written
-  before the index existed or by raw chromadb calls, a crash between a write and the save, another
-  tokenizer version) it is rebuilt from the documents Chroma stores, without embedding anything, and
-  saved under the current token. A crash therefore costs a rebuild, never a wrong answer.
+  (and both parts hold as many documents as the collection); otherwise (no save yet, a collection
+  written before the index existed or by raw chromadb calls, a crash between a write and the save,
+  another tokenizer version, a save of a version without filter columns) it is rebuilt from the
+  documents and metadata Chroma stores, without embedding anything, and saved under the current
+  token. A crash therefore costs a rebuild, never a wrong answer.
 - Server (`url=`) or a given client: the index lives in memory, built from the collection's documents
   when a lexical or hybrid search first needs it. Before each lexical search and each write the store
   compares the token with its own, so writes made by other stores (in this or another process) are
@@ -49,13 +54,14 @@ from typing import Any
 from rag.errors import RagError, StoreError
 from rag.text import with_context
 from stores.chroma.client import Connection
-from stores.chroma.records import decode_metadata, decode_text
+from stores.chroma.columns import FilterColumns
+from stores.chroma.records import META, decode_metadata, decode_text
 from stores.chroma.search import rows_from_get
 from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
 from stores.locking import shared_mutex
 
-__all__ = ["FOLDER", "STATE_KEY", "ChromaLexical", "CollectionAccess"]
+__all__ = ["FOLDER", "STATE_KEY", "ChromaLexical", "CollectionAccess", "Sidecar"]
 
 STATE_KEY = "rag:lexical_state"
 FOLDER = "rag-lexical"
@@ -94,8 +100,9 @@ class CollectionAccess:
         with self.conn.errors(f"count the collection {self.name!r}"):
             return int(self.collection.count())
 
-    def texts(self) -> Iterator[tuple[list[str], list[str]]]:
-        """Every record's (ids, indexed texts: `rag.text.with_context`), a page at a time."""
+    def records(self) -> Iterator[tuple[list[str], list[str], list[dict[str, Any]], list[str | None]]]:
+        """Every record's (ids, indexed texts: `rag.text.with_context`, metadata, metadata as JSON when
+        the record holds it), a page at a time."""
         offset = 0
         while True:
             with self.conn.errors(f"read from the collection {self.name!r}"):
@@ -107,12 +114,40 @@ class CollectionAccess:
                 return
             texts = [decode_text(row.document, row.record) for row in rows]
             metadatas = [decode_metadata(row.record) for row in rows]
-            yield [row.id for row in rows], list(map(with_context, texts, metadatas))
+            encoded = [(row.record or {}).get(META) for row in rows]
+            yield [row.id for row in rows], list(map(with_context, texts, metadatas)), metadatas, encoded
             offset += len(rows)
 
 
+@dataclass
+class Sidecar:
+    """The BM25 index and the filter columns of one collection, always holding the same records."""
+
+    index: LexicalIndex
+    columns: FilterColumns
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def add(
+        self,
+        ids: list[str],
+        texts: list[str],
+        metadatas: list[dict[str, Any]],
+        encoded: list[str | None] | None = None,
+    ) -> None:
+        """Insert or replace records (distinct ids) in both parts (`encoded`: see `FilterColumns.write`)."""
+        self.index.add(ids, texts)
+        self.columns.write(ids, metadatas, encoded)
+
+    def delete(self, ids: list[str]) -> None:
+        """Remove records from both parts (unknown ids ignored)."""
+        self.index.delete(ids)
+        self.columns.delete(ids)
+
+
 class ChromaLexical:
-    """The lexical index of one collection, loaded, rebuilt and saved as the module docstring says.
+    """The sidecar of one collection, loaded, rebuilt and saved as the module docstring says.
 
     Example:
         >>> # store = ChromaVectorStore(...); store._lexical.index().search("fusion", top_k=5)
@@ -130,7 +165,7 @@ class ChromaLexical:
         self._generation = generation
         self._seen = -1  # the generation `_index` holds
         self._root = None if folder is None else folder / FOLDER / access.name
-        self._index: LexicalIndex | None = None
+        self._index: Sidecar | None = None
         self._token: str | None = None  # the collection state `_index` equals
         self._saved = True  # whether `_root / _token` holds `_index`
         self.rebuilds = 0  # how many times the index was built from the collection's documents
@@ -142,7 +177,26 @@ class ChromaLexical:
         return token if isinstance(token, str) else None
 
     def index(self) -> LexicalIndex:
-        """The index, equal to the collection: kept, loaded from disk or rebuilt as needed."""
+        """The BM25 index, equal to the collection: kept, loaded from disk or rebuilt as needed."""
+        return self.sidecar().index
+
+    def columns(self) -> FilterColumns:
+        """The filter columns, equal to the collection: kept, loaded from disk or rebuilt as needed."""
+        return self.sidecar().columns
+
+    def kept_columns(self) -> FilterColumns | None:
+        """The filter columns if they are held and current (never builds; one token read on servers)."""
+        if self._index is None:
+            return None  # nothing held: spare the token's round trip
+        kept = self._kept()
+        return None if kept is None else kept.columns
+
+    def forget(self) -> None:
+        """Drop the sidecar held in memory: it is loaded or rebuilt when next needed."""
+        self._index = None
+
+    def sidecar(self) -> Sidecar:
+        """The whole sidecar, equal to the collection (see `index`)."""
         current = self._kept()
         if current is not None:
             return current
@@ -150,7 +204,7 @@ class ChromaLexical:
             current = self._kept()  # another thread may have rebuilt it meanwhile
             return current if current is not None else self._rebuild()
 
-    def _kept(self) -> LexicalIndex | None:
+    def _kept(self) -> Sidecar | None:
         index, token, seen = self._index, self._token, self._seen
         if index is None:
             return None
@@ -161,7 +215,7 @@ class ChromaLexical:
             return index
         return None
 
-    def _rebuild(self) -> LexicalIndex:
+    def _rebuild(self) -> Sidecar:
         token = self._current()
         if self._root is not None and token is None:
             token = _new_token()  # a collection written before the index existed gets a state
@@ -169,9 +223,9 @@ class ChromaLexical:
         loaded = self._load(token)
         saved = loaded is not None
         if loaded is None:
-            loaded = LexicalIndex()
-            for ids, texts in self._access.texts():
-                loaded.add(ids, texts)
+            loaded = Sidecar(LexicalIndex(), FilterColumns())
+            for ids, texts, metadatas, encoded in self._access.records():
+                loaded.add(ids, texts, metadatas, encoded)
             self.rebuilds += 1
         # The token first: a reader that sees the new index with the old token only rebuilds again.
         self._token, self._saved, self._seen = token, saved, self._written()
@@ -179,7 +233,7 @@ class ChromaLexical:
         self._save()  # a rebuilt index is saved at once, so the next open loads it
         return loaded
 
-    def _load(self, token: str | None) -> LexicalIndex | None:
+    def _load(self, token: str | None) -> Sidecar | None:
         if self._root is None or token is None or not (self._root / token).is_dir():
             return None
         folder = self._root / token
@@ -190,18 +244,23 @@ class ChromaLexical:
             index = LexicalIndex.load(folder)
         except StoreError:
             return None  # derived data: a damaged save is rebuilt
+        # A save made before the columns existed has none: rebuilt, like a damaged one.
+        columns = FilterColumns.load(folder)
         # Records added or deleted by raw chromadb calls leave the token alone but change the count.
-        return index if len(index) == self._access.count() else None
+        size = self._access.count()
+        if columns is None or len(index) != size or len(columns) != size:
+            return None
+        return Sidecar(index, columns)
 
     @contextmanager
-    def writing(self) -> Iterator[LexicalIndex | None]:
-        """Wrap one write to the collection; yields the index to update, or None (built later).
+    def writing(self) -> Iterator[Sidecar | None]:
+        """Wrap one write to the collection; yields the sidecar to update, or None (built later).
 
         The state changes before any record does, so a crash part way leaves every saved index stale,
         and again after the index holds the write, so other stores that read the collection during the
         write see that they must rebuild.
         """
-        index = self.index() if self._index is not None or self._root is not None else None
+        index = self.sidecar() if self._index is not None or self._root is not None else None
         if self._access.shared:
             self._access.update_metadata({STATE_KEY: _new_token()})
         try:
@@ -230,7 +289,10 @@ class ChromaLexical:
             return
         if self._current() != self._token:
             return  # another store wrote since: that state is not the one this index holds
-        self._index.save(self._root / self._token)
+        folder = self._root / self._token
+        # Columns first: a crash between the two leaves a folder without an index manifest, not loaded.
+        self._index.columns.save(folder)
+        self._index.index.save(folder)
         self._saved = True
         for entry in self._root.iterdir():
             if entry.name != self._token and entry.is_dir():

@@ -1,10 +1,12 @@
 """`ChromaVectorStore`: the `VectorStore` protocol on Chroma, embedded, in-process or on a server.
 
-Filters compile to Chroma `where` clauses (`stores.chroma.filters`), records use the layout of
+Filters are decided by the filter columns beside the collection (`stores.chroma.columns`) or by
+Chroma `where` clauses (`stores.chroma.reading` says which), records use the layout of
 `stores.chroma.records`, and requests are answered as `stores.chroma.answering` says: filters exact
 always; vector top-k exact on small collections and with `SearchRequest(exact=True)` (through the
 exact copy of `stores.chroma.mirror`), from Chroma's HNSW graph otherwise; lexical and hybrid modes
-and MMR rank through `stores.ranking` over a BM25 index beside the collection (`stores.chroma.lexical`).
+and MMR rank through `stores.ranking` over a BM25 index beside the collection (`stores.chroma.lexical`),
+which also holds the filter columns.
 chromadb is imported when the first store is constructed.
 
 Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into the stored record (keys
@@ -36,25 +38,19 @@ from rag.documents import Document
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
-from rag.store_get import GetMixin, GetRequest, unique_ids
+from rag.store_get import GetMixin, unique_ids
 from rag.text import with_context
 from rag.vectorstore import AsyncStoreMixin
 from stores.chroma.answering import Answering
 from stores.chroma.client import connect, lock_key, open_collection, purger
-from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.lexical import ChromaLexical, CollectionAccess
 from stores.chroma.mirror import shared_mirror
 from stores.chroma.mirror_files import FOLDER as COPY_FOLDER
 from stores.chroma.mirror_files import CopySaver
 from stores.chroma.nearest import Nearest
 from stores.chroma.opaque import shared_opaque
-from stores.chroma.records import (
-    TEXT,
-    decode_metadata,
-    encode_record,
-    encode_text,
-)
-from stores.chroma.search import Row, rows_from_get
+from stores.chroma.reading import Reading
+from stores.chroma.records import META, TEXT, encode_record, encode_text
 from stores.locking import shared_lock
 from stores.numpy.embed import document_vectors, embed_queries
 
@@ -89,7 +85,7 @@ def _check_options(collection: object, batch_size: int | None, ef_search: int, e
         raise InvalidRequestError(f"exact_copy must be True, False or None, got {exact_copy!r}")
 
 
-class ChromaVectorStore(GetMixin, Answering, AsyncStoreMixin):
+class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
     """Documents in a Chroma collection of unit vectors, searched by cosine, filtered exactly like numpy.
 
     `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR
@@ -99,11 +95,17 @@ class ChromaVectorStore(GetMixin, Answering, AsyncStoreMixin):
     collections of up to `ef_search` records are searched exactly. Beyond that, vector top-k is
     approximate unless a request says `exact=True` (docs/exactness.md gives measured recall).
 
+    Filters are decided on numpy columns of every record's metadata kept beside the collection
+    (`stores.chroma.columns`, in the same sidecar as the BM25 index): `count`, `get` and deletes by
+    filter make no `where`, and a filtered search asks Chroma only among the matching ids. Embedded and
+    in-process stores always use them; server and client stores when they are current, else `where`.
+
     `exact_copy` decides when the store keeps an exact copy of the vectors and metadata in memory
     (`stores.chroma.mirror`: about the vectors' size in RAM, one full read to build, dropped by writes),
     which answers exact requests and filters at numpy speed: None (the default) builds it for the first
-    `exact=True` request, or once Chroma's filtering has cost as much as the read; True at the first
-    exact or filtered request; False never (exact requests then read every vector from Chroma).
+    `exact=True` request, or (server and client stores) once Chroma's filtering has cost as much as the
+    read; True at the first exact or filtered request; False never (exact requests then read every
+    vector from Chroma).
 
     Safe to share between threads: searches run side by side, each write runs alone, and stores over
     the same collection in one process share the lock. Across processes: an embedded folder belongs to
@@ -169,7 +171,10 @@ class ChromaVectorStore(GetMixin, Answering, AsyncStoreMixin):
             self._batch_size,
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._matching_ids,
+            self._selection,
+            verify=not self._local,
         )
+        self._nearest.forget = lambda: self._lexical.forget()
         self._mirror = shared_mirror(key)
         # Weak: neither the store nor the copy's memory is kept alive by the lexical index.
         mirror = weakref.ref(self._mirror)
@@ -285,7 +290,9 @@ class ChromaVectorStore(GetMixin, Answering, AsyncStoreMixin):
                     with self._conn.errors(f"write documents to the collection {self._name!r}"):
                         self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
             if index is not None:
-                index.add([doc.id for doc in docs], [with_context(doc.text, doc.metadata) for doc in docs])
+                texts = [with_context(doc.text, doc.metadata) for doc in docs]
+                encoded = [record[META] for record in metadatas]  # the columns keep the same JSON
+                index.add([doc.id for doc in docs], texts, [doc.metadata for doc in docs], encoded)
 
     def _replacing(self, ids: list[str], metadatas: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Metadata that replaces the stored records': Chroma's upsert merges keys, None removes one."""
@@ -338,7 +345,8 @@ class ChromaVectorStore(GetMixin, Answering, AsyncStoreMixin):
         if ids is not None:
             targets = [row.id for row in self._fetch(ids, None, include=())]
         else:
-            targets = self._matching_ids(self._compile(tree), build=False)  # a copy the write drops
+            # The filter columns when they decide, else Chroma's `where`; never a copy the write drops.
+            targets = self._matching_ids(self._compile(tree), build=False)
         if not targets:
             return 0
         with self._lexical.writing() as index:
@@ -350,70 +358,3 @@ class ChromaVectorStore(GetMixin, Answering, AsyncStoreMixin):
                 index.delete(targets)
         self._nearest.forget_size()
         return len(targets)
-
-    # -- reading --------------------------------------------------------------------------------------
-
-    def _compile(self, filter: str | Filter | None) -> ChromaFilter:
-        tree = as_filter(filter)
-        if tree is None:
-            return compile_filter(None)
-        return compile_filter(
-            tree,
-            self._current_opaque(),
-            legacy_keys=self._legacy,
-            ordered=self._ordered,
-            exact_order=self._exact_order,
-        )
-
-    def _fetch(self, ids: list[str], where: Where | None, *, include: Sequence[str]) -> list[Row]:
-        rows: list[Row] = []
-        for start in range(0, len(ids), self._batch_size):
-            with self._conn.errors(f"read from the collection {self._name!r}"):
-                result = self._collection.get(
-                    ids=ids[start : start + self._batch_size], where=where, include=list(include)
-                )
-            rows.extend(rows_from_get(result))
-        return rows
-
-    def _matching_ids(self, compiled: ChromaFilter, *, build: bool = True) -> list[str]:
-        """Every id the filter matches, in no particular order (`build`: the copy may be built)."""
-        if compiled.matches_nothing:
-            return []
-        copy = self._copy_for(False, compiled.tree, build=build)
-        if copy is not None:
-            return copy.matching_ids(compiled.tree)
-        include = [] if compiled.exact else ["metadatas"]
-        with self._conn.errors(f"read from the collection {self._name!r}"), self._mirror.renting():
-            rows = rows_from_get(self._collection.get(where=compiled.where, include=include))
-        return [row.id for row in rows if compiled.accepts(decode_metadata(row.record))]
-
-    def _get_documents(self, request: GetRequest) -> list[Document]:
-        with self._lock.read():
-            return self._get(request.ids, request.filter, request.limit, request.include_embeddings)
-
-    def _get(
-        self, ids: list[str] | None, filter: Filter | None, limit: int | None, include_embeddings: bool
-    ) -> list[Document]:
-        compiled = self._compile(filter)
-        include = ["metadatas", "documents", *(["embeddings"] if include_embeddings else [])]
-        if compiled.matches_nothing or limit == 0:
-            return []
-        if ids is not None:
-            found = {row.id: row for row in self._fetch(ids, compiled.where, include=include)}
-            rows = [
-                found[i] for i in ids if i in found and compiled.accepts(decode_metadata(found[i].record))
-            ]
-            return [self._document(row, include_embeddings) for row in rows[:limit]]
-        chosen = sorted(self._matching_ids(compiled))[:limit]
-        found = {row.id: row for row in self._fetch(chosen, None, include=include)}
-        return [self._document(found[i], include_embeddings) for i in chosen if i in found]
-
-    def count(self, filter: str | Filter | None = None) -> int:
-        """How many documents (match the filter)."""
-        tree = as_filter(filter)
-        with self._lock.read():
-            compiled = self._compile(tree)
-            if compiled.where is None and compiled.exact and not compiled.matches_nothing:
-                with self._conn.errors(f"count the collection {self._name!r}"):
-                    return int(self._collection.count())
-            return len(self._matching_ids(compiled))

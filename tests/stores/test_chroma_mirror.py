@@ -168,10 +168,16 @@ def test_a_server_store_sees_writes_by_other_clients(chroma_server: str) -> None
             close_client(other_client)  # chromadb leaves its HTTP pools open otherwise
 
 
-def test_filtering_often_builds_the_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_filtering_often_builds_the_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import chromadb
+    from chromadb.config import Settings
+
     import stores.chroma.mirror as mirror
 
-    store, reference = _pair()
+    # A client the caller made: other processes may write, so Chroma's `where` decides filters (no
+    # filter columns are held) and its cost counts toward the copy.
+    client = chromadb.PersistentClient(path=str(tmp_path), settings=Settings(anonymized_telemetry=False))
+    store, reference = _pair(client=client)
     with store:
         monkeypatch.setattr(mirror, "READ_SECONDS_PER_RECORD", 1.0)  # a copy dearer than any filter here
         for name in ("q1", "q2", "q3"):
@@ -185,6 +191,19 @@ def test_filtering_often_builds_the_copy(monkeypatch: pytest.MonkeyPatch) -> Non
         store.add([Document("zz-new", "new", {"bucket": 1}, embedding=_docs()[0].embedding)])
         assert store._mirror.rent == 0.0  # a write drops the copy and starts renting anew
         assert store.count("bucket < 3") == 181
+
+
+def test_filters_on_a_store_only_this_process_writes_never_build_the_copy(tmp_path: Path) -> None:
+    store, reference = _pair(path=tmp_path)
+    with store:
+        store._mirror._price = 0.0  # as if filtering had already cost as much as a full read
+        for text in FILTERS[1:]:
+            eligible = {d.id for d in reference.get(filter=text)}
+            found = store.similarity_search(SearchRequest("q4", top_k=6, filter=text))  # HNSW: approximate
+            assert len(found) == 6 and {d.id for d in found} <= eligible
+            assert store.count(text) == len(eligible)
+        # The filter columns decide, so no Chroma time is charged toward a copy of the vectors.
+        assert store._mirror.rent == 0.0 and store._mirror.builds == 0
 
 
 def test_exact_copy_false_keeps_no_copy_and_stays_exact() -> None:

@@ -1,0 +1,232 @@
+"""Every record's metadata as numpy columns beside a Chroma collection, so filters never need `where`.
+
+Chroma evaluates a `where` clause in SQLite at a cost that grows with the collection whatever the
+filter's selectivity (about 17 ms for 10% of 20k records, 87 ms for a string ordering over the two
+order codes), while restricting a query to given ids (`query(..., ids=[...])`) is cheap (about 5 ms
+for 10,000 ids at 20k). `FilterColumns` holds each record's id and exact metadata (the numpy store's
+own `stores.numpy.columns.MetadataColumns`, the reference for what a filter means), so a filter is a
+boolean mask computed in numpy and Chroma is asked only for those ids, or nothing at all.
+
+The columns live in the lexical sidecar (`stores.chroma.lexical`): one read of the collection builds
+the BM25 index and the columns together, the store's own writes update both, and an embedded folder
+saves both under the collection's state token (`FILE` in the token's folder).
+
+Rows are dense as in the numpy store: a delete moves the last rows into the holes. Each row keeps its
+metadata as compact JSON (a third of the memory a dict takes), decoded only for the rows the columns
+cannot settle alone (integers beyond 2**53) and for rows rewritten or removed.
+
+Example:
+    >>> from rag.filters import parse
+    >>> columns = FilterColumns()
+    >>> columns.write(["a", "b"], [{"date": "2023-05-01"}, {"date": "2021-01-01"}])
+    >>> columns.matching_ids(parse("date >= '2023-01-01'")), columns.count(parse("date IS NULL"))
+    (['a'], 0)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.errors import StoreError
+from rag.filters import Filter
+from stores.numpy.columns import MetadataColumns
+
+__all__ = ["FILE", "FilterColumns", "Selection"]
+
+FILE = "filter-columns.json"
+"""The columns' file in a sidecar folder (ids and metadata; the columns are computed again on load)."""
+_FORMAT = "rag-chroma-filter-columns"
+_VERSION = 1
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _dumps(metadata: Mapping[str, Any]) -> str:
+    # ASCII escapes keep lone surrogates; Python's JSON keeps big integers, NaN and infinities exactly.
+    return json.dumps(metadata, separators=(",", ":"))
+
+
+class _Decoded:
+    """Row -> metadata, decoded on demand (`MetadataColumns.mask` asks only for rows it cannot settle)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self._texts = texts
+
+    def __getitem__(self, row: int) -> dict[str, Any]:
+        decoded: dict[str, Any] = json.loads(self._texts[row])
+        return decoded
+
+
+class Selection:
+    """The records a filter selects, by the filter columns: how many, their ids, and membership.
+
+    Valid while the columns do not change (the store's lock keeps writes out of a search).
+    """
+
+    def __init__(self, ids: list[str], rows: dict[str, int], mask: BoolArray) -> None:
+        self._all_ids, self._rows, self._mask = ids, rows, mask
+        self.count = int(np.count_nonzero(mask))
+        """How many records match."""
+        self.total = len(mask)
+        """How many records the collection holds."""
+        self._ids: list[str] | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        """The matching ids, in row order (made on first use: a large selection may not need them)."""
+        if self._ids is None:
+            every = self._all_ids
+            self._ids = [every[row] for row in np.flatnonzero(self._mask).tolist()]
+        return self._ids
+
+    def __contains__(self, doc_id: object) -> bool:
+        row = self._rows.get(doc_id) if isinstance(doc_id, str) else None
+        return row is not None and bool(self._mask[row])
+
+
+class FilterColumns:
+    """Ids and metadata of every record of one collection, filtered in numpy (see the module docstring).
+
+    Example:
+        >>> columns = FilterColumns()
+        >>> columns.write(["a"], [{"n": 1}])
+        >>> columns.delete(["a", "missing"]), len(columns)
+        (1, 0)
+    """
+
+    def __init__(self) -> None:
+        self._columns = MetadataColumns()
+        self._ids: list[str] = []  # row -> id
+        self._rows: dict[str, int] = {}  # id -> row
+        self._texts: list[str] = []  # row -> metadata as JSON
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._rows
+
+    # -- writing --------------------------------------------------------------------------------------
+
+    def write(
+        self,
+        ids: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+        texts: Sequence[str | None] | None = None,
+    ) -> None:
+        """Insert or replace the metadata of `ids` (distinct ids, as a store's write holds them).
+
+        `texts`: each metadata already as JSON (a record's `_rag_meta`, a save), or None where it is
+        to be encoded here (encoding costs more than the rest of the write).
+        """
+        given = texts if texts is not None else [None] * len(ids)
+        encoded = [
+            _dumps(metadata) if text is None else text
+            for metadata, text in zip(metadatas, given, strict=True)
+        ]
+        replaced = [self._rows[doc_id] for doc_id in ids if doc_id in self._rows]
+        if replaced:
+            rows = np.asarray(replaced, np.int64)
+            self._columns.clear(rows, [json.loads(self._texts[row]) for row in replaced])
+        slots: list[int] = []
+        for doc_id, text in zip(ids, encoded, strict=True):
+            row = self._rows.get(doc_id)
+            if row is None:
+                row = self._rows[doc_id] = len(self._ids)
+                self._ids.append(doc_id)
+                self._texts.append("")
+            self._texts[row] = text
+            slots.append(row)
+        if slots:
+            self._columns.write(np.asarray(slots, np.int64), metadatas)
+
+    def delete(self, ids: Iterable[str]) -> int:
+        """Forget `ids` (unknown ones ignored); returns how many were held."""
+        found = sorted({self._rows[doc_id] for doc_id in ids if doc_id in self._rows})
+        if not found:
+            return 0
+        size = len(self._ids)
+        new_size = size - len(found)
+        dead = np.zeros(size, np.bool_)
+        dead[found] = True
+        # The numpy store's scheme: the last live rows move into the holes below the new size.
+        holes = np.flatnonzero(dead[:new_size])
+        tails = new_size + np.flatnonzero(~dead[new_size:])
+        self._columns.remove(holes, tails, dead, new_size)
+        for row in found:
+            del self._rows[self._ids[row]]
+        for hole, tail in zip(holes.tolist(), tails.tolist(), strict=True):
+            self._ids[hole], self._texts[hole] = self._ids[tail], self._texts[tail]
+            self._rows[self._ids[hole]] = hole
+        del self._ids[new_size:], self._texts[new_size:]
+        return len(found)
+
+    # -- filtering ------------------------------------------------------------------------------------
+
+    def mask(self, tree: Filter) -> BoolArray:
+        """Which rows match `tree` (exactly `rag.filters.matches` on each row's metadata)."""
+        return self._columns.mask(tree, len(self._ids), _Decoded(self._texts))
+
+    def select(self, tree: Filter) -> Selection:
+        """The records matching `tree`."""
+        return Selection(self._ids, self._rows, self.mask(tree))
+
+    def matching_ids(self, tree: Filter) -> list[str]:
+        """The ids matching `tree`, in row order."""
+        return self.select(tree).ids
+
+    def count(self, tree: Filter) -> int:
+        """How many records match `tree`."""
+        return int(np.count_nonzero(self.mask(tree)))
+
+    def accepted(self, ids: Sequence[str], tree: Filter) -> list[str]:
+        """Those of `ids` held here whose record matches `tree`, in the given order."""
+        mask = self.mask(tree)
+        rows = self._rows
+        return [doc_id for doc_id in ids if doc_id in rows and mask[rows[doc_id]]]
+
+    # -- files ----------------------------------------------------------------------------------------
+
+    def save(self, folder: Path) -> None:
+        """Write the ids and metadata into `folder / FILE`, atomically (a crash keeps the old file)."""
+        body = {"format": _FORMAT, "version": _VERSION, "ids": self._ids, "metadata": self._texts}
+        staged = folder / f".{FILE}.{uuid.uuid4().hex}.tmp"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with staged.open("w", encoding="utf-8") as out:
+                json.dump(body, out, separators=(",", ":"))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(staged, folder / FILE)
+        except OSError as exc:
+            staged.unlink(missing_ok=True)
+            raise StoreError(f"could not save the filter columns to {str(folder)!r}: {exc}") from exc
+
+    @classmethod
+    def load(cls, folder: Path) -> FilterColumns | None:
+        """The columns saved in `folder`, or None when there is no readable save of this version."""
+        try:
+            with (folder / FILE).open(encoding="utf-8") as saved:
+                body = json.load(saved)
+        except (OSError, ValueError):
+            return None  # derived data: missing or damaged means rebuilt
+        if not isinstance(body, dict) or body.get("format") != _FORMAT or body.get("version") != _VERSION:
+            return None
+        ids, texts = body.get("ids"), body.get("metadata")
+        if not isinstance(ids, list) or not isinstance(texts, list) or len(ids) != len(texts):
+            return None
+        columns = cls()
+        try:
+            columns.write(ids, [json.loads(text) for text in texts], texts)
+        except (TypeError, ValueError):
+            return None
+        return columns
