@@ -4,8 +4,13 @@ A filter means for lexical candidates exactly what it means for vector search: t
 (`ChromaVectorStore._matching_ids`, Chroma's `where` plus the Python post-filter, or the exact copy of
 `stores.chroma.mirror`) restrict the BM25 ranking. The vector list holds ids and cosines only (from
 Chroma's distances, or the exact copy); rows are read from Chroma once, for the ids the ranking keeps,
-with embeddings only when the threshold or MMR needs them. A hybrid search thus costs one vector
-query, one BM25 ranking and one read of the final documents.
+with embeddings only when the threshold or MMR needs them (rows an exact scan already read are kept).
+
+A hybrid search thus costs one vector query, one BM25 ranking and one read of the final documents.
+Over HTTP the reads the BM25 ranking depends on, the check of the index against the collection's
+state token and the filter's matches, do not depend on the vector query: given `background`, they
+start before it and run while it does, and each happens once per request. Two round trips follow
+one another (the vector query, then the final read) instead of three or more.
 
 Example:
     >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -19,6 +24,8 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, wait
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,40 +35,88 @@ from rag.errors import StoreError
 from stores.chroma.search import Row, scores
 from stores.lexical.index import LexicalIndex
 
-__all__ = ["ChromaCandidates"]
+__all__ = ["ChromaCandidates", "RowsLost"]
 
 _TEXT_FIELDS = ["metadatas", "documents"]
 _ROW_FIELDS = ["embeddings", "metadatas", "documents"]
+_T = TypeVar("_T")
+Background = Callable[[Callable[[], Any]], "Future[Any]"]
+"""Runs a call on another thread (`stores.chroma.client.background`)."""
+
+
+class RowsLost(StoreError):
+    """Ranked ids whose records are gone: the collection changed during the search (`ids` names them)."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        super().__init__(
+            f"the collection changed during the search: {ids[0]!r} was ranked but is no longer stored"
+        )
+        self.ids = list(ids)
+
+
+class _Once(Generic[_T]):
+    """A value computed once per request, on a worker thread when one is given."""
+
+    def __init__(self, make: Callable[[], _T], background: Background | None) -> None:
+        self._make = make
+        self._future: Future[_T] | None = None if background is None else background(make)
+        self._value: tuple[_T] | None = None
+
+    def get(self) -> _T:
+        if self._value is None:
+            self._value = (self._make() if self._future is None else self._future.result(),)
+        return self._value[0]
+
+    def settle(self) -> None:
+        """Wait until a call started on a worker has ended (its outcome stays in the future)."""
+        if self._future is not None:
+            wait([self._future])
 
 
 class ChromaCandidates:
     """Candidate lists for one request over a Chroma collection (see the module docstring).
 
+    Use it as a context manager: leaving waits for the reads started on workers, so none outlives the
+    store's read lock.
+
     Args:
         request: The request (its query text, filter, top-k and threshold).
         query: The query's unit vector.
-        vector_hits: Vector search for a request: (id, cosine), best first.
-        allowed: The ids matching the filter, or None when there is no filter.
+        vector_hits: Vector search for a request: (row, cosine), best first; rows that carry text or
+            metadata (exact scans read them whole) are kept for the final read.
+        allowed: The ids matching the filter; None when there is no filter.
         fetch: Rows by ids with the fields asked for (unknown ids skipped).
-        lexical: The collection's BM25 index, current with its records.
+        lexical: The collection's BM25 index, current with its records (this checks the state token).
+        background: Starts `lexical` and `allowed` on a worker before the vector query (servers).
     """
 
     def __init__(
         self,
         request: SearchRequest,
         query: npt.NDArray[np.float32],
-        vector_hits: Callable[[SearchRequest], list[tuple[str, float]]],
-        allowed: Callable[[], set[str] | None],
+        vector_hits: Callable[[SearchRequest], list[tuple[Row, float]]],
+        allowed: Callable[[], set[str]] | None,
         fetch: Callable[[list[str], list[str]], list[Row]],
         lexical: Callable[[], LexicalIndex],
+        background: Background | None = None,
     ) -> None:
         self._request = request
         self._query = query
         self._vector_hits = vector_hits
-        self._allowed = allowed
         self._fetch = fetch
-        self._lexical = lexical
         self._rows: dict[str, Row] = {}
+        # The lexical list needs neither the vector query nor its answer: start its reads first.
+        wanted = background if request.mode != "vector" else None
+        self._index = _Once(lexical, wanted)
+        self._allowed = None if allowed is None else _Once(allowed, wanted)
+
+    def __enter__(self) -> ChromaCandidates:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._index.settle()
+        if self._allowed is not None:
+            self._allowed.settle()
 
     def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
         """The best `depth` (id, cosine) among the filter's matches whose cosine passes `threshold`."""
@@ -70,14 +125,24 @@ class ChromaCandidates:
         plain = self._request.replace(
             mode="vector", diversity=0.0, top_k=depth, similarity_threshold=threshold
         )
-        return self._vector_hits(plain)
+        hits = self._vector_hits(plain)
+        for row, _ in hits:
+            if row.record is not None or row.document is not None:  # a whole row, not ids only
+                self._rows.setdefault(row.id, row)
+        return [(row.id, score) for row, score in hits]
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
         """The best `depth` (id, BM25) among the filter's matches."""
-        return self._lexical().search(self._request.query, depth, allowed=self._allowed())
+        allowed = None if self._allowed is None else self._allowed.get()
+        return self._index.get().search(self._request.query, depth, allowed=allowed)
 
-    def rows(self, ids: Sequence[str], *, embeddings: bool = False) -> list[Row]:
-        """The rows of `ids` (text and metadata, and embeddings if asked), read once and kept."""
+    def rows(self, ids: Sequence[str], *, embeddings: bool = False, skip_lost: bool = False) -> list[Row]:
+        """The rows of `ids` (text and metadata, and embeddings if asked), read once and kept.
+
+        Raises:
+            RowsLost: Some ids are no longer stored (another store deleted them since they were
+                ranked); with `skip_lost` they are left out instead.
+        """
         missing = [
             doc_id
             for doc_id in dict.fromkeys(ids)
@@ -87,9 +152,9 @@ class ChromaCandidates:
             fields = _ROW_FIELDS if embeddings else _TEXT_FIELDS
             self._rows.update((row.id, row) for row in self._fetch(missing, fields))
         lost = [doc_id for doc_id in ids if doc_id not in self._rows]
-        if lost:
-            raise StoreError(f"the lexical index holds ids the collection does not, such as {lost[0]!r}")
-        return [self._rows[doc_id] for doc_id in ids]
+        if lost and not skip_lost:
+            raise RowsLost(lost)
+        return [self._rows[doc_id] for doc_id in ids if doc_id in self._rows]
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
         """Exact cosine of each id with the query (as the numpy store computes it)."""
