@@ -101,7 +101,11 @@ class Answering:
         return self._ranked(req, query, compiled, copy)
 
     def _ranked(
-        self, req: SearchRequest, query: npt.NDArray[np.float32], compiled: ChromaFilter, copy: Snapshot | None
+        self,
+        req: SearchRequest,
+        query: npt.NDArray[np.float32],
+        compiled: ChromaFilter,
+        copy: Snapshot | None,
     ) -> list[Document]:
         """Any mode but plain vector: `stores.ranking.rank` over `ChromaCandidates`.
 
