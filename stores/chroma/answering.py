@@ -113,12 +113,13 @@ class Answering:
         ranking runs once more from fresh reads: that store changed the state token before deleting,
         so the BM25 index is rebuilt. Ids still missing then (deleted by raw chromadb calls, which
         leave the token alone, or by yet another write) are left out: an answer never holds a
-        document the collection no longer has.
+        document the collection no longer has. (MMR, which needs every candidate's vector, still
+        raises `RowsLost` if that happens twice.)
         """
         try:
-            return self._rank_once(req, query, compiled, copy, skip_lost=False)
+            return self._rank_once(req, query, compiled, copy, lenient=False)
         except RowsLost:
-            return self._rank_once(req, query, compiled, copy, skip_lost=True)
+            return self._rank_once(req, query, compiled, copy, lenient=True)
 
     def _rank_once(
         self,
@@ -127,7 +128,7 @@ class Answering:
         compiled: ChromaFilter,
         copy: Snapshot | None,
         *,
-        skip_lost: bool,
+        lenient: bool,
     ) -> list[Document]:
         allowed = None if compiled.tree is None else (lambda: set(self._matching_ids(compiled)))
         with ChromaCandidates(
@@ -139,10 +140,11 @@ class Answering:
             self._lexical.index,
             # Over HTTP the state-token check and the filter's read overlap the vector query.
             background if self._conn.remote else None,
+            lenient=lenient,
         ) as source:
             ranked = rank(req, source)
             ids = [doc_id for doc_id, _ in ranked]
-            rows = {row.id: row for row in source.rows(ids, skip_lost=skip_lost)}
+            rows = {row.id: row for row in source.rows(ids)}
         return [self._document(rows[doc_id], False, score) for doc_id, score in ranked if doc_id in rows]
 
     def _vector_hits(

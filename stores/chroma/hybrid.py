@@ -88,6 +88,8 @@ class ChromaCandidates:
         fetch: Rows by ids with the fields asked for (unknown ids skipped).
         lexical: The collection's BM25 index, current with its records (this checks the state token).
         background: Starts `lexical` and `allowed` on a worker before the vector query (servers).
+        lenient: Leave out ids that are no longer stored instead of raising `RowsLost` (a retry):
+            from the final rows, and from a threshold's lexical candidates (cosine -inf).
     """
 
     def __init__(
@@ -99,12 +101,15 @@ class ChromaCandidates:
         fetch: Callable[[list[str], list[str]], list[Row]],
         lexical: Callable[[], LexicalIndex],
         background: Background | None = None,
+        *,
+        lenient: bool = False,
     ) -> None:
         self._request = request
         self._query = query
         self._vector_hits = vector_hits
         self._fetch = fetch
         self._rows: dict[str, Row] = {}
+        self._lenient = lenient
         # The lexical list needs neither the vector query nor its answer: start its reads first.
         wanted = background if request.mode != "vector" else None
         self._index = _Once(lexical, wanted)
@@ -136,13 +141,20 @@ class ChromaCandidates:
         allowed = None if self._allowed is None else self._allowed.get()
         return self._index.get().search(self._request.query, depth, allowed=allowed)
 
-    def rows(self, ids: Sequence[str], *, embeddings: bool = False, skip_lost: bool = False) -> list[Row]:
+    def rows(self, ids: Sequence[str], *, embeddings: bool = False) -> list[Row]:
         """The rows of `ids` (text and metadata, and embeddings if asked), read once and kept.
 
         Raises:
             RowsLost: Some ids are no longer stored (another store deleted them since they were
-                ranked); with `skip_lost` they are left out instead.
+                ranked); when `lenient`, they are left out instead.
         """
+        self._read(ids, embeddings)
+        lost = [doc_id for doc_id in ids if doc_id not in self._rows]
+        if lost and not self._lenient:
+            raise RowsLost(lost)
+        return [self._rows[doc_id] for doc_id in ids if doc_id in self._rows]
+
+    def _read(self, ids: Sequence[str], embeddings: bool) -> None:
         missing = [
             doc_id
             for doc_id in dict.fromkeys(ids)
@@ -151,16 +163,19 @@ class ChromaCandidates:
         if missing:
             fields = _ROW_FIELDS if embeddings else _TEXT_FIELDS
             self._rows.update((row.id, row) for row in self._fetch(missing, fields))
-        lost = [doc_id for doc_id in ids if doc_id not in self._rows]
-        if lost and not skip_lost:
-            raise RowsLost(lost)
-        return [self._rows[doc_id] for doc_id in ids if doc_id in self._rows]
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
-        """Exact cosine of each id with the query (as the numpy store computes it)."""
-        return scores(self.rows(ids, embeddings=True), self._query)
+        """Exact cosine of each id with the query (as the numpy store computes it); -inf for an id
+        no longer stored when `lenient`, which no threshold accepts."""
+        rows = self.rows(ids, embeddings=True)
+        if len(rows) == len(ids):
+            return scores(rows, self._query)
+        found = dict(zip([row.id for row in rows], scores(rows, self._query).tolist(), strict=True))
+        return np.array([found.get(doc_id, -np.inf) for doc_id in ids], dtype=np.float64)
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The stored vector of each id."""
+        """The stored vector of each id (MMR needs every one: lost ids raise `RowsLost` always)."""
         rows = self.rows(ids, embeddings=True)
+        if len(rows) < len(ids):
+            raise RowsLost([doc_id for doc_id in ids if doc_id not in self._rows])
         return np.stack([row.embedding for row in rows if row.embedding is not None]).astype(np.float32)

@@ -230,3 +230,19 @@ def test_a_hybrid_search_keeps_the_rows_an_exact_scan_read(tmp_path: Path) -> No
     assert again == first and first[0][0] == "d0017"
     # The size check, then the scan; no read of the final documents.
     assert spy.calls == [("count", ()), ("get", ("embeddings", "metadatas", "documents"))]
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.05])
+def test_a_document_deleted_by_raw_chromadb_is_left_out_of_hybrid_answers(
+    tmp_path: Path, threshold: float
+) -> None:
+    # Raw chromadb calls leave the state token alone, so the BM25 index still holds the document;
+    # before, every hybrid search that ranked it failed with a StoreError until the store was reopened.
+    request = SearchRequest("delta item17", top_k=50, mode="hybrid", similarity_threshold=threshold)
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:
+        store.add(_docs(60))
+        assert store.similarity_search(request)[0].id == "d0017"
+        store.chroma_collection.delete(ids=["d0017"])
+        found = store.similarity_search(request)
+        assert found and "d0017" not in [d.id for d in found]
+        assert {d.id for d in found} <= {d.id for d in store.get()}
