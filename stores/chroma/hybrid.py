@@ -9,7 +9,8 @@ with embeddings only when the threshold or MMR needs them (rows an exact scan al
 A hybrid search thus costs one vector query, one BM25 ranking and one read of the final documents.
 Over HTTP the reads the BM25 ranking depends on, the check of the index against the collection's
 state token and the filter's matches, do not depend on the vector query: given `background`, they
-start before it and run while it does, and each happens once per request. Two round trips follow
+and the BM25 ranking itself start before it and run while it does, and each happens once per
+request. Two round trips follow
 one another (the vector query, then the final read) instead of three or more.
 
 Example:
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, wait
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -34,6 +36,7 @@ from rag.documents import SearchRequest
 from rag.errors import StoreError
 from stores.chroma.search import Row, scores
 from stores.lexical.index import LexicalIndex
+from stores.ranking import candidate_depth
 
 __all__ = ["ChromaCandidates", "RowsLost"]
 
@@ -73,6 +76,28 @@ class _Once(Generic[_T]):
             wait([self._future])
 
 
+@dataclass(frozen=True)
+class _Lexical:
+    """What the lexical list of one request rests on, and its ranking at the depth `rank` asks first."""
+
+    index: LexicalIndex
+    allowed: set[str] | None
+    depth: int
+    hits: list[tuple[str, float]]
+
+
+def _lexical_for(
+    request: SearchRequest, lexical: Callable[[], LexicalIndex], allowed: Callable[[], set[str]] | None
+) -> _Lexical:
+    index = lexical()
+    matches = None if allowed is None else allowed()
+    # `stores.ranking.rank` asks first for this many (then more, to fill a threshold).
+    depth = (
+        candidate_depth(request.top_k) if request.mode == "hybrid" or request.diversity > 0 else request.top_k
+    )
+    return _Lexical(index, matches, depth, index.search(request.query, depth, allowed=matches))
+
+
 class ChromaCandidates:
     """Candidate lists for one request over a Chroma collection (see the module docstring).
 
@@ -87,7 +112,8 @@ class ChromaCandidates:
         allowed: The ids matching the filter; None when there is no filter.
         fetch: Rows by ids with the fields asked for (unknown ids skipped).
         lexical: The collection's BM25 index, current with its records (this checks the state token).
-        background: Starts `lexical` and `allowed` on a worker before the vector query (servers).
+        background: Runs `lexical`, `allowed` and the BM25 ranking on a worker while the vector query
+            runs (servers).
         lenient: Leave out ids that are no longer stored instead of raising `RowsLost` (a retry):
             from the final rows, and from a threshold's lexical candidates (cosine -inf).
     """
@@ -110,18 +136,16 @@ class ChromaCandidates:
         self._fetch = fetch
         self._rows: dict[str, Row] = {}
         self._lenient = lenient
-        # The lexical list needs neither the vector query nor its answer: start its reads first.
+        # The lexical list needs neither the vector query nor its answer: start its reads (and the
+        # BM25 ranking) first.
         wanted = background if request.mode != "vector" else None
-        self._index = _Once(lexical, wanted)
-        self._allowed = None if allowed is None else _Once(allowed, wanted)
+        self._lexical = _Once(lambda: _lexical_for(request, lexical, allowed), wanted)
 
     def __enter__(self) -> ChromaCandidates:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._index.settle()
-        if self._allowed is not None:
-            self._allowed.settle()
+        self._lexical.settle()
 
     def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
         """The best `depth` (id, cosine) among the filter's matches whose cosine passes `threshold`."""
@@ -138,8 +162,10 @@ class ChromaCandidates:
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
         """The best `depth` (id, BM25) among the filter's matches."""
-        allowed = None if self._allowed is None else self._allowed.get()
-        return self._index.get().search(self._request.query, depth, allowed=allowed)
+        known = self._lexical.get()
+        if depth == known.depth:
+            return known.hits
+        return known.index.search(self._request.query, depth, allowed=known.allowed)
 
     def rows(self, ids: Sequence[str], *, embeddings: bool = False) -> list[Row]:
         """The rows of `ids` (text and metadata, and embeddings if asked), read once and kept.
