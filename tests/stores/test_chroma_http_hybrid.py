@@ -98,14 +98,15 @@ def _answer(store: ChromaVectorStore, request: SearchRequest) -> list[tuple[str,
 def test_a_hybrid_search_over_http_takes_two_rounds_of_requests(chroma_server: str, rounds_of: Any) -> None:
     # Before: three in a row, the vector query, the state-token check (reading the collection), and
     # the read of the final documents. The token check now runs while the vector query does.
+    # (Answers are not compared across time: the server may compact its HNSW index between two
+    # queries, and HNSW is approximate; tests/stores/test_chroma_conformance.py pins exact answers.)
     request = SearchRequest("delta item17", top_k=5, mode="hybrid")
     with ChromaVectorStore(MODEL, url=chroma_server, collection="http-rounds", ef_search=50) as store:
         store.add(_docs())
-        first = store.similarity_search(request)  # builds the lexical index
+        store.similarity_search(request)  # builds the lexical index
         counter = rounds_of(store)
-        again = store.similarity_search(request)
-    assert [(d.id, d.score, d.text) for d in again] == [(d.id, d.score, d.text) for d in first]
-    assert len(again) == 5 and "d0017" in [d.id for d in again]
+        found = store.similarity_search(request)
+    assert len(found) == 5 and found[0].id == "d0017" and found[0].text == "beta delta code item17"
     assert sorted(counter.requests) == ["GET http-rounds", "POST get", "POST query"]
     assert counter.rounds == 2
 
@@ -119,10 +120,9 @@ def test_a_hybrid_search_with_a_threshold_checks_the_state_token_once(
     request = SearchRequest("code", top_k=5, mode="hybrid", similarity_threshold=0.3)
     with ChromaVectorStore(MODEL, url=chroma_server, collection="http-token-once", ef_search=50) as store:
         store.add(_docs())
-        first = _answer(store, request)
+        assert len(_answer(store, request)) == 5
         counter = rounds_of(store)
-        assert _answer(store, request) == first
-    assert len(first) == 5
+        assert len(_answer(store, request)) == 5
     assert counter.requests.count("GET http-token-once") == 1, counter.requests
 
 
@@ -136,10 +136,9 @@ def test_a_filtered_hybrid_search_with_a_threshold_reads_the_filter_matches_once
         MODEL, url=chroma_server, collection="http-where-once", ef_search=50, exact_copy=False
     ) as store:
         store.add(_docs())
-        first = _answer(store, request)
+        assert len(_answer(store, request)) == 5
         counter = rounds_of(store)
-        assert _answer(store, request) == first
-    assert len(first) == 5
+        assert len(_answer(store, request)) == 5
     assert counter.requests.count("POST get where") == 1, counter.requests
 
 
@@ -153,14 +152,11 @@ def test_a_write_by_another_store_is_seen_by_the_next_hybrid_search(chroma_serve
         with ChromaVectorStore(MODEL, url=_other_url(chroma_server), collection=name) as second:
             second.add([Document("new", "omega quasar", {"n": -1})])
             seen = _answer(first, request)
-            with ChromaVectorStore(MODEL, url=chroma_server, collection=name) as fresh:
-                assert seen == _answer(fresh, request)  # the lexical half knows the new document too
-            assert seen[0][0] == "new"
+            # First in both rankings: 1/61 from each. A stale BM25 index would give it 1/61 at most.
+            assert seen[0] == ("new", pytest.approx(2 / 61))
             second.delete(["new"])
             gone = _answer(first, request)
-        assert "new" not in [doc_id for doc_id, _ in gone]
-        with ChromaVectorStore(MODEL, url=chroma_server, collection=name) as fresh:
-            assert gone == _answer(fresh, request)
+        assert "new" not in [doc_id for doc_id, _ in gone] and len(gone) == 5
 
 
 class _DeletesBeforeFinalRead:
@@ -193,11 +189,14 @@ def test_a_document_deleted_during_a_hybrid_search_is_left_out_without_failing(c
         with ChromaVectorStore(MODEL, url=_other_url(chroma_server), collection=name) as other:
             spy = _DeletesBeforeFinalRead(store._collection, other, "d0017")
             store._collection = spy
-            found = _answer(store, request)
+            found = store.similarity_search(request)
+            store._collection = spy._collection
         assert spy.fired
-        with ChromaVectorStore(MODEL, url=chroma_server, collection=name) as fresh:
-            assert found == _answer(fresh, request)
-        assert "d0017" not in [doc_id for doc_id, _ in found] and len(found) == 5
+        ids = [d.id for d in found]
+        assert len(ids) == 5 and "d0017" not in ids
+        assert [d.id for d in store.get(ids=ids)] == ids  # every one still stored
+        # Ranked again after the delete: "delta" documents lead, by their lexical and vector ranks.
+        assert all("delta" in d.text for d in found[:3])
 
 
 class _Calls:
