@@ -153,7 +153,7 @@ def test_a_write_by_another_store_is_seen_by_the_next_hybrid_search(chroma_serve
             second.add([Document("new", "omega quasar", {"n": -1})])
             seen = _answer(first, request)
             # First in both rankings: 1/61 from each. A stale BM25 index would give it 1/61 at most.
-            assert seen[0] == ("new", pytest.approx(2 / 61))
+            assert seen[0][0] == "new" and seen[0][1] == pytest.approx(2 / 61)
             second.delete(["new"])
             gone = _answer(first, request)
         assert "new" not in [doc_id for doc_id, _ in gone] and len(gone) == 5
