@@ -36,6 +36,7 @@ from stores.ranking import needs_ranking, rank
 __all__ = ["Answering"]
 
 _COPY_FIELDS = ["embeddings", "metadatas", "documents"]
+_ATTEMPTS = 3  # rankings of one request while documents it ranked keep being deleted
 
 
 class Answering:
@@ -110,16 +111,18 @@ class Answering:
         """Any mode but plain vector: `stores.ranking.rank` over `ChromaCandidates`.
 
         If another store deletes a ranked document during the search (the final read misses it), the
-        ranking runs once more from fresh reads: that store changed the state token before deleting,
-        so the BM25 index is rebuilt. Ids still missing then (deleted by raw chromadb calls, which
-        leave the token alone, or by yet another write) are left out: an answer never holds a
-        document the collection no longer has. (MMR, which needs every candidate's vector, still
-        raises `RowsLost` if that happens twice.)
+        ranking runs again from fresh reads: that store changed the state token before deleting, so
+        the BM25 index is rebuilt. After `_ATTEMPTS` tries, ids still missing (deleted by raw chromadb
+        calls, which leave the token alone, or by writes that keep landing mid-search) are left out:
+        an answer never holds a document the collection no longer has, and is shorter instead. (MMR,
+        which needs every candidate's vector, raises `RowsLost` then.)
         """
-        try:
-            return self._rank_once(req, query, compiled, copy, lenient=False)
-        except RowsLost:
-            return self._rank_once(req, query, compiled, copy, lenient=True)
+        for _ in range(_ATTEMPTS - 1):
+            try:
+                return self._rank_once(req, query, compiled, copy, lenient=False)
+            except RowsLost:
+                continue
+        return self._rank_once(req, query, compiled, copy, lenient=True)
 
     def _rank_once(
         self,
