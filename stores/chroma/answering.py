@@ -21,9 +21,9 @@ import numpy.typing as npt
 
 from rag.documents import Document, SearchRequest
 from rag.filters import Filter
-from stores.chroma.client import Connection
+from stores.chroma.client import Connection, background
 from stores.chroma.filters import ChromaFilter, Where
-from stores.chroma.hybrid import ChromaCandidates
+from stores.chroma.hybrid import ChromaCandidates, RowsLost
 from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess
 from stores.chroma.mirror import Mirror, Snapshot, read_snapshot
 from stores.chroma.mirror_files import load
@@ -36,6 +36,7 @@ from stores.ranking import needs_ranking, rank
 __all__ = ["Answering"]
 
 _COPY_FIELDS = ["embeddings", "metadatas", "documents"]
+_ATTEMPTS = 3  # rankings of one request while documents it ranked keep being deleted
 
 
 class Answering:
@@ -98,17 +99,56 @@ class Answering:
             with self._renting(compiled):
                 hits = self._nearest.rows(query, compiled, req)
             return [self._document(row, False, score) for row, score in hits]
-        source = ChromaCandidates(
+        return self._ranked(req, query, compiled, copy)
+
+    def _ranked(
+        self,
+        req: SearchRequest,
+        query: npt.NDArray[np.float32],
+        compiled: ChromaFilter,
+        copy: Snapshot | None,
+    ) -> list[Document]:
+        """Any mode but plain vector: `stores.ranking.rank` over `ChromaCandidates`.
+
+        If another store deletes a ranked document during the search (the final read misses it), the
+        ranking runs again from fresh reads: that store changed the state token before deleting, so
+        the BM25 index is rebuilt. After `_ATTEMPTS` tries, ids still missing (deleted by raw chromadb
+        calls, which leave the token alone, or by writes that keep landing mid-search) are left out:
+        an answer never holds a document the collection no longer has, and is shorter instead. (MMR,
+        which needs every candidate's vector, raises `RowsLost` then.)
+        """
+        for _ in range(_ATTEMPTS - 1):
+            try:
+                return self._rank_once(req, query, compiled, copy, lenient=False)
+            except RowsLost:
+                continue
+        return self._rank_once(req, query, compiled, copy, lenient=True)
+
+    def _rank_once(
+        self,
+        req: SearchRequest,
+        query: npt.NDArray[np.float32],
+        compiled: ChromaFilter,
+        copy: Snapshot | None,
+        *,
+        lenient: bool,
+    ) -> list[Document]:
+        allowed = None if compiled.tree is None else (lambda: set(self._matching_ids(compiled)))
+        with ChromaCandidates(
             req,
             query,
             lambda plain: self._vector_hits(query, compiled, plain, copy),
-            lambda: None if compiled.tree is None else set(self._matching_ids(compiled)),
+            allowed,
             lambda ids, fields: self._fetch(ids, None, include=fields),
             self._lexical.index,
-        )
-        ranked = rank(req, source)
-        rows = source.rows([doc_id for doc_id, _ in ranked])
-        return [self._document(row, False, score) for row, (_, score) in zip(rows, ranked, strict=True)]
+            # Over HTTP the state-token check and the filter's read overlap the vector query.
+            background if self._conn.remote else None,
+            lenient=lenient,
+        ) as source:
+            ranked = rank(req, source)
+            ids = [doc_id for doc_id, _ in ranked]
+            rows = {row.id: row for row in source.rows(ids)}
+        return [self._document(rows[doc_id], False, score) for doc_id, score in ranked if doc_id in rows]
 
     def _vector_hits(
         self,
@@ -116,13 +156,13 @@ class Answering:
         compiled: ChromaFilter,
         req: SearchRequest,
         copy: Snapshot | None,
-    ) -> list[tuple[str, float]]:
+    ) -> list[tuple[Row, float]]:
+        """Vector top-k for ranking: ids and cosines (whole rows where an exact scan read them)."""
         if copy is not None:
             found = copy.top(query, copy.rows(compiled.tree), req)
-            return [(str(copy.ids[row]), score) for row, score in found]
+            return [(Row(str(copy.ids[row]), None, None), score) for row, score in found]
         with self._renting(compiled):
-            hits = self._nearest.rows(query, compiled, req, light=True)
-        return [(row.id, score) for row, score in hits]
+            return self._nearest.rows(query, compiled, req, light=True)
 
     def _renting(self, compiled: ChromaFilter) -> AbstractContextManager[Any]:
         """Times what Chroma spends on a filter, toward building the copy (`Mirror.due`). Not on a store

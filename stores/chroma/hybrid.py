@@ -4,8 +4,14 @@ A filter means for lexical candidates exactly what it means for vector search: t
 (`ChromaVectorStore._matching_ids`, Chroma's `where` plus the Python post-filter, or the exact copy of
 `stores.chroma.mirror`) restrict the BM25 ranking. The vector list holds ids and cosines only (from
 Chroma's distances, or the exact copy); rows are read from Chroma once, for the ids the ranking keeps,
-with embeddings only when the threshold or MMR needs them. A hybrid search thus costs one vector
-query, one BM25 ranking and one read of the final documents.
+with embeddings only when the threshold or MMR needs them (rows an exact scan already read are kept).
+
+A hybrid search thus costs one vector query, one BM25 ranking and one read of the final documents.
+Over HTTP the reads the BM25 ranking depends on, the check of the index against the collection's
+state token and the filter's matches, do not depend on the vector query: given `background`, they
+and the BM25 ranking itself start before it and run while it does, and each happens once per
+request. Two round trips follow
+one another (the vector query, then the final read) instead of three or more.
 
 Example:
     >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -19,6 +25,9 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, wait
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,41 +36,116 @@ from rag.documents import SearchRequest
 from rag.errors import StoreError
 from stores.chroma.search import Row, scores
 from stores.lexical.index import LexicalIndex
+from stores.ranking import candidate_depth
 
-__all__ = ["ChromaCandidates"]
+__all__ = ["ChromaCandidates", "RowsLost"]
 
 _TEXT_FIELDS = ["metadatas", "documents"]
 _ROW_FIELDS = ["embeddings", "metadatas", "documents"]
+_T = TypeVar("_T")
+Background = Callable[[Callable[[], Any]], "Future[Any]"]
+"""Runs a call on another thread (`stores.chroma.client.background`)."""
+
+
+class RowsLost(StoreError):
+    """Ranked ids whose records are gone: the collection changed during the search (`ids` names them)."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        super().__init__(
+            f"the collection changed during the search: {ids[0]!r} was ranked but is no longer stored"
+        )
+        self.ids = list(ids)
+
+
+class _Once(Generic[_T]):
+    """A value computed once per request, on a worker thread when one is given."""
+
+    def __init__(self, make: Callable[[], _T], background: Background | None) -> None:
+        self._make = make
+        self._future: Future[_T] | None = None if background is None else background(make)
+        self._value: tuple[_T] | None = None
+
+    def get(self) -> _T:
+        if self._value is None:
+            self._value = (self._make() if self._future is None else self._future.result(),)
+        return self._value[0]
+
+    def settle(self) -> None:
+        """Wait until a call started on a worker has ended (its outcome stays in the future)."""
+        if self._future is not None:
+            wait([self._future])
+
+
+@dataclass(frozen=True)
+class _Lexical:
+    """What the lexical list of one request rests on, and its ranking at the depth `rank` asks first."""
+
+    index: LexicalIndex
+    allowed: set[str] | None
+    depth: int
+    hits: list[tuple[str, float]]
+
+
+def _lexical_for(
+    request: SearchRequest, lexical: Callable[[], LexicalIndex], allowed: Callable[[], set[str]] | None
+) -> _Lexical:
+    index = lexical()
+    matches = None if allowed is None else allowed()
+    # `stores.ranking.rank` asks first for this many (then more, to fill a threshold).
+    depth = (
+        candidate_depth(request.top_k) if request.mode == "hybrid" or request.diversity > 0 else request.top_k
+    )
+    return _Lexical(index, matches, depth, index.search(request.query, depth, allowed=matches))
 
 
 class ChromaCandidates:
     """Candidate lists for one request over a Chroma collection (see the module docstring).
 
+    Use it as a context manager: leaving waits for the reads started on workers, so none outlives the
+    store's read lock.
+
     Args:
         request: The request (its query text, filter, top-k and threshold).
         query: The query's unit vector.
-        vector_hits: Vector search for a request: (id, cosine), best first.
-        allowed: The ids matching the filter, or None when there is no filter.
+        vector_hits: Vector search for a request: (row, cosine), best first; rows that carry text or
+            metadata (exact scans read them whole) are kept for the final read.
+        allowed: The ids matching the filter; None when there is no filter.
         fetch: Rows by ids with the fields asked for (unknown ids skipped).
-        lexical: The collection's BM25 index, current with its records.
+        lexical: The collection's BM25 index, current with its records (this checks the state token).
+        background: Runs `lexical`, `allowed` and the BM25 ranking on a worker while the vector query
+            runs (servers).
+        lenient: Leave out ids that are no longer stored instead of raising `RowsLost` (a retry):
+            from the final rows, and from a threshold's lexical candidates (cosine -inf).
     """
 
     def __init__(
         self,
         request: SearchRequest,
         query: npt.NDArray[np.float32],
-        vector_hits: Callable[[SearchRequest], list[tuple[str, float]]],
-        allowed: Callable[[], set[str] | None],
+        vector_hits: Callable[[SearchRequest], list[tuple[Row, float]]],
+        allowed: Callable[[], set[str]] | None,
         fetch: Callable[[list[str], list[str]], list[Row]],
         lexical: Callable[[], LexicalIndex],
+        background: Background | None = None,
+        *,
+        lenient: bool = False,
     ) -> None:
         self._request = request
         self._query = query
         self._vector_hits = vector_hits
-        self._allowed = allowed
         self._fetch = fetch
-        self._lexical = lexical
         self._rows: dict[str, Row] = {}
+        self._lenient = lenient
+        # The lexical list needs neither the vector query nor its answer: start its reads (and the
+        # BM25 ranking) first.
+        wanted = background if request.mode != "vector" else None
+        self._lexical = _Once(lambda: _lexical_for(request, lexical, allowed), wanted)
+
+    def __enter__(self) -> ChromaCandidates:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lexical.settle()
 
     def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
         """The best `depth` (id, cosine) among the filter's matches whose cosine passes `threshold`."""
@@ -70,14 +154,33 @@ class ChromaCandidates:
         plain = self._request.replace(
             mode="vector", diversity=0.0, top_k=depth, similarity_threshold=threshold
         )
-        return self._vector_hits(plain)
+        hits = self._vector_hits(plain)
+        for row, _ in hits:
+            if row.record is not None or row.document is not None:  # a whole row, not ids only
+                self._rows.setdefault(row.id, row)
+        return [(row.id, score) for row, score in hits]
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
         """The best `depth` (id, BM25) among the filter's matches."""
-        return self._lexical().search(self._request.query, depth, allowed=self._allowed())
+        known = self._lexical.get()
+        if depth == known.depth:
+            return known.hits
+        return known.index.search(self._request.query, depth, allowed=known.allowed)
 
     def rows(self, ids: Sequence[str], *, embeddings: bool = False) -> list[Row]:
-        """The rows of `ids` (text and metadata, and embeddings if asked), read once and kept."""
+        """The rows of `ids` (text and metadata, and embeddings if asked), read once and kept.
+
+        Raises:
+            RowsLost: Some ids are no longer stored (another store deleted them since they were
+                ranked); when `lenient`, they are left out instead.
+        """
+        self._read(ids, embeddings)
+        lost = [doc_id for doc_id in ids if doc_id not in self._rows]
+        if lost and not self._lenient:
+            raise RowsLost(lost)
+        return [self._rows[doc_id] for doc_id in ids if doc_id in self._rows]
+
+    def _read(self, ids: Sequence[str], embeddings: bool) -> None:
         missing = [
             doc_id
             for doc_id in dict.fromkeys(ids)
@@ -86,16 +189,19 @@ class ChromaCandidates:
         if missing:
             fields = _ROW_FIELDS if embeddings else _TEXT_FIELDS
             self._rows.update((row.id, row) for row in self._fetch(missing, fields))
-        lost = [doc_id for doc_id in ids if doc_id not in self._rows]
-        if lost:
-            raise StoreError(f"the lexical index holds ids the collection does not, such as {lost[0]!r}")
-        return [self._rows[doc_id] for doc_id in ids]
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
-        """Exact cosine of each id with the query (as the numpy store computes it)."""
-        return scores(self.rows(ids, embeddings=True), self._query)
+        """Exact cosine of each id with the query (as the numpy store computes it); -inf for an id
+        no longer stored when `lenient`, which no threshold accepts."""
+        rows = self.rows(ids, embeddings=True)
+        if len(rows) == len(ids):
+            return scores(rows, self._query)
+        found = dict(zip([row.id for row in rows], scores(rows, self._query).tolist(), strict=True))
+        return np.array([found.get(doc_id, -np.inf) for doc_id in ids], dtype=np.float64)
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The stored vector of each id."""
+        """The stored vector of each id (MMR needs every one: lost ids raise `RowsLost` always)."""
         rows = self.rows(ids, embeddings=True)
+        if len(rows) < len(ids):
+            raise RowsLost([doc_id for doc_id in ids if doc_id not in self._rows])
         return np.stack([row.embedding for row in rows if row.embedding is not None]).astype(np.float32)
