@@ -49,14 +49,21 @@ DIMENSIONS = 384
 
 
 class Lookup:
-    """An embedding model for timing: query texts map to prepared vectors (documents bring their own)."""
+    """An embedding model for timing: query texts map to prepared vectors (documents bring their own).
+
+    It stands in for a real model, whose time is not the store's: one dict lookup and a copy of one
+    row per text (fancy indexing cost some 40 us a query, charged to the store beside raw chromadb).
+    """
 
     def __init__(self, queries: npt.NDArray[np.float32]) -> None:
         self.queries = queries
         self.dimensions = queries.shape[1]
         self.name = f"bench-lookup-{self.dimensions}"
+        self._rows = {f"q {i}": queries[i : i + 1] for i in range(len(queries))}
 
     def embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        if len(texts) == 1:
+            return self._rows[texts[0]].copy()  # a copy: the store normalises what it gets in place
         return self.queries[[int(text.split()[-1]) for text in texts]]
 
 
