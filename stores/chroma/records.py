@@ -111,10 +111,15 @@ def _encodable(text: str) -> bool:
     return True
 
 
+# `json.dumps` with options builds an encoder per call; a write encodes several values per record.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
+
+
 def _dumps(value: object) -> str:
     """Compact JSON, escaping to ASCII only when the text holds lone surrogates Chroma cannot store."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return text if _encodable(text) else json.dumps(value, separators=(",", ":"))
+    text = _COMPACT.encode(value)
+    return text if text.isascii() or _encodable(text) else _COMPACT_ASCII.encode(value)
 
 
 def indexable_key(key: str) -> bool:
