@@ -127,6 +127,15 @@ def _table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _check_same_records(ours: Any, raw: Any, ids: list[str]) -> None:
+    """Stop unless both collections hold the same metadata for `ids`: the comparison is of equal work."""
+    mine, theirs = (c.get(ids=ids, include=["metadatas"]) for c in (ours, raw))
+    if dict(zip(mine["ids"], mine["metadatas"], strict=True)) != dict(
+        zip(theirs["ids"], theirs["metadatas"], strict=True)
+    ):
+        raise SystemExit("add_beside_upsert: the raw side writes other records than the store")
+
+
 def add_beside_upsert(corpus: Path, limit: int | None, repeats: int = 3) -> dict[str, float]:
     """`ChromaVectorStore.add` of SciFact chunks beside raw chromadb `upsert` of the very same records.
 
@@ -155,7 +164,8 @@ def add_beside_upsert(corpus: Path, limit: int | None, repeats: int = 3) -> dict
     vectors = np.stack([d.embedding for d in docs if d.embedding is not None])
     records = []
     for doc in docs:
-        record, _ = encode_record(doc.metadata)
+        # The layout the store writes into collections it creates (exact string-order codes).
+        record, _ = encode_record(doc.metadata, exact_order=True)
         record[TEXT] = encode_text(doc.text)
         records.append(record)
     ids = [d.id for d in docs]
@@ -176,6 +186,9 @@ def add_beside_upsert(corpus: Path, limit: int | None, repeats: int = 3) -> dict
                     ids=ids[i : i + step], embeddings=vectors[i : i + step], metadatas=records[i : i + step]
                 )
             best["raw"] = min(best["raw"], time.perf_counter() - started)
+            if round_ == 0:
+                written = client.get_collection(f"store-{round_}")
+                _check_same_records(written, raw, ids[:: max(1, len(ids) // 200)])
     return {"chunks": float(len(docs)), **best}
 
 

@@ -111,6 +111,33 @@ class Document:
 
     __hash__ = None  # type: ignore[assignment]  # metadata is a dict
 
+    @classmethod
+    def _trusted(
+        cls,
+        id: str,
+        text: str,
+        metadata: dict[str, MetadataValue],
+        score: float | None = None,
+        embedding: npt.NDArray[np.float32] | None = None,
+    ) -> Document:
+        """A document from fields a store validated when it wrote them: for stores only, not public API.
+
+        Skips the checks of `Document(...)` (a search builds a document per hit, and the checks were most
+        of a store's own time per query), so the caller promises what they would ensure: `id` a non-empty
+        str, `text` a str, and `metadata` a fresh dict (the document owns it) of non-empty str keys to
+        str, int, float or bool values or lists of them, no None, no non-finite float, as decoded from
+        what `check_metadata` returned at write time. The embedding is still copied read-only, because
+        stores pass views of their own buffers.
+        """
+        document = object.__new__(cls)
+        if embedding is not None:
+            embedding = np.array(embedding, dtype=np.float32, copy=True)
+            embedding.flags.writeable = False
+        # One attribute dict instead of five frozen-dataclass `__setattr__` bypasses.
+        fields = {"id": id, "text": text, "metadata": metadata, "score": score, "embedding": embedding}
+        object.__setattr__(document, "__dict__", fields)
+        return document
+
     def with_score(self, score: float | None) -> Document:
         """A copy with `score` set."""
         return dataclasses.replace(self, score=score)

@@ -28,7 +28,7 @@ from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess
 from stores.chroma.mirror import Mirror, Snapshot, read_snapshot
 from stores.chroma.mirror_files import load
 from stores.chroma.nearest import Nearest
-from stores.chroma.records import decode_metadata, decode_text
+from stores.chroma.records import decode_fields, decode_metadata, decode_text
 from stores.chroma.search import Row
 from stores.locking import ReadWriteLock
 from stores.ranking import needs_ranking, rank
@@ -67,13 +67,13 @@ class Answering:
 
     @staticmethod
     def _document(row: Row, with_embedding: bool, score: float | None = None) -> Document:
-        return Document(
-            row.id,
-            decode_text(row.document, row.record),
-            decode_metadata(row.record),
-            score=score,
-            embedding=row.embedding if with_embedding else None,
-        )
+        embedding = row.embedding if with_embedding else None
+        fields = decode_fields(row.document, row.record)
+        if fields is None:  # a record another tool wrote: check it as any new document
+            text, metadata = decode_text(row.document, row.record), decode_metadata(row.record)
+            return Document(row.id, text, metadata, score=score, embedding=embedding)
+        # Checked when written and decoded fresh (`decode_fields`): the checks would only cost time.
+        return Document._trusted(row.id, fields[0], fields[1], score, embedding)
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request's query, with `score` set (ties by id).

@@ -8,9 +8,9 @@ Chroma returns columns (ids, documents, metadatas, embeddings, distances); `rows
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -20,9 +20,12 @@ from stores.numpy.search import exact_scores
 __all__ = ["Row", "merge", "rows_from_get", "rows_from_query", "scores"]
 
 
-@dataclass(frozen=True)
-class Row:
-    """One record as Chroma returned it (metadata still in the stored layout)."""
+class Row(NamedTuple):
+    """One record as Chroma returned it (metadata still in the stored layout).
+
+    A named tuple, not a dataclass: a search builds one per hit, and a tuple is built about three
+    times faster.
+    """
 
     id: str
     document: str | None
@@ -30,29 +33,33 @@ class Row:
     embedding: npt.NDArray[np.float32] | None = None
 
 
-def _column(result: Mapping[str, Any], name: str, count: int) -> Sequence[Any]:
-    values = result.get(name)
-    return [None] * count if values is None else values
+def _rows(
+    ids: Sequence[str],
+    documents: Sequence[str | None] | None,
+    records: Sequence[Mapping[str, Any] | None] | None,
+    vectors: Sequence[Any] | None,
+) -> list[Row]:
+    """Rows from Chroma's columns (a column Chroma did not return is None)."""
+    docs: Iterable[str | None] = repeat(None) if documents is None else documents
+    metas: Iterable[Mapping[str, Any] | None] = repeat(None) if records is None else records
+    if vectors is None:
+        return list(map(Row, ids, docs, metas))
+    return [
+        Row(i, d, m, None if v is None else np.asarray(v, dtype=np.float32))
+        for i, d, m, v in zip(ids, docs, metas, vectors)  # noqa: B905  # docs, metas may repeat forever
+    ]
 
 
 def rows_from_get(result: Mapping[str, Any]) -> list[Row]:
     """Rows of a `collection.get` answer."""
-    ids: list[str] = list(result["ids"])
-    docs = _column(result, "documents", len(ids))
-    metas = _column(result, "metadatas", len(ids))
-    vectors = _column(result, "embeddings", len(ids))
-    return [
-        Row(i, d, m, None if v is None else np.asarray(v, dtype=np.float32))
-        for i, d, m, v in zip(ids, docs, metas, vectors, strict=True)
-    ]
+    return _rows(result["ids"], result.get("documents"), result.get("metadatas"), result.get("embeddings"))
 
 
 def rows_from_query(result: Mapping[str, Any]) -> list[Row]:
     """Rows of a one-query `collection.query` answer."""
-    single = {
-        name: (None if value is None else value[0]) for name, value in result.items() if name != "included"
-    }
-    return rows_from_get(single)
+    columns = [result.get(name) for name in ("documents", "metadatas", "embeddings")]
+    documents, records, vectors = (None if column is None else column[0] for column in columns)
+    return _rows(result["ids"][0], documents, records, vectors)
 
 
 def scores(rows: Sequence[Row], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:

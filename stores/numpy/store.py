@@ -245,13 +245,14 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         ids = self._rows.ids_of(rows) if ids is None else ids
         records = self._records.read_many(rows)
         matrix = self._matrix
+        # Records were checked when added and `read_many` decodes them fresh: no need to check again.
         return [
-            Document(
+            Document._trusted(
                 doc_id,
                 text,
                 metadata,
-                score=None if scores is None else scores[i],
-                embedding=matrix[row] if with_embedding else None,
+                None if scores is None else scores[i],
+                matrix[row] if with_embedding else None,
             )
             for i, (row, doc_id, (text, metadata)) in enumerate(zip(rows, ids, records, strict=True))
         ]
