@@ -205,7 +205,10 @@ class ChromaLexical:
             return current if current is not None else self._rebuild()
 
     def _kept(self) -> Sidecar | None:
-        index, token, seen = self._index, self._token, self._seen
+        # The state first, then the index: `_rebuild` writes them the other way round, so an index read
+        # here is never older than the state read before it.
+        token, seen = self._token, self._seen
+        index = self._index
         if index is None:
             return None
         if self._generation is not None:
@@ -227,9 +230,10 @@ class ChromaLexical:
             for ids, texts, metadatas, encoded in self._access.records():
                 loaded.add(ids, texts, metadatas, encoded)
             self.rebuilds += 1
-        # The token first: a reader that sees the new index with the old token only rebuilds again.
-        self._token, self._saved, self._seen = token, saved, self._written()
+        # The index first, then its state: a reader that sees the new index with the old state only
+        # rebuilds again, and one that sees the new state also sees the new index (see `_kept`).
         self._index = loaded
+        self._token, self._saved, self._seen = token, saved, self._written()
         self._save()  # a rebuilt index is saved at once, so the next open loads it
         return loaded
 
