@@ -24,7 +24,7 @@ from rag.filters import Filter
 from stores.chroma.client import Connection, background
 from stores.chroma.filters import ChromaFilter, Where
 from stores.chroma.hybrid import ChromaCandidates, RowsLost
-from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess
+from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess, one_state_read
 from stores.chroma.mirror import Mirror, Snapshot, read_snapshot
 from stores.chroma.mirror_files import load
 from stores.chroma.nearest import Nearest
@@ -84,7 +84,8 @@ class Answering:
         if req.top_k == 0:
             return []
         query = self._embed([req.query])[0]
-        with self._lock.read():  # the query was embedded outside: writers wait only for the search
+        # The query was embedded outside: writers wait only for the search.
+        with self._lock.read(), one_state_read():
             return self._search(req, query)
 
     def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:

@@ -5,6 +5,7 @@ chromadb is imported inside these functions only, so importing `stores` stays li
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 import uuid
@@ -59,7 +60,8 @@ def background(call: Callable[[], _T]) -> Future[_T]:
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="rag-chroma")
-        return _pool.submit(call)
+        # The worker runs in the caller's context (`stores.chroma.lexical.one_state_read` among others).
+        return _pool.submit(contextvars.copy_context().run, call)
 
 
 @dataclass

@@ -47,6 +47,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,11 +62,27 @@ from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
 from stores.locking import shared_mutex
 
-__all__ = ["FOLDER", "STATE_KEY", "ChromaLexical", "CollectionAccess", "Sidecar"]
+__all__ = ["FOLDER", "STATE_KEY", "ChromaLexical", "CollectionAccess", "Sidecar", "one_state_read"]
 
 STATE_KEY = "rag:lexical_state"
 FOLDER = "rag-lexical"
 _log = logging.getLogger(__name__)
+
+
+# Collection metadata already read during the current request, by `id` of its `CollectionAccess`.
+_STATE_READS: ContextVar[dict[int, dict[str, Any]] | None] = ContextVar("chroma_state_reads", default=None)
+
+
+@contextmanager
+def one_state_read() -> Iterator[None]:
+    """Within this block (one search), a collection's metadata, and so its state token, is read from the
+    server once: the BM25 index, the filter columns and the vector path check the same state, which
+    one answer reflects. Worker threads started by `stores.chroma.client.background` share it."""
+    token = _STATE_READS.set({})
+    try:
+        yield
+    finally:
+        _STATE_READS.reset(token)
 
 
 def _new_token() -> str:
@@ -83,15 +100,25 @@ class CollectionAccess:
     shared: bool
 
     def metadata(self) -> dict[str, Any]:
-        """The collection's metadata; read afresh when other stores may have changed it."""
+        """The collection's metadata; read afresh when other stores may have changed it (once per
+        request inside `one_state_read`)."""
         if not self.shared:
             return dict(self.collection.metadata or {})
+        reads = _STATE_READS.get()
+        if reads is not None and id(self) in reads:
+            return dict(reads[id(self)])
         with self.conn.errors(f"read the collection {self.name!r}"):
-            return dict(self.conn.client.get_collection(self.name).metadata or {})
+            found = dict(self.conn.client.get_collection(self.name).metadata or {})
+        if reads is not None:
+            reads[id(self)] = found
+        return dict(found)
 
     def update_metadata(self, changes: dict[str, Any]) -> None:
         """Set some metadata keys, keeping the others (chromadb's `modify` replaces the whole dict)."""
         metadata = {**self.metadata(), **changes}
+        reads = _STATE_READS.get()
+        if reads is not None:
+            reads.pop(id(self), None)  # this request changed it: read afresh
         with self.conn.errors(f"update the collection {self.name!r}"):
             self.collection.modify(metadata=metadata)
 
