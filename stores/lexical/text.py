@@ -286,64 +286,13 @@ class Vocabulary:
         ids[short] = self._resolve(_word_hashes(data, short_starts, short_lengths), spelt, by_first_use=False)
         for position in np.flatnonzero(~short).tolist():  # rare: very long tokens (URLs, blobs)
             ids[position] = self._long_word_id(joined[starts[position] : ends[position]])
-        ids, owners = self._with_compounds(joined, data, starts, ends, ids, owners)
-        return self._with_symbols(joined, data, starts, ends, ids, owners)
-
-    def _with_compounds(
-        self,
-        joined: str,
-        data: npt.NDArray[np.uint8],
-        starts: npt.NDArray[np.intp],
-        ends: npt.NDArray[np.intp],
-        ids: npt.NDArray[np.int32],
-        owners: npt.NDArray[np.int64],
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
-        """Add the term of each pair of words one hyphen or slash apart (see `compounds`)."""
-        if ends.size < 2:
+        compound_names, pairs = _compound_names(joined, data, starts, ends)
+        symbol_names, marked = _symbol_names(joined, data, starts, ends)
+        names = compound_names + symbol_names
+        if not names:
             return ids, owners
-        gap = ends[:-1]
-        pairs = np.flatnonzero((starts[1:] == gap + 1) & ((data[gap] == _HYPHEN) | (data[gap] == _SLASH)))
-        if not pairs.size:
-            return ids, owners
-        # Few words are hyphenated, so a Python step per compound costs little.
-        names = [
-            joined[a:b] + joined[c:d]
-            for a, b, c, d in zip(
-                starts[pairs].tolist(),
-                ends[pairs].tolist(),
-                starts[pairs + 1].tolist(),
-                ends[pairs + 1].tolist(),
-                strict=True,
-            )
-        ]
-        return np.concatenate([ids, self._ids_of_words(names)]), np.concatenate([owners, owners[pairs]])
-
-    def _with_symbols(
-        self,
-        joined: str,
-        data: npt.NDArray[np.uint8],
-        starts: npt.NDArray[np.intp],
-        ends: npt.NDArray[np.intp],
-        ids: npt.NDArray[np.int32],
-        owners: npt.NDArray[np.int64],
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
-        """Add the spelt-out term of each word written with "++" or "#" (see `symbol_words`)."""
-        if not starts.size:
-            return ids, owners
-        after = np.append(data, [0, 0])  # two bytes of padding: every word end can look two ahead
-        plus = (after[ends] == _PLUS) & (after[ends + 1] == _PLUS)
-        sharp = (after[ends] == _HASH) & (ends - starts == 1) & (data[starts] >= ord("a"))
-        found = np.flatnonzero(plus | sharp)
-        if not found.size:
-            return ids, owners
-        # Few words carry these symbols, so a Python step per word costs little.
-        names = [
-            joined[a:b] + ("pp" if is_plus else "sharp")
-            for a, b, is_plus in zip(
-                starts[found].tolist(), ends[found].tolist(), plus[found].tolist(), strict=True
-            )
-        ]
-        return np.concatenate([ids, self._ids_of_words(names)]), np.concatenate([owners, owners[found]])
+        extra_owners = owners[np.concatenate([pairs, marked])]
+        return np.concatenate([ids, self._ids_of_words(names)]), np.concatenate([owners, extra_owners])
 
     def encode_query(self, text: str) -> list[int]:
         """Term ids of a query in order, repeats kept; stopwords and terms no document holds dropped."""
@@ -351,3 +300,37 @@ class Vocabulary:
         if not found:
             return []
         return [index for index in self._terms.rows_of(found).tolist() if index >= 0]
+
+
+Positions = npt.NDArray[np.intp]
+
+
+def _compound_names(
+    joined: str, data: npt.NDArray[np.uint8], starts: Positions, ends: Positions
+) -> tuple[list[str], Positions]:
+    """Each pair of words one hyphen or slash apart, joined (see `compounds`), and its first word's
+    position among the words."""
+    gap = ends[:-1]
+    pairs = np.flatnonzero((starts[1:] == gap + 1) & ((data[gap] == _HYPHEN) | (data[gap] == _SLASH)))
+    # Few words are hyphenated, so a Python step per compound costs little.
+    bounds = zip(
+        starts[pairs].tolist(),
+        ends[pairs].tolist(),
+        starts[pairs + 1].tolist(),
+        ends[pairs + 1].tolist(),
+        strict=True,
+    )
+    return [joined[a:b] + joined[c:d] for a, b, c, d in bounds], pairs
+
+
+def _symbol_names(
+    joined: str, data: npt.NDArray[np.uint8], starts: Positions, ends: Positions
+) -> tuple[list[str], Positions]:
+    """Each word written with "++" or "#", spelt out (see `symbol_words`), and its position."""
+    after = np.append(data, [0, 0])  # two bytes of padding: every word end can look two ahead
+    plus = (after[ends] == _PLUS) & (after[ends + 1] == _PLUS)
+    sharp = (after[ends] == _HASH) & (ends - starts == 1) & (data[starts] >= ord("a"))
+    found = np.flatnonzero(plus | sharp)
+    # Few words carry these symbols, so a Python step per word costs little.
+    bounds = zip(starts[found].tolist(), ends[found].tolist(), plus[found].tolist(), strict=True)
+    return [joined[a:b] + ("pp" if is_plus else "sharp") for a, b, is_plus in bounds], found
