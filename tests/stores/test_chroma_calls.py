@@ -14,7 +14,7 @@ from stores import ChromaVectorStore
 MODEL = HashingEmbedding(dimensions=32)
 
 
-class _Calls:
+class Calls:
     """Records `name(include=...)` of every method called on the wrapped object."""
 
     def __init__(self, target: Any) -> None:
@@ -38,8 +38,8 @@ def _docs() -> list[Document]:
     ]
 
 
-def _spied(store: ChromaVectorStore) -> tuple[_Calls, _Calls]:
-    collection, client = _Calls(store._collection), _Calls(store._conn.client)
+def _spied(store: ChromaVectorStore) -> tuple[Calls, Calls]:
+    collection, client = Calls(store._collection), Calls(store._conn.client)
     store._collection = store._nearest.collection = collection
     store._conn.client = client
     return collection, client

@@ -21,6 +21,7 @@ import pytest
 
 from rag import Document, HashingEmbedding, SearchRequest
 from stores import ChromaVectorStore
+from tests.stores.test_chroma_calls import Calls
 
 MODEL = HashingEmbedding(dimensions=32)
 GRACE = 1.0
@@ -202,23 +203,6 @@ def test_a_document_deleted_during_a_hybrid_search_is_left_out_without_failing(c
         assert [d.id for d in store.get(ids=ids)] == ids  # every one still stored
 
 
-class _Calls:
-    """Wraps a collection and records `name(include=...)` of each method called (the real ones run)."""
-
-    def __init__(self, target: Any) -> None:
-        self.target = target
-        self.calls: list[tuple[str, tuple[str, ...]]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self.target, name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append((name, tuple(kwargs.get("include") or ())))
-            return method(*args, **kwargs)
-
-        return call
-
-
 def test_a_hybrid_search_keeps_the_rows_an_exact_scan_read(tmp_path: Path) -> None:
     # A small collection is scanned whole, texts and metadata included; before, the final documents
     # were read from Chroma a second time.
@@ -226,7 +210,7 @@ def test_a_hybrid_search_keeps_the_rows_an_exact_scan_read(tmp_path: Path) -> No
     with ChromaVectorStore(MODEL, path=tmp_path) as store:
         store.add(_docs(60))
         first = [(d.id, d.score, d.text, d.metadata) for d in store.similarity_search(request)]
-        spy = _Calls(store._collection)
+        spy = Calls(store._collection)
         store._collection = store._nearest.collection = spy
         again = [(d.id, d.score, d.text, d.metadata) for d in store.similarity_search(request)]
     assert again == first and first[0][0] == "d0017"
