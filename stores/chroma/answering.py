@@ -24,7 +24,13 @@ from rag.filters import Filter
 from stores.chroma.client import Connection, background
 from stores.chroma.filters import ChromaFilter, Where
 from stores.chroma.hybrid import ChromaCandidates, RowsLost
-from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess, one_state_read
+from stores.chroma.lexical import (
+    STATE_KEY,
+    ChromaLexical,
+    CollectionAccess,
+    one_state_read,
+    read_state_again,
+)
 from stores.chroma.mirror import Mirror, Snapshot, read_snapshot
 from stores.chroma.mirror_files import load
 from stores.chroma.nearest import Nearest
@@ -122,7 +128,7 @@ class Answering:
             try:
                 return self._rank_once(req, query, compiled, copy, lenient=False)
             except RowsLost:
-                continue
+                read_state_again()  # the token this request read is out of date: read it afresh
         return self._rank_once(req, query, compiled, copy, lenient=True)
 
     def _rank_once(
@@ -141,15 +147,13 @@ class Answering:
             lambda plain: self._vector_hits(query, compiled, plain, copy),
             allowed,
             lambda ids, fields: self._fetch(ids, None, include=fields),
-            self._lexical.index,
+            lambda row, score: self._document(row, False, score),
+            self._lexical.sidecar,
             # Over HTTP the state-token check and the filter's read overlap the vector query.
             background if self._conn.remote else None,
             lenient=lenient,
         ) as source:
-            ranked = rank(req, source)
-            ids = [doc_id for doc_id, _ in ranked]
-            rows = {row.id: row for row in source.rows(ids)}
-        return [self._document(rows[doc_id], False, score) for doc_id, score in ranked if doc_id in rows]
+            return source.page(rank(req, source))
 
     def _vector_hits(
         self,

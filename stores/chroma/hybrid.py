@@ -32,10 +32,13 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import SearchRequest
+from rag.documents import Document, SearchRequest
 from rag.errors import StoreError
+from stores.chroma.kept import KeptRecords
+from stores.chroma.lexical import Sidecar
 from stores.chroma.search import Row, scores
 from stores.lexical.index import LexicalIndex
+from stores.numpy.records import Record
 from stores.ranking import candidate_depth
 
 __all__ = ["ChromaCandidates", "RowsLost"]
@@ -70,6 +73,10 @@ class _Once(Generic[_T]):
             self._value = (self._make() if self._future is None else self._future.result(),)
         return self._value[0]
 
+    def made(self) -> _T | None:
+        """The value if it was computed or started (waiting for it then); None, never computing it."""
+        return None if self._value is None and self._future is None else self.get()
+
     def settle(self) -> None:
         """Wait until a call started on a worker has ended (its outcome stays in the future)."""
         if self._future is not None:
@@ -81,21 +88,24 @@ class _Lexical:
     """What the lexical list of one request rests on, and its ranking at the depth `rank` asks first."""
 
     index: LexicalIndex
+    records: KeptRecords | None
     allowed: set[str] | None
     depth: int
     hits: list[tuple[str, float]]
 
 
 def _lexical_for(
-    request: SearchRequest, lexical: Callable[[], LexicalIndex], allowed: Callable[[], set[str]] | None
+    request: SearchRequest, lexical: Callable[[], Sidecar], allowed: Callable[[], set[str]] | None
 ) -> _Lexical:
-    index = lexical()
+    sidecar = lexical()
+    index = sidecar.index
     matches = None if allowed is None else allowed()
     # `stores.ranking.rank` asks first for this many (then more, to fill a threshold).
     depth = (
         candidate_depth(request.top_k) if request.mode == "hybrid" or request.diversity > 0 else request.top_k
     )
-    return _Lexical(index, matches, depth, index.search(request.query, depth, allowed=matches))
+    hits = index.search(request.query, depth, allowed=matches)
+    return _Lexical(index, sidecar.records, matches, depth, hits)
 
 
 class ChromaCandidates:
@@ -111,7 +121,9 @@ class ChromaCandidates:
             metadata (exact scans read them whole) are kept for the final read.
         allowed: The ids matching the filter; None when there is no filter.
         fetch: Rows by ids with the fields asked for (unknown ids skipped).
-        lexical: The collection's BM25 index, current with its records (this checks the state token).
+        document: The document of a row read from Chroma, with a score.
+        lexical: The collection's sidecar, current with its records (this checks the state token):
+            its BM25 index and, over HTTP, the records that make the final page (`page`).
         background: Runs `lexical`, `allowed` and the BM25 ranking on a worker while the vector query
             runs (servers).
         lenient: Leave out ids that are no longer stored instead of raising `RowsLost` (a retry):
@@ -125,7 +137,8 @@ class ChromaCandidates:
         vector_hits: Callable[[SearchRequest], list[tuple[Row, float]]],
         allowed: Callable[[], set[str]] | None,
         fetch: Callable[[list[str], list[str]], list[Row]],
-        lexical: Callable[[], LexicalIndex],
+        document: Callable[[Row, float], Document],
+        lexical: Callable[[], Sidecar],
         background: Background | None = None,
         *,
         lenient: bool = False,
@@ -134,6 +147,7 @@ class ChromaCandidates:
         self._query = query
         self._vector_hits = vector_hits
         self._fetch = fetch
+        self._document = document
         self._rows: dict[str, Row] = {}
         self._lenient = lenient
         # The lexical list needs neither the vector query nor its answer: start its reads (and the
@@ -166,6 +180,32 @@ class ChromaCandidates:
         if depth == known.depth:
             return known.hits
         return known.index.search(self._request.query, depth, allowed=known.allowed)
+
+    def page(self, ranked: Sequence[tuple[str, float]]) -> list[Document]:
+        """The documents of the ranked (id, score) pairs, in order.
+
+        Rows read from Chroma during this request come first; then the records the sidecar keeps
+        (as current as the state token read by this request, see the module docstring); Chroma is
+        asked for the rest (a record written since the token was read, another tool's record).
+
+        Raises:
+            RowsLost: As `rows`.
+        """
+        ids = [doc_id for doc_id, _ in ranked]
+        known = self._lexical.made()
+        kept: dict[str, Record] = {}
+        if known is not None and known.records is not None:
+            kept = known.records.read(doc_id for doc_id in ids if doc_id not in self._rows)
+        rows = {row.id: row for row in self.rows([doc_id for doc_id in ids if doc_id not in kept])}
+        found: list[Document] = []
+        for doc_id, score in ranked:
+            record = kept.get(doc_id)
+            if record is not None:
+                # Held by the sidecar only when this store's layout wrote it: checked then.
+                found.append(Document._trusted(doc_id, record[0], record[1], score))
+            elif doc_id in rows:
+                found.append(self._document(rows[doc_id], score))
+        return found
 
     def rows(self, ids: Sequence[str], *, embeddings: bool = False) -> list[Row]:
         """The rows of `ids` (text and metadata, and embeddings if asked), read once and kept.

@@ -50,19 +50,29 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from rag.errors import RagError, StoreError
 from rag.text import with_context
 from stores.chroma.client import Connection
 from stores.chroma.columns import FilterColumns
-from stores.chroma.records import META, decode_metadata, decode_text
-from stores.chroma.search import rows_from_get
+from stores.chroma.kept import KeptRecords
+from stores.chroma.records import META, decode_fields, decode_metadata, decode_text
+from stores.chroma.search import Row, rows_from_get
 from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
 from stores.locking import shared_mutex
 
-__all__ = ["FOLDER", "STATE_KEY", "ChromaLexical", "CollectionAccess", "Sidecar", "one_state_read"]
+__all__ = [
+    "FOLDER",
+    "STATE_KEY",
+    "ChromaLexical",
+    "CollectionAccess",
+    "Page",
+    "Sidecar",
+    "one_state_read",
+    "read_state_again",
+]
 
 STATE_KEY = "rag:lexical_state"
 FOLDER = "rag-lexical"
@@ -83,6 +93,14 @@ def one_state_read() -> Iterator[None]:
         yield
     finally:
         _STATE_READS.reset(token)
+
+
+def read_state_again() -> None:
+    """Within `one_state_read`: the next check of a collection's state reads it from the server again
+    (a search that found the collection changed under it ranks again from fresh reads)."""
+    reads = _STATE_READS.get()
+    if reads is not None:
+        reads.clear()  # in place: worker threads hold the same dict
 
 
 def _new_token() -> str:
@@ -127,9 +145,8 @@ class CollectionAccess:
         with self.conn.errors(f"count the collection {self.name!r}"):
             return int(self.collection.count())
 
-    def records(self) -> Iterator[tuple[list[str], list[str], list[dict[str, Any]], list[str | None]]]:
-        """Every record's (ids, indexed texts: `rag.text.with_context`, metadata, metadata as JSON when
-        the record holds it), a page at a time."""
+    def records(self) -> Iterator[Page]:
+        """Every record, a page at a time (see `Page`)."""
         offset = 0
         while True:
             with self.conn.errors(f"read from the collection {self.name!r}"):
@@ -139,19 +156,47 @@ class CollectionAccess:
             rows = rows_from_get(page)
             if not rows:
                 return
-            texts = [decode_text(row.document, row.record) for row in rows]
-            metadatas = [decode_metadata(row.record) for row in rows]
-            encoded = [(row.record or {}).get(META) for row in rows]
-            yield [row.id for row in rows], list(map(with_context, texts, metadatas)), metadatas, encoded
+            yield _page(rows)
             offset += len(rows)
+
+
+class Page(NamedTuple):
+    """Records as `Sidecar.add` takes them."""
+
+    ids: list[str]
+    texts: list[str]
+    """The documents' texts (the BM25 index adds their context: `rag.text.with_context`)."""
+    metadatas: list[dict[str, Any]]
+    encoded: list[str | None]
+    """The metadata as JSON where the record holds it (`FilterColumns.write`)."""
+    trusted: list[bool]
+    """Whether the record follows this store's layout (`stores.chroma.records.decode_fields`)."""
+
+
+def _page(rows: list[Row]) -> Page:
+    texts: list[str] = []
+    metadatas: list[dict[str, Any]] = []
+    trusted: list[bool] = []
+    for row in rows:
+        fields = decode_fields(row.document, row.record)
+        trusted.append(fields is not None)
+        if fields is None:  # another tool's record: decoded as the store's reads decode it
+            fields = decode_text(row.document, row.record), decode_metadata(row.record)
+        texts.append(fields[0])
+        metadatas.append(fields[1])
+    encoded = [(row.record or {}).get(META) for row in rows]
+    return Page([row.id for row in rows], texts, metadatas, encoded, trusted)
 
 
 @dataclass
 class Sidecar:
-    """The BM25 index and the filter columns of one collection, always holding the same records."""
+    """The BM25 index, the filter columns and, on a server, the records themselves (`records`) of one
+    collection, always holding the same records."""
 
     index: LexicalIndex
     columns: FilterColumns
+    records: KeptRecords | None = None
+    """Text and metadata of each record, for stores whose reads are round trips (see the module)."""
 
     def __len__(self) -> int:
         return len(self.index)
@@ -162,15 +207,28 @@ class Sidecar:
         texts: list[str],
         metadatas: list[dict[str, Any]],
         encoded: list[str | None] | None = None,
+        trusted: list[bool] | None = None,
     ) -> None:
-        """Insert or replace records (distinct ids) in both parts (`encoded`: see `FilterColumns.write`)."""
-        self.index.add(ids, texts)
+        """Insert or replace records (distinct ids) in every part.
+
+        Args:
+            ids: The records' ids.
+            texts: The documents' own texts; the index adds their context (`rag.text.with_context`).
+            metadatas: Their metadata.
+            encoded: See `FilterColumns.write`.
+            trusted: See `KeptRecords.write` (None: every record follows this store's layout).
+        """
+        self.index.add(ids, list(map(with_context, texts, metadatas)))
         self.columns.write(ids, metadatas, encoded)
+        if self.records is not None:
+            self.records.write(ids, texts, metadatas, trusted)
 
     def delete(self, ids: list[str]) -> None:
-        """Remove records from both parts (unknown ids ignored)."""
+        """Remove records from every part (unknown ids ignored)."""
         self.index.delete(ids)
         self.columns.delete(ids)
+        if self.records is not None:
+            self.records.delete(ids)
 
 
 class ChromaLexical:
@@ -192,6 +250,9 @@ class ChromaLexical:
         self._generation = generation
         self._seen = -1  # the generation `_index` holds
         self._root = None if folder is None else folder / FOLDER / access.name
+        # Over HTTP the sidecar keeps the records too (`KeptRecords`); an embedded folder's reads are
+        # cheap, and a sidecar loaded from disk would have to read every record to hold them.
+        self._keeps = folder is None and access.conn.remote
         self._index: Sidecar | None = None
         self._token: str | None = None  # the collection state `_index` equals
         self._saved = True  # whether `_root / _token` holds `_index`
@@ -253,9 +314,9 @@ class ChromaLexical:
         loaded = self._load(token)
         saved = loaded is not None
         if loaded is None:
-            loaded = Sidecar(LexicalIndex(), FilterColumns())
-            for ids, texts, metadatas, encoded in self._access.records():
-                loaded.add(ids, texts, metadatas, encoded)
+            loaded = Sidecar(LexicalIndex(), FilterColumns(), KeptRecords() if self._keeps else None)
+            for page in self._access.records():
+                loaded.add(*page)
             self.rebuilds += 1
         # The index first, then its state: a reader that sees the new index with the old state only
         # rebuilds again, and one that sees the new state also sees the new index (see `_kept`).

@@ -39,7 +39,6 @@ from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, unique_ids
-from rag.text import with_context
 from rag.vectorstore import AsyncStoreMixin
 from stores.chroma.answering import Answering
 from stores.chroma.client import connect, lock_key, open_collection, purger
@@ -290,7 +289,7 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
                     with self._conn.errors(f"write documents to the collection {self._name!r}"):
                         self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
             if index is not None:
-                texts = [with_context(doc.text, doc.metadata) for doc in docs]
+                texts = [doc.text for doc in docs]  # the index adds the context (`Sidecar.add`)
                 encoded = [record[META] for record in metadatas]  # the columns keep the same JSON
                 index.add([doc.id for doc in docs], texts, [doc.metadata for doc in docs], encoded)
 

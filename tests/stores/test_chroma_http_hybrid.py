@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +97,10 @@ def _answer(store: ChromaVectorStore, request: SearchRequest) -> list[tuple[str,
 
 
 @pytest.mark.server
-def test_a_hybrid_search_over_http_takes_two_rounds_of_requests(chroma_server: str, rounds_of: Any) -> None:
-    # Before: three in a row, the vector query, the state-token check (reading the collection), and
-    # the read of the final documents. The token check now runs while the vector query does.
+def test_a_hybrid_search_over_http_takes_one_round_of_requests(chroma_server: str, rounds_of: Any) -> None:
+    # First three in a row: the vector query, the state-token check (reading the collection), and the
+    # read of the final documents. Then two: the token check ran while the vector query did. Now one:
+    # the sidecar the token check vouches for keeps the records, so the final page needs no read.
     # (Answers are not compared across time: the server may compact its HNSW index between two
     # queries, and HNSW is approximate; tests/stores/test_chroma_conformance.py pins exact answers.)
     request = SearchRequest("delta item17", top_k=5, mode="hybrid")
@@ -107,10 +109,11 @@ def test_a_hybrid_search_over_http_takes_two_rounds_of_requests(chroma_server: s
         store.similarity_search(request)  # builds the lexical index
         counter = rounds_of(store)
         found = store.similarity_search(request)
-    texts = {doc.id: doc.text for doc in _docs()}
-    assert len(found) == 5 and all(d.text == texts[d.id] for d in found)
-    assert sorted(counter.requests) == ["GET http-rounds", "POST get", "POST query"]
-    assert counter.rounds == 2
+    stored = {doc.id: doc for doc in _docs()}
+    assert len(found) == 5 and found[0].id == "d0017"
+    assert all((d.text, d.metadata) == (stored[d.id].text, stored[d.id].metadata) for d in found)
+    assert sorted(counter.requests) == ["GET http-rounds", "POST query"]
+    assert counter.rounds == 1
 
 
 @pytest.mark.server
@@ -165,41 +168,136 @@ def test_a_write_by_another_store_is_seen_by_the_next_hybrid_search(chroma_serve
         assert "new" not in [doc_id for doc_id, _ in gone] and len(gone) == 5
 
 
-class _DeletesBeforeFinalRead:
-    """Wraps a collection; the first read of rows by id lets another store delete `victim` first."""
+class _Hooked:
+    """Wraps an object: `before` runs ahead of the first call of its method `name` (once, optionally
+    only for calls whose `ids` include `only`), `after` after each call of it."""
 
-    def __init__(self, collection: Any, other: ChromaVectorStore, victim: str) -> None:
-        self._collection = collection
-        self._other = other
-        self._victim = victim
+    def __init__(
+        self,
+        inner: Any,
+        name: str,
+        before: Callable[[], None] | None = None,
+        after: Callable[[], None] | None = None,
+        only: str | None = None,
+    ) -> None:
+        self._inner, self._name, self._before, self._after, self._only = inner, name, before, after, only
         self.fired = False
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._collection, name)
+        found = getattr(self._inner, name)
+        if name != self._name:
+            return found
 
-    def get(self, *args: Any, **kwargs: Any) -> Any:
-        if not self.fired and self._victim in (kwargs.get("ids") or []):
-            self.fired = True
-            self._other.delete([self._victim])
-        return self._collection.get(*args, **kwargs)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            wanted = self._only is None or self._only in (kwargs.get("ids") or [])
+            if self._before is not None and wanted and not self.fired:
+                self.fired = True
+                self._before()
+            answer = found(*args, **kwargs)
+            if self._after is not None:
+                self._after()
+            return answer
+
+        return call
+
+
+QUERY = SearchRequest("omega quasar", top_k=5, mode="hybrid")
+# Three states of one collection: S0 when the searching store built its sidecar, S1 after another
+# store's write that leaves that sidecar stale, S2 after another write during the search.
+S0 = [
+    Document("victim", "omega quasar victim", {"n": -1}),
+    Document("updated", "omega quasar before", {"n": -2}),
+    Document("stale", "alpha beta", {"n": -3}),
+]
+S1 = [Document("stale", "omega quasar stale no more", {"n": -30})]
+S2 = [Document("updated", "omega quasar after", {"n": -20}), Document("new", "omega quasar", {"n": -4})]
+
+
+def _write_s2(store: ChromaVectorStore) -> None:
+    store.delete(["victim"])
+    store.add(S2)
+
+
+def _state(*writes: list[Document], deleted: tuple[str, ...] = ()) -> dict[str, tuple[str, Any]]:
+    """Each id's (text, metadata) after the writes given, in order."""
+    found = {doc.id: (doc.text, doc.metadata) for docs in writes for doc in docs}
+    return {doc_id: fields for doc_id, fields in found.items() if doc_id not in deleted}
+
+
+@contextmanager
+def _racing(chroma_server: str, name: str) -> Iterator[tuple[ChromaVectorStore, ChromaVectorStore]]:
+    """A store whose sidecar holds S0, and another store (as from another process) that wrote S1."""
+    with ChromaVectorStore(MODEL, url=chroma_server, collection=name, ef_search=50) as store:
+        store.add([*_docs(), *S0])
+        assert {d.id for d in store.similarity_search(QUERY)[:2]} == {"victim", "updated"}
+        with ChromaVectorStore(MODEL, url=_other_url(chroma_server), collection=name) as other:
+            other.add(S1)
+            yield store, other
 
 
 @pytest.mark.server
-def test_a_document_deleted_during_a_hybrid_search_is_left_out_without_failing(chroma_server: str) -> None:
-    # Before: the final read missed the deleted document and the search failed with a StoreError.
-    request = SearchRequest("delta item17", top_k=5, mode="hybrid")
-    name = "http-deleted-meanwhile"
-    with ChromaVectorStore(MODEL, url=chroma_server, collection=name, ef_search=50) as store:
-        store.add(_docs())
-        victim = store.similarity_search(request)[0].id  # "d0017", unless HNSW missed it
-        with ChromaVectorStore(MODEL, url=_other_url(chroma_server), collection=name) as other:
-            spy = _DeletesBeforeFinalRead(store._collection, other, victim)
-            store._collection = spy
-            found = store.similarity_search(request)
-            store._collection = spy._collection
+def test_a_write_after_the_token_check_gives_either_state_never_a_stale_text(chroma_server: str) -> None:
+    # The other store deletes, replaces and adds documents after this search has read the state
+    # token (its sidecar then holds S1) and before its vector query (which sees S2). Every document
+    # of the answer is as S1 or S2 has it; none as S0 had it; the new one, which the sidecar does not
+    # hold, is read from Chroma.
+    with _racing(chroma_server, "http-race-after-check") as (store, other):
+        checked = threading.Event()
+        client, nearest = store._conn.client, store._nearest.collection
+        store._conn.client = _Hooked(client, "get_collection", after=checked.set)
+        spy = _Hooked(nearest, "query", before=lambda: checked.wait(30) and _write_s2(other))
+        store._nearest.collection = spy
+        rebuilds = store._lexical.rebuilds
+        try:
+            found = store.similarity_search(QUERY)
+        finally:
+            store._conn.client, store._nearest.collection = client, nearest
+        assert spy.fired and store._lexical.rebuilds == rebuilds + 1
+        after = {d.id: (d.text, d.metadata) for d in store.get()}
+    before, now = _state(_docs(), S0, S1), _state(_docs(), S0, S1, S2, deleted=("victim",))
+    assert len(found) == 5 and "new" in [d.id for d in found]
+    for doc in found:
+        assert (doc.text, doc.metadata) in (before.get(doc.id), now.get(doc.id)), doc
+    assert after["new"] == (S2[1].text, S2[1].metadata) and "victim" not in after
+
+
+@pytest.mark.server
+def test_a_write_before_the_token_check_is_seen_whole(chroma_server: str) -> None:
+    with _racing(chroma_server, "http-race-before-check") as (store, other):
+        client = store._conn.client
+        spy = _Hooked(client, "get_collection", before=lambda: _write_s2(other))
+        store._conn.client = spy
+        try:
+            found = store.similarity_search(QUERY)
+        finally:
+            store._conn.client = client
         assert spy.fired
+    latest = _state(_docs(), S0, S1, S2, deleted=("victim",))
+    assert len(found) == 5 and "victim" not in [d.id for d in found]
+    assert {"new", "updated", "stale"} <= {d.id for d in found}
+    assert all((d.text, d.metadata) == latest[d.id] for d in found)
+
+
+@pytest.mark.server
+def test_a_document_written_and_deleted_during_a_hybrid_search_is_left_out(chroma_server: str) -> None:
+    # "new" is written after the token check, so the sidecar does not hold it, and deleted just
+    # before its text is read: the search ranks again from fresh reads, without failing.
+    with _racing(chroma_server, "http-race-deleted") as (store, other):
+        checked = threading.Event()
+        client, nearest, collection = store._conn.client, store._nearest.collection, store._collection
+        store._conn.client = _Hooked(client, "get_collection", after=checked.set)
+        store._nearest.collection = _Hooked(
+            nearest, "query", before=lambda: checked.wait(30) and _write_s2(other)
+        )
+        reads = _Hooked(collection, "get", before=lambda: other.delete(["new"]), only="new")
+        store._collection = reads
+        try:
+            found = store.similarity_search(QUERY)
+        finally:
+            store._conn.client, store._nearest.collection, store._collection = client, nearest, collection
+        assert reads.fired
         ids = [d.id for d in found]
-        assert len(ids) == 5 and victim not in ids
+        assert len(ids) == 5 and "new" not in ids
         assert [d.id for d in store.get(ids=ids)] == ids  # every one still stored
 
 
