@@ -3,15 +3,25 @@
 A filter means for lexical candidates exactly what it means for vector search: the ids it matches
 (`ChromaVectorStore._matching_ids`, Chroma's `where` plus the Python post-filter, or the exact copy of
 `stores.chroma.mirror`) restrict the BM25 ranking. The vector list holds ids and cosines only (from
-Chroma's distances, or the exact copy); rows are read from Chroma once, for the ids the ranking keeps,
-with embeddings only when the threshold or MMR needs them (rows an exact scan already read are kept).
+Chroma's distances, or the exact copy); embeddings are read from Chroma only when the threshold or MMR
+needs them (rows an exact scan already read are kept).
 
-A hybrid search thus costs one vector query, one BM25 ranking and one read of the final documents.
-Over HTTP the reads the BM25 ranking depends on, the check of the index against the collection's
-state token and the filter's matches, do not depend on the vector query: given `background`, they
-and the BM25 ranking itself start before it and run while it does, and each happens once per
-request. Two round trips follow
-one another (the vector query, then the final read) instead of three or more.
+The final page's texts and metadata come, for each id, from the first of: rows read from Chroma during
+this request; the records the sidecar keeps on a server (`stores.chroma.kept`), current as of the
+state token this request read; one read from Chroma for the rest (records written since that read,
+records another tool wrote, and everything on an embedded folder, whose sidecar keeps no records).
+
+Over HTTP the reads the BM25 ranking depends on, the check of the sidecar against the collection's
+state token and the filter's matches, do not depend on the vector query: given `background`, they and
+the BM25 ranking itself start before it and run while it does, each once per request. A hybrid search
+is then one round of requests (the vector query beside the token check), where it was three in a row
+(vector query, token check, read of the final documents) and then two.
+
+A write by another store that lands after the token check and before the answer gives, for each
+document, its text and metadata either before or after that write (the sidecar's, or Chroma's for a
+record the sidecar does not hold); never those of an earlier state, since a changed token makes the
+sidecar rebuild. A ranked record that cannot be read any more (`RowsLost`) makes the store rank again
+with the token read afresh (`stores.chroma.answering`).
 
 Example:
     >>> from rag import Document, HashingEmbedding, SearchRequest

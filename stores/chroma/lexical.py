@@ -21,6 +21,14 @@ store changes twice: once before touching any record, once after the index holds
   compares the token with its own, so writes made by other stores (in this or another process) are
   seen: the index is rebuilt. Writes by raw chromadb calls do not change the token; they are seen on
   the next open.
+- Over HTTP (a server URL, or a given chromadb `HttpClient`) the sidecar also keeps every record's
+  text and metadata (`Sidecar.records`, `stores.chroma.kept.KeptRecords`), so the final page of a
+  lexical or hybrid search needs no read from the server, whose every `get` costs a round trip and
+  about 2 ms. Memory: each record's text in UTF-8 and about 130 bytes more for four metadata keys
+  (the values packed, 8 bytes of offsets, 70 of id bookkeeping; see `stores.chroma.kept`), so
+  about 1.13 KB for a 1 KB chunk. Only built and updated in memory: saves
+  and loads (embedded folders) never hold them, and an embedded folder's reads are cheap enough
+  (about 0.5 ms for a page) not to double every text in memory or on disk.
 - In-process private store: nobody else can write, so no token is kept; the index is built lazily.
 
 Only one process should write to an embedded folder at a time (chroma's own rule for

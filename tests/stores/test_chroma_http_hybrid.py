@@ -176,8 +176,8 @@ class _Hooked:
         self,
         inner: Any,
         name: str,
-        before: Callable[[], None] | None = None,
-        after: Callable[[], None] | None = None,
+        before: Callable[[], object] | None = None,
+        after: Callable[[], object] | None = None,
         only: str | None = None,
     ) -> None:
         self._inner, self._name, self._before, self._after, self._only = inner, name, before, after, only
@@ -218,6 +218,16 @@ def _write_s2(store: ChromaVectorStore) -> None:
     store.add(S2)
 
 
+def _once_checked(checked: threading.Event, store: ChromaVectorStore) -> Callable[[], None]:
+    """Writes S2 through `store` once the searching store has read the state token."""
+
+    def write() -> None:
+        assert checked.wait(30), "the state token was never read"
+        _write_s2(store)
+
+    return write
+
+
 def _state(*writes: list[Document], deleted: tuple[str, ...] = ()) -> dict[str, tuple[str, Any]]:
     """Each id's (text, metadata) after the writes given, in order."""
     found = {doc.id: (doc.text, doc.metadata) for docs in writes for doc in docs}
@@ -245,7 +255,7 @@ def test_a_write_after_the_token_check_gives_either_state_never_a_stale_text(chr
         checked = threading.Event()
         client, nearest = store._conn.client, store._nearest.collection
         store._conn.client = _Hooked(client, "get_collection", after=checked.set)
-        spy = _Hooked(nearest, "query", before=lambda: checked.wait(30) and _write_s2(other))
+        spy = _Hooked(nearest, "query", before=_once_checked(checked, other))
         store._nearest.collection = spy
         rebuilds = store._lexical.rebuilds
         try:
@@ -286,9 +296,7 @@ def test_a_document_written_and_deleted_during_a_hybrid_search_is_left_out(chrom
         checked = threading.Event()
         client, nearest, collection = store._conn.client, store._nearest.collection, store._collection
         store._conn.client = _Hooked(client, "get_collection", after=checked.set)
-        store._nearest.collection = _Hooked(
-            nearest, "query", before=lambda: checked.wait(30) and _write_s2(other)
-        )
+        store._nearest.collection = _Hooked(nearest, "query", before=_once_checked(checked, other))
         reads = _Hooked(collection, "get", before=lambda: other.delete(["new"]), only="new")
         store._collection = reads
         try:

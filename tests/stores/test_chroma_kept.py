@@ -1,0 +1,124 @@
+"""The records a server store's sidecar keeps (`stores.chroma.kept`), and the pages built from them.
+
+A lexical or hybrid page over HTTP is assembled from the kept records; these tests hold it identical,
+field by field, to the page read from Chroma, for records of every metadata type and for records
+another tool wrote (read from Chroma and checked, never kept).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from rag import Document, HashingEmbedding, SearchRequest
+from stores import ChromaVectorStore
+from stores.chroma.kept import KeptRecords
+
+MODEL = HashingEmbedding(dimensions=32)
+
+ODD = [
+    Document("big", "omega big integers", {"n": 2**70, "neg": -(2**65)}),
+    Document("zero", "omega negative zero", {"z": -0.0, "f": 1e-300, "b": True}),
+    Document("lists", "omega lists", {"tags": ["a", 1, 2.5, False], "empty": []}),
+    Document("surrogate", "omega lone \ud800 surrogate", {"k\udfff": "v\ud800"}),
+    Document("plain", "omega plain", {}),
+    Document("unicode", "omega ünïcødé 漢字 🙂", {"title": "Ω", "headings": ["α", "β"]}),
+]
+
+
+def _fields(docs: list[Document]) -> list[tuple[Any, ...]]:
+    """Everything a caller sees, with types and the sign of zero (== would let 0.0 pass for -0.0)."""
+
+    def exact(value: Any) -> Any:
+        if isinstance(value, list):
+            return [exact(item) for item in value]
+        if isinstance(value, float):
+            return (float, value.hex(), math.copysign(1.0, value))
+        return (type(value), value)
+
+    return [(d.id, d.text, {k: exact(v) for k, v in d.metadata.items()}, d.score) for d in docs]
+
+
+def test_kept_records_replace_delete_and_read_fresh_copies() -> None:
+    kept = KeptRecords()
+    kept.write(["a", "b", "c"], ["one", "two", "three"], [{"n": 1}, {"n": 2}, {"l": [1]}])
+    kept.write(["b", "d"], ["two again", "four"], [{"n": 20}, {}])
+    assert kept.delete(["a", "missing"]) == 1 and len(kept) == 3 and "a" not in kept
+    read = kept.read(["d", "c", "b", "a", "c"])
+    assert read == {"d": ("four", {}), "c": ("three", {"l": [1]}), "b": ("two again", {"n": 20})}
+    tags = read["c"][1]["l"]
+    assert isinstance(tags, list)
+    tags.append(2)  # a caller changing what it got never changes what is kept
+    assert kept.read(["c"]) == {"c": ("three", {"l": [1]})}
+    kept.write(["c", "e"], ["x", "y"], [{}, {}], trusted=[False, True])
+    assert "c" not in kept and kept.read(["e", "d"]) == {"e": ("y", {}), "d": ("four", {})}
+    assert kept.delete(["b", "d", "e"]) == 3 and len(kept) == 0 and kept.read(["b"]) == {}
+
+
+def test_kept_records_survive_many_deletes_and_rewrites() -> None:
+    # Rows move into holes and the buffer is compacted; every id must keep its own record.
+    kept = KeptRecords()
+    expected: dict[str, tuple[str, dict[str, Any]]] = {}
+    for round_ in range(6):
+        ids = [f"r{i}" for i in range(round_ * 300, round_ * 300 + 3000)]
+        texts = [f"text {i} " * 40 + str(round_) for i in range(len(ids))]
+        metas = [{"i": i, "round": round_} for i in range(len(ids))]
+        kept.write(ids, texts, metas)
+        expected.update({i: (t, m) for i, t, m in zip(ids, texts, metas, strict=True)})
+        gone = ids[::3]
+        kept.delete(gone)
+        for doc_id in gone:
+            del expected[doc_id]
+    assert len(kept) == len(expected)
+    assert kept.read(list(expected)) == expected
+
+
+@pytest.mark.server
+def test_pages_from_kept_records_equal_pages_read_from_chroma(chroma_server: str) -> None:
+    filler = [Document(f"f{i:03d}", f"filler words {i} omega" * (i % 3), {"i": i}) for i in range(200)]
+    with ChromaVectorStore(MODEL, url=chroma_server, collection="kept-equal", ef_search=50) as store:
+        store.add([*filler, *ODD])
+        for mode in ("hybrid", "lexical"):
+            for query in ("omega", "omega surrogate", "big integers", "filler 7"):
+                request = SearchRequest(query, top_k=12, mode=mode)
+                from_kept = store.similarity_search(request)
+                sidecar = store._lexical._index
+                assert sidecar is not None and sidecar.records is not None and len(sidecar.records) == 206
+                held, sidecar.records = sidecar.records, None  # the page is read from Chroma instead
+                try:
+                    from_chroma = store.similarity_search(request)
+                finally:
+                    sidecar.records = held
+                assert from_kept and _fields(from_kept) == _fields(from_chroma), (mode, query)
+
+
+@pytest.mark.server
+def test_records_another_tool_wrote_are_read_from_chroma_and_checked(chroma_server: str) -> None:
+    with ChromaVectorStore(MODEL, url=chroma_server, collection="kept-foreign", ef_search=50) as store:
+        store.add([Document("ours", "omega ours", {"n": 1})])
+        store.chroma_collection.add(
+            ids=["foreign"],
+            embeddings=MODEL.embed(["omega foreign"]),
+            documents=["omega foreign"],
+            metadatas=[{"n": 2, "s": "x"}],
+        )
+        store.add([Document("later", "unrelated", {})])  # changes the state token: the sidecar rebuilds
+        found = store.similarity_search(SearchRequest("omega", top_k=3, mode="lexical"))
+        sidecar = store._lexical._index
+        assert sidecar is not None and sidecar.records is not None
+        assert "foreign" not in sidecar.records and "ours" in sidecar.records
+    assert sorted((d.id, d.text, d.metadata) for d in found) == [
+        ("foreign", "omega foreign", {"n": 2, "s": "x"}),
+        ("ours", "omega ours", {"n": 1}),
+    ]
+
+
+def test_an_embedded_store_keeps_no_records(tmp_path: Any) -> None:
+    # Its reads are in-process (about 0.5 ms for a page): the text is not held in memory a second time.
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:
+        store.add(ODD)
+        assert store.similarity_search(SearchRequest("omega", top_k=3, mode="hybrid"))
+        sidecar = store._lexical._index
+        assert sidecar is not None and sidecar.records is None
