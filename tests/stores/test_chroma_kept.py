@@ -122,3 +122,24 @@ def test_an_embedded_store_keeps_no_records(tmp_path: Any) -> None:
         assert store.similarity_search(SearchRequest("omega", top_k=3, mode="hybrid"))
         sidecar = store._lexical._index
         assert sidecar is not None and sidecar.records is None
+
+
+@pytest.mark.server
+def test_a_raw_chromadb_delete_stays_in_server_answers_until_another_store_writes(chroma_server: str) -> None:
+    # Raw chromadb calls leave the state token alone (docs/concurrency.md): the sidecar, records
+    # included, holds the document as it was until another store's write changes the token.
+    request = SearchRequest("omega", top_k=5, mode="lexical")
+    with ChromaVectorStore(MODEL, url=chroma_server, collection="kept-raw-delete", ef_search=50) as store:
+        store.add([Document("gone", "omega gone", {"n": 1}), Document("kept", "omega kept", {"n": 2})])
+        assert {d.id for d in store.similarity_search(request)} == {"gone", "kept"}
+        store.chroma_collection.delete(ids=["gone"])
+        held = {d.id: d.text for d in store.similarity_search(request)}
+        assert held == {"gone": "omega gone", "kept": "omega kept"}
+        store.add([Document("mine", "unrelated", {})])  # its own write updates the sidecar in place
+        assert {d.id for d in store.similarity_search(request)} == {"gone", "kept"}
+        other_url = chroma_server.replace("127.0.0.1", "localhost")  # another client, as in another process
+        with ChromaVectorStore(MODEL, url=other_url, collection="kept-raw-delete") as other:
+            other.add([Document("theirs", "unrelated", {})])
+        assert [d.id for d in store.similarity_search(request)] == ["kept"]
+    with ChromaVectorStore(MODEL, url=chroma_server, collection="kept-raw-delete") as reopened:
+        assert [d.id for d in reopened.similarity_search(request)] == ["kept"]
