@@ -30,13 +30,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from stores.chroma.records import META, decode_fields, decode_metadata, decode_text
+from stores.chroma.search import Row
 from stores.numpy.records import PackedRecords, Record
 
-__all__ = ["KeptRecords"]
+__all__ = ["KeptRecords", "Page", "page_of"]
 
 
 class KeptRecords:
@@ -125,3 +127,32 @@ class KeptRecords:
             return {}
         found = self._packed.read_many([rows[doc_id] for doc_id in held])
         return dict(zip(held, found, strict=True))
+
+
+class Page(NamedTuple):
+    """Records as `Sidecar.add` takes them."""
+
+    ids: list[str]
+    texts: list[str]
+    """The documents' texts (the BM25 index adds their context: `rag.text.with_context`)."""
+    metadatas: list[dict[str, Any]]
+    encoded: list[str | None]
+    """The metadata as JSON where the record holds it (`FilterColumns.write`)."""
+    trusted: list[bool]
+    """Whether the record follows this store's layout (`stores.chroma.records.decode_fields`)."""
+
+
+def page_of(rows: list[Row]) -> Page:
+    """The records of `rows` (read with documents and metadatas) as `Sidecar.add` takes them."""
+    texts: list[str] = []
+    metadatas: list[dict[str, Any]] = []
+    trusted: list[bool] = []
+    for row in rows:
+        fields = decode_fields(row.document, row.record)
+        trusted.append(fields is not None)
+        if fields is None:  # another tool's record: decoded as the store's reads decode it
+            fields = decode_text(row.document, row.record), decode_metadata(row.record)
+        texts.append(fields[0])
+        metadatas.append(fields[1])
+    encoded = [(row.record or {}).get(META) for row in rows]
+    return Page([row.id for row in rows], texts, metadatas, encoded, trusted)

@@ -58,15 +58,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from rag.errors import RagError, StoreError
 from rag.text import with_context
 from stores.chroma.client import Connection
 from stores.chroma.columns import FilterColumns
-from stores.chroma.kept import KeptRecords
-from stores.chroma.records import META, decode_fields, decode_metadata, decode_text
-from stores.chroma.search import Row, rows_from_get
+from stores.chroma.kept import KeptRecords, Page, page_of
+from stores.chroma.search import rows_from_get
 from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
 from stores.locking import shared_mutex
@@ -76,7 +75,6 @@ __all__ = [
     "STATE_KEY",
     "ChromaLexical",
     "CollectionAccess",
-    "Page",
     "Sidecar",
     "one_state_read",
     "read_state_again",
@@ -164,36 +162,8 @@ class CollectionAccess:
             rows = rows_from_get(page)
             if not rows:
                 return
-            yield _page(rows)
+            yield page_of(rows)
             offset += len(rows)
-
-
-class Page(NamedTuple):
-    """Records as `Sidecar.add` takes them."""
-
-    ids: list[str]
-    texts: list[str]
-    """The documents' texts (the BM25 index adds their context: `rag.text.with_context`)."""
-    metadatas: list[dict[str, Any]]
-    encoded: list[str | None]
-    """The metadata as JSON where the record holds it (`FilterColumns.write`)."""
-    trusted: list[bool]
-    """Whether the record follows this store's layout (`stores.chroma.records.decode_fields`)."""
-
-
-def _page(rows: list[Row]) -> Page:
-    texts: list[str] = []
-    metadatas: list[dict[str, Any]] = []
-    trusted: list[bool] = []
-    for row in rows:
-        fields = decode_fields(row.document, row.record)
-        trusted.append(fields is not None)
-        if fields is None:  # another tool's record: decoded as the store's reads decode it
-            fields = decode_text(row.document, row.record), decode_metadata(row.record)
-        texts.append(fields[0])
-        metadatas.append(fields[1])
-    encoded = [(row.record or {}).get(META) for row in rows]
-    return Page([row.id for row in rows], texts, metadatas, encoded, trusted)
 
 
 @dataclass
