@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -93,9 +94,9 @@ class Connection:
         """Whether calls travel over HTTP (a server URL, or a given chromadb `HttpClient`)."""
         if self.url is not None:
             return True
-        from chromadb.api.fastapi import FastAPI
-
-        return isinstance(getattr(self.client, "_server", None), FastAPI)
+        # Not imported here (70 ms): no HTTP client can exist unless chromadb has imported it already.
+        fastapi = sys.modules.get("chromadb.api.fastapi")
+        return fastapi is not None and isinstance(getattr(self.client, "_server", None), fastapi.FastAPI)
 
     def close(self) -> None:
         """Release the client (and an ephemeral store's data); safe to call twice."""

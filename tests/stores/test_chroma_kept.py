@@ -8,12 +8,15 @@ another tool wrote (read from Chroma and checked, never kept).
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from rag import Document, HashingEmbedding, SearchRequest
 from stores import ChromaVectorStore
+from stores.chroma.client import close_client
 from stores.chroma.kept import KeptRecords
 
 MODEL = HashingEmbedding(dimensions=32)
@@ -143,3 +146,37 @@ def test_a_raw_chromadb_delete_stays_in_server_answers_until_another_store_write
         assert [d.id for d in store.similarity_search(request)] == ["kept"]
     with ChromaVectorStore(MODEL, url=chroma_server, collection="kept-raw-delete") as reopened:
         assert [d.id for d in reopened.similarity_search(request)] == ["kept"]
+
+
+@pytest.mark.server
+def test_a_store_given_an_http_client_keeps_records(chroma_server: str) -> None:
+    import chromadb
+
+    host, port = chroma_server.removeprefix("http://").split(":")
+    client = chromadb.HttpClient(host=host, port=int(port))
+    try:
+        with ChromaVectorStore(MODEL, collection="kept-given-client", client=client) as store:
+            store.add(ODD)
+            assert store.similarity_search(SearchRequest("omega", top_k=3, mode="hybrid"))
+            sidecar = store._lexical._index
+            assert sidecar is not None and sidecar.records is not None and len(sidecar.records) == len(ODD)
+    finally:
+        close_client(client)
+
+
+def test_an_in_process_store_never_imports_the_http_client() -> None:
+    # Telling whether a store talks HTTP must not import chromadb's HTTP client (70 ms) for stores
+    # that cannot use it.
+    code = (
+        "import sys\n"
+        "from rag import Document, HashingEmbedding, SearchRequest\n"
+        "from stores import ChromaVectorStore\n"
+        "with ChromaVectorStore(HashingEmbedding(dimensions=8)) as store:\n"
+        "    store.add([Document('a', 'omega')])\n"
+        "    store.similarity_search(SearchRequest('omega', mode='hybrid'))\n"
+        "print('chromadb.api.fastapi' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "False", done.stderr
