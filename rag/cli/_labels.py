@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from rag.eval import QuestionSet
-from rag.filters import key
+from rag.filters import Filter, as_filter, key
+from rag.filters.tree import And, Comparison, Not, Op, Or
 from rag.vectorstore import VectorStore
 
-__all__ = ["check_labels"]
+__all__ = ["check_labels", "source_filter_hint"]
 
 
 def _found(store: VectorStore, sources: Iterable[str]) -> dict[str, set[str | None]]:
@@ -72,3 +73,37 @@ def check_labels(store: VectorStore, questions: QuestionSet, warn: Callable[[str
         for q in questions
     )
     return replace(questions, questions=rewritten)
+
+
+def _source_values(node: Filter) -> list[str]:
+    """The values a filter compares `source` with by `==` or `IN`, outside any NOT."""
+    if isinstance(node, And | Or):
+        return _source_values(node.left) + _source_values(node.right)
+    if isinstance(node, Not) or not isinstance(node, Comparison) or node.key != "source":
+        return []
+    if node.op == Op.EQ:
+        values: tuple[object, ...] = (node.value,)
+    elif node.op == Op.IN and isinstance(node.value, tuple):
+        values = node.value
+    else:
+        values = ()
+    return [v for v in values if isinstance(v, str)]
+
+
+def source_filter_hint(store: VectorStore, filter: str | Filter | None) -> str | None:
+    """What to write instead, when a filter that found nothing compares `source` with `ROOT/PATH`.
+
+    Example: `source == 'Help/command/add_test.rst'` finds nothing, since `source` holds the path
+    inside the root; the hint gives `root == 'Help' AND source == 'command/add_test.rst'`.
+    """
+    tree = as_filter(filter)
+    values = [] if tree is None else _source_values(tree)
+    paths = _as_paths(store, {v for v in values if "/" in v})
+    if not paths:
+        return None
+    label, path = sorted(paths.items())[0]
+    root = label.split("/", 1)[0]
+    return (
+        f"`source` holds a file's path inside its root, and `root` the root's label: for {label!r} "
+        f"filter on \"root == '{root}' AND source == '{path}'\""
+    )

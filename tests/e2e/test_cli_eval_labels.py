@@ -71,3 +71,19 @@ def test_a_path_two_roots_hold_is_not_guessed(cli: Cli, docs: Path, tmp_path: Pa
     assert result.exit_code == 0, result.stderr
     assert "read as source" not in result.stderr
     assert "no chunk in the store has source 'docs/tides.md'" in result.stderr
+
+
+def test_query_filtering_source_by_identity_says_what_to_write(cli: Cli, docs: Path) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    hint = (
+        "no matching chunks; `source` holds a file's path inside its root, and `root` the root's label: "
+        "for 'docs/tides.md' filter on \"root == 'docs' AND source == 'tides.md'\""
+    )
+    for extra in ((), ("--json",)):
+        result = cli("query", QUESTION, "--filter", "source == 'docs/tides.md'", *extra)
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.strip() == hint
+    found = cli("query", QUESTION, "--filter", "root == 'docs' AND source == 'tides.md'", "--json")
+    assert [hit["source_id"] for hit in json.loads(found.stdout)] == ["docs/tides.md"]
+    elsewhere = cli("query", QUESTION, "--filter", "source IN ['docs/none.md']")
+    assert elsewhere.stderr.strip() == "no matching chunks"  # no file to point at: no guess
