@@ -19,6 +19,7 @@ from click.testing import Result
 
 from ingest import open_home
 from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
+from rag.cli.chat import chat_memory_store
 from rag.client import ChatClient
 from rag.documents import Document
 from rag.retrieval.scope import KIND_KEY, MEMORY_MARKER
@@ -218,3 +219,38 @@ def test_mark_legacy_without_a_store_is_one_line(cli: Cli, rag_home: Path) -> No
     result = cli("memory", "mark-legacy")
     assert result.exit_code == 1
     assert result.stderr.startswith("error: no ") and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("store", ["numpy", "chroma"])
+def test_mark_legacy_chat_repairs_the_memory_rag_chat_keeps(
+    cli: Cli, rag_home: Path, tmp_path: Path, store: str
+) -> None:
+    """Before the marker, `rag chat` wrote its long-term turns unmarked: resumed chats recalled nothing."""
+    _ingest(cli, tmp_path, store)
+    none = cli("memory", "mark-legacy", "--chat")
+    assert (
+        none.stdout
+        == "marked 0 unmarked chat-memory turns in 0 conversations of rag chat's long-term memory\n"
+    )
+    assert not (rag_home / "chat").exists()  # nothing created where rag chat kept nothing
+
+    def chat_memory() -> tuple[list[str], int]:
+        with open_home(rag_home, store=store) as opened:
+            memory, persist = chat_memory_store(opened.settings, opened)
+            old = {"conversation_id": "old", "turn": 1, "timestamp": 1.7e9}
+            if not memory.count():  # as rag chat wrote them before the marker
+                memory.add(Document(i, t, {**old, "message_type": k}) for i, (t, k) in OLD_TURNS.items())
+                persist()
+            recalled = [d.id for d in VectorStoreChatMemoryAdvisor(memory).recall("old", "lantern oil")]
+            marked = memory.count(MEMORY_MARKER)
+            getattr(memory, "close", lambda: None)()
+            return recalled, marked
+
+    assert chat_memory() == ([], 0)
+    dry = cli("memory", "mark-legacy", "--chat", "--dry-run")
+    assert dry.stdout.startswith("would mark 2 unmarked chat-memory turns in 1 conversation of rag chat's")
+    assert chat_memory() == ([], 0)
+    done = cli("memory", "mark-legacy", "--chat")
+    assert done.exit_code == 0, done.stderr
+    assert chat_memory() == (["old-user", "old-reply"], 2)
+    assert _info(cli)["count"] == 3  # the documents' store was not written
