@@ -87,3 +87,14 @@ def test_query_filtering_source_by_identity_says_what_to_write(cli: Cli, docs: P
     assert [hit["source_id"] for hit in json.loads(found.stdout)] == ["docs/tides.md"]
     elsewhere = cli("query", QUESTION, "--filter", "source IN ['docs/none.md']")
     assert elsewhere.stderr.strip() == "no matching chunks"  # no file to point at: no guess
+
+
+def test_ask_filtering_source_by_identity_says_what_to_write(cli: Cli, docs: Path) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    for extra in ((), ("--json",)):
+        result = cli("ask", QUESTION, "--filter", "source == 'docs/tides.md'", "--no-stream", *extra)
+        assert result.exit_code == 0, result.stderr
+        assert result.stderr.strip() == (
+            "no passages matched the question; `source` holds a file's path inside its root, and `root` "
+            "the root's label: for 'docs/tides.md' filter on \"root == 'docs' AND source == 'tides.md'\""
+        )
