@@ -34,7 +34,9 @@ def _chat_memory_kept(settings: Settings) -> bool:
         return (folder / "numpy" / f"memory-{settings.collection}").exists()
     if settings.store == "chroma" and not settings.chroma_url:
         return (folder / "chroma").exists()
-    return True  # a server or a database: the store itself says whether the collection exists
+    # A Chroma server or PostgreSQL: opened as `rag chat` opens it. (PgVectorStore creates its tables
+    # on first use, so there an empty memory table may appear; it holds nothing and costs nothing.)
+    return True
 
 
 def _mark_in_chat_memory(settings: Settings, opened: OpenedStore, dry_run: bool) -> list[Document]:
