@@ -151,6 +151,8 @@ def test_advisor_and_client_names_are_pinned() -> None:
         "SQLiteChatMemoryRepository",
         "apply_window",
         "check_conversation_id",
+        "find_legacy_turns",
+        "mark_legacy_turns",
         "message_from_json",
         "message_to_json",
     ]

@@ -77,7 +77,8 @@ class ReaderOptions:
     - `id_field`: the JSON Lines field holding a record id (`"_id"` for BEIR), or None.
     - `metadata_fields`: the JSON Lines fields kept as metadata; None keeps every other scalar field.
     - `text_suffixes`: more suffixes read as plain text (`(".cfg", ".log")`); written with or without the
-      dot, in any case (`rag ingest --as-text .cfg`).
+      dot, in any case (`rag ingest --as-text .cfg`). A lone `.` stands for files without a suffix
+      (`README`, `NEWS`, `copyright`), kept as `""`; a binary one is still skipped.
 
     Example:
         >>> opts = ReaderOptions(text_field="title,text", id_field="_id")
@@ -95,6 +96,9 @@ class ReaderOptions:
         normalised = []
         for raw in self.text_suffixes:
             suffix = raw.strip().lower()
+            if suffix == ".":
+                normalised.append("")  # what `Path.suffix` gives a file without one
+                continue
             suffix = suffix if suffix.startswith(".") else f".{suffix}"
             if len(suffix) < 2 or "/" in suffix or " " in suffix:
                 raise IngestError(f"not a file suffix: {raw!r} (expected something like '.cfg')")

@@ -292,6 +292,9 @@ class AdvisorChain(ChainPosition):
         start_stream: Callable[[], Iterable[ChatClientResponse]],
         open_span: Callable[[], StepSpan | None],
     ) -> Iterator[ChatClientResponse]:
+        # `AsyncAdvisorChain._timed_stream` is this loop with await: what they share (StreamStep's
+        # bracketing, the summary, the span) lives in StreamStep; the loop itself cannot be shared
+        # without running sync streams on an event loop or generating one from the other.
         # Each next() of this step nests the next() calls of the steps after it, as calls do, so the same
         # enter/leave bracketing gives the step's own time; it is summed over the chunks. The step's span
         # is current only inside each next(), never across a yield, so the caller's context stays its own.

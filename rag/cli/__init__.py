@@ -14,6 +14,7 @@ from rag.cli.delete import delete
 from rag.cli.eval import eval_command
 from rag.cli.info import info
 from rag.cli.ingest import ingest
+from rag.cli.memory import memory
 from rag.cli.query import query
 from rag.cli.serve import serve
 from rag.observability.setup import tracing_from_env
@@ -48,3 +49,4 @@ main.add_command(ask)
 main.add_command(eval_command)
 main.add_command(chat)
 main.add_command(serve)
+main.add_command(memory)

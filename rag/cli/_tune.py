@@ -10,6 +10,7 @@ import click
 
 from ingest.search_record import SearchRecord
 from rag.cli._common import open_store, record_search
+from rag.cli._labels import check_labels
 from rag.config import Settings
 from rag.documents import SEARCH_MODES, SearchMode
 from rag.eval import QueryEmbeddingCache, QuestionSet
@@ -109,8 +110,10 @@ def run_tune(
     )
     opened = open_store(settings, wrap_model=QueryEmbeddingCache)  # each question embedded once
     try:
+        view = DocumentsView(opened.store, distinct=False)  # never chat memory; each chunk as ranked
+        questions = check_labels(view, questions, lambda m: click.echo(f"warning: {m}", err=True))
         result = tune(
-            DocumentsView(opened.store, distinct=False),  # never chat memory; each chunk as ranked
+            view,
             questions,
             top_k=k,
             weights=weights,

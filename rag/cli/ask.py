@@ -11,6 +11,7 @@ import click
 
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.cli._common import command_settings, open_store
+from rag.cli._labels import source_filter_hint
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
     answering_options,
@@ -45,9 +46,9 @@ def source_rows(
     return rows
 
 
-def _print_sources(rows: list[dict[str, Any]]) -> None:
+def _print_sources(rows: list[dict[str, Any]], hint: str | None = None) -> None:
     if not rows:
-        click.echo("no passages matched the question", err=True)
+        click.echo("no passages matched the question" + (f"; {hint}" if hint else ""), err=True)
         return
     click.echo("\nSources:")
     for row in rows:
@@ -122,6 +123,7 @@ def ask(
             if not as_json:
                 click.echo(response.text)
         cosine = cosines(opened.store, question, retrieved)
+        hint = None if retrieved else source_filter_hint(searched, search.filter)
     finally:
         opened.close()
         close = getattr(model, "close", None)
@@ -129,6 +131,8 @@ def ask(
             close()
     rows = source_rows(retrieved, cosine)
     if as_json:
+        if hint:
+            click.echo(f"no passages matched the question; {hint}", err=True)
         click.echo(json.dumps({"answer": response.text, "sources": rows}, indent=2, ensure_ascii=False))
     else:
-        _print_sources(rows)
+        _print_sources(rows, hint)

@@ -39,7 +39,7 @@ from rag.memory import (
 from rag.retrieval.documents_view import DocumentsView
 from rag.vectorstore import VectorStore
 
-__all__ = ["chat"]
+__all__ = ["chat", "chat_memory_store"]
 
 _HELP = (
     "Commands: /sources (passages behind the last answer), /clear (forget this conversation), /help, /exit."
@@ -76,8 +76,9 @@ def _repository(settings: Settings) -> SQLiteChatMemoryRepository | PostgresChat
     return SQLiteChatMemoryRepository(settings.home / "chat" / "memory.sqlite")
 
 
-def _memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore, Callable[[], None]]:
-    """The long-term memory store: same kind and embedder as the documents, in `RAG_HOME/chat/`."""
+def chat_memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore, Callable[[], None]]:
+    """The long-term memory store of `rag chat`: same kind and embedder as the documents, in
+    `RAG_HOME/chat/` (`rag memory mark-legacy --chat` repairs it too); and what saves it."""
     embedding = opened.store.embedding
     folder = settings.home / "chat"
     name = f"memory-{settings.collection}"
@@ -215,7 +216,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
     repository = _repository(settings)
     closers: list[Callable[[], None]] = [opened.close, repository.close, _closer(model)]
     try:
-        store, persist = _memory_store(settings, opened)
+        store, persist = chat_memory_store(settings, opened)
         closers.append(_closer(store))
         memory = MessageWindowChatMemory(repository, max_messages=options["history"])
         long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])

@@ -10,6 +10,7 @@ import click
 
 from rag.chat.model import ChatModel
 from rag.cli._common import command_settings, common_options, open_store, require
+from rag.cli._labels import check_labels
 from rag.cli._models import build_chat_model
 from rag.cli._options import search_options, store_options
 from rag.cli._tune import check_tune_options, run_tune
@@ -189,6 +190,14 @@ def eval_command(
     `rag ingest FOLDER/corpus.jsonl --id-field _id --text-field title,text`.
     Metrics are computed per source (or labelled page): several chunks of one source count once.
 
+    \b
+    One question a line; "page" (PDF), "answer" and "filter" are optional:
+      {"question": "How do I install it?", "relevant": [{"source": "guide/install.md", "page": 2}]}
+
+    A source is the file's path inside the folder you ingested, as `rag ask` lists it; the root's
+    label in front (`docs/guide/install.md`, as `rag query` shows it) is read as that path. A source
+    no chunk carries is named on stderr: its questions cannot score.
+
     With --tune: vector and lexical search, and hybrid search at each of --weights, at the largest
     --top-k; the best nDCG wins (ties: the simpler mode, then the weight closest to the current one)
     and is recorded in the home as the store's search mode and vector weight (not with --dry-run).
@@ -233,6 +242,8 @@ def eval_command(
     answerer: ChatModel | None = None
     judge: LLMJudge | None = None
     try:
+        view = DocumentsView(opened.store, distinct=False)  # never chat memory; each chunk as ranked
+        qset = check_labels(view, qset, _warn)
         answerer, judge = answer_models(settings, qset, answers, answer_with, judge_model)
         if answerer is not None:
             labelled = sum(q.answer is not None for q in qset)
@@ -245,7 +256,7 @@ def eval_command(
             err=True,
         )
         results = evaluate(
-            DocumentsView(opened.store, distinct=False),  # never chat memory; each chunk as ranked
+            view,
             qset,
             top_k=top_k,
             thresholds=thresholds,
@@ -270,6 +281,10 @@ def eval_command(
     if plot_path is not None:
         results.plot(plot_path)
         click.echo(f"wrote {plot_path}", err=True)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
 
 
 def answer_models(

@@ -12,8 +12,43 @@ from ingest.search_record import search_origin
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
 from rag.cli._options import store_options
 from rag.config import DEFAULT_SEARCH_MODE, default_vector_weight
+from rag.memory.legacy_turns import count_legacy_turns
+from rag.retrieval.scope import MEMORY_MARKER
+from rag.vectorstore import VectorStore
 
-__all__ = ["chunking_in_effect", "describe", "info", "recorded_search"]
+__all__ = ["chunking_in_effect", "describe", "info", "record_counts", "recorded_search"]
+
+
+def record_counts(store: VectorStore) -> dict[str, int]:
+    """How many records the store holds, and how many of them are documents and chat-memory turns.
+
+    `count` is every record; `chat_memory_turns` those `VectorStoreChatMemoryAdvisor` marked
+    (`rag:kind = 'chat_memory'`), which no command reads as documents; `documents` the rest.
+    `unmarked_turns` counts the documents that are turns written before the marker existed
+    (`rag memory mark-legacy` marks them).
+    """
+    total = store.count()
+    turns = store.count(MEMORY_MARKER) if total else 0
+    return {
+        "count": total,
+        "documents": total - turns,
+        "chat_memory_turns": turns,
+        "unmarked_turns": count_legacy_turns(store) if total - turns else 0,
+    }
+
+
+def _records_line(counts: dict[str, int]) -> str:
+    """`1,204 (1,200 documents, 4 chat-memory turns)`, and a hint when unmarked turns are left."""
+    documents, turns = counts["documents"], counts["chat_memory_turns"]
+    line = f"{counts['count']:,} ({documents:,} document{'' if documents == 1 else 's'}, "
+    line += f"{turns:,} chat-memory turn{'' if turns == 1 else 's'})"
+    unmarked = counts["unmarked_turns"]
+    if unmarked:
+        line += (
+            f"; {unmarked:,} of the documents {'is a turn' if unmarked == 1 else 'are turns'} written "
+            "before turns were marked: `rag memory mark-legacy` marks them"
+        )
+    return line
 
 
 def recorded_search(opened: OpenedStore) -> dict[str, Any]:
@@ -35,6 +70,7 @@ def recorded_search(opened: OpenedStore) -> dict[str, Any]:
 def describe(opened: OpenedStore) -> dict[str, Any]:
     """The store's collection, location, size, model, roots and sources (from the ingestion manifest).
 
+    The size is `record_counts`: every record (`count`), documents and chat-memory turns apart.
     `roots` maps each root's label to its folder; `sources` maps each source id (`label/path`) to its
     number of chunks.
     """
@@ -47,7 +83,7 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
         "store": settings.store,
         "collection": settings.collection,
         "location": opened.location,
-        "count": opened.store.count(),
+        **record_counts(opened.store),
         "embedder": record.embedder,
         "embedding_model": record.model,
         "dimensions": record.dimensions,
@@ -66,7 +102,11 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
 @common_options
 @click.pass_context
 def info(ctx: click.Context, store: str | None, collection: str | None, as_json: bool) -> None:
-    """Show the collection, its chunk count, embedding model, search settings, roots and sources.
+    """Show the collection, its record count, embedding model, search settings, roots and sources.
+
+    Records are counted as documents and chat-memory turns apart (turns that Python code wrote into
+    the store with VectorStoreChatMemoryAdvisor; no command reads them as documents). Turns written
+    before turns were marked are named, with the command that marks them.
 
     The search line is the mode and vector weight `rag query`, `ask`, `chat` and `serve` use when no
     option or RAG_* variable sets them, and where they came from: the default for the store's
@@ -87,7 +127,10 @@ def info(ctx: click.Context, store: str | None, collection: str | None, as_json:
     if as_json:
         click.echo(json.dumps(facts, indent=2))
         return
-    for name in ("store", "collection", "location", "count", "embedder", "embedding_model", "dimensions"):
+    for name in ("store", "collection", "location"):
+        click.echo(f"{name + ':':<17}{facts[name]}")
+    click.echo(f"{'records:':<17}{_records_line(facts)}")
+    for name in ("embedder", "embedding_model", "dimensions"):
         click.echo(f"{name + ':':<17}{facts[name]}")
     chunking = f"size {facts['chunk_size']}, overlap {facts['chunk_overlap']}"
     chunking += " (the defaults)" if facts["chunking_defaults"] else ""

@@ -49,19 +49,30 @@ def _print_report(report: Any, as_json: bool, verbose: bool) -> None:
     click.echo(report.summary())
 
 
-def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...]) -> None:
-    """Warnings on stderr, and exit 1 when a file failed, lost a part, or nothing could be read."""
+_NO_SUFFIX_HINT = "hint: --as-text . reads files without a suffix (README, NEWS, copyright) as plain text"
+
+
+def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixless: bool = False) -> None:
+    """Warnings on stderr, and exit 1 when a file failed, lost a part, or nothing could be read.
+
+    `suffixless`: files without a suffix were read as text (`--as-text .`), so no hint offers it.
+    """
     if report.truncated_chunks:
         click.echo(f"warning: {report.truncated_chunks} chunk(s) were cut to fit the model's input", err=True)
     skipped = report.skipped_by_type()
     failed = report.counts["failed"]
+    hint = skipped is not None and "(no suffix)" in skipped and not suffixless
     if not report.read_anything:
         where = ", ".join(repr(str(p)) for p in paths)
         why = "; ".join(([f"{failed} file(s) failed"] if failed else []) + ([skipped] if skipped else []))
         click.echo(f"error: nothing could be read from {where}: {why or 'no files found'}", err=True)
+        if hint:
+            click.echo(_NO_SUFFIX_HINT, err=True)
         ctx.exit(1)
     if skipped:
         click.echo(f"warning: {skipped}", err=True)
+        if hint:
+            click.echo(_NO_SUFFIX_HINT, err=True)
     if not report.ok:
         partial = sum(1 for f in report.files if f.errors and f.status != "failed")
         parts = [f"{failed} file(s) failed"] if failed else []
@@ -107,7 +118,8 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...]) -> None:
     "as_text",
     multiple=True,
     metavar=".EXT",
-    help="Also read files with this suffix as plain text (repeatable), e.g. --as-text .cfg.",
+    help="Also read files with this suffix as plain text (repeatable), e.g. --as-text .cfg; "
+    "--as-text . reads files without a suffix (README, NEWS).",
 )
 @click.option(
     "--embed-context",
@@ -196,7 +208,7 @@ def ingest(
         finally:
             opened.close()
     _print_report(report, as_json, verbose)
-    _finish(ctx, report, paths)
+    _finish(ctx, report, paths, suffixless="" in options.text_suffixes)
 
 
 def _run(

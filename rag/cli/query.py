@@ -10,6 +10,7 @@ import click
 from rag.advisors.question_answer import format_document
 from rag.citations import citation
 from rag.cli._common import command_settings, common_options, open_store
+from rag.cli._labels import source_filter_hint
 from rag.cli._options import (
     distinct_option,
     exact_option,
@@ -121,15 +122,18 @@ def query(
         searched = DocumentsView(opened.store, distinct=not keep_duplicates)
         hits = traced_search(searched, request)
         cosine = cosines(opened.store, text, hits)
+        hint = None if hits else source_filter_hint(searched, request.filter)
     finally:
         opened.close()
     kind = score_kind(request)
     if as_json:
+        if hint:
+            click.echo(f"no matching chunks; {hint}", err=True)
         pairs = enumerate(zip(hits, cosine, strict=True), 1)
         click.echo(json.dumps([_as_dict(rank, doc, kind, value) for rank, (doc, value) in pairs], indent=2))
         return
     if not hits:
-        click.echo("no matching chunks", err=True)
+        click.echo("no matching chunks" + (f"; {hint}" if hint else ""), err=True)
         return
     click.echo(SCORES_LEGEND.format(kind=kind), err=True)
     for rank, (doc, similarity) in enumerate(zip(hits, cosine, strict=True), 1):

@@ -109,7 +109,8 @@ def _bad(where: str, message: str) -> InvalidRequestError:
 
 def _relevant(item: object, where: str) -> Relevant:
     if not isinstance(item, Mapping):
-        raise _bad(where, f"each relevant entry must be an object, got {item!r}")
+        example = {"source": item if isinstance(item, str) else "guide/install.md"}
+        raise _bad(where, f"each relevant entry must be an object, got {item!r}; write {json.dumps(example)}")
     source, page, grade = item.get("source"), item.get("page"), item.get("grade", 1)
     if not isinstance(source, str) or not source:
         raise _bad(where, f"relevant entry needs a non-empty 'source', got {item!r}")

@@ -6,7 +6,8 @@ Two things stand between a store and what those commands show:
   store, marked `rag:kind = 'chat_memory'` (`rag.retrieval.scope.MEMORY_MARKER`). Every read of the
   view (search, `get`, `count`) ANDs `NOT` that marker into its filter, as `QuestionAnswerAdvisor`
   does, so a remembered turn never comes back as a document. Turns written before the marker existed
-  carry none and are not recognised.
+  carry none and are not recognised until marked (`rag.memory.mark_legacy_turns`, or
+  `rag memory mark-legacy`).
 - **Each text once** (`distinct=True`). A real docs tree often holds the same text twice: Node's
   `all.html` repeats every page, a site keeps an old copy of a guide, a README is copied into a docs
   folder. A search drops every hit whose text nearly repeats a better-ranked one (`NearDuplicateFilter`:

@@ -115,3 +115,37 @@ def test_answers_never_quote_a_bare_heading(cli: Cli, tmp_path: Path) -> None:
     assert answer.exit_code == 0, answer.stderr
     quoted = [line for line in answer.stdout.splitlines() if line.startswith("- ")]
     assert quoted == ["- Make a file upload optional with a default of None. [upload.md]"]
+
+
+def test_files_without_a_suffix_are_read_with_as_text_dot(cli: Cli, tmp_path: Path) -> None:
+    """A /usr/share/doc-like folder: README and copyright have no suffix; a binary without one stays out."""
+    package = tmp_path / "lantern"
+    package.mkdir()
+    (package / "README").write_text("The lantern package trims the wick every evening.\n", encoding="utf-8")
+    (package / "copyright").write_text("Copyright the harbour keepers. Licence: MIT.\n", encoding="utf-8")
+    (package / "lantern-bin").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4)
+    (package / "notes.md").write_text("# Notes\n\nOil the hinges.\n", encoding="utf-8")
+    skipped = cli("ingest", package, "--store", "numpy")
+    assert skipped.exit_code == 0, skipped.stderr
+    assert "skipped 3 files: (no suffix) x3" in skipped.stderr
+    assert "hint: --as-text . reads files without a suffix (README, NEWS, copyright) as plain text" in (
+        skipped.stderr
+    )
+    read = cli("ingest", package, "--store", "numpy", "--as-text", ".", "--json")
+    assert read.exit_code == 0, read.stderr
+    assert json.loads(read.stdout)["files"]["new"] == 2
+    assert "skipped 1 file: (no suffix) x1" in read.stderr and "hint:" not in read.stderr  # the binary
+    sources = {h["source"] for h in _hits(cli)}
+    assert {"README", "copyright", "notes.md"} <= sources and "lantern-bin" not in sources
+
+
+def test_a_folder_of_suffixless_files_alone_says_how_to_read_them(cli: Cli, tmp_path: Path) -> None:
+    package = tmp_path / "bare"
+    package.mkdir()
+    (package / "NEWS").write_text("Version 2 lights the beacon sooner.\n", encoding="utf-8")
+    result = cli("ingest", package, "--store", "numpy")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-2:] == [
+        f"error: nothing could be read from {str(package)!r}: skipped 1 file: (no suffix) x1",
+        "hint: --as-text . reads files without a suffix (README, NEWS, copyright) as plain text",
+    ]

@@ -15,6 +15,12 @@ import httpx
 import pytest
 from click.testing import Result
 
+from ingest import open_home
+from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
+from rag.client import ChatClient
+from rag.documents import SearchRequest
+from rag.retrieval.scope import KIND_KEY
+from rag.testing import FakeChatModel
 from tests.e2e.serve_helpers import ServeProcess, rag_env
 
 RunCli = Callable[..., Result]
@@ -167,3 +173,22 @@ def test_options_tune_cannot_honour_are_refused(
     assert result.exit_code == 2
     assert message in result.stderr
     assert (rag_home / "stores.json").read_bytes() == records
+
+
+def test_tune_never_counts_a_chat_memory_turn(cli: RunCli, labelled: Path, rag_home: Path) -> None:
+    """A turn repeating each question ranks first in the raw store; the sweep's figures must not see it."""
+    args = ("eval", labelled, *STORE, "--top-k", "1", "--tune", "--dry-run", "--json")
+    before = cli(*args)
+    assert before.exit_code == 0, before.stderr
+    with open_home(rag_home, store="numpy") as opened:
+        advisor = VectorStoreChatMemoryAdvisor(opened.store)
+        client = ChatClient(FakeChatModel(default="Noted."), advisors=[advisor])
+        for question, _ in QUESTIONS:
+            client.prompt(question).advisors(conversation_id="notebook").call().content()
+        opened.save()
+        first = opened.store.similarity_search(SearchRequest(QUESTIONS[0][0], top_k=1, mode="lexical"))
+        assert first[0].metadata[KIND_KEY] == "chat_memory"  # what the store itself ranks first
+    after = cli(*args)
+    assert after.exit_code == 0, after.stderr
+    assert json.loads(after.stdout) == json.loads(before.stdout)  # every row, every metric
+    assert json.loads(after.stdout)["best"]["ndcg"] == 1.0

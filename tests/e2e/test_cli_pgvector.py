@@ -107,3 +107,29 @@ def test_pgvector_without_a_database_is_a_usage_error(cli: RunCli) -> None:
     result = cli("info", "--store", "pgvector")
     assert result.exit_code == 2
     assert "RAG_DATABASE_URL" in result.stderr and "--database-url" in result.stderr
+
+
+def test_info_and_mark_legacy_on_postgres(
+    cli: RunCli, docs: Path, rag_home: Path, url: str, fresh_name: Callable[[str], str]
+) -> None:
+    """The record counts and the repair of unmarked chat-memory turns hold on PostgreSQL too."""
+    from ingest import open_home
+    from rag.config import Settings
+    from rag.documents import Document
+
+    collection = fresh_name("memory")
+    options = ["--store", "pgvector", "--database-url", url, "--collection", collection]
+    assert cli("ingest", docs, *options).exit_code == 0
+    chunks = json.loads(cli("info", *options, "--json").stdout)["count"]
+    settings = Settings.from_env().replace(database_url=url)
+    old = {"conversation_id": "old", "message_type": "user", "turn": 1, "timestamp": 1.7e9}
+    with open_home(rag_home, store="pgvector", collection=collection, settings=settings) as opened:
+        opened.store.add([Document("old-1", "Which keeper logs the fog signals?", old)])
+    facts = json.loads(cli("info", *options, "--json").stdout)
+    assert (facts["documents"], facts["chat_memory_turns"], facts["unmarked_turns"]) == (chunks + 1, 0, 1)
+    result = cli("memory", "mark-legacy", *options)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "marked 1 unmarked chat-memory turn in 1 conversation\n"
+    facts = json.loads(cli("info", *options, "--json").stdout)
+    assert (facts["documents"], facts["chat_memory_turns"], facts["unmarked_turns"]) == (chunks, 1, 0)
+    assert SECRET not in result.stdout + result.stderr

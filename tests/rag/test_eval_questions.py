@@ -47,7 +47,11 @@ def test_parse_fields_and_defaults() -> None:
         ("[1, 2]", "expected a JSON object, got [1, 2]"),
         ('{"question": "", "relevant": [{"source": "a"}]}', "'question' must be a non-empty string, got ''"),
         ('{"question": "Q", "relevant": []}', "'relevant' must be a non-empty list, got []"),
-        ('{"question": "Q", "relevant": ["a"]}', "each relevant entry must be an object, got 'a'"),
+        (
+            '{"question": "Q", "relevant": ["a"]}',
+            'each relevant entry must be an object, got \'a\'; write {"source": "a"}',
+        ),
+        ('{"question": "Q", "relevant": [3]}', 'got 3; write {"source": "guide/install.md"}'),
         ('{"question": "Q", "relevant": [{"page": 1}]}', "needs a non-empty 'source'"),
         (
             '{"question": "Q", "relevant": [{"source": "a", "page": 0}]}',
