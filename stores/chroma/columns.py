@@ -234,7 +234,7 @@ class FilterColumns:
                 return None
             ids = unpack_strings(arrays["ids"], arrays["ids_ends"])
             texts = unpack_strings(arrays["texts"], arrays["texts_ends"])
-            rows = {doc_id: row for row, doc_id in enumerate(ids)}
+            rows = dict(zip(ids, range(len(ids)), strict=True))
             if len(texts) != len(ids) or len(rows) != len(ids) or header.get("rows") != len(ids):
                 return None
             columns._columns = MetadataColumns.from_arrays(arrays, len(ids))

@@ -7,8 +7,9 @@ before its first filtered query. Saving the encoded arrays themselves makes a lo
 - each key's value slots (`kind`, and `num`, `code` where present) and list postings (the same plus
   `row`), cut to the slots in use, named `k<i>.values.<array>` and `k<i>.items.<array>` where `i` is
   the key's place in the header's key list (keys may hold any character, file member names may not);
-- the string vocabulary packed (`pack_strings`: one UTF-8 buffer and each string's end offset), and
-  its sorted order, so the first string ordering does not sort it again;
+- the string vocabulary packed (`pack_strings`: one UTF-8 buffer, NUL-separated, and each string's
+  end, so a load splits it in one call), and its sorted order, so the first string ordering does not
+  sort it again;
 - a header (`columns.header`: JSON with the version, the keys and the row count).
 
 `columns_from_arrays` checks every array's type and shape and that each code, row and kind is in range
@@ -58,15 +59,18 @@ Arrays = dict[str, npt.NDArray[Any]]
 _HEADER = "columns.header"
 _VERSION = 1
 _KINDS = 6  # MISSING .. LIST
-# Each array of an encoded column: its dtype, and whether every column has it.
+_SEPARATOR = "\x00"
+# The arrays an encoded column may have, and their dtypes.
 _DTYPES = {"kind": np.int8, "num": np.float64, "code": np.int32, "row": np.int64}
 
 
 def pack_strings(strings: Sequence[str]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-    """`strings` as one UTF-8 buffer (lone surrogates kept) and each one's end, in characters."""
-    joined = "".join(strings)
+    """`strings` as one UTF-8 buffer (lone surrogates kept), NUL between each two, and where each one
+    ends (in characters of the decoded buffer)."""
+    joined = _SEPARATOR.join(strings)
     data = np.frombuffer(joined.encode("utf-8", "surrogatepass"), np.uint8)
-    ends = np.cumsum(np.fromiter(map(len, strings), np.int64, len(strings)), dtype=np.int64)
+    lengths = np.fromiter(map(len, strings), np.int64, len(strings)) + 1
+    ends = np.cumsum(lengths, dtype=np.int64) - 1  # each string's end, before its separator
     return data, ends
 
 
@@ -75,14 +79,19 @@ def unpack_strings(data: npt.NDArray[Any], ends: npt.NDArray[Any]) -> list[str]:
     if data.dtype != np.uint8 or data.ndim != 1 or ends.dtype != np.int64 or ends.ndim != 1:
         raise ValueError("packed strings need a uint8 buffer and int64 ends")
     joined = data.tobytes().decode("utf-8", "surrogatepass")
-    if len(ends) == 0:
+    count = len(ends)
+    if count == 0:
         if joined:
             raise ValueError("packed strings: characters beyond the last string")
         return []
-    if int(ends[-1]) != len(joined) or int(ends[0]) < 0 or bool((np.diff(ends) < 0).any()):
+    starts = np.empty(count, np.int64)
+    starts[0], starts[1:] = 0, ends[:-1] + 1
+    if int(ends[-1]) != len(joined) or bool((ends < starts).any()):
         raise ValueError("packed strings: the ends do not match the buffer")
-    starts = [0, *ends[:-1].tolist()]
-    return [joined[start:end] for start, end in zip(starts, ends.tolist(), strict=True)]
+    parts = joined.split(_SEPARATOR)
+    if len(parts) == count:  # no string holds a NUL: splitting (in C) gives them all
+        return parts
+    return [joined[start:end] for start, end in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def _text_array(value: Any) -> npt.NDArray[np.uint8]:
@@ -160,10 +169,10 @@ def _vocabulary(arrays: Mapping[str, npt.NDArray[Any]], columns: MetadataColumns
         raise ValueError("the vocabulary order does not fit the vocabulary")
     if size and not np.array_equal(np.bincount(order, minlength=size), np.ones(size)):
         raise ValueError("the vocabulary order is not a permutation")
-    ordered = [vocabulary[i] for i in order.tolist()]
+    ordered = list(map(vocabulary.__getitem__, order.tolist()))
     if ordered != sorted(ordered):  # linear on sorted input; a wrong order would answer orderings wrong
         raise ValueError("the vocabulary order is not sorted")
-    codes = {word: code for code, word in enumerate(vocabulary)}
+    codes = dict(zip(vocabulary, range(size), strict=True))
     if len(codes) != size:
         raise ValueError("the vocabulary repeats a string")
     rank = np.empty(size, np.int64)

@@ -93,6 +93,9 @@ def test_packed_strings_come_back_exactly() -> None:
     data, ends = pack_strings(strings)
     assert data.dtype == np.uint8 and ends.dtype == np.int64
     assert unpack_strings(data, ends) == strings
+    with_nul = ["a\x00b", "", "\x00", "c"]  # the separator inside a string: read by the ends instead
+    assert unpack_strings(*pack_strings(with_nul)) == with_nul
+    assert unpack_strings(*pack_strings([""])) == [""]
     assert unpack_strings(*pack_strings([])) == []
     with pytest.raises(ValueError, match="ends"):
         unpack_strings(data, ends[:-2])
@@ -187,14 +190,16 @@ def test_a_damaged_save_is_never_loaded_wrong(tmp_path: Path) -> None:
     good = (tmp_path / FILE).read_bytes()
     size = len(good)
     loaded_whole = 0
-    for at in range(0, size, max(1, size // 300)):
+    positions = range(0, size, max(1, size // 300))
+    for at in positions:
         (tmp_path / FILE).write_bytes(good)
         _flip(tmp_path / FILE, at)
         loaded = FilterColumns.load(tmp_path)
         if loaded is not None:  # a byte no answer depends on (zip metadata): still exact
             loaded_whole += 1
             _check(loaded, held)
-    assert loaded_whole < 30  # nearly every byte flipped is caught by the zip's CRCs or the checks
+    # Member data is covered by the zip's CRCs; what loads is a flip in zip headers (times, attributes).
+    assert loaded_whole < len(positions) // 4
     for cut in (0, 10, size // 2, size - 1):
         (tmp_path / FILE).write_bytes(good[:cut])
         assert FilterColumns.load(tmp_path) is None
