@@ -16,7 +16,8 @@ then starts fresh Python processes, each timing one sequence on one store:
 The "x warm" column is the first filtered search over the warm one. Homes are kept in `--home`
 (built when missing) so a before/after comparison reads the same folders; the first fresh process
 after a code change may convert an older save, so each sequence runs `--runs` times and the table
-shows the last run (the one a user sees every day).
+shows the median of all runs but the first (what a user sees every day). The machine's load moves
+single figures a lot: compare the "x warm" ratios, and runs made close together.
 
     python benchmarks/reopen.py --sizes 10000,100000 --home /tmp/reopen-homes
 """
@@ -168,11 +169,18 @@ def fresh(kind: str, folder: Path, sequence: str) -> dict[str, float]:
     return figures
 
 
+def median(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over `runs`."""
+    return {name: statistics.median(run[name] for run in runs) for name in runs[0]}
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated record counts")
     parser.add_argument("--home", type=Path, default=None, help="folder keeping the built homes")
-    parser.add_argument("--runs", type=int, default=2, help="fresh processes per sequence (last shown)")
+    parser.add_argument("--runs", type=int, default=4, help="fresh processes per sequence")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "FOLDER", "SEQUENCE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -187,8 +195,8 @@ def main() -> int:
         build(home, count)
         for kind in ("chroma", "numpy"):
             for sequence in ("filtered", "count", "plain"):
-                for _ in range(args.runs):
-                    figures = fresh(kind, home / f"{kind}-{count}", sequence)
+                runs = [fresh(kind, home / f"{kind}-{count}", sequence) for _ in range(args.runs)]
+                figures = median(runs[1:] or runs)
                 counted = f"{figures['count']:>10.1f}" if "count" in figures else f"{'':>10}"
                 ratio = figures["first"] / max(figures["warm"], 1e-6)
                 print(
