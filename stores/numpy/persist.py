@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import uuid
@@ -60,6 +61,7 @@ _VERSION = 1
 _COLUMNS_PREFIX = "columns-"
 _DATA_PREFIXES = ("vectors-", "documents-", _COLUMNS_PREFIX, f".{MANIFEST}.")
 _LEXICAL_PREFIX = "bm25-"
+_PLAIN = frozenset((str, int, bool))
 
 
 @dataclass
@@ -246,14 +248,32 @@ def _read_unlocked(folder: Path, model: str, dimensions: int) -> Snapshot:
     if (
         vectors.dtype != np.float32
         or vectors.shape != (count, dimensions)
-        or not len(ids) == len(texts) == count
+        or not len(ids) == len(texts) == len(metadatas) == count
     ):
         raise StoreError(f"the store saved in {str(folder)!r} is inconsistent: {count} documents expected")
-    checked = [check_metadata(doc_id, metadata) for doc_id, metadata in zip(ids, metadatas, strict=True)]
+    checked = _checked_metadata(ids, metadatas)
     lexical = _read_lexical(folder, manifest, ids)
     generation = _generation_of(manifest)
     columns = _read_columns(folder, manifest, count)
     return Snapshot(model, dimensions, vectors, ids, texts, checked, lexical, generation, columns)
+
+
+def _checked_metadata(ids: list[str], metadatas: list[Any]) -> list[dict[str, MetadataValue]]:
+    """Each record's metadata validated as `check_metadata` does, which it calls only for metadata
+    holding something besides str, int, bool and finite floats: validating every value through it
+    cost more than half a second per 100,000 records on each load."""
+    checked: list[dict[str, MetadataValue]] = []
+    for doc_id, metadata in zip(ids, metadatas, strict=True):
+        if type(metadata) is dict and "" not in metadata:
+            for value in metadata.values():
+                kind = type(value)
+                if kind not in _PLAIN and (kind is not float or not math.isfinite(value)):
+                    break
+            else:  # JSON object keys are always str
+                checked.append(metadata)
+                continue
+        checked.append(check_metadata(doc_id, metadata))
+    return checked
 
 
 def _read_columns(folder: Path, manifest: dict[str, Any], count: int) -> MetadataColumns | None:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from rag import Document, HashingEmbedding
+from rag.errors import InvalidRequestError
 from rag.filters import matches, parse
 from rag.testing import FakeEmbedding
 from stores import ChromaVectorStore, NumpyVectorStore
@@ -309,3 +310,47 @@ def test_the_old_numpy_folder_fixture_still_loads(tmp_path: Path) -> None:
     manifest = json.loads((folder / persist.MANIFEST).read_text())
     assert "columns" not in manifest  # written before the columns were saved
     assert persist.read(folder, FakeEmbedding(8).name, 8).columns is None
+
+
+def _edit_documents(folder: Path, raw: str) -> None:
+    """Replace the first record's metadata in the saved documents file by the JSON text `raw`."""
+    manifest = json.loads((folder / persist.MANIFEST).read_text())
+    path = folder / manifest["documents"]
+    documents = json.loads(path.read_bytes().decode("utf-8", "surrogatepass"))
+    documents["metadata"][0] = "<edited>"
+    path.write_text(json.dumps(documents).replace('"<edited>"', raw), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ('{"n": NaN}', "metadata 'n' of document 'd0000' is not finite: nan"),
+        ('{"n": 1e400}', "metadata 'n' of document 'd0000' is not finite: inf"),
+        ('{"n": -Infinity}', "metadata 'n' of document 'd0000' is not finite: -inf"),
+        ('{"n": {"deep": 1}}', "metadata 'n' of document 'd0000' has unsupported type dict"),
+        ('{"n": [1, [2]]}', "metadata 'n' of document 'd0000' must be a list of str, int, float or bool"),
+        ('{"": 1}', "metadata key '' of document 'd0000' must be a non-empty str"),
+        ('["n"]', "metadata of document 'd0000' must be a mapping"),
+    ],
+)
+def test_a_hand_edited_saved_metadata_value_is_refused_by_name(
+    tmp_path: Path, raw: str, message: str
+) -> None:
+    _numpy_store(10).save(tmp_path)
+    _edit_documents(tmp_path, raw)
+    with pytest.raises(InvalidRequestError) as caught:
+        NumpyVectorStore.load(tmp_path, MODEL)
+    assert str(caught.value).startswith(message)
+
+
+def test_saved_metadata_loads_as_saved_with_none_values_dropped(tmp_path: Path) -> None:
+    store = NumpyVectorStore(MODEL)
+    kept = {"s": "é\ud800", "i": 2**70, "f": -0.0, "b": True, "l": [1, "a", 2.5, False], "e": []}
+    store.add([Document("a", "x", kept), Document("b", "y", {"n": 1})])
+    store.save(tmp_path)
+    edited = json.dumps({**kept, "gone": None})  # None is dropped, as `Document` drops it
+    _edit_documents(tmp_path, edited)
+    loaded = NumpyVectorStore.load(tmp_path, MODEL)
+    [document] = loaded.get(ids=["a"])
+    assert document.metadata == kept and list(document.metadata) == list(kept)
+    assert [type(value) for value in document.metadata.values()] == [type(value) for value in kept.values()]
