@@ -13,6 +13,9 @@ then starts fresh Python processes, each timing one sequence on one store:
 - `count`:    open, first `count(filter)` (nothing loaded before it);
 - `plain`:    open, first unfiltered search, then a warm one (median).
 
+Then, in this process, the filter columns' load alone: from a save of the first version (JSON texts,
+every value encoded again, as every load did before) and from the saved arrays, alternating.
+
 The "x warm" column is the first filtered search over the warm one. Homes are kept in `--home`
 (built when missing) so a before/after comparison reads the same folders; the first fresh process
 after a code change may convert an older save, so each sequence runs `--runs` times and the table
@@ -169,6 +172,33 @@ def fresh(kind: str, folder: Path, sequence: str) -> dict[str, float]:
     return figures
 
 
+def columns_load(count: int, repeats: int = 5) -> tuple[float, float]:
+    """Median ms to load the filter columns of `count` records from a first-version save (JSON texts,
+    every value encoded again) and from this version's arrays, alternating in this process."""
+    from stores.chroma.columns import LEGACY_FILE, FilterColumns
+
+    columns = FilterColumns()
+    for batch in documents(count):
+        columns.write([d.id for d in batch], [d.metadata for d in batch])
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        columns.save(folder)
+        legacy = folder / "first-version"
+        legacy.mkdir()
+        body = {
+            "format": "rag-chroma-filter-columns",
+            "version": 1,
+            "ids": columns._ids,
+            "metadata": columns._texts,
+        }
+        (legacy / LEGACY_FILE).write_text(json.dumps(body), encoding="utf-8")
+        times: dict[str, list[float]] = {"json": [], "arrays": []}
+        for _ in range(repeats):
+            times["json"].append(_timed(lambda: FilterColumns._load_json(legacy / LEGACY_FILE)))
+            times["arrays"].append(_timed(lambda: FilterColumns.load(folder)))
+    return statistics.median(times["json"]), statistics.median(times["arrays"])
+
+
 def median(runs: list[dict[str, float]]) -> dict[str, float]:
     """Each figure's median over `runs`."""
     return {name: statistics.median(run[name] for run in runs) for name in runs[0]}
@@ -204,6 +234,15 @@ def main() -> int:
                     f"{counted}{figures['warm']:>9.1f}{ratio:>8.1f}",
                     flush=True,
                 )
+    print("\nfilter columns load alone, in one process (first-version JSON save vs arrays):")
+    for count in sizes:
+        try:
+            paired = columns_load(count)
+        except ImportError:
+            print("  this code keeps only one format")
+            break
+        ratio = paired[0] / paired[1]
+        print(f"  N={count:>9,}: json {paired[0]:8.1f} ms   arrays {paired[1]:7.1f} ms   x {ratio:.1f}")
     print(f"homes kept in {home}", file=sys.stderr)
     return 0
 
