@@ -91,7 +91,10 @@ def unpack_strings(data: npt.NDArray[Any], ends: npt.NDArray[Any]) -> list[str]:
     parts = joined.split(_SEPARATOR)
     if len(parts) == count:  # no string holds a NUL: splitting (in C) gives them all
         return parts
-    return [joined[start:end] for start, end in zip(starts.tolist(), ends.tolist(), strict=True)]
+    bounds = list(zip(starts.tolist(), ends.tolist(), strict=True))
+    if any(joined[end] != _SEPARATOR for _, end in bounds[:-1]):
+        raise ValueError("packed strings: a separator is missing")
+    return [joined[start:end] for start, end in bounds]
 
 
 def _text_array(value: Any) -> npt.NDArray[np.uint8]:

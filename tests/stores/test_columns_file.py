@@ -100,6 +100,12 @@ def test_packed_strings_come_back_exactly() -> None:
     assert unpack_strings(*pack_strings([])) == []
     with pytest.raises(ValueError, match="ends"):
         unpack_strings(data, ends[:-2])
+    # Ends that cut the buffer anywhere but at its separators are refused, not sliced.
+    nul_data, nul_ends = pack_strings(with_nul)
+    shifted = nul_ends.copy()
+    shifted[0] -= 1
+    with pytest.raises(ValueError, match="separator"):
+        unpack_strings(nul_data, shifted)
 
 
 def test_saved_columns_load_without_encoding_and_answer_like_the_reference(
