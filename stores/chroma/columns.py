@@ -42,7 +42,15 @@ import numpy.typing as npt
 from rag.errors import StoreError
 from rag.filters import Filter
 from stores.numpy.columns import MetadataColumns
-from stores.numpy.columns_file import pack_strings, read_arrays, read_text_array, unpack_strings, write_arrays
+from stores.numpy.columns_file import (
+    columns_from_arrays,
+    columns_to_arrays,
+    pack_strings,
+    read_arrays,
+    read_text_array,
+    unpack_strings,
+    write_arrays,
+)
 
 __all__ = ["FILE", "LEGACY_FILE", "FilterColumns", "Selection"]
 
@@ -208,7 +216,7 @@ class FilterColumns:
     def save(self, folder: Path) -> None:
         """Write ids, metadata texts and the encoded columns into `folder / FILE`, atomically (a crash
         keeps the old file)."""
-        arrays = self._columns.to_arrays()
+        arrays = columns_to_arrays(self._columns)
         header = {"format": _FORMAT, "version": _VERSION, "rows": len(self._ids)}
         arrays[_HEADER] = np.frombuffer(json.dumps(header).encode("ascii"), np.uint8)
         arrays["ids"], arrays["ids_ends"] = pack_strings(self._ids)
@@ -242,7 +250,7 @@ class FilterColumns:
             rows = dict(zip(ids, range(len(ids)), strict=True))
             if len(texts) != len(ids) or len(rows) != len(ids) or header.get("rows") != len(ids):
                 return None
-            columns._columns = MetadataColumns.from_arrays(arrays, len(ids))
+            columns._columns = columns_from_arrays(arrays, len(ids))
         except (KeyError, ValueError):
             return None
         columns._ids, columns._rows, columns._texts = ids, rows, texts

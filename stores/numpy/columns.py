@@ -259,25 +259,6 @@ class MetadataColumns:
                 items.keep(~dead[items.rows()])
                 items.row = moved_to[items.rows()]
 
-    # -- saving --------------------------------------------------------------------------------
-
-    def to_arrays(self) -> dict[str, npt.NDArray[Any]]:
-        """Every array these columns hold, ready for `np.savez` (layout: `stores.numpy.columns_file`)."""
-        from stores.numpy.columns_file import columns_to_arrays  # that module builds on this one
-
-        return columns_to_arrays(self)
-
-    @classmethod
-    def from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]], rows: int) -> MetadataColumns:
-        """The columns `to_arrays` gave, for an owner of `rows` rows, without encoding anything again.
-
-        Raises:
-            ValueError: the arrays are not a consistent save of this version (rebuild from metadata).
-        """
-        from stores.numpy.columns_file import columns_from_arrays
-
-        return columns_from_arrays(arrays, rows)
-
     # -- filtering -------------------------------------------------------------------------------
 
     def mask(self, node: Filter, size: int, metadatas: MetadataRows) -> BoolArray:

@@ -10,13 +10,15 @@ before its first filtered query. Saving the encoded arrays themselves makes a lo
 - the string vocabulary packed (`pack_strings`: one UTF-8 buffer, NUL-separated, and each string's
   end, so a load splits it in one call), and its sorted order, so the first string ordering does not
   sort it again;
-- a header (`columns.header`: JSON with the version, the keys and the row count).
+- a header (`columns.header`: JSON with the format version and the keys).
 
-`columns_from_arrays` checks every array's type and shape and that each code, row and kind is in range
-before anything uses them, and raises `ValueError` otherwise: the caller then rebuilds the columns
-from the metadata, so a damaged save costs time, never a wrong answer. `write_arrays` writes a file
-atomically (staged, flushed, renamed over the old one) and `read_arrays` answers None for a missing,
-truncated or damaged file (the zip format's CRC covers every member).
+This module reads and sets the internals of `stores.numpy.columns` (the two are one unit, split for
+size; that module does not import this one). `columns_from_arrays` checks every array's type and
+shape and that each code, row and kind is in range before anything uses them, and raises
+`ValueError` otherwise: the caller then rebuilds the columns from the metadata, so a damaged save
+costs time, never a wrong answer. `write_arrays` writes a file atomically (staged, flushed, renamed
+over the old one) and `read_arrays` answers None for a missing, truncated or damaged file (the zip
+format's CRC covers every member).
 
 Example:
     >>> import tempfile

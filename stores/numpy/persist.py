@@ -49,7 +49,7 @@ from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
 from stores.locking import FolderLock
 from stores.numpy.columns import MetadataColumns
-from stores.numpy.columns_file import read_arrays, savez
+from stores.numpy.columns_file import columns_from_arrays, columns_to_arrays, read_arrays, savez
 
 __all__ = ["LOCK_FILE", "MANIFEST", "Snapshot", "exists", "read", "saved_generation", "write"]
 
@@ -171,7 +171,7 @@ def _write_unlocked(folder: Path, snapshot: Snapshot) -> str:
             snapshot.lexical.save(folder / lexical_name)  # flushed before the manifest names it
             manifest["lexical"] = lexical_name
         if snapshot.columns is not None:
-            arrays = snapshot.columns.to_arrays()
+            arrays = columns_to_arrays(snapshot.columns)
             write_new(folder / columns_name, lambda f: savez(f, arrays))
             manifest["columns"] = columns_name
         write_new(staged, lambda f: f.write(json.dumps(manifest, indent=1).encode("utf-8")))
@@ -286,7 +286,7 @@ def _read_columns(folder: Path, manifest: dict[str, Any], count: int) -> Metadat
     if arrays is None:
         return None
     try:
-        return MetadataColumns.from_arrays(arrays, count)
+        return columns_from_arrays(arrays, count)
     except (KeyError, ValueError):
         return None
 
