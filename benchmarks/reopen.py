@@ -23,9 +23,12 @@ The "x warm" column is the first filtered search over the warm one. Homes are ke
 (built when missing) so a before/after comparison reads the same folders; the first fresh process
 after a code change may convert an older save, so each sequence runs `--runs` times and the table
 shows the median of all runs but the first (what a user sees every day). The machine's load moves
-single figures a lot: compare the "x warm" ratios, and runs made close together.
+single figures a lot: `--against CODE HOME` times another checkout (say, the previous commit, from
+`git worktree add`) on homes it builds itself, alternating process by process with this code, so
+both see the same load.
 
     python benchmarks/reopen.py --sizes 10000,100000 --home /tmp/reopen-homes
+    python benchmarks/reopen.py --home /tmp/new-homes --against /tmp/old-checkout /tmp/old-homes
 """
 
 from __future__ import annotations
@@ -169,13 +172,13 @@ def child(kind: str, folder: Path, sequence: str) -> dict[str, float]:
     return figures
 
 
-def fresh(kind: str, folder: Path, sequence: str) -> dict[str, float]:
-    """Run `child` in a new interpreter and return its figures."""
-    env = {**os.environ, "PYTHONPATH": str(_HERE.parent)}
+def fresh(kind: str, folder: Path, sequence: str, code: Path = _HERE.parent) -> dict[str, float]:
+    """Run `child` in a new interpreter importing the project from `code`, and return its figures."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
     command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, str(folder), sequence]
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"child failed ({kind} {sequence}):\n{done.stderr}")
+        raise SystemExit(f"child failed ({kind} {sequence}, code {code}):\n{done.stderr}")
     figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
 
@@ -212,6 +215,16 @@ def median(runs: list[dict[str, float]]) -> dict[str, float]:
     return {name: statistics.median(run[name] for run in runs) for name in runs[0]}
 
 
+def _row(label: str, kind: str, count: int, sequence: str, figures: dict[str, float]) -> str:
+    second = figures.get("count", figures.get("chroma"))
+    counted = f"{'':>10}" if second is None else f"{second:>10.1f}"
+    ratio = figures["first"] / max(figures["warm"], 1e-6)
+    return (
+        f"{label:<8}{kind:<7}{count:>9,}  {sequence:<9}{figures['open']:>9.1f}{figures['first']:>10.1f}"
+        f"{counted}{figures['warm']:>9.1f}{ratio:>8.1f}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -219,37 +232,45 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated record counts")
     parser.add_argument("--home", type=Path, default=None, help="folder keeping the built homes")
     parser.add_argument("--runs", type=int, default=4, help="fresh processes per sequence")
+    parser.add_argument(
+        "--against",
+        nargs=2,
+        type=Path,
+        metavar=("CODE", "HOME"),
+        help="also time another checkout of the project (CODE) on its own homes (HOME, built by it), "
+        "alternating process by process with this one",
+    )
     parser.add_argument("--child", nargs=3, metavar=("KIND", "FOLDER", "SEQUENCE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, folder, sequence = args.child
-        print(json.dumps(child(kind, Path(folder), sequence)))
+        if kind == "build":
+            build(Path(folder), int(sequence))
+            print("{}")
+        else:
+            print(json.dumps(child(kind, Path(folder), sequence)))
         return 0
     home = args.home or Path(tempfile.mkdtemp(prefix="reopen-"))
+    sides = [("this", _HERE.parent, home)]
+    if args.against:
+        sides.append(("against", args.against[0].resolve(), args.against[1]))
     sizes = [int(size) for size in args.sizes.split(",")]
-    header = f"{'store':<7}{'N':>9}  {'sequence':<9}{'open ms':>9}{'first ms':>10}{'count ms':>10}"
+    header = f"{'code':<8}{'store':<7}{'N':>9}  {'sequence':<9}{'open ms':>9}{'first ms':>10}{'count ms':>10}"
     print(header + f"{'warm ms':>9}{'x warm':>8}")
     for count in sizes:
-        build(home, count)
+        for _, code, folder in sides:
+            fresh("build", folder, str(count), code)
         for kind in ("chroma", "numpy"):
             for sequence in ("filtered", "count", "plain", "warmed")[: 4 if kind == "chroma" else 3]:
-                runs = [fresh(kind, home / f"{kind}-{count}", sequence) for _ in range(args.runs)]
-                figures = median(runs[1:] or runs)
-                second = figures.get("count", figures.get("chroma"))
-                counted = f"{'':>10}" if second is None else f"{second:>10.1f}"
-                ratio = figures["first"] / max(figures["warm"], 1e-6)
-                print(
-                    f"{kind:<7}{count:>9,}  {sequence:<9}{figures['open']:>9.1f}{figures['first']:>10.1f}"
-                    f"{counted}{figures['warm']:>9.1f}{ratio:>8.1f}",
-                    flush=True,
-                )
+                runs: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in sides}
+                for _ in range(args.runs):
+                    for label, code, folder in sides:
+                        runs[label].append(fresh(kind, folder / f"{kind}-{count}", sequence, code))
+                for label, held in runs.items():
+                    print(_row(label, kind, count, sequence, median(held[1:] or held)), flush=True)
     print("\nfilter columns load alone, in one process (first-version JSON save vs arrays):")
     for count in sizes:
-        try:
-            paired = columns_load(count)
-        except ImportError:
-            print("  this code keeps only one format")
-            break
+        paired = columns_load(count)
         ratio = paired[0] / paired[1]
         print(f"  N={count:>9,}: json {paired[0]:8.1f} ms   arrays {paired[1]:7.1f} ms   x {ratio:.1f}")
     print(f"homes kept in {home}", file=sys.stderr)
