@@ -23,7 +23,6 @@ Thread safety: searches only read, and may run concurrently with each other; wri
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
@@ -36,7 +35,7 @@ import stores.lexical.segments as segments_module
 from rag.errors import InvalidRequestError
 from stores.lexical.idmap import PackedIds
 from stores.lexical.persist import Saved, read, read_settings, write
-from stores.lexical.segments import Segment, build, merge, narrow_tfs, split
+from stores.lexical.segments import Segment, build, merge, split
 from stores.lexical.settings import DEFAULT_B, DEFAULT_K1, LexicalSettings, LexicalStats
 from stores.lexical.text import TOKENIZER, Vocabulary
 from stores.ties import best_first
@@ -60,6 +59,19 @@ def _check_batch(ids: Sequence[str], texts: Sequence[str]) -> dict[str, str]:
             raise InvalidRequestError(f"text of document {doc_id!r} must be a str, got {text!r}")
         batch[doc_id] = text  # a repeated id keeps its last text, as an upsert would
     return batch
+
+
+def _narrow_lengths(
+    lengths: npt.NDArray[np.integer[Any]], held: npt.NDArray[np.integer[Any]] | None = None
+) -> npt.NDArray[np.integer[Any]]:
+    """Document lengths as uint16 (2 bytes a row) while every one fits, else int32: a chunk rarely holds
+    65,536 terms. With `held`, the index's current array, widened if `lengths` need it (else as is)."""
+    top = int(lengths.max(initial=0))
+    wide = top > 0xFFFF or (held is not None and held.dtype == np.int32)
+    dtype = np.int32 if wide else np.uint16
+    if held is not None:
+        return held if held.dtype == dtype else held.astype(dtype)
+    return lengths.astype(dtype)
 
 
 class LexicalIndex:
@@ -86,7 +98,7 @@ class LexicalIndex:
         self._vocabulary = Vocabulary()
         self._ids = PackedIds()  # ids by row and id -> live row (`stores.lexical.idmap`)
         self._live = np.zeros(0, dtype=np.bool_)
-        self._lengths = np.zeros(0, dtype=np.int32)  # terms per row: int32 is plenty, and half the bytes
+        self._lengths = _narrow_lengths(np.zeros(0, np.int64))  # terms per row (see `_narrow_lengths`)
         self._segments: list[Segment] = []
         self._total_length = 0
         self._norm: npt.NDArray[np.float64] | None = None
@@ -170,6 +182,7 @@ class LexicalIndex:
         self._grow(first_row + len(batch))
         self._ids.append(list(batch))
         self._live[first_row : first_row + len(batch)] = True
+        self._lengths = _narrow_lengths(lengths, self._lengths)
         self._lengths[first_row : first_row + len(batch)] = lengths
         self._total_length += int(lengths.sum())
         self._segments.extend(split(build(term_ids, owners, len(batch), first_row)))
@@ -211,7 +224,8 @@ class LexicalIndex:
             return
         capacity = max(rows, 2 * self._live.size, 64)
         self._live = np.concatenate([self._live, np.zeros(capacity - self._live.size, np.bool_)])
-        self._lengths = np.concatenate([self._lengths, np.zeros(capacity - self._lengths.size, np.int32)])
+        spare = np.zeros(capacity - self._lengths.size, self._lengths.dtype)
+        self._lengths = np.concatenate([self._lengths, spare])
 
     def _merge_tail(self) -> None:
         segments = self._segments
@@ -422,7 +436,6 @@ class LexicalIndex:
         self._ids = PackedIds()
         self._ids.append(saved.ids)
         self._live = np.ones(len(self._ids), dtype=np.bool_)
-        self._lengths = saved.lengths.astype(np.int32)
+        self._lengths = _narrow_lengths(saved.lengths)
         self._total_length = int(self._lengths.sum())
-        segment = dataclasses.replace(saved.segment, tfs=narrow_tfs(saved.segment.tfs))
-        self._segments = split(segment)
+        self._segments = split(saved.segment)  # every array narrowed, as `add` builds them

@@ -73,7 +73,7 @@ def write(path: str | os.PathLike[str], saved: Saved) -> None:
     np.savez(
         buffer,
         terms=saved.segment.terms,
-        starts=saved.segment.starts,
+        starts=saved.segment.starts.astype(np.int64),  # memory holds them narrower (`narrow_starts`)
         rows=saved.segment.absolute_rows(),  # memory may hold them as narrower offsets
         tfs=saved.segment.tfs.astype(np.int32),  # memory may hold them narrower (`narrow_tfs`)
         lengths=saved.lengths.astype(np.int64),

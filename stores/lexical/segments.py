@@ -4,7 +4,8 @@ A segment holds the postings of a contiguous range of rows: for each term presen
 it (ascending) and the term's frequency in each. Rows are kept as offsets from the segment's first row:
 two bytes each for a segment of at most `NARROW_SPAN` rows (the index keeps its segments that narrow,
 `split` cuts wider ones), four otherwise; frequencies take one byte unless a term repeats more than 255
-times in a document. Segments are never modified: an add builds a new one,
+times in a document, and each term's offset into the postings four bytes (eight only past 2**32
+postings). Segments are never modified: an add builds a new one,
 a delete only clears the row's bit in the index's live-row mask, and merging two neighbours writes a third
 without the postings of dead rows. Keeping segment sizes roughly geometric (see `LexicalIndex`) keeps
 their number logarithmic in the index size.
@@ -25,7 +26,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NARROW_SPAN", "Segment", "build", "merge", "narrow_tfs", "postings", "postings_of", "split"]
+__all__ = [
+    "NARROW_SPAN",
+    "Segment",
+    "build",
+    "merge",
+    "narrow_starts",
+    "narrow_tfs",
+    "postings",
+    "postings_of",
+    "split",
+]
 
 NARROW_SPAN = 1 << 16
 """A segment over at most this many rows keeps its row offsets as uint16."""
@@ -43,6 +54,17 @@ def narrow_tfs(tfs: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]
     return tfs if tfs.dtype == dtype else tfs.astype(dtype)
 
 
+def narrow_starts(starts: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
+    """Term offsets as uint32 (half the bytes of int64) unless the postings pass 2**32 - 1.
+
+    Example:
+        >>> narrow_starts(np.array([0, 3], np.int64)).dtype
+        dtype('uint32')
+    """
+    dtype = np.uint32 if not starts.size or int(starts[-1]) <= 0xFFFFFFFF else np.int64
+    return starts if starts.dtype == dtype else starts.astype(dtype)
+
+
 @dataclass(frozen=True)
 class Segment:
     """The postings of rows `[first_row, end_row)`: `rows[starts[i]:starts[i + 1]]` hold `terms[i]`."""
@@ -50,7 +72,7 @@ class Segment:
     first_row: int
     end_row: int
     terms: npt.NDArray[np.int32]  # sorted, distinct
-    starts: npt.NDArray[np.int64]  # len(terms) + 1 offsets into rows and tfs
+    starts: npt.NDArray[np.integer[Any]]  # len(terms) + 1 offsets into rows and tfs (`narrow_starts`)
     rows: npt.NDArray[np.integer[Any]]  # row - first_row: uint16 within NARROW_SPAN rows, else int32
     tfs: npt.NDArray[np.integer[Any]]  # the narrowest type that holds them (`narrow_tfs`)
 
@@ -80,9 +102,9 @@ def _assemble(
 ) -> Segment:
     """A segment from postings sorted by term then row (rows absolute)."""
     if terms.size == 0:
-        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_U16, _EMPTY_TFS)
+        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.uint32), _EMPTY_U16, _EMPTY_TFS)
     term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
-    starts = np.append(term_starts, terms.size).astype(np.int64)
+    starts = narrow_starts(np.append(term_starts, terms.size))
     local = _local(rows, first_row, end_row)
     return Segment(first_row, end_row, terms[term_starts].astype(np.int32), starts, local, narrow_tfs(tfs))
 
@@ -137,12 +159,23 @@ def merge(
     return _assemble(terms, rows, tfs, first_row, end_row)
 
 
+def _narrowed(segment: Segment) -> Segment:
+    """`segment` with every array in its narrowest type (a segment read from a save holds wide ones)."""
+    rows = segment.rows
+    if segment.end_row - segment.first_row <= NARROW_SPAN and rows.dtype != np.uint16:
+        rows = _local(segment.absolute_rows(), segment.first_row, segment.end_row)
+    starts, tfs = narrow_starts(segment.starts), narrow_tfs(segment.tfs)
+    if rows is segment.rows and starts is segment.starts and tfs is segment.tfs:
+        return segment
+    return Segment(segment.first_row, segment.end_row, segment.terms, starts, rows, tfs)
+
+
 def split(segment: Segment, span: int | None = None) -> list[Segment]:
     """`segment` cut into segments of at most `span` rows (default `NARROW_SPAN`; empty ones left
     out), so each keeps its rows narrow; rows stay ascending within each term."""
     span = NARROW_SPAN if span is None else span
     if segment.end_row - segment.first_row <= span:
-        return [segment] if segment.size else []
+        return [_narrowed(segment)] if segment.size else []
     terms = _expanded_terms(segment)
     chunk = (segment.rows // span).astype(np.int32)
     # A stable sort by chunk keeps each chunk's postings in (term, row) order.
