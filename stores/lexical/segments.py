@@ -3,9 +3,9 @@
 A segment holds the postings of a contiguous range of rows: for each term present, the rows that contain
 it (ascending) and the term's frequency in each. Rows are kept as offsets from the segment's first row:
 two bytes each for a segment of at most `NARROW_SPAN` rows (the index keeps its segments that narrow,
-`split` cuts wider ones), four otherwise; frequencies take one byte unless a term repeats more than 255
-times in a document, and each term's offset into the postings four bytes (eight only past 2**32
-postings). Segments are never modified: an add builds a new one,
+`split` cuts wider ones), four otherwise; frequencies take half a byte
+(`stores.lexical.frequencies`), and each term's offset into the postings four bytes (eight only past
+2**32 postings). Segments are never modified: an add builds a new one,
 a delete only clears the row's bit in the index's live-row mask, and merging two neighbours writes a third
 without the postings of dead rows. Keeping segment sizes roughly geometric (see `LexicalIndex`) keeps
 their number logarithmic in the index size.
@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from stores.lexical.frequencies import PackedFrequencies, narrow_tfs
+
 __all__ = [
     "NARROW_SPAN",
     "Segment",
@@ -44,14 +46,6 @@ NARROW_SPAN = 1 << 16
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_TFS = np.zeros(0, dtype=np.uint8)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
-
-
-def narrow_tfs(tfs: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
-    """`tfs` in the smallest unsigned type that holds them: a term rarely repeats 255 times in a chunk,
-    so postings cost 5 bytes instead of 8."""
-    top = int(tfs.max()) if tfs.size else 0
-    dtype = np.uint8 if top <= 0xFF else np.uint16 if top <= 0xFFFF else np.int32
-    return tfs if tfs.dtype == dtype else tfs.astype(dtype)
 
 
 def narrow_starts(starts: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
@@ -74,7 +68,24 @@ class Segment:
     terms: npt.NDArray[np.int32]  # sorted, distinct
     starts: npt.NDArray[np.integer[Any]]  # len(terms) + 1 offsets into rows and tfs (`narrow_starts`)
     rows: npt.NDArray[np.integer[Any]]  # row - first_row: uint16 within NARROW_SPAN rows, else int32
-    tfs: npt.NDArray[np.integer[Any]]  # the narrowest type that holds them (`narrow_tfs`)
+    frequencies: PackedFrequencies  # of each posting, half a byte each
+
+    @staticmethod
+    def of(
+        first_row: int,
+        end_row: int,
+        terms: npt.NDArray[np.int32],
+        starts: npt.NDArray[np.integer[Any]],
+        rows: npt.NDArray[np.integer[Any]],
+        tfs: npt.NDArray[np.integer[Any]],
+    ) -> Segment:
+        """A segment whose frequencies `tfs` (one per posting) are packed here."""
+        return Segment(first_row, end_row, terms, starts, rows, PackedFrequencies.pack(tfs))
+
+    @property
+    def tfs(self) -> npt.NDArray[np.integer[Any]]:
+        """The frequency of every posting, unpacked (in the narrowest type that holds them)."""
+        return self.frequencies.all()
 
     @property
     def size(self) -> int:
@@ -102,11 +113,11 @@ def _assemble(
 ) -> Segment:
     """A segment from postings sorted by term then row (rows absolute)."""
     if terms.size == 0:
-        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.uint32), _EMPTY_U16, _EMPTY_TFS)
+        return Segment.of(first_row, end_row, _EMPTY_I32, np.zeros(1, np.uint32), _EMPTY_U16, _EMPTY_TFS)
     term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
     starts = narrow_starts(np.append(term_starts, terms.size))
     local = _local(rows, first_row, end_row)
-    return Segment(first_row, end_row, terms[term_starts].astype(np.int32), starts, local, narrow_tfs(tfs))
+    return Segment.of(first_row, end_row, terms[term_starts].astype(np.int32), starts, local, tfs)
 
 
 def _from_sorted_keys(keys: npt.NDArray[np.int64], span: int, first_row: int, end_row: int) -> Segment:
@@ -164,10 +175,10 @@ def _narrowed(segment: Segment) -> Segment:
     rows = segment.rows
     if segment.end_row - segment.first_row <= NARROW_SPAN and rows.dtype != np.uint16:
         rows = _local(segment.absolute_rows(), segment.first_row, segment.end_row)
-    starts, tfs = narrow_starts(segment.starts), narrow_tfs(segment.tfs)
-    if rows is segment.rows and starts is segment.starts and tfs is segment.tfs:
+    starts = narrow_starts(segment.starts)
+    if rows is segment.rows and starts is segment.starts:
         return segment
-    return Segment(segment.first_row, segment.end_row, segment.terms, starts, rows, tfs)
+    return Segment(segment.first_row, segment.end_row, segment.terms, starts, rows, segment.frequencies)
 
 
 def split(segment: Segment, span: int | None = None) -> list[Segment]:
@@ -183,7 +194,7 @@ def split(segment: Segment, span: int | None = None) -> list[Segment]:
     bounds = np.searchsorted(
         chunk[order], np.arange(1, (segment.end_row - segment.first_row - 1) // span + 1)
     )
-    rows = segment.absolute_rows()
+    rows, tfs = segment.absolute_rows(), segment.tfs
     out = []
     for number, (begin, end) in enumerate(
         zip(np.concatenate(([0], bounds)), np.append(bounds, segment.size), strict=True)
@@ -193,9 +204,7 @@ def split(segment: Segment, span: int | None = None) -> list[Segment]:
         picked = order[begin:end]
         first = segment.first_row + number * span
         out.append(
-            _assemble(
-                terms[picked], rows[picked], segment.tfs[picked], first, min(first + span, segment.end_row)
-            )
+            _assemble(terms[picked], rows[picked], tfs[picked], first, min(first + span, segment.end_row))
         )
     return out
 
@@ -225,7 +234,7 @@ def postings_of(
                 # The first segment's offsets are its rows already: no copy (nor numpy call) needed.
                 offsets = segment.rows[begin:end]
                 row_parts[i].append(segment.absolute_rows(begin, end) if segment.first_row else offsets)
-                tf_parts[i].append(segment.tfs[begin:end])
+                tf_parts[i].append(segment.frequencies.slice(begin, end))
     return [_joined(rows, tfs) for rows, tfs in zip(row_parts, tf_parts, strict=True)]
 
 
