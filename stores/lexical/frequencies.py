@@ -61,7 +61,7 @@ class PackedFrequencies:
         large = tfs > _LARGEST
         nibbles = np.zeros(size + (size & 1), np.uint8)
         nibbles[:size] = np.where(large, 0, tfs)
-        packed = nibbles[0::2] | (nibbles[1::2] << 4)
+        packed: npt.NDArray[np.uint8] = (nibbles[0::2] | (nibbles[1::2] << 4)).astype(np.uint8, copy=False)
         if not large.any():
             return cls(packed, _NO_EXTRA_AT, _NO_EXTRA, size)
         at = np.flatnonzero(large)
@@ -88,7 +88,3 @@ class PackedFrequencies:
     def all(self) -> npt.NDArray[np.integer[Any]]:
         """Every frequency, in the narrowest type that holds them."""
         return self.slice(0, self.size)
-
-    def take(self, positions: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
-        """The frequencies at `positions`."""
-        return self.all()[positions]
