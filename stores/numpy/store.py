@@ -178,7 +178,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         self._columns.clear(replaced, [self._records.metadata(row) for row in replaced.tolist()])
         self._size += fresh
         self._matrix[rows] = vectors
-        self._records.write(rows, list(zip(texts, metadatas, strict=True)))
+        self._records.write_parts(rows, texts, metadatas)  # no tuple per record: see records.py
         self._columns.write(rows, metadatas)
         self._id_order = None
         self._rows.sync()  # the index may have renumbered its rows
@@ -336,7 +336,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         self._size = count
         every_row = np.arange(count, dtype=np.int64)
         self._records = PackedRecords()
-        self._records.write(every_row, list(zip(snapshot.texts, snapshot.metadatas, strict=True)))
+        self._records.write_parts(every_row, snapshot.texts, snapshot.metadatas)
         self._columns = MetadataColumns()
         self._columns.write(every_row, snapshot.metadatas)
         self._id_order = None
