@@ -106,7 +106,9 @@ class Document:
             vector = np.array(self.embedding, dtype=np.float32, copy=True)
             if vector.ndim != 1:
                 raise InvalidRequestError(f"embedding of document {self.id!r} must be one-dimensional")
-            vector.flags.writeable = False
+            # setflags, not `flags.writeable = False`: numpy 2 leaves a small object behind every few
+            # hundred of those, which keeps the allocator's arenas of dropped documents resident.
+            vector.setflags(write=False)
             object.__setattr__(self, "embedding", vector)
 
     __hash__ = None  # type: ignore[assignment]  # metadata is a dict
@@ -132,7 +134,7 @@ class Document:
         document = object.__new__(cls)
         if embedding is not None:
             embedding = np.array(embedding, dtype=np.float32, copy=True)
-            embedding.flags.writeable = False
+            embedding.setflags(write=False)  # see `__post_init__`
         # One attribute dict instead of five frozen-dataclass `__setattr__` bypasses.
         fields = {"id": id, "text": text, "metadata": metadata, "score": score, "embedding": embedding}
         object.__setattr__(document, "__dict__", fields)

@@ -17,29 +17,29 @@ amortised merges, never a rebuild; a delete clears a bit in the live-row mask; d
 counted from the live postings of each query term at search time, so they are never stale. When dead
 rows outnumber live ones, rows are renumbered (compacted).
 
+Searches are in `stores.lexical.searching`, which this class inherits.
+
 Thread safety: searches only read, and may run concurrently with each other; writes (`add`, `delete`,
 `clear`, `compact`) must not overlap anything else. The stores hold their write lock around both.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-import stores.lexical.scoring as scoring
 import stores.lexical.segments as segments_module
 from rag.errors import InvalidRequestError
 from stores.lexical.idmap import PackedIds
 from stores.lexical.persist import Saved, read, read_settings, write
-from stores.lexical.segments import Segment, build, merge, narrow_tfs, split
+from stores.lexical.searching import IndexSearch
+from stores.lexical.segments import Segment, build, merge, split
 from stores.lexical.settings import DEFAULT_B, DEFAULT_K1, LexicalSettings, LexicalStats
 from stores.lexical.text import TOKENIZER, Vocabulary
-from stores.ties import best_first
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
 
@@ -62,7 +62,20 @@ def _check_batch(ids: Sequence[str], texts: Sequence[str]) -> dict[str, str]:
     return batch
 
 
-class LexicalIndex:
+def _narrow_lengths(
+    lengths: npt.NDArray[np.integer[Any]], held: npt.NDArray[np.integer[Any]] | None = None
+) -> npt.NDArray[np.integer[Any]]:
+    """Document lengths as uint16 (2 bytes a row) while every one fits, else int32: a chunk rarely holds
+    65,536 terms. With `held`, the index's current array, widened if `lengths` need it (else as is)."""
+    top = int(lengths.max(initial=0))
+    wide = top > 0xFFFF or (held is not None and held.dtype == np.int32)
+    dtype = np.int32 if wide else np.uint16
+    if held is not None:
+        return held if held.dtype == dtype else held.astype(dtype)
+    return lengths.astype(dtype)
+
+
+class LexicalIndex(IndexSearch):
     """BM25 search over documents' texts, upserted and deleted by id.
 
     Example:
@@ -86,7 +99,7 @@ class LexicalIndex:
         self._vocabulary = Vocabulary()
         self._ids = PackedIds()  # ids by row and id -> live row (`stores.lexical.idmap`)
         self._live = np.zeros(0, dtype=np.bool_)
-        self._lengths = np.zeros(0, dtype=np.int32)  # terms per row: int32 is plenty, and half the bytes
+        self._lengths = _narrow_lengths(np.zeros(0, np.int64))  # terms per row (see `_narrow_lengths`)
         self._segments: list[Segment] = []
         self._total_length = 0
         self._norm: npt.NDArray[np.float64] | None = None
@@ -97,11 +110,6 @@ class LexicalIndex:
     def settings(self) -> LexicalSettings:
         """k1, b and the tokenizer name."""
         return self._settings
-
-    @property
-    def stats(self) -> LexicalStats:
-        """N and the total length of live documents."""
-        return LexicalStats(len(self._ids), self._total_length)
 
     @property
     def row_count(self) -> int:
@@ -143,10 +151,6 @@ class LexicalIndex:
         """The id of each of the live `rows`."""
         return self._ids.ids_at(rows)
 
-    def rows_of(self, ids: Iterable[str]) -> npt.NDArray[np.int64]:
-        """Row of each id (-1 where unknown); valid until the next write. See `search(row_mask=...)`."""
-        return self._ids.rows_of(ids if isinstance(ids, Sequence) else list(ids))
-
     def document_frequencies(self) -> dict[str, int]:
         """df of every term held by a live document (for inspection and tests; scans every posting)."""
         counts = np.zeros(len(self._vocabulary), dtype=np.int64)
@@ -170,6 +174,7 @@ class LexicalIndex:
         self._grow(first_row + len(batch))
         self._ids.append(list(batch))
         self._live[first_row : first_row + len(batch)] = True
+        self._lengths = _narrow_lengths(lengths, self._lengths)
         self._lengths[first_row : first_row + len(batch)] = lengths
         self._total_length += int(lengths.sum())
         self._segments.extend(split(build(term_ids, owners, len(batch), first_row)))
@@ -211,7 +216,8 @@ class LexicalIndex:
             return
         capacity = max(rows, 2 * self._live.size, 64)
         self._live = np.concatenate([self._live, np.zeros(capacity - self._live.size, np.bool_)])
-        self._lengths = np.concatenate([self._lengths, np.zeros(capacity - self._lengths.size, np.int32)])
+        spare = np.zeros(capacity - self._lengths.size, self._lengths.dtype)
+        self._lengths = np.concatenate([self._lengths, spare])
 
     def _merge_tail(self) -> None:
         segments = self._segments
@@ -227,156 +233,6 @@ class LexicalIndex:
         dead = self._ids.row_count - len(self._ids)
         if dead >= _COMPACT_MIN_DEAD and dead > len(self._ids):
             self.compact()
-
-    # ----- search ------------------------------------------------------------------------------------
-
-    def _norms(self) -> npt.NDArray[np.float64]:
-        if self._norm is None:
-            k1, b = self._settings.k1, self._settings.b
-            average = self.stats.average_length or 1.0
-            lengths = self._lengths[: self._ids.row_count].astype(np.float64)
-            self._norm = k1 * (1.0 - b + b * lengths / average)
-        return self._norm
-
-    def _weights(
-        self, query: str
-    ) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.float64], int] | None:
-        """Each live posting of the query's terms as (row, its BM25 term weight), term after term, and
-        the number of terms found; None without any hit (`stores.lexical.scoring`)."""
-        if not isinstance(query, str):
-            raise InvalidRequestError(f"query must be a str, got {query!r}")
-        term_counts: dict[int, int] = {}
-        for term in self._vocabulary.encode_query(query):  # a dict: Counter costs more for a few terms
-            term_counts[term] = term_counts.get(term, 0) + 1
-        count = len(self._ids)
-        if not term_counts or not count:
-            return None
-        live = self._live if count < self._ids.row_count else None
-        found = scoring.term_postings(self._segments, term_counts, live, count, self._settings.k1)
-        if not found[0]:
-            return None
-        return (*scoring.weights(found, self._norms()), len(found[0]))
-
-    def _scores(self, query: str) -> npt.NDArray[np.float64] | None:
-        """BM25 of every row (0 for dead rows and rows without a query term), or None without any hit."""
-        found = self._weights(query)
-        return None if found is None else scoring.dense_scores(found[0], found[1], self._ids.row_count)
-
-    def _hits(self, query: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
-        """The rows holding a query term (ascending) and their BM25 scores (the sums of `_scores`), or
-        None without any hit."""
-        found = self._weights(query)
-        return None if found is None else scoring.hit_scores(*found, self._ids.row_count)
-
-    def search(
-        self,
-        query: str,
-        top_k: int,
-        *,
-        allowed: Collection[str] | None = None,
-        row_mask: npt.NDArray[np.bool_] | None = None,
-    ) -> list[tuple[str, float]]:
-        """The `top_k` best (id, BM25 score) pairs, best first, equal scores by ascending id.
-
-        Only documents holding at least one query term are returned (every score is > 0). `allowed`
-        restricts hits to those ids (a set is fastest); `row_mask` does the same as a boolean array over
-        `row_count` rows (see `rows_of`), for callers that keep the alignment between writes.
-        """
-        if allowed is None:
-            rows, scores = self.search_rows(query, top_k, row_mask=row_mask)
-            return list(zip(self._ids.ids_at(rows.tolist()), scores.tolist(), strict=True))
-        found = self._candidates(query, top_k, row_mask)
-        if found is None:
-            return []
-        if not isinstance(allowed, set | frozenset | dict):
-            allowed = set(allowed)
-        return self._best(*found, top_k, allowed)
-
-    def search_rows(
-        self, query: str, top_k: int, *, row_mask: npt.NDArray[np.bool_] | None = None
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
-        """`search` as rows (see `rows_of`) and scores, without decoding the ids of the hits.
-
-        The order is the same: score descending, equal scores by ascending id (the only ids read).
-        """
-        found = self._candidates(query, top_k, row_mask)
-        if found is None:
-            return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        candidates, values = found
-        if top_k < candidates.size:
-            kth = np.partition(values, values.size - top_k)[values.size - top_k]
-            kept = values >= kth  # every row tied with the k-th comes along: the id decides
-            candidates, values = candidates[kept], values[kept]
-        return best_first(candidates, values, self._ids_of_rows, top_k)
-
-    def _ids_of_rows(self, rows: npt.NDArray[np.integer[Any]]) -> list[str]:
-        return self._ids.ids_at(rows.tolist())
-
-    def _candidates(
-        self, query: str, top_k: int, row_mask: npt.NDArray[np.bool_] | None
-    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None:
-        """The rows that hold a query term (and pass `row_mask`) and their scores, or None."""
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
-            raise InvalidRequestError(f"top_k must be an integer >= 0, got {top_k!r}")
-        rows = self._ids.row_count
-        if row_mask is not None and (row_mask.dtype != np.bool_ or row_mask.shape != (rows,)):
-            raise InvalidRequestError(
-                f"row_mask must be a boolean array of shape ({rows},), got {row_mask.dtype} {row_mask.shape}"
-            )
-        found = self._hits(query) if top_k else None
-        if found is None:
-            return None
-        candidates, values = found
-        if row_mask is not None:
-            kept = row_mask[candidates]
-            candidates, values = candidates[kept], values[kept]
-        return candidates, values
-
-    def _mask_of(self, allowed: Collection[str]) -> npt.NDArray[np.bool_]:
-        mask = np.zeros(self._ids.row_count, dtype=np.bool_)
-        rows = self.rows_of(allowed)
-        mask[rows[rows >= 0]] = True
-        return mask
-
-    def _best(
-        self,
-        candidates: npt.NDArray[np.int64],
-        values: npt.NDArray[np.float64],
-        top_k: int,
-        allowed: Collection[str] | None,
-    ) -> list[tuple[str, float]]:
-        """Top `top_k` of `candidates`, widening the look-ahead until enough allowed rows are seen."""
-        wanted = top_k if allowed is None else 4 * top_k
-        while True:
-            if wanted >= candidates.size:
-                chosen, chosen_values = candidates, values
-            else:
-                kth = np.partition(values, values.size - wanted)[values.size - wanted]
-                kept = values >= kth  # every row tied with the k-th comes along
-                chosen, chosen_values = candidates[kept], values[kept]
-            # Only live rows score above 0, so every chosen row has an id.
-            found = zip(self._ids.ids_at(chosen.tolist()), chosen_values.tolist(), strict=True)
-            pairs = [(doc_id, score) for doc_id, score in found if allowed is None or doc_id in allowed]
-            if len(pairs) >= top_k or chosen is candidates:
-                pairs.sort(key=lambda pair: (-pair[1], pair[0]))
-                return pairs[:top_k]
-            if allowed is not None and chosen.size > len(allowed):
-                # A selective filter: marking its rows costs less than walking further down the ranking.
-                kept = self._mask_of(allowed)[candidates]
-                candidates, values, allowed, wanted = candidates[kept], values[kept], None, top_k
-                continue
-            wanted *= 4
-
-    def scores_for(self, query: str, ids: Sequence[str]) -> npt.NDArray[np.float64]:
-        """BM25 score of each of `ids` for `query` (0 for unknown ids and documents without a query term)."""
-        scores = self._scores(query)
-        out = np.zeros(len(ids), dtype=np.float64)
-        if scores is None:
-            return out
-        rows = self.rows_of(ids)
-        known = rows >= 0
-        out[known] = scores[rows[known]]
-        return out
 
     # ----- persistence -------------------------------------------------------------------------------
 
@@ -422,7 +278,6 @@ class LexicalIndex:
         self._ids = PackedIds()
         self._ids.append(saved.ids)
         self._live = np.ones(len(self._ids), dtype=np.bool_)
-        self._lengths = saved.lengths.astype(np.int32)
+        self._lengths = _narrow_lengths(saved.lengths)
         self._total_length = int(self._lengths.sum())
-        segment = dataclasses.replace(saved.segment, tfs=narrow_tfs(saved.segment.tfs))
-        self._segments = split(segment)
+        self._segments = split(saved.segment)  # every array narrowed, as `add` builds them

@@ -73,7 +73,7 @@ def write(path: str | os.PathLike[str], saved: Saved) -> None:
     np.savez(
         buffer,
         terms=saved.segment.terms,
-        starts=saved.segment.starts,
+        starts=saved.segment.starts.astype(np.int64),  # memory holds them narrower (`narrow_starts`)
         rows=saved.segment.absolute_rows(),  # memory may hold them as narrower offsets
         tfs=saved.segment.tfs.astype(np.int32),  # memory may hold them narrower (`narrow_tfs`)
         lengths=saved.lengths.astype(np.int64),
@@ -155,30 +155,32 @@ def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
             arrays = {name: data[name] for name in data.files}
         ids = json.loads(_decode(arrays["ids"]))
         vocabulary = _decode(arrays["vocabulary"])
-        saved = Saved(
-            settings,
-            vocabulary.split("\n") if vocabulary else [],
-            ids,
-            arrays["lengths"],
-            Segment(0, len(ids), arrays["terms"], arrays["starts"], arrays["rows"], arrays["tfs"]),
-        )
+        terms = vocabulary.split("\n") if vocabulary else []
+        _check(folder, manifest, arrays, ids, terms)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise StoreError(f"cannot read the lexical index saved in {str(folder)!r}: {exc}") from exc
-    _check(folder, manifest, saved)
-    return saved
+    # Frequencies are packed only once the arrays are known to be consistent.
+    segment = Segment.of(0, len(ids), arrays["terms"], arrays["starts"], arrays["rows"], arrays["tfs"])
+    return Saved(settings, terms, ids, arrays["lengths"], segment)
 
 
-def _check(folder: Path, manifest: dict[str, Any], saved: Saved) -> None:
-    segment, count = saved.segment, len(saved.ids)
+def _check(
+    folder: Path, manifest: dict[str, Any], arrays: dict[str, Any], ids: list[str], terms: list[str]
+) -> None:
+    count = len(ids)
+    held, starts, rows, tfs, lengths = (
+        arrays[name] for name in ("terms", "starts", "rows", "tfs", "lengths")
+    )
     problems = [
-        count != manifest["documents"] or len(set(saved.ids)) != count,
-        len(saved.terms) != manifest["terms"] or segment.size != manifest["postings"],
-        saved.lengths.dtype != np.int64 or saved.lengths.shape != (count,),
-        segment.terms.dtype != np.int32 or segment.rows.dtype != np.int32 or segment.tfs.dtype != np.int32,
-        segment.starts.dtype != np.int64 or segment.starts.shape != (segment.terms.size + 1,),
-        segment.tfs.shape != segment.rows.shape or int(segment.starts[-1]) != segment.size,
-        bool(segment.size) and (int(segment.rows.max()) >= count or int(segment.rows.min()) < 0),
-        bool(segment.terms.size) and int(segment.terms.max()) >= len(saved.terms),
+        count != manifest["documents"] or len(set(ids)) != count,
+        len(terms) != manifest["terms"] or rows.shape != (manifest["postings"],),
+        lengths.dtype != np.int64 or lengths.shape != (count,),
+        held.dtype != np.int32 or rows.dtype != np.int32 or tfs.dtype != np.int32,
+        starts.dtype != np.int64 or starts.shape != (held.size + 1,),
+        tfs.shape != rows.shape or int(starts[-1]) != rows.size,
+        bool(rows.size) and (int(rows.max()) >= count or int(rows.min()) < 0),
+        bool(tfs.size) and int(tfs.min()) < 1,
+        bool(held.size) and int(held.max()) >= len(terms),
     ]
     if any(problems):
         raise StoreError(f"the lexical index saved in {str(folder)!r} is inconsistent: rebuild it")

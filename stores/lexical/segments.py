@@ -3,8 +3,9 @@
 A segment holds the postings of a contiguous range of rows: for each term present, the rows that contain
 it (ascending) and the term's frequency in each. Rows are kept as offsets from the segment's first row:
 two bytes each for a segment of at most `NARROW_SPAN` rows (the index keeps its segments that narrow,
-`split` cuts wider ones), four otherwise; frequencies take one byte unless a term repeats more than 255
-times in a document. Segments are never modified: an add builds a new one,
+`split` cuts wider ones), four otherwise; frequencies take half a byte
+(`stores.lexical.frequencies`), and each term's offset into the postings four bytes (eight only past
+2**32 postings). Segments are never modified: an add builds a new one,
 a delete only clears the row's bit in the index's live-row mask, and merging two neighbours writes a third
 without the postings of dead rows. Keeping segment sizes roughly geometric (see `LexicalIndex`) keeps
 their number logarithmic in the index size.
@@ -25,7 +26,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["NARROW_SPAN", "Segment", "build", "merge", "narrow_tfs", "postings", "postings_of", "split"]
+from stores.lexical.frequencies import PackedFrequencies, narrow_tfs
+
+__all__ = [
+    "NARROW_SPAN",
+    "Segment",
+    "build",
+    "merge",
+    "narrow_starts",
+    "narrow_tfs",
+    "postings",
+    "postings_of",
+    "split",
+]
 
 NARROW_SPAN = 1 << 16
 """A segment over at most this many rows keeps its row offsets as uint16."""
@@ -35,12 +48,15 @@ _EMPTY_TFS = np.zeros(0, dtype=np.uint8)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 
 
-def narrow_tfs(tfs: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
-    """`tfs` in the smallest unsigned type that holds them: a term rarely repeats 255 times in a chunk,
-    so postings cost 5 bytes instead of 8."""
-    top = int(tfs.max()) if tfs.size else 0
-    dtype = np.uint8 if top <= 0xFF else np.uint16 if top <= 0xFFFF else np.int32
-    return tfs if tfs.dtype == dtype else tfs.astype(dtype)
+def narrow_starts(starts: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
+    """Term offsets as uint32 (half the bytes of int64) unless the postings pass 2**32 - 1.
+
+    Example:
+        >>> narrow_starts(np.array([0, 3], np.int64)).dtype
+        dtype('uint32')
+    """
+    dtype = np.uint32 if not starts.size or int(starts[-1]) <= 0xFFFFFFFF else np.int64
+    return starts if starts.dtype == dtype else starts.astype(dtype)
 
 
 @dataclass(frozen=True)
@@ -50,9 +66,26 @@ class Segment:
     first_row: int
     end_row: int
     terms: npt.NDArray[np.int32]  # sorted, distinct
-    starts: npt.NDArray[np.int64]  # len(terms) + 1 offsets into rows and tfs
+    starts: npt.NDArray[np.integer[Any]]  # len(terms) + 1 offsets into rows and tfs (`narrow_starts`)
     rows: npt.NDArray[np.integer[Any]]  # row - first_row: uint16 within NARROW_SPAN rows, else int32
-    tfs: npt.NDArray[np.integer[Any]]  # the narrowest type that holds them (`narrow_tfs`)
+    frequencies: PackedFrequencies  # of each posting, half a byte each
+
+    @staticmethod
+    def of(
+        first_row: int,
+        end_row: int,
+        terms: npt.NDArray[np.int32],
+        starts: npt.NDArray[np.integer[Any]],
+        rows: npt.NDArray[np.integer[Any]],
+        tfs: npt.NDArray[np.integer[Any]],
+    ) -> Segment:
+        """A segment whose frequencies `tfs` (one per posting) are packed here."""
+        return Segment(first_row, end_row, terms, starts, rows, PackedFrequencies.pack(tfs))
+
+    @property
+    def tfs(self) -> npt.NDArray[np.integer[Any]]:
+        """The frequency of every posting, unpacked (in the narrowest type that holds them)."""
+        return self.frequencies.all()
 
     @property
     def size(self) -> int:
@@ -80,11 +113,11 @@ def _assemble(
 ) -> Segment:
     """A segment from postings sorted by term then row (rows absolute)."""
     if terms.size == 0:
-        return Segment(first_row, end_row, _EMPTY_I32, np.zeros(1, np.int64), _EMPTY_U16, _EMPTY_TFS)
+        return Segment.of(first_row, end_row, _EMPTY_I32, np.zeros(1, np.uint32), _EMPTY_U16, _EMPTY_TFS)
     term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
-    starts = np.append(term_starts, terms.size).astype(np.int64)
+    starts = narrow_starts(np.append(term_starts, terms.size))
     local = _local(rows, first_row, end_row)
-    return Segment(first_row, end_row, terms[term_starts].astype(np.int32), starts, local, narrow_tfs(tfs))
+    return Segment.of(first_row, end_row, terms[term_starts].astype(np.int32), starts, local, tfs)
 
 
 def _from_sorted_keys(keys: npt.NDArray[np.int64], span: int, first_row: int, end_row: int) -> Segment:
@@ -137,12 +170,23 @@ def merge(
     return _assemble(terms, rows, tfs, first_row, end_row)
 
 
+def _narrowed(segment: Segment) -> Segment:
+    """`segment` with every array in its narrowest type (a segment read from a save holds wide ones)."""
+    rows = segment.rows
+    if segment.end_row - segment.first_row <= NARROW_SPAN and rows.dtype != np.uint16:
+        rows = _local(segment.absolute_rows(), segment.first_row, segment.end_row)
+    starts = narrow_starts(segment.starts)
+    if rows is segment.rows and starts is segment.starts:
+        return segment
+    return Segment(segment.first_row, segment.end_row, segment.terms, starts, rows, segment.frequencies)
+
+
 def split(segment: Segment, span: int | None = None) -> list[Segment]:
     """`segment` cut into segments of at most `span` rows (default `NARROW_SPAN`; empty ones left
     out), so each keeps its rows narrow; rows stay ascending within each term."""
     span = NARROW_SPAN if span is None else span
     if segment.end_row - segment.first_row <= span:
-        return [segment] if segment.size else []
+        return [_narrowed(segment)] if segment.size else []
     terms = _expanded_terms(segment)
     chunk = (segment.rows // span).astype(np.int32)
     # A stable sort by chunk keeps each chunk's postings in (term, row) order.
@@ -150,7 +194,7 @@ def split(segment: Segment, span: int | None = None) -> list[Segment]:
     bounds = np.searchsorted(
         chunk[order], np.arange(1, (segment.end_row - segment.first_row - 1) // span + 1)
     )
-    rows = segment.absolute_rows()
+    rows, tfs = segment.absolute_rows(), segment.tfs
     out = []
     for number, (begin, end) in enumerate(
         zip(np.concatenate(([0], bounds)), np.append(bounds, segment.size), strict=True)
@@ -160,9 +204,7 @@ def split(segment: Segment, span: int | None = None) -> list[Segment]:
         picked = order[begin:end]
         first = segment.first_row + number * span
         out.append(
-            _assemble(
-                terms[picked], rows[picked], segment.tfs[picked], first, min(first + span, segment.end_row)
-            )
+            _assemble(terms[picked], rows[picked], tfs[picked], first, min(first + span, segment.end_row))
         )
     return out
 
@@ -192,7 +234,7 @@ def postings_of(
                 # The first segment's offsets are its rows already: no copy (nor numpy call) needed.
                 offsets = segment.rows[begin:end]
                 row_parts[i].append(segment.absolute_rows(begin, end) if segment.first_row else offsets)
-                tf_parts[i].append(segment.tfs[begin:end])
+                tf_parts[i].append(segment.frequencies.slice(begin, end))
     return [_joined(rows, tfs) for rows, tfs in zip(row_parts, tf_parts, strict=True)]
 
 

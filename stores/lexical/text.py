@@ -47,16 +47,24 @@ _CHUNK_BYTES = 1 << 23  # text analysed per ~8 MB, to bound temporary arrays and
 IntArray = npt.NDArray[np.int64]
 
 
-def _chunks(rows: list[int], texts: Sequence[str]) -> list[list[int]]:
-    chunks: list[list[int]] = []
-    size = _CHUNK_BYTES
-    for row in rows:
-        if size >= _CHUNK_BYTES:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(row)
-        size += len(texts[row]) + 1
-    return chunks
+def _chunks(rows: IntArray, sizes: IntArray) -> list[IntArray]:
+    """`rows` cut into runs of about `_CHUNK_BYTES` of text (`sizes`: each text's length plus one).
+
+    Rows stay numpy arrays: a Python int per row would be a small object made during a bulk add,
+    and such objects scatter over the allocator's arenas (see `stores.numpy.records`).
+    """
+    if not rows.size:
+        return []
+    before = np.cumsum(sizes[rows]) - sizes[rows]  # text ahead of each row in `rows`
+    return np.split(rows, np.flatnonzero(np.diff(before // _CHUNK_BYTES)) + 1)
+
+
+def _texts_of(texts: Sequence[str], rows: IntArray) -> list[str]:
+    """`texts[row]` for each of `rows`: a slice when they are consecutive (no Python int per row)."""
+    first, last = int(rows[0]), int(rows[-1])
+    if last - first + 1 == rows.size:
+        return list(texts[first : last + 1])
+    return [texts[row] for row in rows.tolist()]
 
 
 def _word_hashes(
@@ -218,17 +226,17 @@ class Vocabulary:
         through `rag.embeddings.tokenize.terms`. Both give the same terms (a test holds them equal).
         Texts are taken ~8 MB at a time, which bounds the temporary arrays and word lists.
         """
-        ascii_rows = [row for row, text in enumerate(texts) if text.isascii()]
-        other_rows = [row for row, text in enumerate(texts) if not text.isascii()]
+        plain = np.fromiter(map(str.isascii, texts), np.bool_, len(texts))
+        sizes = np.fromiter(map(len, texts), np.int64, len(texts)) + 1
         id_parts, owner_parts = [], []
-        for chunk in _chunks(ascii_rows, texts):
-            ids, owners = self._encode_ascii([texts[row] for row in chunk])
+        for chunk in _chunks(np.flatnonzero(plain), sizes):
+            ids, owners = self._encode_ascii(_texts_of(texts, chunk))
             id_parts.append(ids)
-            owner_parts.append(np.asarray(chunk, dtype=np.int64)[owners])
-        for chunk in _chunks(other_rows, texts):
-            ids, owners = self._encode_words([words(texts[row]) for row in chunk])
+            owner_parts.append(chunk[owners])
+        for chunk in _chunks(np.flatnonzero(~plain), sizes):
+            ids, owners = self._encode_words([words(text) for text in _texts_of(texts, chunk)])
             id_parts.append(ids)
-            owner_parts.append(np.asarray(chunk, dtype=np.int64)[owners])
+            owner_parts.append(chunk[owners])
         ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int32)
         owners = np.concatenate(owner_parts) if owner_parts else np.zeros(0, np.int64)
         kept = ids >= 0  # stopwords drop out, and out of the lengths
@@ -277,11 +285,7 @@ class Vocabulary:
         short_starts, short_lengths = starts[short], lengths[short]
 
         def spelt(at: IntArray) -> list[str]:
-            # Offsets as Python ints in one go: indexing numpy arrays one element at a time costs more
-            # than the rest of the work per new word.
-            begins = short_starts[at]
-            stops = begins + short_lengths[at]
-            return [joined[b:e] for b, e in zip(begins.tolist(), stops.tolist(), strict=True)]
+            return _spelt(data, short_starts[at], short_lengths[at])
 
         ids[short] = self._resolve(_word_hashes(data, short_starts, short_lengths), spelt, by_first_use=False)
         for position in np.flatnonzero(~short).tolist():  # rare: very long tokens (URLs, blobs)
@@ -303,6 +307,19 @@ class Vocabulary:
 
 
 Positions = npt.NDArray[np.intp]
+
+
+def _spelt(data: npt.NDArray[np.uint8], starts: Positions, lengths: Positions) -> list[str]:
+    """The ASCII words `data[start:start + length]`, gathered with a newline after each and split once:
+    no Python int per word (see `_chunks`), and one numpy pass where slicing took one step a word."""
+    if not starts.size:
+        return []
+    sizes = lengths + 1
+    offsets = np.cumsum(sizes) - sizes
+    at = np.repeat(starts - offsets, sizes) + np.arange(int(offsets[-1] + sizes[-1]))
+    gathered = data[np.minimum(at, data.size - 1)]  # a word may end the data: its newline lies past it
+    gathered[offsets + lengths] = ord("\n")  # words are runs of [a-z0-9]: never a newline
+    return gathered.tobytes().decode("ascii").split("\n")[:-1]
 
 
 def _compound_names(

@@ -80,7 +80,7 @@ class NumpyCandidates:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         [found] = scan(self._matrix, self._query[None, :], depth, threshold, self._rows)
         rows, scores = rank_rows(self._matrix, found, self._query, depth, self._row_map, threshold)
-        return self._row_map.index_rows()[rows].astype(np.int64), scores
+        return self._row_map.index_rows_of(rows), scores
 
     def vector_order(self, depth: int) -> IntArray:
         """The keys of `vector_keys(depth, 0.0)`, in its order, without the cosines (`order_rows`)."""
@@ -88,7 +88,7 @@ class NumpyCandidates:
             return np.zeros(0, np.int64)
         found, approximate = scan_scored(self._matrix, self._query, depth, 0.0, self._rows)
         rows = order_rows(self._matrix, found, approximate, self._query, depth, self._row_map)
-        return self._row_map.index_rows()[rows].astype(np.int64)
+        return self._row_map.index_rows_of(rows)
 
     def lexical_keys(self, depth: int) -> Keyed:
         """`lexical` as index rows and BM25 scores."""
@@ -103,7 +103,7 @@ class NumpyCandidates:
             return None
         if self._mask is None:
             self._mask = np.zeros(self._lexical.row_count, dtype=np.bool_)
-            self._mask[self._row_map.index_rows()[self._rows]] = True
+            self._mask[self._row_map.index_rows_of(self._rows)] = True
         return self._mask
 
     def _store_rows(self, ids: Sequence[str]) -> IntArray:

@@ -218,12 +218,18 @@ class PackedRecords:
 
     def write(self, rows: IntArray, records: Sequence[Record]) -> None:
         """Store `records[i]` at `rows[i]`: existing rows are replaced, rows up to `len(self)` appended."""
+        self.write_parts(rows, [text for text, _ in records], [metadata for _, metadata in records])
+
+    def write_parts(
+        self, rows: IntArray, texts: Sequence[str], metadatas: Sequence[dict[str, MetadataValue]]
+    ) -> None:
+        """`write` with the texts and the metadata apart: a store's batch, without a tuple per record."""
         if not len(rows):
             return
         blobs, length_parts = [], []
-        for begin in range(0, len(records), _ENCODE_BATCH):
-            encode = self._keys.encode
-            encoded = [encode(text, metadata) for text, metadata in records[begin : begin + _ENCODE_BATCH]]
+        for begin in range(0, len(texts), _ENCODE_BATCH):
+            encode, end = self._keys.encode, begin + _ENCODE_BATCH
+            encoded = list(map(encode, texts[begin:end], metadatas[begin:end]))
             length_parts.append(np.fromiter(map(len, encoded), np.int64, count=len(encoded)))
             blobs.append(b"".join(encoded))
         lengths = np.concatenate(length_parts)

@@ -5,7 +5,10 @@ The store and its `LexicalIndex` index the same documents, and the index already
 row of each store row (also what a filtered hybrid search needs to mask the index) and the store row of
 each index row. The two numberings differ (the store fills the holes a delete leaves with its last
 rows; the index appends and, now and then, renumbers everything), so the arrays are patched after each
-write, and remapped through `LexicalIndex.last_renumbering` when the index renumbered.
+write, and remapped through `LexicalIndex.last_renumbering` when the index renumbered. Until the
+numberings first differ (a store filled by adds of new ids only, the common case of an ingest, and
+any store loaded from a save of one), store row i is index row i: the map then holds no array at
+all, saving 8 bytes a document, and materialises both arrays at the first write that breaks it.
 
 Example:
     >>> import numpy as np
@@ -16,6 +19,8 @@ Example:
     >>> rows.link(np.array([1, 0]), ["a", "b"])
     >>> rows.rows_of(["b", "x", "a"]).tolist(), rows[0], rows.all_ids()
     ([0, -1, 1], 'b', ['b', 'a'])
+    >>> rows.identity
+    False
 """
 
 from __future__ import annotations
@@ -47,16 +52,26 @@ class RowMap:
         # int32: 4 bytes a document each, and no store holds 2**31 documents in one process.
         self._index_row = np.zeros(0, np.int32)  # store row -> index row
         self._store_row = np.zeros(0, np.int32)  # index row -> store row (stale for dead index rows)
+        self._identity = True  # store row i is index row i: the two arrays above are not kept
         self._renumberings = lexical.renumberings
         self._size = 0
 
-    def index_rows(self) -> npt.NDArray[np.int32]:
-        """The index row of each store row (a view, valid until the next write)."""
-        return self._index_row[: self._size]
+    @property
+    def identity(self) -> bool:
+        """Whether store row i is index row i for every row (no arrays are held then)."""
+        return self._identity
+
+    def index_rows_of(self, rows: IntArray) -> IntArray:
+        """The index row of each of the store `rows`."""
+        if self._identity:
+            return rows.astype(np.int64)
+        return self._index_row[rows].astype(np.int64)
 
     def rows_of(self, ids: Sequence[str]) -> IntArray:
         """The store row of each id, -1 where the store does not hold it."""
         found = self._lexical.rows_of(ids)
+        if self._identity:
+            return found  # the index's own rows, -1 for unknown ids
         known = found >= 0
         out = np.full(len(found), -1, np.int64)
         out[known] = self._store_row[found[known]]
@@ -64,30 +79,61 @@ class RowMap:
 
     def store_rows(self, index_rows: IntArray) -> IntArray:
         """The store row of each live index row."""
+        if self._identity:
+            return index_rows.astype(np.int64)
         return self._store_row[index_rows].astype(np.int64)
 
     def __getitem__(self, row: int) -> str:
-        return self._lexical.id_at(int(self._index_row[row]))
+        return self._lexical.id_at(row if self._identity else int(self._index_row[row]))
 
     def ids_of(self, rows: Iterable[int]) -> list[str]:
         """The id of each store row."""
-        return self._lexical.ids_at(self._index_row[np.fromiter(rows, np.int64)].tolist())
+        return self._lexical.ids_at(self.index_rows_of(np.fromiter(rows, np.int64)).tolist())
 
     def all_ids(self) -> list[str]:
         """The id of every store row, in row order."""
+        if self._identity:
+            return self._lexical.ids_at(range(self._size))
         return self._lexical.ids_at(self._index_row[: self._size].tolist())
 
     def link(self, rows: IntArray, ids: Sequence[str]) -> None:
         """Record that `ids`, just added to the index, live at store `rows` (call `sync` first)."""
+        if not len(rows):
+            return
+        size = max(self._size, int(rows.max()) + 1)
+        if self._identity and self._appended(rows, size):
+            self._size = size  # the index appended the same ids in the same order: still the identity
+            return
+        self._materialise()
         index_rows = self._lexical.rows_of(ids)
-        self._size = max(self._size, int(rows.max()) + 1 if len(rows) else 0)
+        self._size = size
         self._index_row = _grown(self._index_row, self._size)
         self._store_row = _grown(self._store_row, self._lexical.row_count)
         self._index_row[rows] = index_rows
         self._store_row[index_rows] = rows
 
+    def _appended(self, rows: IntArray, size: int) -> bool:
+        """Whether `rows` are the next store rows in order and the index's newest rows are the same."""
+        count = len(rows)
+        return (
+            size == self._size + count
+            and self._lexical.row_count == size
+            and bool(np.array_equal(rows, np.arange(self._size, size)))
+        )
+
+    def _materialise(self) -> None:
+        """Hold both arrays from now on (the numberings are about to differ)."""
+        if self._identity:
+            self._index_row = np.arange(self._size, dtype=np.int32)
+            self._store_row = np.arange(self._size, dtype=np.int32)
+            self._identity = False
+
     def move(self, holes: IntArray, tails: IntArray, new_size: int) -> None:
         """The store moved row `tails[i]` into `holes[i]` and shrank to `new_size` rows."""
+        if self._identity and not len(holes):
+            self._size = new_size  # only the last rows went: the rest keep their numbers
+            return
+        self._materialise()
         moved = self._index_row[tails]
         self._index_row[holes] = moved
         self._store_row[moved] = holes
@@ -105,6 +151,7 @@ class RowMap:
         if self._lexical.renumberings != self._renumberings + 1 or new_row is None:
             raise StoreError("the lexical index was renumbered twice between writes: rebuild the store")
         self._renumberings += 1
+        self._materialise()
         index_rows = self._index_row[: self._size]
         index_rows[:] = new_row[index_rows]
         self._store_row = np.full(max(self._lexical.row_count, 1), -1, np.int32)
@@ -115,7 +162,14 @@ class RowMap:
         """Rebuild both arrays from the store's ids in row order (after a load)."""
         self._renumberings = self._lexical.renumberings
         self._size = len(ids)
-        self._index_row = self._lexical.rows_of(ids).astype(np.int32)
+        index_rows = self._lexical.rows_of(ids)
+        self._identity = self._lexical.row_count == len(ids) and bool(
+            np.array_equal(index_rows, np.arange(len(ids)))
+        )
+        if self._identity:
+            self._index_row, self._store_row = np.zeros(0, np.int32), np.zeros(0, np.int32)
+            return
+        self._index_row = index_rows.astype(np.int32)
         self._store_row = np.full(self._lexical.row_count, -1, np.int32)
         self._store_row[self._index_row] = np.arange(len(ids), dtype=np.int32)
 

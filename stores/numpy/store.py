@@ -3,15 +3,17 @@
 Vectors live in one C-contiguous float32 matrix holding only live rows (a delete moves the last rows
 into the holes), grown geometrically. Metadata is mirrored in numpy columns (`stores.numpy.columns`) so
 a filter is a boolean mask computed without a Python loop per document; a filtered search then scores
-only the selected rows. Search itself is in `stores.numpy.search`; saving in `stores.numpy.persist`.
+only the selected rows. Searches are in `stores.numpy.querying` (over the kernels of
+`stores.numpy.search`); saving in `stores.numpy.persist`.
 A BM25 index (`stores.lexical`) over the same texts is written by the same `add` and `delete` calls
 and saved in the same atomic save; lexical and hybrid modes and MMR go through `stores.ranking`.
 
 Memory: beside the vectors the store holds no Python object per document. Texts and metadata are
 packed records (`stores.numpy.records`); ids live once, packed, in the BM25 index, whose id map the
-store reads through `stores.numpy.rowmap`. For 100k chunks of ~40 words that is about 1.36x the raw
-float32 bytes in all (resident), of which vectors and texts alone are 1.21x
-(`benchmarks/numpy_speed.py`; docs/exactness.md has the breakdown).
+store reads through `stores.numpy.rowmap` (which holds no array while both number rows alike). For
+100k chunks of ~40 words that is about 1.33x the raw float32 bytes in all (resident; 1.30x by
+tracemalloc), of which vectors and texts alone are 1.21x (`benchmarks/numpy_speed.py`;
+docs/exactness.md has the breakdown).
 
 Threads: one `stores.locking.ReadWriteLock` guards the matrix, the records, the row map and the BM25
 index together. Searches, `get` and `count` hold it for reading (they run together), `add` and
@@ -31,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 import stores.numpy.persist as numpy_persist
-from rag.documents import Document, MetadataValue, SearchRequest
+from rag.documents import Document, MetadataValue
 from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
@@ -42,11 +44,9 @@ from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.embed import document_vectors, embed_queries
-from stores.numpy.hybrid import NumpyCandidates
+from stores.numpy.querying import StoreSearch
 from stores.numpy.records import PackedRecords
 from stores.numpy.rowmap import RowMap
-from stores.numpy.search import rank_candidates, scan
-from stores.ranking import needs_ranking, rank, rank_keys
 
 __all__ = ["NumpyVectorStore"]
 
@@ -61,7 +61,7 @@ def _object_array(values: Sequence[Any]) -> npt.NDArray[np.object_]:
     return array
 
 
-class NumpyVectorStore(GetMixin, AsyncStoreMixin):
+class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
     """A vector store in process memory: exact search, upsert by id, filters, atomic save to a folder.
 
     Safe to share between threads: searches run side by side, each write runs alone, and every call
@@ -179,7 +179,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         self._columns.clear(replaced, [self._records.metadata(row) for row in replaced.tolist()])
         self._size += fresh
         self._matrix[rows] = vectors
-        self._records.write(rows, list(zip(texts, metadatas, strict=True)))
+        self._records.write_parts(rows, texts, metadatas)  # no tuple per record: see records.py
         self._columns.write(rows, metadatas)
         self._id_order = None
         self._rows.sync()  # the index may have renumbered its rows
@@ -280,87 +280,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         with self._lock.read():
             return self._size if tree is None else int(np.count_nonzero(self._mask(tree)))
 
-    def similarity_search(self, request: SearchRequest | str) -> list[Document]:
-        """The best `top_k` documents for the request's query, best first, with `score` set."""
-        return self.similarity_search_batch([request])[0]
-
-    def similarity_search_batch(self, requests: Sequence[SearchRequest | str]) -> list[list[Document]]:
-        """`similarity_search` for many requests, embedding the queries together and scoring in bulk."""
-        checked = [SearchRequest(r) if isinstance(r, str) else r for r in requests]
-        for request in checked:
-            if not isinstance(request, SearchRequest):
-                raise InvalidRequestError(f"expected a SearchRequest or a query string, got {request!r}")
-        results: list[list[Document]] = [[] for _ in checked]
-        active = [i for i, r in enumerate(checked) if r.top_k > 0 and self._size > 0]
-        if not active:
-            return results
-        texts = [checked[i].query for i in active]
-        queries = np.concatenate(
-            [self._embed(texts[s : s + self._batch_size]) for s in range(0, len(texts), self._batch_size)]
-        )
-        # Requests that share a filter share its mask and one scan of the selected rows.
-        groups: dict[Filter | None, list[int]] = {}
-        for position, index in enumerate(active):
-            groups.setdefault(checked[index].filter, []).append(position)
-        with self._lock.read():  # queries were embedded outside: writers wait only for the scans
-            self._search_groups(groups, checked, active, queries, results)
-        return results
-
-    def _search_groups(
-        self,
-        groups: dict[Filter | None, list[int]],
-        checked: list[SearchRequest],
-        active: list[int],
-        queries: npt.NDArray[np.float32],
-        results: list[list[Document]],
-    ) -> None:
-        if not self._size:
-            return  # emptied by a delete since the queries were embedded
-        for tree, positions in groups.items():
-            found = self._search_group(tree, [checked[active[p]] for p in positions], queries[positions])
-            for position, documents in zip(positions, found, strict=True):
-                results[active[position]] = documents
-
-    def _search_group(
-        self, tree: Filter | None, requests: list[SearchRequest], queries: npt.NDArray[np.float32]
-    ) -> list[list[Document]]:
-        rows = None if tree is None else np.flatnonzero(self._mask(tree))
-        if rows is not None and len(rows) == 0:
-            return [[] for _ in requests]
-        if rows is not None and len(rows) == self._size:
-            rows = None  # a filter that keeps everything scans like no filter
-        results: list[list[Document]] = [[] for _ in requests]
-        plain = [i for i, request in enumerate(requests) if not needs_ranking(request)]
-        if plain:
-            top_k = max(requests[i].top_k for i in plain)
-            threshold = min(requests[i].similarity_threshold for i in plain)
-            found = scan(self._matrix[: self._size], queries[plain], top_k, threshold, rows)
-            for i, candidates in zip(plain, found, strict=True):
-                request = requests[i]
-                threshold = request.similarity_threshold
-                ranked = rank_candidates(
-                    self._matrix, candidates, queries[i], request.top_k, self._rows, threshold
-                )
-                results[i] = self._documents([row for row, _ in ranked], [score for _, score in ranked])
-        for i, request in enumerate(requests):
-            if needs_ranking(request):
-                results[i] = self._ranked(request, queries[i], rows)
-        return results
-
-    def _ranked(
-        self, request: SearchRequest, query: npt.NDArray[np.float32], rows: IntArray | None
-    ) -> list[Document]:
-        """A lexical, hybrid or diversified search (`stores.ranking.rank`) over `rows` (None: all)."""
-        source = NumpyCandidates(
-            self._matrix[: self._size], query, request.query, rows, self._rows, self._lexical
-        )
-        page = rank_keys(request, source)  # hybrid: index rows fused, only the page's ids decoded
-        if page is not None:
-            return self._documents(self._rows.store_rows(page.keys).tolist(), page.scores, ids=page.ids)
-        hits = rank(request, source)
-        found = self._rows.rows_of([doc_id for doc_id, _ in hits]).tolist()
-        return self._documents(found, [score for _, score in hits])
-
     # -- persistence -----------------------------------------------------------------------------
 
     def save(self, path: PathLike | None = None, *, overwrite: bool = False) -> Path:
@@ -419,7 +338,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         self._size = count
         every_row = np.arange(count, dtype=np.int64)
         self._records = PackedRecords()
-        self._records.write(every_row, list(zip(snapshot.texts, snapshot.metadatas, strict=True)))
+        self._records.write_parts(every_row, snapshot.texts, snapshot.metadatas)
         # Columns saved with the folder load as they are; an older or damaged save encodes them again.
         columns = snapshot.columns
         if columns is None:
