@@ -184,7 +184,7 @@ def _rrf_terms(rrf_k: int, length: int, weight: float) -> npt.NDArray[np.float64
     Cached (read-only): a store serves the same few (rrf_k, depth, weight) triples again and again.
     """
     terms: npt.NDArray[np.float64] = weight / (rrf_k + np.arange(1, length + 1))
-    terms.flags.writeable = False
+    terms.setflags(write=False)
     return terms
 
 
