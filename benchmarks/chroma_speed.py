@@ -72,7 +72,8 @@ class Lookup:
 
 
 def unit(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    units: npt.NDArray[np.float32] = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    return units
 
 
 def corpus(count: int, seed: int = 0) -> npt.NDArray[np.float32]:
