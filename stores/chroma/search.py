@@ -105,7 +105,7 @@ def query_vector(model: EmbeddingModel, text: str) -> npt.NDArray[np.float32]:
         and vectors.shape == (1, dimensions)
         and vectors.flags.writeable
     ):
-        row = vectors[0]
+        row: npt.NDArray[np.float32] = vectors[0]
         square = float(np.add.reduce(row * row))
         if math.isfinite(square):
             if square > 0:
@@ -118,4 +118,5 @@ def query_vector(model: EmbeddingModel, text: str) -> npt.NDArray[np.float32]:
         raise EmbeddingError(
             f"embedding model {model.name!r} returned shape {shape!r} for 1 texts, expected (1, {dimensions})"
         )
-    return normalize_rows(vectors, model=model.name)[0]
+    unit: npt.NDArray[np.float32] = normalize_rows(vectors, model=model.name)[0]
+    return unit

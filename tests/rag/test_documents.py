@@ -129,7 +129,7 @@ class _Text(str):
 
 
 def test_search_request_values_keep_their_checks_and_conversions() -> None:
-    request = SearchRequest("q", 3, 1, mode=_Text("hybrid"), vector_weight=0, diversity=1, exact=False)
+    request = SearchRequest("q", 3, 1, mode=_Text("hybrid"), vector_weight=0, diversity=1, exact=False)  # type: ignore[arg-type]
     assert request.similarity_threshold == 1.0 and type(request.similarity_threshold) is float
     assert type(request.vector_weight) is float and type(request.diversity) is float
     assert type(request.mode) is str and request.mode == "hybrid"
@@ -153,4 +153,4 @@ def test_search_request_values_keep_their_checks_and_conversions() -> None:
     ]
     for kwargs, message in refused:
         with pytest.raises(RagError, match=message):
-            SearchRequest("q", **kwargs)  # type: ignore[arg-type]
+            SearchRequest("q", **kwargs)
