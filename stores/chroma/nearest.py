@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import repeat
 from typing import Any
 
@@ -294,13 +295,29 @@ class Nearest:
         """Every record matching `where`, ids and embeddings, `batch_size` at a time."""
         offset = 0
         while True:
-            with self.conn.errors(f"read from the collection {self.name!r}"):
-                result = self.collection.get(
-                    where=where, limit=self.batch_size, offset=offset, include=fields
-                )
-            page = rows_from_get(result)
+            page = self._page(where, fields, offset)
             if page:
                 yield page
             if len(page) < self.batch_size:
                 return
             offset += self.batch_size
+
+    def _page(self, where: Where | None, fields: list[str], offset: int) -> list[Row]:
+        """One page of `pages`, read a second time if Chroma fails the first.
+
+        Another store or process deleting records while Chroma (1.5.9) reads a page makes it fail
+        with "Internal error: Error finding id" (seen over HTTP while the exact copy was being built
+        for a filtered search): a search must not fail because of a concurrent delete. Connection
+        errors are not retried.
+        """
+        action = f"read from the collection {self.name!r}"
+        read = partial(self.collection.get, where=where, limit=self.batch_size, offset=offset, include=fields)
+        try:
+            with self.conn.errors(action):
+                return rows_from_get(read())
+        except StoreConnectionError:
+            raise
+        except StoreError:
+            pass  # the second read below raises if Chroma still fails
+        with self.conn.errors(action):
+            return rows_from_get(read())

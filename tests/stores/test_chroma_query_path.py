@@ -204,3 +204,79 @@ def test_a_failed_query_names_the_collection(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="cannot query the collection 'gone' in Chroma at ") as caught:
         chroma.similarity_search(SearchRequest("q0", top_k=3))
     assert "does not exist" in str(caught.value) and caught.value.__cause__ is not None
+
+
+class _FailingReads:
+    """A real chromadb collection whose first `failures` reads (`get`) raise what Chroma 1.5.9 raised
+    when another process deleted records during a paged read (the race itself is timing-dependent:
+    9 of 1,800 searches failed in a 40 s run against a server with a deleting second process)."""
+
+    def __init__(self, collection: Any, failures: int, error: Exception | None = None) -> None:
+        self.collection = collection
+        self.failures = failures
+        self.error = error
+        self.reads = 0
+
+    def get(self, **options: Any) -> Any:
+        from chromadb.errors import InternalError
+
+        self.reads += 1
+        if self.reads <= self.failures:
+            raise self.error or InternalError("Error executing plan: Internal error: Error finding id")
+        return self.collection.get(**options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.collection, name)
+
+
+def _exact_ids(store: ChromaVectorStore, name: str) -> list[str]:
+    return [d.id for d in store.similarity_search(SearchRequest(name, top_k=5, exact=True))]
+
+
+def test_a_page_read_failing_once_is_read_again(tmp_path: Path) -> None:
+    model, docs = _corpus()
+    with ChromaVectorStore(
+        model, collection="pages", path=tmp_path, ef_search=10, exact_copy=False
+    ) as chroma:  # type: ignore[arg-type]
+        chroma.add(docs)
+        expected = _exact_ids(chroma, "q2")  # an exact scan reads every vector, page by page
+        spy = _FailingReads(chroma._nearest.collection, failures=1)
+        chroma._nearest.collection = spy
+        assert _exact_ids(chroma, "q2") == expected
+        assert spy.reads >= 2
+
+
+def test_a_page_read_failing_twice_names_the_collection(tmp_path: Path) -> None:
+    model, docs = _corpus()
+    with ChromaVectorStore(
+        model, collection="pages", path=tmp_path, ef_search=10, exact_copy=False
+    ) as chroma:  # type: ignore[arg-type]
+        chroma.add(docs)
+        chroma.similarity_search(SearchRequest("q2", top_k=5))  # the collection's size is known now
+        spy = _FailingReads(chroma._nearest.collection, failures=2)
+        chroma._nearest.collection = spy
+        with pytest.raises(
+            StoreError, match=r"cannot read from the collection 'pages' in Chroma at .*Error finding id"
+        ):
+            _exact_ids(chroma, "q2")
+        assert spy.reads == 2
+
+
+def test_a_lost_server_is_not_read_twice(chroma_server: str) -> None:
+    import httpx
+
+    from rag.errors import StoreConnectionError
+
+    model, docs = _corpus()
+    with ChromaVectorStore(
+        model, collection="pages-lost", url=chroma_server, ef_search=10, exact_copy=False
+    ) as chroma:  # type: ignore[arg-type]
+        chroma.add(docs)
+        chroma.similarity_search(SearchRequest("q2", top_k=5))
+        spy = _FailingReads(chroma._nearest.collection, failures=5, error=httpx.ConnectError("refused"))
+        chroma._nearest.collection = spy
+        with pytest.raises(StoreConnectionError):
+            _exact_ids(chroma, "q2")
+        assert spy.reads == 1
+        chroma._nearest.collection = spy.collection
+        chroma.delete(filter="n >= 0")
