@@ -23,7 +23,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.filters import Filter
 from stores.chroma.client import Connection, background
-from stores.chroma.filters import ChromaFilter, Where, compile_filter
+from stores.chroma.filters import ChromaFilter, Where
 from stores.chroma.hybrid import ChromaCandidates, RowsLost
 from stores.chroma.lexical import STATE_KEY, ChromaLexical, CollectionAccess, one_state_read
 from stores.chroma.mirror import Mirror, Snapshot, read_snapshot
@@ -37,7 +37,6 @@ from stores.ranking import needs_ranking, rank
 __all__ = ["Answering"]
 
 _COPY_FIELDS = ["embeddings", "metadatas", "documents"]
-_UNFILTERED = compile_filter(None)
 _ATTEMPTS = 3  # rankings of one request while documents it ranked keep being deleted
 
 
@@ -102,7 +101,7 @@ class Answering:
             if req.filter is None and not req.exact and not needs_ranking(req):
                 # What `_search` does for a plain vector search, without its steps that do nothing
                 # here (no filter, no copy, no index; so no collection metadata read either).
-                return self._found(self._nearest.rows(query, _UNFILTERED, req))
+                return self._found(self._nearest.unfiltered(query, req))
             with one_state_read():
                 return self._search(req, query)
 

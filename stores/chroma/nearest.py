@@ -34,7 +34,7 @@ from rag.errors import StoreConnectionError, StoreError
 from rag.filters import holds
 from stores.chroma.client import Connection
 from stores.chroma.columns import Selection
-from stores.chroma.filters import ChromaFilter, Where
+from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.records import decode_metadata
 from stores.chroma.search import Row, merge, rows_from_get, rows_from_query, scores
 from stores.numpy.search import SCORE_DECIMALS
@@ -42,6 +42,7 @@ from stores.numpy.search import SCORE_DECIMALS
 __all__ = ["Nearest", "ranked"]
 
 _row = tuple.__new__  # a `Row` without its Python `__new__`
+_NO_FILTER = compile_filter(None)
 _ROW_FIELDS = ["embeddings", "metadatas", "documents"]
 _TEXT_FIELDS = ["metadatas", "documents"]
 # One query restricted to 19k ids costs 7.6 ms at 20k records, three of ~6k ids 16 ms; 95k ids in one
@@ -161,6 +162,13 @@ class Nearest:
             # columns were checked (or raw chromadb calls did). Rebuilt columns decide again, once.
             self.forget()
             return self._rows(query, compiled, req, light)
+
+    def unfiltered(self, query: npt.NDArray[np.float32], req: SearchRequest) -> list[tuple[Row, float]]:
+        """`rows` of an approximate request without a filter, whose texts and metadata are kept: on a
+        large collection straight to the one HNSW query every such search makes."""
+        if self.large:
+            return self._hnsw(query, req, None, None, False)
+        return self.rows(query, _NO_FILTER, req)
 
     def _rows(
         self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest, light: bool

@@ -62,6 +62,15 @@ def test_the_query_vector_is_bit_for_bit_what_the_numpy_store_computes(dimension
             fast, reference = _both(model, answer)
             assert fast.dtype == np.float32 and fast.shape == (dimensions,)
             assert fast.tobytes() == reference.tobytes()
+    # Unit rows as models return them (normalised in float64 or in float32): mostly norm 1 exactly.
+    for _ in range(200):
+        raw = rng.standard_normal((1, dimensions))
+        for unit in (
+            raw / np.linalg.norm(raw),
+            raw.astype(np.float32) / np.linalg.norm(raw.astype(np.float32)),
+        ):
+            fast, reference = _both(model, unit.astype(np.float32))
+            assert fast.tobytes() == reference.tobytes()
 
 
 def test_unusual_answers_take_the_general_path_with_the_same_result() -> None:
