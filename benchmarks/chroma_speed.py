@@ -3,8 +3,7 @@
 For each size (random unit vectors, d=384, metadata `bucket` = row % 100), one embedded collection is
 read by the store and by a raw `chromadb` client on the same folder; every figure is a median over
 queries timed in alternation (store, raw; raw, store; ...), so machine load and warm caches favour
-neither, and each ratio
-the median of the ratios within pairs (see `paired`):
+neither, and each ratio the median of the ratios within pairs (see `paired`):
 
 - unfiltered top-10: store vs raw `query` returning the same fields (documents, metadatas, distances);
 - a 10% filter (`bucket < 10`): store (`exact_copy=False`, so Chroma evaluates the `where`) vs raw
