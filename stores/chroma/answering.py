@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import Document, SearchRequest
+from rag.embeddings.base import EmbeddingModel
 from rag.filters import Filter
 from stores.chroma.client import Connection, background
 from stores.chroma.filters import ChromaFilter, Where
@@ -35,7 +36,7 @@ from stores.chroma.mirror import Mirror, Snapshot, read_snapshot
 from stores.chroma.mirror_files import load
 from stores.chroma.nearest import Nearest
 from stores.chroma.records import decode_fields, decode_metadata, decode_text
-from stores.chroma.search import Row
+from stores.chroma.search import Row, query_vector
 from stores.locking import ReadWriteLock
 from stores.ranking import needs_ranking, rank
 
@@ -48,6 +49,7 @@ _ATTEMPTS = 3  # rankings of one request while documents it ranked keep being de
 class Answering:
     """`similarity_search` for `ChromaVectorStore` (see the module docstring)."""
 
+    _embedding: EmbeddingModel
     _lock: ReadWriteLock
     _conn: Connection
     _access: CollectionAccess
@@ -58,9 +60,6 @@ class Answering:
     _copy_root: Path | None
     _local: bool
     _shared: bool
-
-    def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        raise NotImplementedError
 
     def _compile(self, filter: str | Filter | None) -> ChromaFilter:
         raise NotImplementedError
@@ -81,6 +80,19 @@ class Answering:
         # Checked when written and decoded fresh (`decode_fields`): the checks would only cost time.
         return Document._trusted(row.id, fields[0], fields[1], score, embedding)
 
+    @classmethod
+    def _found(cls, hits: list[tuple[Row, float]]) -> list[Document]:
+        """`_document` of each hit (rows without embeddings), in one loop: every search ends here."""
+        trusted = Document._trusted
+        found: list[Document] = []
+        for row, score in hits:
+            fields = decode_fields(row.document, row.record)
+            if fields is None:
+                found.append(cls._document(row, False, score))
+            else:
+                found.append(trusted(row.id, fields[0], fields[1], score))
+        return found
+
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request's query, with `score` set (ties by id).
 
@@ -89,10 +101,15 @@ class Answering:
         req = request if isinstance(request, SearchRequest) else SearchRequest(request)
         if req.top_k == 0:
             return []
-        query = self._embed([req.query])[0]
+        query = query_vector(self._embedding, req.query)
         # The query was embedded outside: writers wait only for the search.
-        with self._lock.read(), one_state_read():
-            return self._search(req, query)
+        with self._lock.read():
+            if req.filter is None and not req.exact and not needs_ranking(req):
+                # What `_search` does for a plain vector search, without its steps that do nothing
+                # here (no filter, no copy, no index; so no collection metadata read either).
+                return self._found(self._nearest.unfiltered(query, req))
+            with one_state_read():
+                return self._search(req, query)
 
     def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:
         compiled = self._compile(req.filter)
@@ -105,7 +122,7 @@ class Answering:
                 return [copy.document(row, score) for row, score in found]
             with self._renting(compiled):
                 hits = self._nearest.rows(query, compiled, req)
-            return [self._document(row, False, score) for row, score in hits]
+            return self._found(hits)
         return self._ranked(req, query, compiled, copy)
 
     def _ranked(

@@ -20,8 +20,10 @@ The contract (docs/exactness.md):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -32,13 +34,15 @@ from rag.errors import StoreConnectionError, StoreError
 from rag.filters import holds
 from stores.chroma.client import Connection
 from stores.chroma.columns import Selection
-from stores.chroma.filters import ChromaFilter, Where
+from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.records import decode_metadata
 from stores.chroma.search import Row, merge, rows_from_get, rows_from_query, scores
 from stores.numpy.search import SCORE_DECIMALS
 
 __all__ = ["Nearest", "ranked"]
 
+_row = tuple.__new__  # a `Row` without its Python `__new__`
+_NO_FILTER = compile_filter(None)
 _ROW_FIELDS = ["embeddings", "metadatas", "documents"]
 _TEXT_FIELDS = ["metadatas", "documents"]
 # One query restricted to 19k ids costs 7.6 ms at 20k records, three of ~6k ids 16 ms; 95k ids in one
@@ -59,6 +63,36 @@ def ranked(rows: Sequence[Row], values: Sequence[float], req: SearchRequest) -> 
     """The best `req.top_k` of `rows` scored `values` that pass the threshold, best first, ties by id."""
     hits = [(row, value) for row, value in zip(rows, values, strict=True) if req.accepts(value)]
     hits.sort(key=lambda hit: (-hit[1], hit[0].id))
+    return hits[: req.top_k]
+
+
+def _best_first(hit: tuple[Row, float]) -> tuple[float, str]:
+    return -hit[1], hit[0].id
+
+
+def _answer(result: Mapping[str, Any], req: SearchRequest) -> list[tuple[Row, float]]:
+    """`ranked` over the rows of a one-query Chroma answer, scored by `_score_of`, in one pass.
+
+    Every search that reaches HNSW comes here with Chroma's caches still warm and ours cold, so the
+    work per hit is one loop, not three (`rows_from_query`, the scores, `ranked`).
+    """
+    threshold = req.similarity_threshold
+    documents, records = result.get("documents"), result.get("metadatas")
+    hits: list[tuple[Row, float]] = []
+    previous, ordered = math.inf, True  # Chroma lists hits nearest first: no sort unless scores tie
+    for doc_id, document, record, distance in zip(  # noqa: B905  # the columns may repeat forever
+        result["ids"][0],
+        repeat(None) if documents is None else documents[0],
+        repeat(None) if records is None else records[0],
+        result["distances"][0],
+    ):
+        value = round(min(1.0, max(-1.0, 1.0 - float(distance))), SCORE_DECIMALS) + 0.0  # `_score_of`
+        if threshold == 0.0 or value >= threshold:  # `req.accepts`
+            hits.append((_row(Row, (doc_id, document, record, None)), value))
+            ordered = ordered and value < previous
+            previous = value
+    if not ordered:
+        hits.sort(key=_best_first)
     return hits[: req.top_k]
 
 
@@ -128,6 +162,13 @@ class Nearest:
             # columns were checked (or raw chromadb calls did). Rebuilt columns decide again, once.
             self.forget()
             return self._rows(query, compiled, req, light)
+
+    def unfiltered(self, query: npt.NDArray[np.float32], req: SearchRequest) -> list[tuple[Row, float]]:
+        """`rows` of an approximate request without a filter, whose texts and metadata are kept: on a
+        large collection straight to the one HNSW query every such search makes."""
+        if self.large:
+            return self._hnsw(query, req, None, None, False)
+        return self.rows(query, _NO_FILTER, req)
 
     def _rows(
         self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest, light: bool
@@ -219,12 +260,15 @@ class Nearest:
         """One Chroma query: its nearest `top_k` matches, scored by Chroma's distances."""
         wanted = req.top_k if ids is None else min(req.top_k, len(ids))
         include = ["distances"] if light else ["metadatas", "documents", "distances"]
-        with self.conn.errors(f"query the collection {self.name!r}"):
+        try:
             result = self.collection.query(
                 query_embeddings=[query], n_results=wanted, where=where, ids=ids, include=include
             )
-        distances = result["distances"][0]
-        return ranked(rows_from_query(result), [_score_of(d) for d in distances], req)
+        except Exception:
+            # Entered only on failure: every search comes here, and a `with` costs it time.
+            with self.conn.errors(f"query the collection {self.name!r}"):
+                raise
+        return _answer(result, req)
 
     def _scan(
         self,
@@ -259,13 +303,29 @@ class Nearest:
         """Every record matching `where`, ids and embeddings, `batch_size` at a time."""
         offset = 0
         while True:
-            with self.conn.errors(f"read from the collection {self.name!r}"):
-                result = self.collection.get(
-                    where=where, limit=self.batch_size, offset=offset, include=fields
-                )
-            page = rows_from_get(result)
+            page = self._page(where, fields, offset)
             if page:
                 yield page
             if len(page) < self.batch_size:
                 return
             offset += self.batch_size
+
+    def _page(self, where: Where | None, fields: list[str], offset: int) -> list[Row]:
+        """One page of `pages`, read a second time if Chroma fails the first.
+
+        Another store or process deleting records while Chroma (1.5.9) reads a page makes it fail
+        with "Internal error: Error finding id" (seen over HTTP while the exact copy was being built
+        for a filtered search): a search must not fail because of a concurrent delete. Connection
+        errors are not retried.
+        """
+        action = f"read from the collection {self.name!r}"
+        read = partial(self.collection.get, where=where, limit=self.batch_size, offset=offset, include=fields)
+        try:
+            with self.conn.errors(action):
+                return rows_from_get(read())
+        except StoreConnectionError:
+            raise
+        except StoreError:
+            pass  # the second read below raises if Chroma still fails
+        with self.conn.errors(action):
+            return rows_from_get(read())

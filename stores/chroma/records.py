@@ -290,9 +290,23 @@ def decode_fields(
     meta = record.get(META)
     if type(meta) is not str:
         return None
-    metadata = _loads(meta)
+    # `_loads` inline (each search decodes two values per hit): the scanner, else `json.loads`.
+    try:
+        metadata, end = _scan_once(meta, 0)
+    except StopIteration:
+        end = -1
+    if end != len(meta):
+        metadata = json.loads(meta)
     stored = record.get(TEXT)
-    text = (document or "") if stored is None else _loads(stored)
+    if stored is None:
+        text = document or ""
+    else:
+        try:
+            text, end = _scan_once(stored, 0)
+        except StopIteration:
+            end = -1
+        if end != len(stored):
+            text = json.loads(stored)
     if type(metadata) is not dict or type(text) is not str:
         return None  # not this layout after all: let the checks speak
     return text, metadata

@@ -122,3 +122,35 @@ def test_search_modes_and_fusion_settings_are_validated() -> None:
         SearchRequest("q", diversity=2)
     with pytest.raises(InvalidRequestError, match="rrf_k must be an integer >= 1, got 0"):
         SearchRequest("q", rrf_k=0)
+
+
+class _Text(str):
+    """A str subclass: accepted where text is, stored as a plain str."""
+
+
+def test_search_request_values_keep_their_checks_and_conversions() -> None:
+    request = SearchRequest("q", 3, 1, mode=_Text("hybrid"), vector_weight=0, diversity=1, exact=False)  # type: ignore[arg-type]
+    assert request.similarity_threshold == 1.0 and type(request.similarity_threshold) is float
+    assert type(request.vector_weight) is float and type(request.diversity) is float
+    assert type(request.mode) is str and request.mode == "hybrid"
+    assert request == SearchRequest("q", 3, 1.0, mode="hybrid", vector_weight=0.0, diversity=1.0)
+    assert request.replace(top_k=5) == SearchRequest(
+        "q", 5, 1.0, mode="hybrid", vector_weight=0.0, diversity=1.0
+    )
+    assert repr(SearchRequest("q")).startswith("SearchRequest(query='q', top_k=4, similarity_threshold=0.0")
+    refused: list[tuple[dict[str, object], str]] = [
+        ({"similarity_threshold": True}, r"similarity_threshold must be within \[0, 1\], got True"),
+        ({"vector_weight": math.nan}, r"vector_weight must be within \[0, 1\], got nan"),
+        ({"vector_weight": "0.5"}, r"vector_weight must be within \[0, 1\], got '0.5'"),
+        ({"diversity": -0.0001}, r"diversity must be within \[0, 1\], got -0.0001"),
+        ({"exact": 1}, "exact must be True or False, got 1"),
+        ({"mode": None}, "mode must be one of 'vector', 'lexical', 'hybrid', got None"),
+        ({"fusion": b"rrf"}, "fusion must be one of 'rrf', 'weighted', got b'rrf'"),
+        ({"rrf_k": True}, "rrf_k must be an integer >= 1, got True"),
+        ({"rrf_k": 2.0}, "rrf_k must be an integer >= 1, got 2.0"),
+        ({"top_k": 3, "rrf_k": 0}, "rrf_k must be an integer >= 1, got 0"),
+        ({"filter": 42}, "a filter must be text or a filter tree, got 42"),
+    ]
+    for kwargs, message in refused:
+        with pytest.raises(RagError, match=message):
+            SearchRequest("q", **kwargs)
