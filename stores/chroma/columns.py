@@ -51,6 +51,7 @@ from stores.numpy.columns_file import (
     unpack_strings,
     write_arrays,
 )
+from stores.numpy.compaction import compaction
 
 __all__ = ["FILE", "LEGACY_FILE", "FilterColumns", "Selection"]
 
@@ -171,13 +172,7 @@ class FilterColumns:
         found = sorted({self._rows[doc_id] for doc_id in ids if doc_id in self._rows})
         if not found:
             return 0
-        size = len(self._ids)
-        new_size = size - len(found)
-        dead = np.zeros(size, np.bool_)
-        dead[found] = True
-        # The numpy store's scheme: the last live rows move into the holes below the new size.
-        holes = np.flatnonzero(dead[:new_size])
-        tails = new_size + np.flatnonzero(~dead[new_size:])
+        dead, holes, tails, new_size = compaction(len(self._ids), found)  # the numpy store's scheme
         self._columns.remove(holes, tails, dead, new_size)
         for row in found:
             del self._rows[self._ids[row]]

@@ -38,6 +38,7 @@ import numpy as np
 
 from stores.chroma.records import META, decode_fields, decode_metadata, decode_text
 from stores.chroma.search import Row
+from stores.numpy.compaction import compaction
 from stores.numpy.records import PackedRecords, Record
 
 __all__ = ["KeptRecords", "Page", "page_of"]
@@ -104,14 +105,8 @@ class KeptRecords:
         found = sorted({self._rows[doc_id] for doc_id in ids if doc_id in self._rows})
         if not found:
             return 0
-        size = len(self._ids)
-        new_size = size - len(found)
-        dead = np.zeros(size, np.bool_)
-        dead[found] = True
-        # The numpy store's scheme, which `PackedRecords.remove` follows: the last live rows move into
-        # the holes below the new size.
-        holes = np.flatnonzero(dead[:new_size])
-        tails = new_size + np.flatnonzero(~dead[new_size:])
+        # The numpy store's scheme, which `PackedRecords.remove` follows.
+        _, holes, tails, new_size = compaction(len(self._ids), found)
         self._packed.remove(np.asarray(found, np.int64), holes, tails, new_size)
         for row in found:
             del self._rows[self._ids[row]]

@@ -43,6 +43,7 @@ from rag.vectorstore import AsyncStoreMixin
 from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
 from stores.numpy.columns import MetadataColumns
+from stores.numpy.compaction import compaction
 from stores.numpy.embed import document_vectors, embed_queries
 from stores.numpy.querying import StoreSearch
 from stores.numpy.records import PackedRecords
@@ -204,11 +205,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         """Remove `rows`, moving the last live rows into the holes so every row stays live."""
         if not len(rows):
             return
-        size, new_size = self._size, self._size - len(rows)
-        dead = np.zeros(size, np.bool_)
-        dead[rows] = True
-        holes = np.flatnonzero(dead[:new_size])
-        tails = new_size + np.flatnonzero(~dead[new_size:])
+        dead, holes, tails, new_size = compaction(self._size, rows)
         self._lexical.delete(self._rows.ids_of(rows.tolist()))
         self._matrix[holes] = self._matrix[tails]
         self._records.remove(rows, holes, tails, new_size)
