@@ -11,7 +11,6 @@ import click
 
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.cli._common import command_settings, open_store
-from rag.cli._labels import source_filter_hint
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
     answering_options,
@@ -23,6 +22,7 @@ from rag.cli.query import citation, cited_passage
 from rag.client import ChatClient
 from rag.documents import Document
 from rag.retrieval.documents_view import DocumentsView
+from rag.retrieval.source_names import source_filter_hint
 
 __all__ = ["ask", "source_rows"]
 

@@ -10,7 +10,6 @@ import click
 from rag.advisors.question_answer import format_document
 from rag.citations import citation
 from rag.cli._common import command_settings, common_options, open_store
-from rag.cli._labels import source_filter_hint
 from rag.cli._options import (
     distinct_option,
     exact_option,
@@ -22,6 +21,7 @@ from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
 from rag.observability.steps import traced_search
 from rag.retrieval.documents_view import DocumentsView
+from rag.retrieval.source_names import source_filter_hint
 
 __all__ = ["citation", "cited_passage", "query", "snippet", "source_label"]
 

@@ -27,6 +27,7 @@ from rag.advisors.request import USAGE
 from rag.chat.messages import ChatResponse
 from rag.client.aspecs import AsyncStreamResponseSpec
 from rag.errors import RagError
+from rag.retrieval.source_names import source_filter_hint
 from rag.serve.config import ServeConfig
 from rag.serve.limits import BodyTooLarge, RateLimiter, read_capped
 from rag.serve.service import RagService
@@ -165,7 +166,13 @@ class _Server:
             {"rank": rank, "id": d.id, "score": d.score, "text": d.text, "metadata": dict(d.metadata)}
             for rank, d in enumerate(documents, 1)
         ]
-        return JSONResponse({"object": "list", "query": body["query"], "data": hits})
+        reply: dict[str, Any] = {"object": "list", "query": body["query"], "data": hits}
+        if not hits and body.get("filter") is not None:
+            # A filter on `source` written as a file's identity (`ROOT/PATH`): say what to write.
+            hint = await asyncio.to_thread(source_filter_hint, self.service.documents(), body["filter"])
+            if hint is not None:
+                reply["hint"] = hint
+        return JSONResponse(reply)
 
     async def chat(self, request: Request) -> Response:
         chat = parse_chat_request(await self._json(request))

@@ -173,6 +173,24 @@ def test_search_returns_json_hits_under_a_filter(server: ServeProcess) -> None:
     assert "fuzzy" in wrong.json()["error"]["message"]
 
 
+def test_search_filtering_source_by_identity_says_what_to_write(server: ServeProcess) -> None:
+    body = {"query": "install from source", "filter": "source == 'docs/guide/install.md'"}
+    reply = httpx.post(f"{server.base}/v1/search", json=body).json()
+    assert reply["data"] == []
+    assert reply["hint"] == (
+        "`source` holds a file's path inside its root, and `root` the root's label: for "
+        "'docs/guide/install.md' filter on \"root == 'docs' AND source == 'guide/install.md'\""
+    )
+    written = {**body, "filter": "root == 'docs' AND source == 'guide/install.md'"}
+    found = httpx.post(f"{server.base}/v1/search", json=written).json()
+    assert found["data"] and "hint" not in found
+    assert {hit["metadata"]["source"] for hit in found["data"]} == {"guide/install.md"}
+    nothing = httpx.post(
+        f"{server.base}/v1/search", json={**body, "filter": "source == 'docs/none.md'"}
+    ).json()
+    assert nothing["data"] == [] and "hint" not in nothing  # no such file: no guess
+
+
 def test_search_takes_exact(server: ServeProcess) -> None:
     body = {"query": "install from source", "top_k": 3, "mode": "vector"}
     default = httpx.post(f"{server.base}/v1/search", json=body)

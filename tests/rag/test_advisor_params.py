@@ -232,3 +232,9 @@ def test_builder_default_advisors_take_params_too(store: NumpyVectorStore) -> No
     )
     assert len(client.prompt("beacon lamp").call().response().documents) == 1
     assert [r.top_k for r in recording.requests] == [1]
+
+
+def test_the_source_names_docstring_runs() -> None:
+    # Its example builds a store (`stores`), which the rag-only list above avoids.
+    result = doctest.testmod(importlib.import_module("rag.retrieval.source_names"))
+    assert result.attempted > 0 and result.failed == 0
