@@ -133,6 +133,19 @@ class FilterColumns:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._rows
 
+    @property
+    def ids(self) -> list[str]:
+        """Every id, in row order (the list itself: do not change it)."""
+        return self._ids
+
+    def row_of(self, doc_id: str) -> int | None:
+        """The row of `doc_id`, or None when it is not held."""
+        return self._rows.get(doc_id)
+
+    def metadata_text(self, row: int) -> str:
+        """The metadata of `row` as the JSON text it is kept in."""
+        return self._texts[row]
+
     # -- writing --------------------------------------------------------------------------------------
 
     def write(

@@ -7,9 +7,10 @@ Chroma's distances, or the exact copy); embeddings are read from Chroma only whe
 needs them (rows an exact scan already read are kept).
 
 The final page's texts and metadata come, for each id, from the first of: rows read from Chroma during
-this request; the records the sidecar keeps on a server (`stores.chroma.kept`), current as of the
-state token this request read; one read from Chroma for the rest (records written since that read,
-records another tool wrote, and everything on an embedded folder, whose sidecar keeps no records).
+this request; the records the sidecar keeps on a server or an embedded folder (`stores.chroma.kept`,
+saved with the sidecar in a folder: `stores.chroma.kept_file`), current as of the state token this
+request read; one read from Chroma for the rest (records written since that read, records another
+tool wrote, a saved record whose checksum fails).
 
 Over HTTP the reads the BM25 ranking depends on, the check of the sidecar against the collection's
 state token and the filter's matches, do not depend on the vector query: given `background`, they and
@@ -45,6 +46,7 @@ import numpy.typing as npt
 from rag.documents import Document, SearchRequest
 from rag.errors import StoreError
 from stores.chroma.kept import KeptRecords
+from stores.chroma.kept_file import SavedRecords
 from stores.chroma.lexical import Sidecar
 from stores.chroma.search import Row, scores
 from stores.lexical.index import LexicalIndex
@@ -98,7 +100,7 @@ class _Lexical:
     """What the lexical list of one request rests on, and its ranking at the depth `rank` asks first."""
 
     index: LexicalIndex
-    records: KeptRecords | None
+    records: KeptRecords | SavedRecords | None
     allowed: set[str] | None
     depth: int
     hits: list[tuple[str, float]]

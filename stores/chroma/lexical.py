@@ -65,6 +65,7 @@ from rag.text import with_context
 from stores.chroma.client import Connection
 from stores.chroma.columns import FilterColumns
 from stores.chroma.kept import KeptRecords, Page, page_of
+from stores.chroma.kept_file import SavedRecords, save_records
 from stores.chroma.search import rows_from_get
 from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
@@ -173,8 +174,8 @@ class Sidecar:
 
     index: LexicalIndex
     columns: FilterColumns
-    records: KeptRecords | None = None
-    """Text and metadata of each record, for stores whose reads are round trips (see the module)."""
+    records: KeptRecords | SavedRecords | None = None
+    """Text and metadata of each record, so a page needs no read from Chroma (see the module)."""
 
     def __len__(self) -> int:
         return len(self.index)
@@ -196,17 +197,25 @@ class Sidecar:
             encoded: See `FilterColumns.write`.
             trusted: See `KeptRecords.write` (None: every record follows this store's layout).
         """
+        records = self._writable()  # before the columns' rows change: saved records follow them
         self.index.add(ids, list(map(with_context, texts, metadatas)))
         self.columns.write(ids, metadatas, encoded)
-        if self.records is not None:
-            self.records.write(ids, texts, metadatas, trusted)
+        if records is not None:
+            records.write(ids, texts, metadatas, trusted)
 
     def delete(self, ids: list[str]) -> None:
         """Remove records from every part (unknown ids ignored)."""
+        records = self._writable()
         self.index.delete(ids)
         self.columns.delete(ids)
-        if self.records is not None:
-            self.records.delete(ids)
+        if records is not None:
+            records.delete(ids)
+
+    def _writable(self) -> KeptRecords | None:
+        """The records as `KeptRecords` (records loaded from a save become them at the first write)."""
+        if isinstance(self.records, SavedRecords):
+            self.records = self.records.to_kept()
+        return self.records
 
 
 class ChromaLexical:
@@ -228,9 +237,9 @@ class ChromaLexical:
         self._generation = generation
         self._seen = -1  # the generation `_index` holds
         self._root = None if folder is None else folder / FOLDER / access.name
-        # Over HTTP the sidecar keeps the records too (`KeptRecords`); an embedded folder's reads are
-        # cheap, and a sidecar loaded from disk would have to read every record to hold them.
-        self._keeps = folder is None and access.conn.remote
+        # Over HTTP and in folders the sidecar keeps the records too (`KeptRecords`, saved with the
+        # rest); an in-process private store has no sidecar on disk and its reads are cheap.
+        self._keeps = folder is not None or access.conn.remote
         self._index: Sidecar | None = None
         self._token: str | None = None  # the collection state `_index` equals
         self._saved = True  # whether `_root / _token` holds `_index`
@@ -320,7 +329,10 @@ class ChromaLexical:
         size = self._access.count()
         if columns is None or len(index) != size or len(columns) != size:
             return None
-        return Sidecar(index, columns)
+        records = SavedRecords.load(folder, columns) if self._keeps else None
+        if self._keeps and records is None:
+            return None  # a save without records (older version) or a damaged one: rebuilt
+        return Sidecar(index, columns, records)
 
     @contextmanager
     def writing(self) -> Iterator[Sidecar | None]:
@@ -362,6 +374,8 @@ class ChromaLexical:
         folder = self._root / self._token
         # Columns first: a crash between the two leaves a folder without an index manifest, not loaded.
         self._index.columns.save(folder)
+        if self._index.records is not None:
+            save_records(self._index.records, self._index.columns, folder)
         self._index.index.save(folder)
         self._saved = True
         for entry in self._root.iterdir():
