@@ -1,8 +1,9 @@
-"""The records a server store's sidecar keeps (`stores.chroma.kept`), and the pages built from them.
+"""The records a store's sidecar keeps (`stores.chroma.kept`, saved in folders by
+`stores.chroma.kept_file`), and the pages built from them.
 
-A lexical or hybrid page over HTTP is assembled from the kept records; these tests hold it identical,
-field by field, to the page read from Chroma, for records of every metadata type and for records
-another tool wrote (read from Chroma and checked, never kept).
+A lexical or hybrid page over HTTP or in a folder is assembled from the kept records; these tests hold
+it identical, field by field, to the page read from Chroma, for records of every metadata type, after
+a close and reopen, and for records another tool wrote (read from Chroma and checked, never kept).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from rag import Document, HashingEmbedding, SearchRequest
 from stores import ChromaVectorStore
 from stores.chroma.client import close_client
 from stores.chroma.kept import KeptRecords
+from stores.chroma.kept_file import FILE as RECORDS_FILE
+from stores.chroma.kept_file import SavedRecords
+from stores.chroma.lexical import FOLDER
 
 MODEL = HashingEmbedding(dimensions=32)
 
@@ -118,13 +122,114 @@ def test_records_another_tool_wrote_are_read_from_chroma_and_checked(chroma_serv
     ]
 
 
-def test_an_embedded_store_keeps_no_records(tmp_path: Any) -> None:
-    # Its reads are in-process (about 0.5 ms for a page): the text is not held in memory a second time.
+def _pages_agree(store: ChromaVectorStore, kind: type) -> None:
+    """Pages from the sidecar's records (of type `kind`) equal pages read from Chroma, field by field."""
+    for mode in ("hybrid", "lexical"):
+        for query in ("omega", "omega surrogate", "big integers", "filler 7"):
+            request = SearchRequest(query, top_k=12, mode=mode)
+            from_kept = store.similarity_search(request)
+            sidecar = store._lexical._index
+            assert sidecar is not None and isinstance(sidecar.records, kind)
+            held, sidecar.records = sidecar.records, None  # the page is read from Chroma instead
+            try:
+                from_chroma = store.similarity_search(request)
+            finally:
+                sidecar.records = held
+            assert from_kept and _fields(from_kept) == _fields(from_chroma), (mode, query)
+
+
+def test_embedded_pages_from_kept_records_equal_pages_read_from_chroma(tmp_path: Any) -> None:
+    filler = [Document(f"f{i:03d}", f"filler words {i} omega" * (i % 3), {"i": i}) for i in range(200)]
+    with ChromaVectorStore(MODEL, path=tmp_path, ef_search=50) as store:
+        store.add([*filler, *ODD])
+        _pages_agree(store, KeptRecords)
+    with ChromaVectorStore(MODEL, path=tmp_path, ef_search=50) as store:  # loaded from the save
+        _pages_agree(store, SavedRecords)
+        assert store._lexical.rebuilds == 0 and len(store._lexical.sidecar().records or ()) == 206
+        store.delete(["f007", "lists"])  # the first write turns the saved records into kept ones
+        store.add([Document("omega-new", "omega new", {"n": -0.0})])
+        _pages_agree(store, KeptRecords)
+    with ChromaVectorStore(MODEL, path=tmp_path, ef_search=50) as store:
+        _pages_agree(store, SavedRecords)
+        found = {d.id for d in store.similarity_search(SearchRequest("omega", top_k=300, mode="lexical"))}
+        assert "omega-new" in found and not {"f007", "lists"} & found and store._lexical.rebuilds == 0
+
+
+def _token_folder(root: Any) -> Any:
+    [collection] = (root / FOLDER).iterdir()
+    [folder] = collection.iterdir()
+    return folder
+
+
+def _damage_header(folder: Any) -> None:
+    (folder / RECORDS_FILE).write_bytes((folder / RECORDS_FILE).read_bytes()[:-40])
+
+
+def _truncate_texts(folder: Any) -> None:
+    [texts] = folder.glob("kept-texts-*.npy")
+    texts.write_bytes(texts.read_bytes()[:-5])
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda folder: (folder / RECORDS_FILE).unlink(),  # a save of the version before
+        _damage_header,
+        _truncate_texts,
+        lambda folder: [path.unlink() for path in folder.glob("kept-texts-*.npy")],
+    ],
+    ids=["no-records", "damaged-header", "truncated-texts", "no-texts"],
+)
+def test_a_missing_or_damaged_records_save_is_rebuilt(tmp_path: Any, damage: Any) -> None:
+    request = SearchRequest("omega", top_k=6, mode="hybrid")
     with ChromaVectorStore(MODEL, path=tmp_path) as store:
         store.add(ODD)
-        assert store.similarity_search(SearchRequest("omega", top_k=3, mode="hybrid"))
-        sidecar = store._lexical._index
-        assert sidecar is not None and sidecar.records is None
+        expected = _fields(store.similarity_search(request))
+    damage(_token_folder(tmp_path))
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:
+        assert _fields(store.similarity_search(request)) == expected
+        assert store._lexical.rebuilds == 1
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:  # and the rebuilt sidecar was saved whole
+        assert _fields(store.similarity_search(request)) == expected
+        assert store._lexical.rebuilds == 0 and isinstance(store._lexical._index.records, SavedRecords)  # type: ignore[union-attr]
+
+
+def test_a_damaged_saved_text_is_read_from_chroma(tmp_path: Any) -> None:
+    # Same length, one byte changed: the row's checksum fails and Chroma's get gives the record.
+    request = SearchRequest("omega", top_k=6, mode="hybrid")
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:
+        store.add(ODD)
+        expected = _fields(store.similarity_search(request))
+    [texts] = _token_folder(tmp_path).glob("kept-texts-*.npy")
+    raw = bytearray(texts.read_bytes())
+    at = raw.index("omega plain".encode())
+    raw[at] = ord("O")
+    texts.write_bytes(bytes(raw))
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:
+        assert _fields(store.similarity_search(request)) == expected
+        records = store._lexical._index.records  # type: ignore[union-attr]
+        assert isinstance(records, SavedRecords) and store._lexical.rebuilds == 0
+        assert "plain" in records and records.read(["plain", "big"]).keys() == {"big"}
+
+
+def test_saved_records_skip_records_another_tool_wrote(tmp_path: Any) -> None:
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:
+        store.add([Document("ours", "omega ours", {"n": 1})])
+        store.chroma_collection.add(
+            ids=["foreign"], embeddings=MODEL.embed(["omega foreign"]), metadatas=[{"n": 2, "s": "x"}],
+            documents=["omega foreign"],
+        )
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:  # the count changed: rebuilt and saved
+        store.similarity_search(SearchRequest("omega", top_k=3, mode="lexical"))
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:
+        found = store.similarity_search(SearchRequest("omega", top_k=3, mode="lexical"))
+        records = store._lexical._index.records  # type: ignore[union-attr]
+        assert isinstance(records, SavedRecords) and store._lexical.rebuilds == 0
+        assert "foreign" not in records and "ours" in records
+    assert sorted((d.id, d.text, d.metadata) for d in found) == [
+        ("foreign", "omega foreign", {"n": 2, "s": "x"}),
+        ("ours", "omega ours", {"n": 1}),
+    ]
 
 
 @pytest.mark.server
