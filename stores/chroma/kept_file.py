@@ -59,6 +59,7 @@ FILE = "kept-records.npz"
 _TEXTS_PREFIX = "kept-texts-"
 _FORMAT = "rag-chroma-kept-records"
 _VERSION = 1
+_INT64, _BOOL, _UINT32 = np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.uint32)
 
 
 def _check(doc_id: str, text: bytes) -> int:
@@ -88,8 +89,14 @@ def save_records(records: KeptRecords | SavedRecords, columns: FilterColumns, fo
     offsets = np.zeros(len(ids) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, texts), np.int64, len(ids)), out=offsets[1:])
     name = f"{_TEXTS_PREFIX}{uuid.uuid4().hex}.npy"
-    header = {"format": _FORMAT, "version": _VERSION, "rows": len(ids), "texts": name, "bytes": int(offsets[-1])}
-    arrays = {
+    header = {
+        "format": _FORMAT,
+        "version": _VERSION,
+        "rows": len(ids),
+        "texts": name,
+        "bytes": int(offsets[-1]),
+    }
+    arrays: dict[str, npt.NDArray[Any]] = {
         "header": np.frombuffer(json.dumps(header).encode("ascii"), np.uint8),
         "offsets": offsets,
         "kept": np.fromiter((doc_id in held for doc_id in ids), np.bool_, len(ids)),
@@ -155,8 +162,8 @@ class SavedRecords:
             or not isinstance(name, str)
             or not name.startswith(_TEXTS_PREFIX)
             or Path(name).name != name
-            or (offsets.dtype, offsets.shape, kept.dtype, kept.shape) != (np.int64, (rows + 1,), np.bool_, (rows,))
-            or (crc.dtype, crc.shape) != (np.uint32, (rows,))
+            or (offsets.dtype, offsets.shape, kept.dtype, kept.shape) != (_INT64, (rows + 1,), _BOOL, (rows,))
+            or (crc.dtype, crc.shape) != (_UINT32, (rows,))
             or int(offsets[0]) != 0
             or bool((np.diff(offsets) < 0).any())
             or int(offsets[-1]) != header.get("bytes")

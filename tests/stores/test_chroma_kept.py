@@ -202,7 +202,7 @@ def test_a_damaged_saved_text_is_read_from_chroma(tmp_path: Any) -> None:
         expected = _fields(store.similarity_search(request))
     [texts] = _token_folder(tmp_path).glob("kept-texts-*.npy")
     raw = bytearray(texts.read_bytes())
-    at = raw.index("omega plain".encode())
+    at = raw.index(b"omega plain")
     raw[at] = ord("O")
     texts.write_bytes(bytes(raw))
     with ChromaVectorStore(MODEL, path=tmp_path) as store:
@@ -216,7 +216,9 @@ def test_saved_records_skip_records_another_tool_wrote(tmp_path: Any) -> None:
     with ChromaVectorStore(MODEL, path=tmp_path) as store:
         store.add([Document("ours", "omega ours", {"n": 1})])
         store.chroma_collection.add(
-            ids=["foreign"], embeddings=MODEL.embed(["omega foreign"]), metadatas=[{"n": 2, "s": "x"}],
+            ids=["foreign"],
+            embeddings=MODEL.embed(["omega foreign"]),
+            metadatas=[{"n": 2, "s": "x"}],
             documents=["omega foreign"],
         )
     with ChromaVectorStore(MODEL, path=tmp_path) as store:  # the count changed: rebuilt and saved
