@@ -13,22 +13,24 @@ store changes twice: once before touching any record, once after the index holds
   `flush()` and at interpreter exit. It is loaded only when its token is the collection's current one
   (and both parts hold as many documents as the collection); otherwise (no save yet, a collection
   written before the index existed or by raw chromadb calls, a crash between a write and the save,
-  another tokenizer version, a save of a version without filter columns) it is rebuilt from the
-  documents and metadata Chroma stores, without embedding anything, and saved under the current
-  token. A crash therefore costs a rebuild, never a wrong answer.
+  another tokenizer version, a save of a version without filter columns or kept records) it is
+  rebuilt from the documents and metadata Chroma stores, without embedding anything, and saved under
+  the current token. A crash therefore costs a rebuild, never a wrong answer.
 - Server (`url=`) or a given client: the index lives in memory, built from the collection's documents
   when a lexical or hybrid search first needs it. Before each lexical search and each write the store
   compares the token with its own, so writes made by other stores (in this or another process) are
   seen: the index is rebuilt. Writes by raw chromadb calls do not change the token; they are seen on
   the next open.
-- Over HTTP (a server URL, or a given chromadb `HttpClient`) the sidecar also keeps every record's
-  text and metadata (`Sidecar.records`, `stores.chroma.kept.KeptRecords`), so the final page of a
-  lexical or hybrid search needs no read from the server, whose every `get` costs a round trip and
-  about 2 ms. Memory: each record's text in UTF-8 and about 130 bytes more for four metadata keys
-  (the values packed, 8 bytes of offsets, 70 of id bookkeeping; see `stores.chroma.kept`), so
-  about 1.13 KB for a 1 KB chunk. Only built and updated in memory: saves
-  and loads (embedded folders) never hold them, and an embedded folder's reads are cheap enough
-  (about 0.5 ms for a page) not to double every text in memory or on disk.
+- Over HTTP (a server URL, or a given chromadb `HttpClient`) and in embedded folders the sidecar
+  also keeps every record's text and metadata (`Sidecar.records`, `stores.chroma.kept.KeptRecords`),
+  so the final page of a lexical or hybrid search needs no read from Chroma: a server's every `get`
+  costs a round trip and about 2 ms, an embedded one about 1 ms of a 4 ms hybrid search. Memory:
+  each record's text in UTF-8 and about 130 bytes more for four metadata keys (the values packed,
+  8 bytes of offsets, 70 of id bookkeeping; see `stores.chroma.kept`), so about 1.13 KB for a 1 KB
+  chunk. An embedded folder saves them with the rest (`stores.chroma.kept_file`: the texts once
+  more, memory-mapped at load, and 13 bytes a record; the metadata is the filter columns'), and a
+  load reads none of them (`SavedRecords`, turned into `KeptRecords` at the process's first write).
+  A folder saved without them, or with a damaged save of them, is rebuilt.
 - In-process private store: nobody else can write, so no token is kept; the index is built lazily.
 
 Only one process should write to an embedded folder at a time (chroma's own rule for
