@@ -18,9 +18,10 @@ import pytest
 from rag import Document, HashingEmbedding, SearchRequest
 from stores import ChromaVectorStore
 from stores.chroma.client import close_client
+from stores.chroma.columns import FilterColumns
 from stores.chroma.kept import KeptRecords
 from stores.chroma.kept_file import FILE as RECORDS_FILE
-from stores.chroma.kept_file import SavedRecords
+from stores.chroma.kept_file import SavedRecords, save_records
 from stores.chroma.lexical import FOLDER
 
 MODEL = HashingEmbedding(dimensions=32)
@@ -287,3 +288,21 @@ def test_an_in_process_store_never_imports_the_http_client() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_saved_records_load_only_for_their_own_columns(tmp_path: Any) -> None:
+    columns, kept = FilterColumns(), KeptRecords()
+    columns.write(["a", "b"], [{"n": 1}, {"s": "x\ud800"}])
+    kept.write(["a", "b"], ["red", "blue \ud800"], [{"n": 1}, {"s": "x\ud800"}])
+    save_records(kept, columns, tmp_path)
+    loaded = SavedRecords.load(tmp_path, columns)
+    assert loaded is not None and len(loaded) == 2
+    assert loaded.read(["b", "a", "zz"]) == {"b": ("blue \ud800", {"s": "x\ud800"}), "a": ("red", {"n": 1})}
+    assert loaded.to_kept().read(["a", "b"]) == kept.read(["a", "b"])
+    other = FilterColumns()  # the same number of rows, other ids: no row's checksum holds
+    other.write(["b", "a"], [{"s": "x\ud800"}, {"n": 1}])
+    swapped = SavedRecords.load(tmp_path, other)
+    assert swapped is not None and swapped.read(["a", "b"]) == {}
+    more = FilterColumns()
+    more.write(["a", "b", "c"], [{}, {}, {}])
+    assert SavedRecords.load(tmp_path, more) is None  # another row count: not these columns' save
