@@ -5,7 +5,8 @@ filters, `get` and `count`; `client` opens clients and collections, `records` is
 `columns` keeps the metadata as numpy columns that decide filters, `filters` compiles filters to
 `where` clauses, `nearest` and `search` run vector search, `mirror` (and `mirror_files`, its saves)
 keeps the exact copy for exact requests, `lexical` keeps the sidecar (the BM25 index and the columns)
-beside the collection, `kept` the records a server store's sidecar holds, and `hybrid` ranks over it.
+beside the collection, `kept` the records the sidecar holds (`kept_file` saves them in a folder), and
+`hybrid` ranks over it.
 Importing this package does not import chromadb; the first store constructed does.
 """
 
