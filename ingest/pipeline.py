@@ -23,11 +23,13 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import PurePath
 
 from ingest.chunking import RESERVED_METADATA, Splitter
 from ingest.manifest import Manifest
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions
+from ingest.readers.registry import reader_key
 from ingest.report import IngestReport
 from ingest.run import Run
 from ingest.walk import walk
@@ -40,6 +42,10 @@ __all__ = ["READERS_VERSION", "IngestPipeline"]
 
 READERS_VERSION = 2
 """Bumped when readers extract different text from the same file (2: markup noise left out)."""
+
+
+def _digest(parts: list[object]) -> str:
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
 
 
 class IngestPipeline:
@@ -57,6 +63,9 @@ class IngestPipeline:
         embed_context: embed each chunk as `"title > heading path: text"` (see `embedding_input`)
             rather than its text alone. It changes the vectors, so it is part of the chunk ids and of
             the settings: switching it re-embeds every file on the next run.
+
+    Each file's manifest row records the settings it was read with (`settings_for`): changing a
+    reader option re-reads only the files that reader reads (`--as-text .cfg`: the `.cfg` files).
 
     Example:
         >>> pipeline = IngestPipeline(store, splitter, manifest=".rag/manifest.sqlite")  # doctest: +SKIP
@@ -91,19 +100,45 @@ class IngestPipeline:
         self.batch_size = batch_size
         self.checkpoint_s = checkpoint_s
         self.embed_context = embed_context
-        self.settings_key = hashlib.sha256(
-            json.dumps(
-                [
-                    READERS_VERSION,  # cleaner readers: files are read again, unchanged chunks kept
-                    embed_context,
-                    splitter.settings_key,
-                    store.embedding.name,
-                    sorted(extra.items()),
-                    repr(self.reader_options),
-                ],
-                default=str,
-            ).encode()
-        ).hexdigest()[:16]
+        # Every file's key holds these, plus how its own suffix is read (`reader_key`): a reader option
+        # changes the key of the files that reader reads, and no other's.
+        self._common = [
+            READERS_VERSION,  # cleaner readers: files are read again, unchanged chunks kept
+            embed_context,
+            splitter.settings_key,
+            store.embedding.name,
+            sorted(extra.items()),
+        ]
+        self._keys: dict[str, str] = {}
+        self.legacy_settings_key = _digest([*self._common, repr(self.reader_options)])
+        """The one key versions before per-file keys recorded for every file of a run (all reader
+        options in it). A file recorded with it under the same options is unchanged, so upgrading
+        re-reads nothing."""
+
+    def settings_for(self, path: str | os.PathLike[str]) -> str:
+        """The settings key recorded for the file at `path`: a file is read again when it changes.
+
+        It covers the splitter, the embedder, `--meta`, `embed_context` and the reader the file's suffix
+        gets with the options that reader uses (`ingest.readers.registry.reader_key`).
+
+        Example:
+            >>> from rag import HashingEmbedding
+            >>> from stores import NumpyVectorStore
+            >>> from ingest.splitters import RecursiveSplitter
+            >>> def pipeline(*suffixes: str) -> IngestPipeline:
+            ...     options = ReaderOptions(text_suffixes=suffixes)
+            ...     return IngestPipeline(NumpyVectorStore(HashingEmbedding()), RecursiveSplitter(200, 20),
+            ...                           reader_options=options)
+            >>> pipeline().settings_for("a.md") == pipeline(".cfg").settings_for("a.md")
+            True
+            >>> pipeline().settings_for("a.cfg") == pipeline(".cfg").settings_for("a.cfg")
+            False
+        """
+        treatment = reader_key(PurePath(path).suffix, self.reader_options)  # as read_file picks
+        key = self._keys.get(treatment)
+        if key is None:
+            key = self._keys[treatment] = _digest([*self._common, treatment])
+        return key
 
     def run(
         self,

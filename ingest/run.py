@@ -43,7 +43,9 @@ class RunSettings(Protocol):
     batch_size: int
     checkpoint_s: float
     embed_context: bool
-    settings_key: str
+    legacy_settings_key: str
+
+    def settings_for(self, path: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -164,16 +166,11 @@ class Run:
             self._note(file, "skipped", "not a regular file")
             return
         root = file.root
-        if (
-            old is not None
-            and old.settings == self.p.settings_key
-            and (old.size, old.mtime_ns)
-            == (
-                info.st_size,
-                info.st_mtime_ns,
-            )
-        ):
-            self._unchanged(file, old, root, info)
+        key = self.p.settings_for(file.fspath)
+        # A row from before per-file keys holds the whole run's key: the same options, the same reading.
+        kept = old if old is not None and old.settings in (key, self.p.legacy_settings_key) else None
+        if kept is not None and (kept.size, kept.mtime_ns) == (info.st_size, info.st_mtime_ns):
+            self._unchanged(file, kept, root, info)
             return
         try:
             with open(file.fspath, "rb") as handle:
@@ -182,10 +179,10 @@ class Run:
             self._note(file, "failed", f"cannot read: {exc.strerror or exc}")
             return
         sha = hashlib.sha256(data).hexdigest()
-        if old is not None and old.settings == self.p.settings_key and old.sha256 == sha:
-            self._unchanged(file, old, root, info)
+        if kept is not None and kept.sha256 == sha:
+            self._unchanged(file, kept, root, info)
             return
-        entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, self.p.settings_key, (), ())
+        entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, key, (), ())
         self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.id), data)
 
     def _note(self, file: _File, status: FileStatus, reason: str) -> FileReport:

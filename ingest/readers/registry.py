@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile
 from rag.errors import IngestError
 
-__all__ = ["SUPPORTED_SUFFIXES", "Reader", "read_file", "source_name"]
+__all__ = ["SUPPORTED_SUFFIXES", "Reader", "read_file", "reader_key", "source_name"]
 
 Reader = Callable[[bytes, str, ReaderOptions], ReadResult]
 
@@ -70,6 +72,39 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
     }
 )
 """The suffixes a reader is registered for; `ReaderOptions.text_suffixes` reads more as plain text."""
+
+_KINDS = {".text": ".txt", ".markdown": ".md", ".rest": ".rst", ".asciidoc": ".adoc", ".htm": ".html"}
+"""Suffixes that share a reader, mapped to the one that names it (`.htm` is read as `.html` is)."""
+
+
+def reader_key(suffix: str, options: ReaderOptions) -> str:
+    """What decides how a file with `suffix` is read: its reader, and the options that reader uses.
+
+    Two runs that give a file the same key extract the same text from the same bytes, so the ingest
+    manifest keeps the file when only options for other files changed: adding `--as-text .cfg`
+    re-reads no Markdown file, and a new `--text-field` only JSON Lines files. A suffix no reader takes
+    is `"unsupported"`. Only PDFs use the password and only JSON Lines files the field options; the
+    password enters as a hash, never as text.
+
+    Example:
+        >>> reader_key(".MD", ReaderOptions()), reader_key(".cfg", ReaderOptions(text_suffixes=(".cfg",)))
+        ('.md', '.txt')
+        >>> reader_key(".cfg", ReaderOptions())
+        'unsupported'
+    """
+    suffix = suffix.lower()
+    if suffix in options.text_suffixes:
+        return ".txt"  # the plain text reader, which no option changes
+    if suffix not in SUPPORTED_SUFFIXES:
+        return "unsupported"
+    kind = _KINDS.get(suffix, suffix)
+    if kind == ".pdf":
+        password = options.pdf_password
+        secret = "" if password is None else hashlib.sha256(password.encode()).hexdigest()
+        return json.dumps([kind, secret])
+    if kind == ".jsonl":
+        return json.dumps([kind, options.text_fields, options.id_field, options.metadata_fields])
+    return kind
 
 
 def source_name(path: Path, root: Path) -> str:

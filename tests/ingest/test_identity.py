@@ -169,7 +169,7 @@ def test_an_old_manifest_is_migrated_and_its_store_stays_readable(tmp_path: Path
     _write(docs, "README.md", "Old readme about the beacon.")
     _write(docs, "guide/install.md", "Old install notes.")
     _write(other, "README.md", "Another folder's readme.")
-    settings_key = IngestPipeline(NumpyVectorStore(EMBEDDING), SPLITTER).settings_key
+    settings_key = IngestPipeline(NumpyVectorStore(EMBEDDING), SPLITTER).legacy_settings_key
     _old_home(tmp_path, docs, settings_key)
     old_ids = {doc.id for doc in NumpyVectorStore(EMBEDDING, path=tmp_path / "store").get()}
     assert old_ids and all(len(i) == 32 for i in old_ids)
@@ -202,7 +202,7 @@ def test_an_old_root_reached_through_a_link_is_the_same_root(tmp_path: Path) -> 
     _write(docs, "a.md", "Alpha.")
     alias = tmp_path / "alias"
     os.symlink(docs, alias)  # the old code recorded the path as typed, links unresolved
-    settings_key = IngestPipeline(NumpyVectorStore(EMBEDDING), SPLITTER).settings_key
+    settings_key = IngestPipeline(NumpyVectorStore(EMBEDDING), SPLITTER).legacy_settings_key
     _old_home(tmp_path, docs, settings_key, recorded=alias)
     pipeline = _pipeline(tmp_path)
     assert pipeline.manifest.roots() == {"docs": os.path.realpath(docs)}
