@@ -40,6 +40,7 @@ def test_modular_rag_names_are_pinned() -> None:
         "CompressionQueryTransformer",
         "ConcatenationDocumentJoiner",
         "ContextualQueryAugmenter",
+        "ConversationQueryExpander",
         "CrossEncoderReranker",
         "DocumentJoiner",
         "DocumentPostProcessor",
@@ -75,6 +76,7 @@ def test_modular_rag_modules_import_first_in_a_fresh_interpreter() -> None:
         "import rag.advisors.retrieval_augmentation",
         "import stores.ranking",
         "from rag.retrieval import ContextualQueryAugmenter",
+        "import rag.retrieval.follow_up",
     ):
         subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True, check=True)
 

@@ -17,8 +17,10 @@ from rag.errors import InvalidRequestError, TemplateError
 from rag.filters import Filter, as_filter
 from rag.observability.steps import traced_search
 from rag.retrieval.augmenter import format_document
+from rag.retrieval.follow_up import fuse_rankings, query_similarity
 from rag.retrieval.params import SearchParams
 from rag.retrieval.scope import scoped_filter
+from rag.retrieval.stages import Query, QueryExpander
 from rag.vectorstore import VectorStore
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ __all__ = [
 ]
 
 _RULE = "-" * 21
+_POOL = 3  # candidates per search, per passage wanted, when an expander gives several searches
 
 DEFAULT_TEMPLATE = PromptTemplate(
     "{query}\n\n"
@@ -78,6 +81,12 @@ class QuestionAnswerAdvisor(BaseAdvisor):
     filter=..., mode=...))` wins over them (Spring AI's `qa_filter_expression` is an alias of its
     `filter`); a request filter *replaces* the default one. Bad values raise `InvalidRequestError`
     naming the field, when the `Params` are built.
+
+    `expander` (a `QueryExpander`) searches once per query it returns, each for 3 x top_k candidates,
+    and keeps the top_k candidates closest to all queries at once (the product of their cosine
+    similarities, `rag.retrieval.follow_up.fuse_rankings`);
+    `rag.retrieval.ConversationQueryExpander` adds the previous user question to a follow-up, so
+    "and how do I run it?" finds what the conversation is about.
 
     Two limits no request can lift. `scope` (text or tree, e.g. `tenant == 'acme'`) is ANDed with
     whatever filter is in effect, so a request filter narrows the scope but never widens it. And
@@ -137,6 +146,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         vector_weight: float | None = None,
         diversity: float | None = None,
         document_formatter: Callable[[int, Document], str] = format_document,
+        expander: QueryExpander | None = None,
         order: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -158,6 +168,8 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         self.template = _template(template, what="template")
         self.empty_template = _template(empty_template, what="empty_template")
         self.document_formatter = document_formatter
+        self.expander = expander
+        """Turns the question into several searches, then fused (None: one search)."""
 
     def search_request_for(self, request: ChatClientRequest) -> SearchRequest:
         """The search for one request: the user text, with the context's overrides over the defaults."""
@@ -179,6 +191,27 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         """
         return scoped_filter(self.scope, filter)
 
+    def retrieve(self, request: ChatClientRequest, search: SearchRequest) -> list[Document]:
+        """The documents for `search`: one search, or one per query of the `expander`, fused.
+
+        The expander sees the question with the messages before it (the conversation a chat memory
+        advisor put into the prompt); every query is searched with the same settings and filter.
+        """
+        if self.expander is None:
+            return traced_search(self.store, search)
+        messages = request.prompt.messages
+        last = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=0)
+        query = Query(search.query, messages[:last], request.context, request.params)
+        queries = self.expander.expand(query)
+        if len(queries) == 1 and queries[0].text == search.query:
+            return traced_search(self.store, search)  # nothing to fuse: the one search as it is
+        # A wider page per search, so a passage both find need not be in both first pages.
+        pool = search.top_k * _POOL
+        rankings = [traced_search(self.store, search.replace(query=q.text, top_k=pool)) for q in queries]
+        candidates = list({d.id: d for ranking in rankings for d in ranking}.values())
+        similarity = query_similarity(self.store, [q.text for q in queries], candidates)
+        return fuse_rankings(rankings, similarity, search.top_k)
+
     def render(self, query: str, documents: Sequence[Document]) -> str:
         """The user text the model receives for `query` and the retrieved `documents`."""
         if not documents:
@@ -188,7 +221,7 @@ class QuestionAnswerAdvisor(BaseAdvisor):
 
     def before(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientRequest:
         search = self.search_request_for(request)
-        documents = traced_search(self.store, search)
+        documents = self.retrieve(request, search)
         request.context[RETRIEVED_DOCUMENTS] = documents
         return request.with_prompt(
             augment_user_message(request.prompt, self.render(search.query, documents), search.query)

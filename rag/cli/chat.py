@@ -37,6 +37,7 @@ from rag.memory import (
     check_conversation_id,
 )
 from rag.retrieval.documents_view import DocumentsView
+from rag.retrieval.follow_up import ConversationQueryExpander
 from rag.vectorstore import VectorStore
 
 __all__ = ["chat", "chat_memory_store"]
@@ -182,6 +183,13 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
     "--recall", type=click.IntRange(min=1), default=4, show_default=True, help="Past turns recalled."
 )
 @click.option(
+    "--follow-up",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Earlier questions a follow-up is also searched with (fused with its own search); 0: none.",
+)
+@click.option(
     "--stream/--no-stream",
     default=None,
     help="Print each answer as it arrives [default: when stdout is a terminal].",
@@ -191,7 +199,9 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
 def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None, **options: Any) -> None:
     """Talk with the ingested documents; the conversation is remembered under RAG_HOME.
 
-    Type a question per line. Without a configured model the answers quote passages. On a terminal the
+    Type a question per line. Without a configured model the answers quote passages. A follow-up
+    ("and how do I run it?") is searched twice, alone and after the previous question, and the two
+    rankings are fused, so it finds what the conversation is about (--follow-up 0: alone). On a terminal the
     answer is printed as the model streams it (--no-stream waits for the whole answer). A passage whose
     text nearly repeats a better-ranked one is left out (unless --keep-duplicates), and chat-memory turns
     written into the documents' store are never used as passages.
@@ -221,11 +231,12 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         memory = MessageWindowChatMemory(repository, max_messages=options["history"])
         long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])
         documents = DocumentsView(opened.store, distinct=not options["keep_duplicates"])
-        advisors = [
-            MessageChatMemoryAdvisor(memory),
-            long_term,
-            QuestionAnswerAdvisor(documents, search, document_formatter=cited_passage),
-        ]
+        follow_up = options["follow_up"]
+        expander = ConversationQueryExpander(follow_up) if follow_up else None
+        retrieval = QuestionAnswerAdvisor(
+            documents, search, document_formatter=cited_passage, expander=expander
+        )
+        advisors = [MessageChatMemoryAdvisor(memory), long_term, retrieval]
         session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
         session.stream = sys.stdout.isatty() if stream is None else stream
         session.documents = opened.store

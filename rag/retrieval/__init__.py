@@ -6,6 +6,7 @@ Stages, each a one-method protocol (see `rag.retrieval.stages`):
   `VectorStoreDocumentRetriever.Params`);
 - query transformers: `RewriteQueryTransformer`, `CompressionQueryTransformer`,
   `TranslationQueryTransformer`; expander: `MultiQueryExpander`;
+- follow-ups without a model: `ConversationQueryExpander` (the previous question joined to the new one);
 - retriever: `VectorStoreDocumentRetriever`; joiners: `ConcatenationDocumentJoiner`,
   `ReciprocalRankDocumentJoiner`;
 - a store as the commands read it: `DocumentsView` (documents only, never chat memory; each text once);
@@ -22,6 +23,7 @@ from rag._lazy import lazy_exports
 from rag.retrieval.augmenter import ContextualQueryAugmenter
 from rag.retrieval.documents_view import DocumentsView
 from rag.retrieval.expansion import MultiQueryExpander
+from rag.retrieval.follow_up import ConversationQueryExpander
 from rag.retrieval.fusion import reciprocal_rank_fusion, weighted_fusion
 from rag.retrieval.joiners import ConcatenationDocumentJoiner, ReciprocalRankDocumentJoiner
 from rag.retrieval.mmr import mmr
@@ -48,6 +50,7 @@ __all__ = [
     "CompressionQueryTransformer",
     "ConcatenationDocumentJoiner",
     "ContextualQueryAugmenter",
+    "ConversationQueryExpander",
     "CrossEncoderReranker",
     "DocumentJoiner",
     "DocumentPostProcessor",

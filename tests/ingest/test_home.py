@@ -227,6 +227,8 @@ def test_the_repr_names_the_store_not_its_secrets(tmp_path: Path) -> None:
         "ingest.records",
         "ingest.embedders",
         "ingest.lazy_store",
+        "ingest.pipeline",
+        "ingest.readers.registry",
         "rag.store_get",
         "stores.durable",
         "stores.testing._extra",

@@ -11,6 +11,7 @@ import pytest
 
 import rag.retrieval.augmenter
 import rag.retrieval.expansion
+import rag.retrieval.follow_up
 import rag.retrieval.joiners
 import rag.retrieval.postprocessors
 import rag.retrieval.retriever
@@ -253,6 +254,7 @@ def test_query_needs_text() -> None:
     [
         rag.retrieval.augmenter,
         rag.retrieval.expansion,
+        rag.retrieval.follow_up,
         rag.retrieval.joiners,
         rag.retrieval.postprocessors,
         rag.retrieval.retriever,
