@@ -18,6 +18,7 @@ from rag.cli._options import (
     threshold_and_filter_options,
 )
 from rag.cli._scores import cosines
+from rag.cli._sources import source_lines
 from rag.cli.query import citation, cited_passage
 from rag.client import ChatClient
 from rag.documents import Document
@@ -46,16 +47,13 @@ def source_rows(
     return rows
 
 
-def _print_sources(rows: list[dict[str, Any]], hint: str | None = None) -> None:
-    if not rows:
+def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None], hint: str | None) -> None:
+    if not documents:
         click.echo("no passages matched the question" + (f"; {hint}" if hint else ""), err=True)
         return
     click.echo("\nSources:")
-    for row in rows:
-        page = f", page {row['page']}" if row["page"] is not None else ""
-        numbers = [f"{name} {row[name]:.3f}" for name in ("score", "cosine") if row.get(name) is not None]
-        score = f" ({', '.join(numbers)})" if numbers else ""
-        click.echo(f"  [{row['rank']}] {row['source'] or row['id']}{page}{score}")
+    for line in source_lines(documents, cosine):
+        click.echo(line)
 
 
 @click.command("ask")
@@ -135,4 +133,4 @@ def ask(
             click.echo(f"no passages matched the question; {hint}", err=True)
         click.echo(json.dumps({"answer": response.text, "sources": rows}, indent=2, ensure_ascii=False))
     else:
-        _print_sources(rows, hint)
+        _print_sources(retrieved, cosine, hint)

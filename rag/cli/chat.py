@@ -24,6 +24,7 @@ from rag.cli._common import OpenedStore, command_settings, open_store, pg_table_
 from rag.cli._models import build_chat_model
 from rag.cli._options import answering_options
 from rag.cli._scores import cosines
+from rag.cli._sources import source_lines
 from rag.cli.query import cited_passage
 from rag.client import ChatClient
 from rag.config import Settings
@@ -107,15 +108,8 @@ def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None]
     if not documents:
         click.echo("no sources for the last answer", err=True)
         return
-    for rank, (doc, similarity) in enumerate(zip(documents, cosine, strict=True), 1):
-        page = doc.metadata.get("page")
-        where = f"{doc.metadata.get('source', doc.id)}" + (f", page {page}" if page is not None else "")
-        numbers = [
-            f"{name} {value:.3f}"
-            for name, value in (("score", doc.score), ("cosine", similarity))
-            if value is not None
-        ]
-        click.echo(f"  [{rank}] {where}" + (f" ({', '.join(numbers)})" if numbers else ""))
+    for line in source_lines(documents, cosine):
+        click.echo(line)
 
 
 def _turn(session: _Session, question: str) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.chat.messages import AssistantMessage, ChatOptions, Message, SystemMessage, Usage, UserMessage
-from rag.citations import citation
+from rag.citations import citation, group_citations
 from rag.documents import Document
 from rag.errors import InvalidRequestError, RagError
 
@@ -181,15 +181,18 @@ def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
 
 
 def citations_text(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The numbered sources appended to an answer: a blank line, `Sources:`, then `[n] source, page P`."""
+    """The sources appended to an answer: a blank line, `Sources:`, then one line per source.
+
+    Passages of one file share its line (`[1, 3] quick-start.html`), so no file is named twice;
+    the numbers are the passages' as the prompt numbered them, and a PDF's line gives its pages.
+    """
     if not rows:
         return ""
-    lines = []
-    for row in rows:
-        where = row.get("citation") or row["source"] or row["id"]
-        page = f", page {row['page']}" if row["page"] is not None else ""
-        lines.append(f"[{row['index']}] {where}{page}")
-    return "\n\nSources:\n" + "\n".join(lines)
+    passages = [
+        (row["index"], str(row.get("citation") or row["source"] or row["id"]), row["page"], None)
+        for row in rows
+    ]
+    return "\n\nSources:\n" + "\n".join(source.line() for source in group_citations(passages))
 
 
 def usage_body(usage: Usage | None) -> dict[str, int]:

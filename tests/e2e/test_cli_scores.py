@@ -80,7 +80,11 @@ def test_ask_sources_show_score_and_cosine(cli: RunCli, sample_home: Path) -> No
     text = cli(*args)
     assert text.exit_code == 0, text.stderr
     sources = text.stdout.split("\nSources:\n", 1)[1].splitlines()
-    assert all(re.fullmatch(r"  \[\d\] \S+ \(score \d\.\d{3}, cosine \d\.\d{3}\)", line) for line in sources)
+    # One line per file: several passages of one file share it, their numbers and scores in order.
+    number = r"\d\.\d{3}"
+    numbers = rf"{number}(?: / {number})*"
+    line_re = rf"  \[\d(?:, \d)*\] \S+(?:, chunks \d+(?:, \d+)*)? \(score {numbers}, cosine {numbers}\)"
+    assert sources and all(re.fullmatch(line_re, line) for line in sources), sources
     data = json.loads(cli(*args, "--json").stdout)
     query = _hits(cli, sample_home, "error E-214", "--store", "numpy", "--top-k", "2")
     assert [(s["id"], s["score"], s["cosine"]) for s in data["sources"]] == [
