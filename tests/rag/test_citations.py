@@ -64,3 +64,12 @@ def test_serve_sources_cite_the_record(store: NumpyVectorStore) -> None:
     assert [row["citation"] for row in rows] == ["corpus.jsonl#12209494", "corpus.jsonl#77"]
     assert [row["source"] for row in rows] == ["corpus.jsonl", "corpus.jsonl"]  # the file, for filters
     assert citations_text(rows) == "\n\nSources:\n[1] corpus.jsonl#12209494\n[2] corpus.jsonl#77"
+
+
+@pytest.mark.parametrize("name", ["rag.citations", "rag.cli._sources"])
+def test_the_docstring_examples_run(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
