@@ -18,6 +18,8 @@ Second document text...
 
 Headings are never quoted: Markdown heading lines (`## Install`) and paragraphs of one short line
 without closing punctuation (a title such as `Optional File Upload`) are skipped.
+A paragraph ending with ":" is quoted with the one short line after it, so "Use this command line:"
+comes with its command; and a sentence does not end after an abbreviation ("eg.", "i.e.", "etc.").
 
 A context block is the text between two lines of five or more dashes, in the system message or the last
 user message. Inside it, a line `[n]` (optionally followed by `(source: S, page P)`) starts a document. If no
@@ -64,6 +66,11 @@ _HEADING = re.compile(r"^\s*#{1,6}(?:\s|$)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d+[.)]\s+)")
 _CLOSED = re.compile(r"[.!?:;)\]\"'”’…。！？]\s*$")
 _WORD = re.compile(r"\w+")
+# A sentence that ends in one of these did not end: "(eg. 20 to 30 times)", "i.e. it", "etc. and".
+_ABBREVIATION = re.compile(
+    r"(?:^|[\s(\[])(?:e\.?g|i\.?e|etc|vs|cf|approx|incl|resp|viz|no|fig|sec|ch|vol|pp?)\.$", re.IGNORECASE
+)
+_MAX_INTRODUCED = 160  # the longest line quoted with the sentence that introduces it (a command line)
 _STOPWORDS_TEXT = """
 a about after all also an and any are as at be been before being but by can
 could did do does doing for from had has have how i if in into is it its
@@ -161,11 +168,46 @@ def _is_title(paragraph: str) -> bool:
     return not _CLOSED.search(line) and len(line.split()) <= 12
 
 
+def _paragraphs(text: str) -> list[tuple[str, bool]]:
+    """The paragraphs of `text`, each with whether it introduces a line: a paragraph ending with ":"
+    takes the single short line that follows it.
+
+    Manuals introduce a command with a sentence ("Use this command line:") and put the command on a
+    line of its own; quoting the sentence without it answers nothing.
+    """
+    paragraphs = re.split(r"\n\s*\n", text)
+    out: list[tuple[str, bool]] = []
+    i = 0
+    while i < len(paragraphs):
+        paragraph = paragraphs[i]
+        following = paragraphs[i + 1].strip() if i + 1 < len(paragraphs) else ""
+        one_line = bool(following) and "\n" not in following and len(following) <= _MAX_INTRODUCED
+        if paragraph.rstrip().endswith(":") and one_line and not _HEADING.match(following):
+            out.append((f"{paragraph.rstrip()} {following}", True))
+            i += 2
+            continue
+        out.append((paragraph, False))
+        i += 1
+    return out
+
+
+def _split_sentences(unit: str) -> list[str]:
+    """`unit` cut after `.`, `!` or `?` and a space, except after an abbreviation ("eg.", "i.e.")."""
+    pieces = _SENTENCE_END.split(unit)
+    out: list[str] = []
+    for piece in pieces:
+        if out and _ABBREVIATION.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
+
+
 def _sentences(passages: Sequence[_Passage]) -> list[_Sentence]:
     out: list[_Sentence] = []
     for passage in passages:
-        for paragraph in re.split(r"\n\s*\n", passage.text):
-            if _is_title(paragraph):
+        for paragraph, introduces in _paragraphs(passage.text):
+            if not introduces and _is_title(paragraph):
                 continue  # "Optional File Upload" says what a section is about; it answers nothing
             units: list[str] = []
             for line in paragraph.splitlines():
@@ -177,7 +219,7 @@ def _sentences(passages: Sequence[_Passage]) -> list[_Sentence]:
                 else:
                     units[-1] += " " + line.strip()
             for unit in units:
-                for sentence in _SENTENCE_END.split(unit):
+                for sentence in _split_sentences(unit):
                     words = _terms(sentence)
                     if words:
                         out.append(

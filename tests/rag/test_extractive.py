@@ -131,3 +131,36 @@ def test_deterministic_and_options_are_ignored() -> None:
     assert len({model.call(prompt).text for _ in range(3)}) == 1
     assert model.default_options == ChatOptions()
     assert repr(model) == "ExtractiveChatModel(max_sentences=3)"
+
+
+QUICK_START = f"""{RULE}
+[1] (source: quick-start.html)
+3. Running your program under Memcheck
+
+If you normally run your program like this:
+
+myprog arg1 arg2
+
+Use this command line:
+
+valgrind --leak-check=yes myprog arg1 arg2
+
+Memcheck is the default tool. Your program will run much slower (eg. 20 to 30 times) than normal, i.e. it
+takes its time. It uses more memory, etc. and reports leaks.
+{RULE}"""
+
+
+def test_a_sentence_that_introduces_a_line_is_quoted_with_it() -> None:
+    """A real manual (valgrind's quick start): the command after "like this:" is the answer."""
+    text = ExtractiveChatModel().call(qa_prompt("How do I run my program under valgrind?", QUICK_START)).text
+    assert "- Use this command line: valgrind --leak-check=yes myprog arg1 arg2 [quick-start.html]" in text
+    assert "like this:\n" not in text and not text.endswith(":")
+
+
+def test_abbreviations_do_not_end_a_sentence() -> None:
+    text = ExtractiveChatModel().call(qa_prompt("How much slower does the program run?", QUICK_START)).text
+    assert (
+        "- Your program will run much slower (eg. 20 to 30 times) than normal, i.e. it takes its time. "
+        "[quick-start.html]"
+    ) in text
+    assert "(eg. [" not in text
