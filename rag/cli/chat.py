@@ -181,7 +181,8 @@ def _loop(session: _Session, read_line: Callable[[], str]) -> None:
     type=click.IntRange(min=0),
     default=1,
     show_default=True,
-    help="Earlier questions a follow-up is also searched with (fused with its own search); 0: none.",
+    help="Earlier questions joined to a follow-up for a second search; passages close to both win. "
+    "0: search each question alone.",
 )
 @click.option(
     "--stream/--no-stream",
@@ -194,11 +195,11 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
     """Talk with the ingested documents; the conversation is remembered under RAG_HOME.
 
     Type a question per line. Without a configured model the answers quote passages. A follow-up
-    ("and how do I run it?") is searched twice, alone and after the previous question, and the two
-    rankings are fused, so it finds what the conversation is about (--follow-up 0: alone). On a terminal the
-    answer is printed as the model streams it (--no-stream waits for the whole answer). A passage whose
-    text nearly repeats a better-ranked one is left out (unless --keep-duplicates), and chat-memory turns
-    written into the documents' store are never used as passages.
+    ("and how do I run it?") is searched alone and after the previous question, and the passages
+    closest to both are kept, so it finds what the conversation is about (--follow-up 0: alone). On a
+    terminal the answer is printed as the model streams it (--no-stream waits for the whole answer).
+    A passage whose text nearly repeats a better-ranked one is left out (unless --keep-duplicates), and
+    chat-memory turns written into the documents' store are never used as passages.
 
     \b
     Slash commands, each on a line of its own:
