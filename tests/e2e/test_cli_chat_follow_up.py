@@ -75,3 +75,9 @@ def test_ask_is_one_question_and_unchanged(cli: RunCli, home_docs: Path) -> None
     result = cli("ask", "And how do I run it?", "--store", "numpy", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["sources"][0]["source"] == "tests.md"
+
+
+def test_help_names_the_follow_up_option(cli: RunCli) -> None:
+    text = " ".join(cli("chat", "--help").stdout.split())
+    assert "--follow-up INTEGER RANGE Earlier questions joined to a follow-up for a second search" in text
+    assert "the passages closest to both are kept" in text
