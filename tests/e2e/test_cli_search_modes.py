@@ -103,9 +103,11 @@ def test_chat_sends_the_options_every_turn(ingested: RunCli, searches: list[Sear
     # The document searches (which always exclude chat memory); long-term chat memory lives in its own
     # store and searches by vector.
     documents = [s for s in searches if s.filter == ~MEMORY_MARKER]
+    # The second question is a follow-up: searched alone and after the first one, with the same options.
     assert [(s.query, s.mode, s.diversity) for s in documents] == [
         ("Who logs fog signals?", "lexical", 0.4),
         ("When do spring tides flood?", "lexical", 0.4),
+        ("Who logs fog signals?\nWhen do spring tides flood?", "lexical", 0.4),
     ]
 
 
