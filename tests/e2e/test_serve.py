@@ -77,7 +77,10 @@ def test_a_call_answers_from_the_documents_with_numbered_sources(server: ServePr
     sources = (completion.model_extra or {})["sources"]
     assert [s["index"] for s in sources] == list(range(1, len(sources) + 1))
     assert sources[0]["source"] == "guide/install.md"
-    assert "\n\nSources:\n[1] guide/install.md" in text
+    # Each file once in the text, with the numbers of all its passages.
+    numbers = ", ".join(str(s["index"]) for s in sources if s["source"] == "guide/install.md")
+    assert f"\n\nSources:\n[{numbers}] guide/install.md\n" in text
+    assert text.count("guide/install.md\n") == 1
 
 
 def test_a_stream_gives_the_same_answer_in_chunks(server: ServeProcess) -> None:
