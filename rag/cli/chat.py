@@ -132,12 +132,16 @@ def _turn(session: _Session, question: str) -> None:
     session.last_cosines = cosine or [None] * len(session.last_sources)
 
 
-def _loop(session: _Session, read_line: Callable[[], str]) -> None:
+def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> None:
+    """Read and answer lines until end of input; `prompt` shows `you> ` before each (a terminal only:
+    piped questions would fill stderr with prompts nobody types at)."""
     while True:
-        click.echo("you> ", nl=False, err=True)
+        if prompt:
+            click.echo("you> ", nl=False, err=True)
         line = read_line()
         if not line:  # end of input
-            click.echo(err=True)
+            if prompt:
+                click.echo(err=True)
             return
         text = line.strip()
         if not text:
@@ -237,7 +241,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         session.documents = opened.store
         told = "continuing" if memory.get(cid) else "new"
         click.echo(f"conversation {cid} ({told}; resume with --conversation {cid}). {_HELP}", err=True)
-        _loop(session, sys.stdin.readline)
+        _loop(session, sys.stdin.readline, prompt=sys.stdin.isatty())
     finally:
         for close in reversed(closers):
             close()

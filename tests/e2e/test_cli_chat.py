@@ -86,3 +86,11 @@ def test_chat_needs_an_ingested_store(cli: RunCli) -> None:
     result = cli("chat", "--store", "numpy", input="/exit\n")
     assert result.exit_code == 1
     assert "run `rag ingest` first" in result.stderr
+
+
+def test_piped_questions_get_no_prompts_on_stderr(cli: RunCli, docs: Path) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    result = cli("chat", "--store", "numpy", "--no-stream", input="Who logs fog signals?\n")
+    assert result.exit_code == 0, result.stderr
+    assert "you>" not in result.stderr  # stdin is not a terminal: no prompt to type at
+    assert result.stderr.startswith("conversation ")  # the one line saying how to resume
