@@ -50,6 +50,59 @@ def _print_report(report: Any, as_json: bool, verbose: bool) -> None:
 
 
 _NO_SUFFIX_HINT = "hint: --as-text . reads files without a suffix (README, NEWS, copyright) as plain text"
+_COMPRESSED = frozenset({".gz", ".bz2", ".xz", ".zst", ".z", ".zip", ".tgz"})  # not text, whatever the name
+# Files named for what they hold, whatever their suffix says: README.Debian, NEWS.old, INSTALL.unix.
+_PLAIN_NAMES = frozenset(
+    [
+        "readme",
+        "news",
+        "changes",
+        "changelog",
+        "install",
+        "copying",
+        "authors",
+        "todo",
+        "hacking",
+        "contributing",
+        "license",
+        "notes",
+    ]
+)
+
+
+def _named_text_hint(report: Any) -> str | None:
+    """A hint naming `--as-text .EXT` for skipped files such as README.Debian (a plain text by name).
+
+    Example:
+        >>> from ingest.report import FileReport, IngestReport
+        >>> report = IngestReport()
+        >>> report.add(FileReport("README.Debian", "skipped", reason="unsupported file type '.debian'"))
+        >>> _named_text_hint(report)
+        'hint: --as-text .debian reads README.Debian as plain text'
+    """
+    suffixes: dict[str, list[str]] = {}
+    for file in report.by_status("skipped"):
+        name = file.source.rsplit("/", 1)[-1]
+        stem, dot, suffix = name.partition(".")
+        last = "." + suffix.rsplit(".", 1)[-1].lower()
+        unsupported = "unsupported file type" in (file.reason or "")
+        if dot and stem.lower() in _PLAIN_NAMES and unsupported and last not in _COMPRESSED:
+            suffixes.setdefault(last, []).append(name)
+    if not suffixes:
+        return None
+    options = " ".join(f"--as-text {suffix}" for suffix in sorted(suffixes))
+    names = sorted({name for group in suffixes.values() for name in group})
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return f"hint: {options} reads {shown} as plain text"
+
+
+def _hints(report: Any, no_suffix: bool) -> None:
+    """The `--as-text` hints for skipped files: those without a suffix, and README.Debian and the like."""
+    if no_suffix:
+        click.echo(_NO_SUFFIX_HINT, err=True)
+    named = _named_text_hint(report)
+    if named:
+        click.echo(named, err=True)
 
 
 def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixless: bool = False) -> None:
@@ -66,13 +119,11 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixl
         where = ", ".join(repr(str(p)) for p in paths)
         why = "; ".join(([f"{failed} file(s) failed"] if failed else []) + ([skipped] if skipped else []))
         click.echo(f"error: nothing could be read from {where}: {why or 'no files found'}", err=True)
-        if hint:
-            click.echo(_NO_SUFFIX_HINT, err=True)
+        _hints(report, hint)
         ctx.exit(1)
     if skipped:
         click.echo(f"warning: {skipped}", err=True)
-        if hint:
-            click.echo(_NO_SUFFIX_HINT, err=True)
+        _hints(report, hint)
     if not report.ok:
         partial = sum(1 for f in report.files if f.errors and f.status != "failed")
         parts = [f"{failed} file(s) failed"] if failed else []

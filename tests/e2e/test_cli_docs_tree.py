@@ -149,3 +149,36 @@ def test_a_folder_of_suffixless_files_alone_says_how_to_read_them(cli: Cli, tmp_
         f"error: nothing could be read from {str(package)!r}: skipped 1 file: (no suffix) x1",
         "hint: --as-text . reads files without a suffix (README, NEWS, copyright) as plain text",
     ]
+
+
+def test_readme_dot_something_gets_an_as_text_hint(cli: Cli, tmp_path: Path) -> None:
+    """/usr/share/doc/git holds README.Debian and README.source: text by name, skipped by suffix."""
+    import gzip
+
+    package = tmp_path / "git"
+    package.mkdir()
+    (package / "README.Debian").write_text("Debian keeps the lantern docs in /usr/share.\n", encoding="utf-8")
+    (package / "README.source").write_text(
+        "The lantern source lives in the harbour repo.\n", encoding="utf-8"
+    )
+    (package / "NEWS.Debian.gz").write_bytes(gzip.compress(b"compressed news"))
+    (package / "notes.md").write_text("# Notes\n\nOil the hinges.\n", encoding="utf-8")
+    first = cli("ingest", package, "--store", "numpy")
+    assert first.exit_code == 0, first.stderr
+    hint = "hint: --as-text .debian --as-text .source reads README.Debian, README.source as plain text"
+    assert hint in first.stderr.splitlines()
+    again = cli(
+        "ingest", package, "--store", "numpy", "--as-text", ".debian", "--as-text", ".source", "--json"
+    )
+    assert again.exit_code == 0, again.stderr
+    assert json.loads(again.stdout)["files"]["new"] == 2
+    assert "hint:" not in again.stderr  # only the compressed NEWS is left, and no hint offers it
+
+
+def test_the_hint_examples_run() -> None:
+    import doctest
+    import importlib
+
+    # `rag.cli.ingest` as an attribute is the click command; the module is imported by name.
+    result = doctest.testmod(importlib.import_module("rag.cli.ingest"))
+    assert result.attempted > 0 and result.failed == 0
