@@ -31,10 +31,12 @@ def build_service(
     filter_text: str | None = None,
     history: int = 20,
     keep_duplicates: bool = False,
+    follow_up: int = 1,
 ) -> RagService:
     """The service `rag serve` runs: the store, the configured chat model (or the extractive one), the
     same default search as `rag ask` (documents only, each text once unless `keep_duplicates`), and the
-    chat memory of `rag chat` (`RAG_HOME/chat/memory.sqlite`)."""
+    chat memory of `rag chat` (`RAG_HOME/chat/memory.sqlite`); a follow-up is also searched after the
+    `follow_up` questions before it, as in `rag chat`."""
     from rag.memory import MessageWindowChatMemory, SQLiteChatMemoryRepository
 
     search = settings.search_request(
@@ -43,7 +45,9 @@ def build_service(
     repository = SQLiteChatMemoryRepository(settings.home / "chat" / "memory.sqlite")
     memory = MessageWindowChatMemory(repository, max_messages=history)
     model = build_chat_model(settings)
-    return RagService(opened.store, model, search, memory, keep_duplicates=keep_duplicates)
+    return RagService(
+        opened.store, model, search, memory, keep_duplicates=keep_duplicates, follow_up=follow_up
+    )
 
 
 @click.command("serve")
@@ -76,6 +80,13 @@ def build_service(
 @click.option(
     "--history", type=click.IntRange(min=1), default=20, show_default=True, help="Messages remembered."
 )
+@click.option(
+    "--follow-up",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Earlier questions joined to a follow-up for a second search, as in rag chat; 0: none.",
+)
 @threshold_and_filter_options
 @answering_options
 @click.pass_context
@@ -90,6 +101,7 @@ def serve(
     rate_limit: int,
     top_k: int,
     history: int,
+    follow_up: int,
     threshold: float,
     filter_text: str | None,
     keep_duplicates: bool,
@@ -102,7 +114,8 @@ def serve(
     same chain as `rag ask`; a conversation id (header X-Conversation-Id, or the request's "user") turns
     on server-side memory. Chat-memory turns in the store are never returned as documents, and a
     passage that nearly repeats a better-ranked one is left out unless --keep-duplicates (a /v1/search
-    request may also send "keep_duplicates": true). See docs/serve.md.
+    request may also send "keep_duplicates": true). A follow-up question is also searched after the
+    question before it (--follow-up), as in `rag chat`. See docs/serve.md.
 
     \b
     Example:
@@ -121,6 +134,7 @@ def serve(
         "filter_text": filter_text,
         "history": history,
         "keep_duplicates": keep_duplicates,
+        "follow_up": follow_up,
     }
     _run(settings, config, host, port, search)
 

@@ -3,7 +3,9 @@
 One service per server. Each chat request builds a `ChatClient` over the shared store and model with the
 same QuestionAnswerAdvisor as `rag ask`; with a conversation id, a `MessageChatMemoryAdvisor` over the
 shared chat memory remembers the turns (server-side history), and only the request's system messages and
-last user message are sent on; without one, the request's own messages are the history.
+last user message are sent on; without one, the request's own messages are the history. With
+`follow_up` N > 0 a follow-up question is also searched after the N user questions before it, and
+the passages closest to both are kept (`rag.retrieval.ConversationQueryExpander`), as in `rag chat`.
 
 Both the chat and `/v1/search` read the store through `rag.retrieval.DocumentsView`, as the commands
 do: chat-memory turns written into the store never come back as documents, and a hit whose text nearly
@@ -26,6 +28,7 @@ from rag.client.aspecs import AsyncStreamResponseSpec
 from rag.documents import Document, SearchRequest
 from rag.memory import ChatMemory, check_conversation_id
 from rag.retrieval.documents_view import DocumentsView
+from rag.retrieval.follow_up import ConversationQueryExpander
 from rag.serve.wire import ApiError, ChatRequest
 from rag.vectorstore import VectorStore, asimilarity_search
 
@@ -54,6 +57,7 @@ class RagService:
     memory: ChatMemory | None = None
     system: str | None = None
     keep_duplicates: bool = False
+    follow_up: int = 0
     _views: dict[bool, DocumentsView] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -65,7 +69,10 @@ class RagService:
         return self._views[self.keep_duplicates if keep_duplicates is None else keep_duplicates]
 
     def _client(self, conversation_id: str | None) -> ChatClient:
-        advisors: list[Any] = [QuestionAnswerAdvisor(self.documents(), self.search_defaults)]
+        expander = ConversationQueryExpander(self.follow_up) if self.follow_up else None
+        advisors: list[Any] = [
+            QuestionAnswerAdvisor(self.documents(), self.search_defaults, expander=expander)
+        ]
         if conversation_id is not None and self.memory is not None:
             advisors.append(MessageChatMemoryAdvisor(self.memory))
         return ChatClient(self.model, system=self.system, advisors=advisors)

@@ -13,6 +13,18 @@ from click.testing import Result
 RunCli = Callable[..., Result]
 
 FOLLOW_UP = "How do I install valgrind?\nAnd how do I run it?\n/sources\n"
+PAGES = {
+    "valgrind-install.md": "# Getting valgrind\n\nYour package manager has valgrind: apt install valgrind.\n",
+    "valgrind-run.md": "# Using valgrind\n\nStart your program under valgrind: valgrind "
+    "--leak-check=yes ./myprog arg1. Valgrind runs it on a synthetic CPU; valgrind --help lists "
+    "the options of valgrind.\n",
+    "tests.md": "# Running the tests\n\nRun the test suite with make check. To run one test only, "
+    "run make check TEST=name.\n",
+    "lint.md": "# Linting\n\nRun the linter with make lint before you push.\n",
+    "bench.md": "# Benchmarks\n\nThe benchmarks run for an hour; run them on a quiet machine.\n",
+    "tides.md": "# Tides\n\nSpring tides flood the causeway twice a month.\n",
+}
+"""A tool's install and usage pages, and pages about running other things that say "run" most."""
 
 
 @pytest.fixture(autouse=True)
@@ -25,19 +37,7 @@ def home_docs(tmp_path: Path, cli: RunCli) -> Path:
     """A tool's install and usage pages, and a page about running tests that says "run" most."""
     folder = tmp_path / "manual"
     folder.mkdir()
-    pages = {
-        "valgrind-install.md": "# Getting valgrind\n\nYour package manager has valgrind: apt install "
-        "valgrind.\n",
-        "valgrind-run.md": "# Using valgrind\n\nStart your program under valgrind: valgrind "
-        "--leak-check=yes ./myprog arg1. Valgrind runs it on a synthetic CPU; valgrind --help lists "
-        "the options of valgrind.\n",
-        "tests.md": "# Running the tests\n\nRun the test suite with make check. To run one test only, "
-        "run make check TEST=name.\n",
-        "lint.md": "# Linting\n\nRun the linter with make lint before you push.\n",
-        "bench.md": "# Benchmarks\n\nThe benchmarks run for an hour; run them on a quiet machine.\n",
-        "tides.md": "# Tides\n\nSpring tides flood the causeway twice a month.\n",
-    }
-    for name, text in pages.items():
+    for name, text in PAGES.items():
         (folder / name).write_text(text, encoding="utf-8")
     result = cli("ingest", folder, "--store", "numpy")
     assert result.exit_code == 0, result.stderr

@@ -8,7 +8,7 @@ import pytest
 from rag import Document, HashingEmbedding
 from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
-from rag.chat.messages import AssistantMessage, UserMessage
+from rag.chat.messages import AssistantMessage, Message, UserMessage
 from rag.client import ChatClient
 from rag.errors import InvalidRequestError
 from rag.memory import MessageWindowChatMemory
@@ -70,8 +70,13 @@ def test_a_follow_up_is_searched_alone_and_after_the_previous_question(store: Re
 
 
 def test_only_user_questions_are_joined_and_only_the_last_ones() -> None:
-    history = [UserMessage("one?"), AssistantMessage("an answer"), UserMessage("two?"), UserMessage("  ")]
-    queries = ConversationQueryExpander(questions=1).expand(Query("three?", history))
+    history: list[Message] = [
+        UserMessage("one?"),
+        AssistantMessage("an answer"),
+        UserMessage("two?"),
+        UserMessage("  "),
+    ]
+    queries = ConversationQueryExpander(questions=1).expand(Query("three?", tuple(history)))
     assert [q.text for q in queries] == ["three?", "two?\nthree?"]
     assert all(q.history == tuple(history) for q in queries)
     with pytest.raises(InvalidRequestError, match="questions must be an integer >= 1, got 0"):
