@@ -70,6 +70,7 @@ _WORD = re.compile(r"\w+")
 _ABBREVIATION = re.compile(
     r"(?:^|[\s(\[])(?:e\.?g|i\.?e|etc|vs|cf|approx|incl|resp|viz|no|fig|sec|ch|vol|pp?)\.$", re.IGNORECASE
 )
+_DOUBLED = frozenset("bgmnprt")  # consonants doubled before -ing/-ed: running, stopped (not fill, pass, add)
 _MAX_INTRODUCED = 160  # the longest line quoted with the sentence that introduces it (a command line)
 _STOPWORDS_TEXT = """
 a about after all also an and any are as at be been before being but by can
@@ -98,10 +99,14 @@ class _Sentence:
 
 
 def _stem(word: str) -> str:
-    """A light suffix-stripper: enough for "installs", "installed" and "installing" to meet."""
+    """A light suffix-stripper: enough for "installs", "installed" and "installing" to meet, and for
+    "running" and "stopped" to meet "run" and "stop" (a doubled last consonant is undoubled)."""
     for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            return word[: len(word) - len(suffix)] + replacement
+            stem = word[: len(word) - len(suffix)] + replacement
+            if suffix in ("ing", "ed") and stem[-1] == stem[-2] and stem[-1] in _DOUBLED:
+                return stem[:-1]
+            return stem
     return word
 
 

@@ -152,7 +152,11 @@ takes its time. It uses more memory, etc. and reports leaks.
 
 def test_a_sentence_that_introduces_a_line_is_quoted_with_it() -> None:
     """A real manual (valgrind's quick start): the command after "like this:" is the answer."""
-    text = ExtractiveChatModel().call(qa_prompt("How do I run my program under valgrind?", QUICK_START)).text
+    text = (
+        ExtractiveChatModel()
+        .call(qa_prompt("Which command line runs valgrind with the leak check?", QUICK_START))
+        .text
+    )
     assert "- Use this command line: valgrind --leak-check=yes myprog arg1 arg2 [quick-start.html]" in text
     assert "like this:\n" not in text and not text.endswith(":")
 
@@ -164,3 +168,30 @@ def test_abbreviations_do_not_end_a_sentence() -> None:
         "[quick-start.html]"
     ) in text
     assert "(eg. [" not in text
+
+
+def test_running_and_stopped_meet_run_and_stop() -> None:
+    documents = f"""{RULE}
+[1] (source: ops.md)
+Running the beacon takes two keepers.
+
+The lamp is stopped at dawn.
+
+The lamp is refilled at noon.
+{RULE}"""
+    text = (
+        ExtractiveChatModel()
+        .call(qa_prompt("Who can run the beacon, and when is it stopped?", documents))
+        .text
+    )
+    assert "- Running the beacon takes two keepers. [ops.md]" in text.splitlines()
+    from rag.models.extractive import _stem
+
+    assert [_stem(w) for w in ("running", "stopped", "filled", "passed", "installing", "added")] == [
+        "run",
+        "stop",
+        "fill",
+        "pass",
+        "install",
+        "add",
+    ]
