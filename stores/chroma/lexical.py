@@ -169,18 +169,50 @@ class CollectionAccess:
             offset += len(rows)
 
 
-@dataclass
 class Sidecar:
-    """The BM25 index, the filter columns and, on a server, the records themselves (`records`) of one
-    collection, always holding the same records."""
+    """The filter columns, the BM25 index and, over HTTP and in folders, the records themselves
+    (`records`) of one collection, always holding the same records.
 
-    index: LexicalIndex
-    columns: FilterColumns
-    records: KeptRecords | SavedRecords | None = None
-    """Text and metadata of each record, so a page needs no read from Chroma (see the module)."""
+    A sidecar loaded from a folder may hold its columns alone at first (`whole` False): a filter needs
+    nothing else, and `ChromaLexical.sidecar` loads the rest (the *lexical half*: the BM25 index and
+    the kept records) from `source` when a lexical or hybrid search or a write first needs it.
+
+    Args:
+        columns: The filter columns.
+        index: The BM25 index; None while the lexical half is not loaded.
+        records: Text and metadata of each record, so a page needs no read from Chroma (see the
+            module); None when not kept (or not loaded yet).
+        source: The token folder the lexical half is still to be loaded from.
+    """
+
+    def __init__(
+        self,
+        columns: FilterColumns,
+        index: LexicalIndex | None,
+        records: KeptRecords | SavedRecords | None = None,
+        source: Path | None = None,
+    ) -> None:
+        self.columns, self._index, self.records, self.source = columns, index, records, source
+
+    @property
+    def whole(self) -> bool:
+        """Whether the lexical half (the BM25 index and the records) is loaded."""
+        return self._index is not None
+
+    @property
+    def index(self) -> LexicalIndex:
+        """The BM25 index (`ChromaLexical.sidecar` loads it first; the columns alone never need it)."""
+        if self._index is None:
+            raise StoreError("the lexical index of this sidecar is not loaded (see ChromaLexical.sidecar)")
+        return self._index
+
+    def complete(self, index: LexicalIndex, records: KeptRecords | SavedRecords | None) -> None:
+        """Take the lexical half loaded from `source`."""
+        self.records, self.source = records, None
+        self._index = index  # last: a reader that sees `whole` sees the records too
 
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self.columns)
 
     def add(
         self,
@@ -190,7 +222,7 @@ class Sidecar:
         encoded: list[str | None] | None = None,
         trusted: list[bool] | None = None,
     ) -> None:
-        """Insert or replace records (distinct ids) in every part.
+        """Insert or replace records (distinct ids) in every part (the sidecar must be whole).
 
         Args:
             ids: The records' ids.
@@ -199,25 +231,23 @@ class Sidecar:
             encoded: See `FilterColumns.write`.
             trusted: See `KeptRecords.write` (None: every record follows this store's layout).
         """
-        records = self._writable()  # before the columns' rows change: saved records follow them
-        self.index.add(ids, list(map(with_context, texts, metadatas)))
+        index = self.index
+        if isinstance(self.records, SavedRecords):
+            self.records.detach()  # before the columns' rows change: the saved rows follow them
+        index.add(ids, list(map(with_context, texts, metadatas)))
         self.columns.write(ids, metadatas, encoded)
-        if records is not None:
-            records.write(ids, texts, metadatas, trusted)
+        if self.records is not None:
+            self.records.write(ids, texts, metadatas, trusted)
 
     def delete(self, ids: list[str]) -> None:
-        """Remove records from every part (unknown ids ignored)."""
-        records = self._writable()
-        self.index.delete(ids)
-        self.columns.delete(ids)
-        if records is not None:
-            records.delete(ids)
-
-    def _writable(self) -> KeptRecords | None:
-        """The records as `KeptRecords` (records loaded from a save become them at the first write)."""
+        """Remove records from every part (unknown ids ignored; the sidecar must be whole)."""
+        index = self.index
         if isinstance(self.records, SavedRecords):
-            self.records = self.records.to_kept()
-        return self.records
+            self.records.detach()
+        index.delete(ids)
+        self.columns.delete(ids)
+        if self.records is not None:
+            self.records.delete(ids)
 
 
 class ChromaLexical:
@@ -258,8 +288,9 @@ class ChromaLexical:
         return self.sidecar().index
 
     def columns(self) -> FilterColumns:
-        """The filter columns, equal to the collection: kept, loaded from disk or rebuilt as needed."""
-        return self.sidecar().columns
+        """The filter columns, equal to the collection: kept, loaded from disk or rebuilt as needed (a
+        load from disk leaves the BM25 index and the records on disk until `sidecar` needs them)."""
+        return self._held(whole=False).columns
 
     def kept_columns(self) -> FilterColumns | None:
         """The filter columns if they are held and current (never builds; one token read on servers)."""
@@ -274,12 +305,18 @@ class ChromaLexical:
 
     def sidecar(self) -> Sidecar:
         """The whole sidecar, equal to the collection (see `index`)."""
+        return self._held(whole=True)
+
+    def _held(self, whole: bool) -> Sidecar:
+        """The sidecar, current; with its lexical half loaded when `whole`."""
         current = self._kept()
-        if current is not None:
+        if current is not None and (current.whole or not whole):
             return current
         with self._mutex:
-            current = self._kept()  # another thread may have rebuilt it meanwhile
-            return current if current is not None else self._rebuild()
+            current = self._kept()  # another thread may have loaded or rebuilt it meanwhile
+            if current is not None and whole and not current.whole and not self._complete(current):
+                current = None  # the lexical half is missing or damaged: everything is rebuilt
+            return current if current is not None else self._rebuild(whole)
 
     def _kept(self) -> Sidecar | None:
         # The state first, then the index: `_rebuild` writes them the other way round, so an index read
@@ -295,15 +332,16 @@ class ChromaLexical:
             return index
         return None
 
-    def _rebuild(self) -> Sidecar:
+    def _rebuild(self, whole: bool) -> Sidecar:
         token = self._current()
         if self._root is not None and token is None:
             token = _new_token()  # a collection written before the index existed gets a state
             self._access.update_metadata({STATE_KEY: token})
-        loaded = self._load(token)
+        loaded = self._load(token, whole)
         saved = loaded is not None
         if loaded is None:
-            loaded = Sidecar(LexicalIndex(), FilterColumns(), KeptRecords() if self._keeps else None)
+            records = KeptRecords() if self._keeps else None
+            loaded = Sidecar(FilterColumns(), LexicalIndex(), records)
             for page in self._access.records():
                 loaded.add(*page)
             self.rebuilds += 1
@@ -314,27 +352,49 @@ class ChromaLexical:
         self._save()  # a rebuilt index is saved at once, so the next open loads it
         return loaded
 
-    def _load(self, token: str | None) -> Sidecar | None:
+    def _load(self, token: str | None, whole: bool) -> Sidecar | None:
+        """The sidecar saved under `token`, its lexical half too when `whole`, or None (rebuild)."""
         if self._root is None or token is None or not (self._root / token).is_dir():
             return None
         folder = self._root / token
+        # The index manifest is written last (`_save`): without it, or of another tokenizer, the save
+        # is incomplete or unusable, and the columns are not trusted either.
         try:
             settings = LexicalIndex.saved_settings(folder)
-            if settings is None or settings.tokenizer != TOKENIZER:
-                return None
-            index = LexicalIndex.load(folder)
         except StoreError:
             return None  # derived data: a damaged save is rebuilt
+        if settings is None or settings.tokenizer != TOKENIZER:
+            return None
         # A save made before the columns existed has none: rebuilt, like a damaged one.
         columns = FilterColumns.load(folder)
         # Records added or deleted by raw chromadb calls leave the token alone but change the count.
-        size = self._access.count()
-        if columns is None or len(index) != size or len(columns) != size:
+        if columns is None or len(columns) != self._access.count():
             return None
-        records = SavedRecords.load(folder, columns) if self._keeps else None
+        sidecar = Sidecar(columns, None, source=folder)
+        if whole and not self._complete(sidecar):
+            return None
+        return sidecar
+
+    def _complete(self, sidecar: Sidecar) -> bool:
+        """Load the lexical half of `sidecar` from its folder, checked against its columns as a whole
+        load checks it; False when it cannot be used (the caller rebuilds)."""
+        folder = sidecar.source
+        if folder is None:
+            return False
+        try:
+            settings = LexicalIndex.saved_settings(folder)
+            if settings is None or settings.tokenizer != TOKENIZER:
+                return False
+            index = LexicalIndex.load(folder)
+        except StoreError:
+            return False  # derived data: a damaged save is rebuilt
+        if len(index) != len(sidecar.columns):
+            return False
+        records = SavedRecords.load(folder, sidecar.columns) if self._keeps else None
         if self._keeps and records is None:
-            return None  # a save without records (older version) or a damaged one: rebuilt
-        return Sidecar(index, columns, records)
+            return False  # a save without records (older version) or a damaged one: rebuilt
+        sidecar.complete(index, records)
+        return True
 
     @contextmanager
     def writing(self) -> Iterator[Sidecar | None]:
@@ -375,11 +435,16 @@ class ChromaLexical:
             return  # another store wrote since: that state is not the one this index holds
         folder = self._root / self._token
         # Columns first: a crash between the two leaves a folder without an index manifest, not loaded.
-        self._index.columns.save(folder)
-        if self._index.records is not None:
-            save_records(self._index.records, self._index.columns, folder)
-        self._index.index.save(folder)
+        sidecar = self._index
+        sidecar.columns.save(folder)
+        if sidecar.records is not None:
+            save_records(sidecar.records, sidecar.columns, folder)
+        sidecar.index.save(folder)
         self._saved = True
+        if sidecar.records is not None:
+            # The records just saved become the new base, so the writes held in memory do not pile up
+            # over a long process (a reload of the save fails only if the folder was damaged since).
+            sidecar.records = SavedRecords.load(folder, sidecar.columns) or sidecar.records
         for entry in self._root.iterdir():
             if entry.name != self._token and entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
