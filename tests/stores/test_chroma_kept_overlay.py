@@ -103,14 +103,25 @@ def test_a_write_over_saved_records_reads_none_of_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     twin = _Twin(tmp_path / "first", 500, random.Random(7))
-    checks: list[str] = []
-    real = kept_file._check
-    monkeypatch.setattr(kept_file, "_check", lambda doc_id, text: checks.append(doc_id) or real(doc_id, text))
+    checks = _counted_checks(monkeypatch)
     twin.write(["d0003", "new"], twin.saved)
     twin.delete(["d0010"])
     assert checks == [] and twin.saved.written == len(twin.saved.read(["d0003", "new"]))
     save_records(twin.saved, twin.columns, tmp_path / "second")
     assert sorted(checks) == ["d0003", "new"]  # the saved rows are copied with their checksums
+
+
+def _counted_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids whose saved-row checksum is computed from now on (every saved read and write does one)."""
+    checks: list[str] = []
+    real = kept_file._check
+
+    def counted(doc_id: str, text: bytes) -> int:
+        checks.append(doc_id)
+        return real(doc_id, text)
+
+    monkeypatch.setattr(kept_file, "_check", counted)
+    return checks
 
 
 def _docs(count: int) -> list[Document]:
@@ -125,9 +136,7 @@ def test_the_first_write_after_opening_a_home_reads_no_saved_record(
     with ChromaVectorStore(MODEL, path=tmp_path) as store:
         store.add(_docs(400))
     request = SearchRequest("omega filler", top_k=8, mode="hybrid")
-    checks: list[str] = []
-    real = kept_file._check
-    monkeypatch.setattr(kept_file, "_check", lambda doc_id, text: checks.append(doc_id) or real(doc_id, text))
+    checks = _counted_checks(monkeypatch)
     with ChromaVectorStore(MODEL, path=tmp_path) as store:
         store.add([Document("f0005", "omega rewritten", {"i": -1}), Document("new", "omega new", {})])
         store.delete(["f0009"])
