@@ -24,6 +24,7 @@ from stores.chroma import kept_file
 from stores.chroma.columns import FilterColumns
 from stores.chroma.kept import KeptRecords
 from stores.chroma.kept_file import SavedRecords, save_records
+from stores.numpy.columns_file import read_arrays
 
 MODEL = HashingEmbedding(dimensions=32)
 ODD_TEXTS = ["", "lone \ud800 surrogate", "ünïcødé 漢字 🙂", "x" * 3000]
@@ -90,8 +91,8 @@ def test_writes_over_saved_records_equal_records_kept_in_memory(tmp_path: Path, 
     twin.agree(again)
     # And the merged save is the one a sidecar kept wholly in memory writes, byte for byte.
     save_records(twin.reference, twin.columns, tmp_path / "reference")
-    merged = kept_file.read_arrays(tmp_path / "second" / kept_file.FILE) or {}
-    reference = kept_file.read_arrays(tmp_path / "reference" / kept_file.FILE) or {}
+    merged = read_arrays(tmp_path / "second" / kept_file.FILE) or {}
+    reference = read_arrays(tmp_path / "reference" / kept_file.FILE) or {}
     for name in ("offsets", "kept", "crc"):
         assert merged[name].tolist() == reference[name].tolist(), name
     [merged_texts] = (tmp_path / "second").glob("kept-texts-*.npy")
