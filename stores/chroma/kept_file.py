@@ -16,8 +16,13 @@ so a damaged byte, or a texts file that does not belong to these columns, leaves
 Chroma's `get`; a missing, old or inconsistent save makes `SavedRecords.load` answer None and the
 sidecar is rebuilt. Nothing here is Python-version specific (no `marshal`, no pickle).
 
-The loaded records are read-only: the sidecar's first write turns them into `KeptRecords`
-(`SavedRecords.to_kept`), which reads every kept record once.
+The loaded records stay read-only where they are: records written since live in memory in a
+`KeptRecords` over them, and the saved records they replace or delete are hidden, so a write costs
+what it writes (no saved record is read; the first write copies the columns' id map and list of
+metadata texts, pointers only). The next save writes the merged form: runs of saved rows are copied
+byte for byte with their checksums, only records written since are encoded, and the new save is
+loaded as the new base (`stores.chroma.lexical`). Being a new texts file and a new header, it is as
+atomic as before; a save of this form loads in older versions, and their saves load here.
 
 Example:
     >>> import tempfile

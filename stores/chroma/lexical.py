@@ -29,8 +29,16 @@ store changes twice: once before touching any record, once after the index holds
   8 bytes of offsets, 70 of id bookkeeping; see `stores.chroma.kept`), so about 1.13 KB for a 1 KB
   chunk. An embedded folder saves them with the rest (`stores.chroma.kept_file`: the texts once
   more, memory-mapped at load, and 13 bytes a record; the metadata is the filter columns'), and a
-  load reads none of them (`SavedRecords`, turned into `KeptRecords` at the process's first write).
-  A folder saved without them, or with a damaged save of them, is rebuilt.
+  load reads none of them (`SavedRecords`); writes since the load are kept in memory over them, so
+  a write costs what it writes, and the next save writes the merged form. A folder saved without
+  them, or with a damaged save of them, is rebuilt.
+- Embedded loads come in two halves (`Sidecar.whole`): a filter (`count`, `get`, a filtered vector
+  search) loads the filter columns alone; the BM25 index and the kept records, the *lexical half*,
+  stay on disk until a lexical or hybrid search or a write needs them (each `rag query --filter` is
+  a new process, which never pays for them). The lexical half is checked when it is loaded as a whole
+  load checks it (the token still current, its tokenizer, as many documents as the columns, each
+  kept record's checksum); if it fails, the whole sidecar is rebuilt. A folder without the index
+  manifest (written last by a save) is not loaded at all, not even its columns.
 - In-process private store: nobody else can write, so no token is kept; the index is built lazily.
 
 Only one process should write to an embedded folder at a time (chroma's own rule for
@@ -63,12 +71,12 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import RagError, StoreError
-from rag.text import with_context
 from stores.chroma.client import Connection
 from stores.chroma.columns import FilterColumns
 from stores.chroma.kept import KeptRecords, Page, page_of
 from stores.chroma.kept_file import SavedRecords, save_records
 from stores.chroma.search import rows_from_get
+from stores.chroma.sidecar import Sidecar
 from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
 from stores.locking import shared_mutex
@@ -167,87 +175,6 @@ class CollectionAccess:
                 return
             yield page_of(rows)
             offset += len(rows)
-
-
-class Sidecar:
-    """The filter columns, the BM25 index and, over HTTP and in folders, the records themselves
-    (`records`) of one collection, always holding the same records.
-
-    A sidecar loaded from a folder may hold its columns alone at first (`whole` False): a filter needs
-    nothing else, and `ChromaLexical.sidecar` loads the rest (the *lexical half*: the BM25 index and
-    the kept records) from `source` when a lexical or hybrid search or a write first needs it.
-
-    Args:
-        columns: The filter columns.
-        index: The BM25 index; None while the lexical half is not loaded.
-        records: Text and metadata of each record, so a page needs no read from Chroma (see the
-            module); None when not kept (or not loaded yet).
-        source: The token folder the lexical half is still to be loaded from.
-    """
-
-    def __init__(
-        self,
-        columns: FilterColumns,
-        index: LexicalIndex | None,
-        records: KeptRecords | SavedRecords | None = None,
-        source: Path | None = None,
-    ) -> None:
-        self.columns, self._index, self.records, self.source = columns, index, records, source
-
-    @property
-    def whole(self) -> bool:
-        """Whether the lexical half (the BM25 index and the records) is loaded."""
-        return self._index is not None
-
-    @property
-    def index(self) -> LexicalIndex:
-        """The BM25 index (`ChromaLexical.sidecar` loads it first; the columns alone never need it)."""
-        if self._index is None:
-            raise StoreError("the lexical index of this sidecar is not loaded (see ChromaLexical.sidecar)")
-        return self._index
-
-    def complete(self, index: LexicalIndex, records: KeptRecords | SavedRecords | None) -> None:
-        """Take the lexical half loaded from `source`."""
-        self.records, self.source = records, None
-        self._index = index  # last: a reader that sees `whole` sees the records too
-
-    def __len__(self) -> int:
-        return len(self.columns)
-
-    def add(
-        self,
-        ids: list[str],
-        texts: list[str],
-        metadatas: list[dict[str, Any]],
-        encoded: list[str | None] | None = None,
-        trusted: list[bool] | None = None,
-    ) -> None:
-        """Insert or replace records (distinct ids) in every part (the sidecar must be whole).
-
-        Args:
-            ids: The records' ids.
-            texts: The documents' own texts; the index adds their context (`rag.text.with_context`).
-            metadatas: Their metadata.
-            encoded: See `FilterColumns.write`.
-            trusted: See `KeptRecords.write` (None: every record follows this store's layout).
-        """
-        index = self.index
-        if isinstance(self.records, SavedRecords):
-            self.records.detach()  # before the columns' rows change: the saved rows follow them
-        index.add(ids, list(map(with_context, texts, metadatas)))
-        self.columns.write(ids, metadatas, encoded)
-        if self.records is not None:
-            self.records.write(ids, texts, metadatas, trusted)
-
-    def delete(self, ids: list[str]) -> None:
-        """Remove records from every part (unknown ids ignored; the sidecar must be whole)."""
-        index = self.index
-        if isinstance(self.records, SavedRecords):
-            self.records.detach()
-        index.delete(ids)
-        self.columns.delete(ids)
-        if self.records is not None:
-            self.records.delete(ids)
 
 
 class ChromaLexical:
