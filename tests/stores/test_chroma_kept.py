@@ -144,6 +144,10 @@ def test_embedded_pages_from_kept_records_equal_pages_read_from_chroma(tmp_path:
         records = store._lexical.sidecar().records
         assert isinstance(records, SavedRecords) and records.written == 2 and len(records) == 205
         assert "lists" not in records and "omega-new" in records and "big" in records
+        store.flush()  # the merged save becomes the new base: the writes leave memory
+        records = store._lexical.sidecar().records
+        assert isinstance(records, SavedRecords) and records.written == 0 and len(records) == 205
+        _pages_agree(store, SavedRecords)
     with ChromaVectorStore(MODEL, path=tmp_path, ef_search=50) as store:
         _pages_agree(store, SavedRecords)
         found = {d.id for d in store.similarity_search(SearchRequest("omega", top_k=300, mode="lexical"))}
