@@ -335,6 +335,8 @@ class SavedRecords:
 
     def _chunks(self, source: npt.NDArray[np.int64], fresh: dict[int, bytes]) -> list[bytes | memoryview]:
         """The texts' bytes in row order: each run of consecutive saved rows as one slice of the save."""
+        if not len(source):
+            return []
         view = memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
         before = np.concatenate(([-2], source[:-1]))
         # A run of saved rows breaks where a row does not follow its predecessor in the save.

@@ -100,6 +100,22 @@ def test_writes_over_saved_records_equal_records_kept_in_memory(tmp_path: Path, 
     assert merged_texts.read_bytes() == reference_texts.read_bytes()
 
 
+def test_saved_records_all_deleted_then_written_again(tmp_path: Path) -> None:
+    twin = _Twin(tmp_path / "first", 30, random.Random(3))
+    twin.delete(list(twin.columns.ids))
+    twin.agree(twin.saved)
+    save_records(twin.saved, twin.columns, tmp_path / "empty")  # no row at all
+    empty = SavedRecords.load(tmp_path / "empty", twin.columns)
+    assert empty is not None and len(empty) == 0
+    twin.saved = empty
+    twin.write(["d0001", "fresh"], twin.saved)
+    twin.agree(twin.saved)
+    save_records(twin.saved, twin.columns, tmp_path / "again")
+    again = SavedRecords.load(tmp_path / "again", twin.columns)
+    assert again is not None
+    twin.agree(again)
+
+
 def test_a_write_over_saved_records_reads_none_of_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
