@@ -371,7 +371,8 @@ class ChromaLexical:
         if sidecar.records is not None:
             # The records just saved become the new base, so the writes held in memory do not pile up
             # over a long process (a reload of the save fails only if the folder was damaged since).
-            sidecar.records = SavedRecords.load(folder, sidecar.columns) or sidecar.records
+            rebased = SavedRecords.load(folder, sidecar.columns)
+            sidecar.records = sidecar.records if rebased is None else rebased
         for entry in self._root.iterdir():
             if entry.name != self._token and entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)
