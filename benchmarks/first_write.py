@@ -43,7 +43,19 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 DIMENSIONS = 384
-WORDS = "retrieval augmented generation vector store lexical index chunk splitter embedding model".split()
+WORDS = [
+    "retrieval",
+    "augmented",
+    "generation",
+    "vector",
+    "store",
+    "lexical",
+    "index",
+    "chunk",
+    "splitter",
+    "embedding",
+    "model",
+]
 
 
 class Lookup:
@@ -121,9 +133,7 @@ def child(folder: Path, count: int) -> dict[str, float]:
     figures: dict[str, float] = {}
     model: Any = Lookup()
     holder: list[Any] = []
-    figures["open"] = _timed(
-        lambda: holder.append(ChromaVectorStore(model, collection="bench", path=folder))
-    )
+    figures["open"] = _timed(lambda: holder.append(ChromaVectorStore(model, collection="bench", path=folder)))
     store = holder[0]
     figures["chroma"] = _timed(store.count)
     changed = documents(count // 2, 3, seed=time.time_ns() % 2**32)  # new texts over existing ids
