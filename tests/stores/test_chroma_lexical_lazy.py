@@ -8,6 +8,7 @@ rebuild when first needed, never a wrong answer.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ import pytest
 from rag import Document, HashingEmbedding, SearchRequest
 from stores import ChromaVectorStore, NumpyVectorStore
 from stores.chroma import kept_file
+from stores.chroma.columns import FILE as COLUMNS_FILE
+from stores.chroma.columns import LEGACY_FILE, FilterColumns
 from stores.chroma.kept_file import FILE as RECORDS_FILE
 from stores.chroma.lexical import FOLDER
 from stores.lexical.index import LexicalIndex
@@ -170,3 +173,27 @@ def test_a_lexical_half_of_other_records_is_not_taken(tmp_path: Path) -> None:
         assert store.count(FILTER) == reference.count(FILTER) and store._lexical.rebuilds == 0
         assert _fields(store.similarity_search(request)) == _fields(reference.similarity_search(request))
         assert store._lexical.rebuilds == 1
+
+
+def test_a_home_with_first_version_columns_loads_both_halves(tmp_path: Path, loads: list[str]) -> None:
+    # A save whose columns are in the first version's JSON file: read and rewritten by the first
+    # filter, and the lexical half still loads (no rebuild) when a hybrid search needs it.
+    folder = _home(tmp_path)
+    columns = FilterColumns.load(folder)
+    assert columns is not None
+    body = {
+        "format": "rag-chroma-filter-columns",
+        "version": 1,
+        "ids": list(columns.ids),
+        "metadata": [columns.metadata_text(row) for row in range(len(columns))],
+    }
+    (folder / COLUMNS_FILE).unlink()
+    (folder / LEGACY_FILE).write_text(json.dumps(body), encoding="utf-8")
+    loads.clear()
+    reference = _reference()
+    request = SearchRequest("omega words", top_k=9, mode="hybrid", filter=FILTER)
+    with ChromaVectorStore(MODEL, path=tmp_path) as store:
+        assert store.count(FILTER) == reference.count(FILTER) and loads == []
+        assert _fields(store.similarity_search(request)) == _fields(reference.similarity_search(request))
+        assert loads == ["index", "records"] and store._lexical.rebuilds == 0
+    assert (folder / COLUMNS_FILE).is_file() and not (folder / LEGACY_FILE).exists()
