@@ -146,6 +146,11 @@ class FilterColumns:
         """The metadata of `row` as the JSON text it is kept in."""
         return self._texts[row]
 
+    def saved_rows(self) -> tuple[dict[str, int], list[str]]:
+        """Copies of the id -> row map and of the metadata texts by row, as they are now (later writes
+        leave the copies alone: `stores.chroma.kept_file.SavedRecords` keeps the rows of a save)."""
+        return dict(self._rows), list(self._texts)
+
     # -- writing --------------------------------------------------------------------------------------
 
     def write(

@@ -29,8 +29,16 @@ store changes twice: once before touching any record, once after the index holds
   8 bytes of offsets, 70 of id bookkeeping; see `stores.chroma.kept`), so about 1.13 KB for a 1 KB
   chunk. An embedded folder saves them with the rest (`stores.chroma.kept_file`: the texts once
   more, memory-mapped at load, and 13 bytes a record; the metadata is the filter columns'), and a
-  load reads none of them (`SavedRecords`, turned into `KeptRecords` at the process's first write).
-  A folder saved without them, or with a damaged save of them, is rebuilt.
+  load reads none of them (`SavedRecords`); writes since the load are kept in memory over them, so
+  a write costs what it writes, and the next save writes the merged form. A folder saved without
+  them, or with a damaged save of them, is rebuilt.
+- Embedded loads come in two halves (`Sidecar.whole`): a filter (`count`, `get`, a filtered vector
+  search) loads the filter columns alone; the BM25 index and the kept records, the *lexical half*,
+  stay on disk until a lexical or hybrid search or a write needs them (each `rag query --filter` is
+  a new process, which never pays for them). The lexical half is checked when it is loaded as a whole
+  load checks it (the token still current, its tokenizer, as many documents as the columns, each
+  kept record's checksum); if it fails, the whole sidecar is rebuilt. A folder without the index
+  manifest (written last by a save) is not loaded at all, not even its columns.
 - In-process private store: nobody else can write, so no token is kept; the index is built lazily.
 
 Only one process should write to an embedded folder at a time (chroma's own rule for
@@ -63,12 +71,12 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import RagError, StoreError
-from rag.text import with_context
 from stores.chroma.client import Connection
 from stores.chroma.columns import FilterColumns
 from stores.chroma.kept import KeptRecords, Page, page_of
 from stores.chroma.kept_file import SavedRecords, save_records
 from stores.chroma.search import rows_from_get
+from stores.chroma.sidecar import Sidecar
 from stores.lexical.index import LexicalIndex
 from stores.lexical.text import TOKENIZER
 from stores.locking import shared_mutex
@@ -169,57 +177,6 @@ class CollectionAccess:
             offset += len(rows)
 
 
-@dataclass
-class Sidecar:
-    """The BM25 index, the filter columns and, on a server, the records themselves (`records`) of one
-    collection, always holding the same records."""
-
-    index: LexicalIndex
-    columns: FilterColumns
-    records: KeptRecords | SavedRecords | None = None
-    """Text and metadata of each record, so a page needs no read from Chroma (see the module)."""
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    def add(
-        self,
-        ids: list[str],
-        texts: list[str],
-        metadatas: list[dict[str, Any]],
-        encoded: list[str | None] | None = None,
-        trusted: list[bool] | None = None,
-    ) -> None:
-        """Insert or replace records (distinct ids) in every part.
-
-        Args:
-            ids: The records' ids.
-            texts: The documents' own texts; the index adds their context (`rag.text.with_context`).
-            metadatas: Their metadata.
-            encoded: See `FilterColumns.write`.
-            trusted: See `KeptRecords.write` (None: every record follows this store's layout).
-        """
-        records = self._writable()  # before the columns' rows change: saved records follow them
-        self.index.add(ids, list(map(with_context, texts, metadatas)))
-        self.columns.write(ids, metadatas, encoded)
-        if records is not None:
-            records.write(ids, texts, metadatas, trusted)
-
-    def delete(self, ids: list[str]) -> None:
-        """Remove records from every part (unknown ids ignored)."""
-        records = self._writable()
-        self.index.delete(ids)
-        self.columns.delete(ids)
-        if records is not None:
-            records.delete(ids)
-
-    def _writable(self) -> KeptRecords | None:
-        """The records as `KeptRecords` (records loaded from a save become them at the first write)."""
-        if isinstance(self.records, SavedRecords):
-            self.records = self.records.to_kept()
-        return self.records
-
-
 class ChromaLexical:
     """The sidecar of one collection, loaded, rebuilt and saved as the module docstring says.
 
@@ -258,8 +215,9 @@ class ChromaLexical:
         return self.sidecar().index
 
     def columns(self) -> FilterColumns:
-        """The filter columns, equal to the collection: kept, loaded from disk or rebuilt as needed."""
-        return self.sidecar().columns
+        """The filter columns, equal to the collection: kept, loaded from disk or rebuilt as needed (a
+        load from disk leaves the BM25 index and the records on disk until `sidecar` needs them)."""
+        return self._held(whole=False).columns
 
     def kept_columns(self) -> FilterColumns | None:
         """The filter columns if they are held and current (never builds; one token read on servers)."""
@@ -274,12 +232,18 @@ class ChromaLexical:
 
     def sidecar(self) -> Sidecar:
         """The whole sidecar, equal to the collection (see `index`)."""
+        return self._held(whole=True)
+
+    def _held(self, whole: bool) -> Sidecar:
+        """The sidecar, current; with its lexical half loaded when `whole`."""
         current = self._kept()
-        if current is not None:
+        if current is not None and (current.whole or not whole):
             return current
         with self._mutex:
-            current = self._kept()  # another thread may have rebuilt it meanwhile
-            return current if current is not None else self._rebuild()
+            current = self._kept()  # another thread may have loaded or rebuilt it meanwhile
+            if current is not None and whole and not current.whole and not self._complete(current):
+                current = None  # the lexical half is missing or damaged: everything is rebuilt
+            return current if current is not None else self._rebuild(whole)
 
     def _kept(self) -> Sidecar | None:
         # The state first, then the index: `_rebuild` writes them the other way round, so an index read
@@ -295,15 +259,16 @@ class ChromaLexical:
             return index
         return None
 
-    def _rebuild(self) -> Sidecar:
+    def _rebuild(self, whole: bool) -> Sidecar:
         token = self._current()
         if self._root is not None and token is None:
             token = _new_token()  # a collection written before the index existed gets a state
             self._access.update_metadata({STATE_KEY: token})
-        loaded = self._load(token)
+        loaded = self._load(token, whole)
         saved = loaded is not None
         if loaded is None:
-            loaded = Sidecar(LexicalIndex(), FilterColumns(), KeptRecords() if self._keeps else None)
+            records = KeptRecords() if self._keeps else None
+            loaded = Sidecar(FilterColumns(), LexicalIndex(), records)
             for page in self._access.records():
                 loaded.add(*page)
             self.rebuilds += 1
@@ -314,27 +279,49 @@ class ChromaLexical:
         self._save()  # a rebuilt index is saved at once, so the next open loads it
         return loaded
 
-    def _load(self, token: str | None) -> Sidecar | None:
+    def _load(self, token: str | None, whole: bool) -> Sidecar | None:
+        """The sidecar saved under `token`, its lexical half too when `whole`, or None (rebuild)."""
         if self._root is None or token is None or not (self._root / token).is_dir():
             return None
         folder = self._root / token
+        # The index manifest is written last (`_save`): without it, or of another tokenizer, the save
+        # is incomplete or unusable, and the columns are not trusted either.
         try:
             settings = LexicalIndex.saved_settings(folder)
-            if settings is None or settings.tokenizer != TOKENIZER:
-                return None
-            index = LexicalIndex.load(folder)
         except StoreError:
             return None  # derived data: a damaged save is rebuilt
+        if settings is None or settings.tokenizer != TOKENIZER:
+            return None
         # A save made before the columns existed has none: rebuilt, like a damaged one.
         columns = FilterColumns.load(folder)
         # Records added or deleted by raw chromadb calls leave the token alone but change the count.
-        size = self._access.count()
-        if columns is None or len(index) != size or len(columns) != size:
+        if columns is None or len(columns) != self._access.count():
             return None
-        records = SavedRecords.load(folder, columns) if self._keeps else None
+        sidecar = Sidecar(columns, None, source=folder)
+        if whole and not self._complete(sidecar):
+            return None
+        return sidecar
+
+    def _complete(self, sidecar: Sidecar) -> bool:
+        """Load the lexical half of `sidecar` from its folder, checked against its columns as a whole
+        load checks it; False when it cannot be used (the caller rebuilds)."""
+        folder = sidecar.source
+        if folder is None:
+            return False
+        try:
+            settings = LexicalIndex.saved_settings(folder)
+            if settings is None or settings.tokenizer != TOKENIZER:
+                return False
+            index = LexicalIndex.load(folder)
+        except StoreError:
+            return False  # derived data: a damaged save is rebuilt
+        if len(index) != len(sidecar.columns):
+            return False
+        records = SavedRecords.load(folder, sidecar.columns) if self._keeps else None
         if self._keeps and records is None:
-            return None  # a save without records (older version) or a damaged one: rebuilt
-        return Sidecar(index, columns, records)
+            return False  # a save without records (older version) or a damaged one: rebuilt
+        sidecar.complete(index, records)
+        return True
 
     @contextmanager
     def writing(self) -> Iterator[Sidecar | None]:
@@ -375,11 +362,17 @@ class ChromaLexical:
             return  # another store wrote since: that state is not the one this index holds
         folder = self._root / self._token
         # Columns first: a crash between the two leaves a folder without an index manifest, not loaded.
-        self._index.columns.save(folder)
-        if self._index.records is not None:
-            save_records(self._index.records, self._index.columns, folder)
-        self._index.index.save(folder)
+        sidecar = self._index
+        sidecar.columns.save(folder)
+        if sidecar.records is not None:
+            save_records(sidecar.records, sidecar.columns, folder)
+        sidecar.index.save(folder)
         self._saved = True
+        if sidecar.records is not None:
+            # The records just saved become the new base, so the writes held in memory do not pile up
+            # over a long process (a reload of the save fails only if the folder was damaged since).
+            rebased = SavedRecords.load(folder, sidecar.columns)
+            sidecar.records = sidecar.records if rebased is None else rebased
         for entry in self._root.iterdir():
             if entry.name != self._token and entry.is_dir():
                 shutil.rmtree(entry, ignore_errors=True)

@@ -24,6 +24,7 @@ import io
 import json
 import os
 import uuid
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,13 +152,14 @@ def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
             f"not {tokenizer!r}: rebuild it from the documents"
         )
     try:
-        with np.load(folder / manifest["data"], allow_pickle=False) as data:
+        # Opened here, not by np.load, which leaves the file open when the zip cannot be read.
+        with (folder / manifest["data"]).open("rb") as handle, np.load(handle, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
         ids = json.loads(_decode(arrays["ids"]))
         vocabulary = _decode(arrays["vocabulary"])
         terms = vocabulary.split("\n") if vocabulary else []
         _check(folder, manifest, arrays, ids, terms)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
         raise StoreError(f"cannot read the lexical index saved in {str(folder)!r}: {exc}") from exc
     # Frequencies are packed only once the arrays are known to be consistent.
     segment = Segment.of(0, len(ids), arrays["terms"], arrays["starts"], arrays["rows"], arrays["tfs"])

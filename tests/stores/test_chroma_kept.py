@@ -133,14 +133,22 @@ def _pages_agree(store: ChromaVectorStore, kind: type) -> None:
 def test_embedded_pages_from_kept_records_equal_pages_read_from_chroma(tmp_path: Any) -> None:
     filler = [Document(f"f{i:03d}", f"filler words {i} omega" * (i % 3), {"i": i}) for i in range(200)]
     with ChromaVectorStore(MODEL, path=tmp_path, ef_search=50) as store:
-        store.add([*filler, *ODD])
-        _pages_agree(store, KeptRecords)
+        store.add([*filler, *ODD])  # over the empty sidecar built and saved at the first write
+        _pages_agree(store, SavedRecords)
+        assert store._lexical.sidecar().records.written == 206  # type: ignore[union-attr]
     with ChromaVectorStore(MODEL, path=tmp_path, ef_search=50) as store:  # loaded from the save
         _pages_agree(store, SavedRecords)
         assert store._lexical.rebuilds == 0 and len(store._lexical.sidecar().records or ()) == 206
-        store.delete(["f007", "lists"])  # the first write turns the saved records into kept ones
-        store.add([Document("omega-new", "omega new", {"n": -0.0})])
-        _pages_agree(store, KeptRecords)
+        store.delete(["f007", "lists"])  # writes go to memory, over the saved records
+        store.add([Document("omega-new", "omega new", {"n": -0.0}), Document("big", "omega big again", {})])
+        _pages_agree(store, SavedRecords)
+        records = store._lexical.sidecar().records
+        assert isinstance(records, SavedRecords) and records.written == 2 and len(records) == 205
+        assert "lists" not in records and "omega-new" in records and "big" in records
+        store.flush()  # the merged save becomes the new base: the writes leave memory
+        records = store._lexical.sidecar().records
+        assert isinstance(records, SavedRecords) and records.written == 0 and len(records) == 205
+        _pages_agree(store, SavedRecords)
     with ChromaVectorStore(MODEL, path=tmp_path, ef_search=50) as store:
         _pages_agree(store, SavedRecords)
         found = {d.id for d in store.similarity_search(SearchRequest("omega", top_k=300, mode="lexical"))}
@@ -289,7 +297,8 @@ def test_saved_records_load_only_for_their_own_columns(tmp_path: Any) -> None:
     loaded = SavedRecords.load(tmp_path, columns)
     assert loaded is not None and len(loaded) == 2
     assert loaded.read(["b", "a", "zz"]) == {"b": ("blue \ud800", {"s": "x\ud800"}), "a": ("red", {"n": 1})}
-    assert loaded.to_kept().read(["a", "b"]) == kept.read(["a", "b"])
+    loaded.write(["c"], ["green"], [{}])
+    assert loaded.read(["a", "b", "c"]) == {**kept.read(["a", "b"]), "c": ("green", {})}
     other = FilterColumns()  # the same number of rows, other ids: no row's checksum holds
     other.write(["b", "a"], [{"s": "x\ud800"}, {"n": 1}])
     swapped = SavedRecords.load(tmp_path, other)
