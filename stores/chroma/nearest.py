@@ -6,7 +6,8 @@ The contract (docs/exactness.md):
   `count`. The filter columns (`stores.chroma.columns`) give the eligible ids when the store uses them
   (`stores.chroma.reading`): none means no call to Chroma, else Chroma ranks only those ids
   (`query(..., ids=...)`, cheap where a `where` clause is not). Otherwise Chroma's `where` plus the
-  Python part of `stores.chroma.filters` decides.
+  Python part of `stores.chroma.filters` decides; on a server store holding nothing to check first,
+  a filter Chroma evaluates alone is one query (`guarded`).
 - Exact paths score every eligible record in numpy (`stores.numpy.search.exact_scores`, so scores equal
   the numpy store's to the last bit) and order by (score descending, id ascending): a request with
   `exact=True`, and any collection of at most `scan_limit` records (the store's `ef_search`), where
@@ -20,6 +21,7 @@ The contract (docs/exactness.md):
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -35,7 +37,7 @@ from rag.filters import holds
 from stores.chroma.client import Connection
 from stores.chroma.columns import Selection
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
-from stores.chroma.records import decode_metadata
+from stores.chroma.records import OPAQUE, decode_metadata
 from stores.chroma.search import Row, merge, rows_from_get, rows_from_query, scores
 from stores.numpy.search import SCORE_DECIMALS
 
@@ -131,6 +133,11 @@ class Nearest:
     """Drop the filter columns: they named an id the collection no longer holds."""
     large: bool = False
     """The collection was seen holding more than `scan_limit` records (`forget_size` resets it)."""
+    size: int | None = None
+    """How many records the collection held when last counted (None: never counted)."""
+    rent: float = 0.0
+    """Seconds Chroma spent on `where` clauses since the filter columns were last built (see
+    `stores.chroma.reading.Reading._columns_due`)."""
 
     def forget_size(self) -> None:
         """After deletes: the collection may have become small enough to read directly again."""
@@ -181,7 +188,11 @@ class Nearest:
         if req.exact or not large:
             return self._checked(self._scan(query, compiled, req, large, eligible), compiled)
         if selection is None and compiled.exact:
-            return self._hnsw(query, req, compiled.where, None, light)
+            started = time.perf_counter()
+            try:
+                return self._hnsw(query, req, compiled.where, None, light)
+            finally:
+                self.rent += time.perf_counter() - started
         if selection is not None and self._is_broad(selection):
             found = self._broad(query, req, selection, light)
             if found is not None:
@@ -197,6 +208,37 @@ class Nearest:
             for i in range(0, len(ids), _IDS_PER_QUERY)
         ]
         return self._checked(merge(parts, req.top_k), compiled)
+
+    def guarded(
+        self, query: npt.NDArray[np.float32], compiled: ChromaFilter, req: SearchRequest, where: Where
+    ) -> list[tuple[Row, float]] | None:
+        """Top-k of an exact filter in one Chroma query with `where` (`reading.guarded_where`: the
+        filter's clause widened to records whose values under its keys Chroma could not index), or
+        None when the caller must take the usual path (a small collection, or a hit the widening
+        let in that does not match).
+
+        A hit without `_rag_opaque` matched the clause itself, which is exact for it; one with it is
+        checked in Python. When every hit matches, they are the top-k of the matches, since the
+        widened clause selects every match. A hit that does not match would leave fewer than top_k
+        (Chroma filled its list with it): None, and the caller reads the opaque keys afresh.
+        """
+        if not self._is_large():
+            return None
+        started = time.perf_counter()
+        try:
+            hits = self._hnsw(query, req, where, None, False)
+        finally:
+            self.rent += time.perf_counter() - started
+        normal = compiled.normal
+        for row, _ in hits:
+            record = row.record
+            if (
+                record is not None
+                and OPAQUE in record
+                and (normal is None or not holds(normal, decode_metadata(record)))
+            ):
+                return None
+        return hits
 
     @staticmethod
     def _is_broad(selection: Selection) -> bool:
@@ -246,7 +288,8 @@ class Nearest:
         # other processes to a shared collection go unseen: their searches stay on HNSW, as documented).
         if not self.large:
             with self.conn.errors(f"count the collection {self.name!r}"):
-                self.large = int(self.collection.count()) > self.scan_limit
+                self.size = int(self.collection.count())
+            self.large = self.size > self.scan_limit
         return self.large
 
     def _hnsw(
