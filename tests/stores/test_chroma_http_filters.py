@@ -8,6 +8,7 @@ Requests are recorded on the store's own HTTP client (httpx event hooks, run in 
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -217,3 +218,71 @@ def test_filters_build_the_columns_once_chromas_where_has_cost_as_much(
     assert [d.id for d in found] == [d.id for d in built]
     assert sorted(recorder.sent) == ["GET http-filter-rent", "POST query"]
     assert recorder.bodies[recorder.sent.index("POST query")].get("ids") is not None
+
+
+_OPS = ["<", "<=", ">", ">=", "==", "!="]
+_KEYS = ["a", "b", "s"]
+
+
+def _random_docs(rng: random.Random, count: int, huge: bool) -> list[Document]:
+    """Documents whose metadata Chroma indexes, and with `huge` some (a huge integer) it cannot."""
+    docs = []
+    for i in range(count):
+        metadata: dict[str, Any] = {}
+        for name in ("a", "b"):
+            if rng.random() < 0.8:
+                small = rng.randint(-5, 5)
+                metadata[name] = rng.choice([small, rng.choice([-1, 1]) * 2**70 + i]) if huge else small
+        if rng.random() < 0.8:
+            metadata["s"] = rng.choice(["x", "y", "z"])
+        docs.append(Document(f"r{i:03d}", " ".join(rng.choices(WORDS, k=2)), metadata))
+    return docs
+
+
+def _random_filter(rng: random.Random) -> str:
+    parts = []
+    for _ in range(rng.randint(1, 3)):
+        name = rng.choice(_KEYS)
+        value = repr(rng.choice(["x", "y", "z"])) if name == "s" else str(rng.randint(-6, 6))
+        op = rng.choice(["==", "!="]) if name == "s" else rng.choice(_OPS)
+        parts.append(f"{name} {op} {value}")
+    return f" {rng.choice(['AND', 'OR'])} ".join(parts)
+
+
+@pytest.mark.server
+def test_one_request_answers_agree_with_the_reference_while_another_store_writes(chroma_server: str) -> None:
+    # Differential: a reader that never writes (so it never learns which keys hold values Chroma
+    # cannot index, unless a fallback reads them) answers filtered searches whose top_k exceeds the
+    # collection, so the answer is exactly the filter's matches; another store rewrites the
+    # collection between rounds, huge integers among its values in the later ones (the widened
+    # clause selects them, and a hit that does not match sends the search down the usual path).
+    rng = random.Random(17)
+    name = "http-filter-differential"
+    reader_opaque: list[frozenset[str]] = []
+    with (
+        _store(chroma_server, name) as writer,
+        _store(_other_url(chroma_server), name) as reader,
+    ):
+        reader._nearest.scan_limit = 4  # every collection here is large enough for the HNSW path
+        one_request = 0
+        for huge in (False, True, True):
+            docs = _random_docs(rng, 30, huge)
+            if writer.count():
+                writer.delete(filter="a IS NULL OR a IS NOT NULL")
+            writer.add(docs)
+            reader._nearest.forget_size()
+            reader_opaque.append(reader._opaque.current)
+            for _ in range(15):
+                text = _random_filter(rng)
+                expected = {d.id: d.metadata for d in docs if matches(parse(text), d.metadata)}
+                recorder = _Requests()
+                session: httpx.Client = reader.chroma_client._server._session
+                session.event_hooks["request"].append(recorder)
+                try:
+                    found = reader.similarity_search(SearchRequest("alpha beta", top_k=40, filter=text))
+                finally:
+                    session.event_hooks["request"].remove(recorder)
+                assert {d.id: d.metadata for d in found} == expected, text
+                one_request += recorder.sent == ["POST query"]
+    assert reader_opaque[0] == frozenset()  # the reader did not know the opaque keys at first
+    assert one_request >= 10
