@@ -138,6 +138,8 @@ class Nearest:
     rent: float = 0.0
     """Seconds Chroma spent on `where` clauses since the filter columns were last built (see
     `stores.chroma.reading.Reading._columns_due`)."""
+    price: float | None = None
+    """Seconds the last build of the filter columns took (None: not built yet, so estimated)."""
 
     def forget_size(self) -> None:
         """After deletes: the collection may have become small enough to read directly again."""

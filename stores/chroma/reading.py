@@ -144,20 +144,25 @@ class Reading:
             return kept
         # Chroma would need the Python check (a read of the candidates' metadata) anyway, or its
         # `where` clauses have cost as much as reading the collection: read once.
-        self._nearest.rent = 0.0
-        return self._lexical.columns()
+        started = time.perf_counter()
+        columns = self._lexical.columns()
+        self._nearest.rent, self._nearest.price = 0.0, time.perf_counter() - started
+        return columns
 
     def _columns_due(self) -> bool:
         """Whether Chroma's `where` clauses have cost as much time since the columns were last built
         as building them would (rent or buy, as for the exact copy: a process that filters a few
         times never reads the collection, one that filters often pays at most twice the best choice).
+        The price is estimated from the collection's size until a build has measured it.
 
         Then a filter costs a state-token check and a query restricted to the matching ids, which
         in raw chromadb calls at 10,000 records over HTTP take 0.77x the `where` at 10% of them,
         0.48x at 50%, 0.99x at 1%.
         """
-        size = self._nearest.size
-        return size is not None and self._nearest.rent >= size * COLUMNS_SECONDS_PER_RECORD
+        price, size = self._nearest.price, self._nearest.size
+        if price is None:  # never built: estimated from the size last counted
+            price = None if size is None else size * COLUMNS_SECONDS_PER_RECORD
+        return price is not None and self._nearest.rent >= price
 
     def _selection(self, compiled: ChromaFilter) -> Selection | None:
         """The records the filter matches by the filter columns, or None when Chroma's `where` decides."""

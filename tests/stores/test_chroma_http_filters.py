@@ -214,10 +214,22 @@ def test_filters_build_the_columns_once_chromas_where_has_cost_as_much(
         recorder = requests_of(store)
         found = store.similarity_search(request)
         assert store._lexical.rebuilds == 1
+        sent, bodies = list(recorder.sent), list(recorder.bodies)
+        # The build measured its price. Another store's write makes the columns stale: the `where`
+        # answers until it has cost that much again, then the columns are built anew.
+        price = store._nearest.price
+        assert price is not None and price > 0
+        with _store(_other_url(chroma_server), "http-filter-rent") as other:
+            other.add([Document("new", "delta code", {"n": 1})])
+        assert "new" in [d.id for d in store.similarity_search(request)]
+        assert store._lexical.rebuilds == 1 and store._nearest.rent > 0  # the `where` answered
+        store._nearest.rent = price
+        assert "new" in [d.id for d in store.similarity_search(request)]
+        assert store._lexical.rebuilds == 2
     _check(built, SELECTIVE)
     assert [d.id for d in found] == [d.id for d in built]
-    assert sorted(recorder.sent) == ["GET http-filter-rent", "POST query"]
-    assert recorder.bodies[recorder.sent.index("POST query")].get("ids") is not None
+    assert sorted(sent) == ["GET http-filter-rent", "POST query"]
+    assert bodies[sent.index("POST query")].get("ids") is not None
 
 
 _OPS = ["<", "<=", ">", ">=", "==", "!="]
