@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+import stores.chroma.nearest as nearest
 import stores.chroma.reading as reading
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.filters import matches, parse
@@ -100,6 +101,24 @@ def test_a_selective_filtered_search_is_one_request(chroma_server: str, requests
     assert recorder.sent == ["POST query"]
     assert "ids" not in recorder.bodies[0] or recorder.bodies[0]["ids"] is None
     assert recorder.bodies[0]["where"]["$or"][0] == {"n": {"$lt": 60.0}}
+
+
+@pytest.mark.server
+def test_a_larger_collection_reads_the_metadata_and_sends_the_clause_alone(
+    chroma_server: str, requests_of: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The widening's cost grows with the collection, the metadata read's does not: past
+    # `GUARDED_RECORDS` records (here 100 instead of 30,000) the search reads the metadata first.
+    monkeypatch.setattr(nearest, "GUARDED_RECORDS", 100)
+    request = SearchRequest("delta code", top_k=10, filter=SELECTIVE)
+    with _store(chroma_server, "http-filter-large") as store:
+        store.add(_docs())
+        store.similarity_search(request)
+        recorder = requests_of(store)
+        found = store.similarity_search(request)
+    _check(found, SELECTIVE)
+    assert recorder.sent == ["GET http-filter-large", "POST query"]
+    assert recorder.bodies[1]["where"] == {"n": {"$lt": 60.0}}
 
 
 @pytest.mark.server
