@@ -144,8 +144,8 @@ class Answering:
         """A filtered vector search on a server store as one Chroma query (`Nearest.guarded`), or None
         for the usual path: a filter Chroma cannot finish alone, a collection of an older layout, or
         a copy or filter columns this store holds (they answer faster, once the state token vouches
-        for them: 0.87-0.96x raw chromadb's `where` at 10% of 10,000 records over HTTP, against
-        1.05-1.09x for this one query; benchmarks/chroma_speed.py).
+        for them: 0.88-0.96x raw chromadb's `where` at 10% of 10,000 records over HTTP, against
+        1.03-1.09x for this one query; benchmarks/chroma_speed.py).
 
         The usual path reads the collection's metadata first, for the opaque keys and the state
         token: 1.1 ms of a 9 ms search at 10,000 records, the whole gap to raw chromadb.
