@@ -4,9 +4,9 @@ N random unit vectors of 384 dimensions with metadata `bucket` = row % 100 are w
 Chroma store. For filters `bucket < S` (S% of the records) it times a top-10 search (medians, timed in
 turns): the store (its filter columns choose the ids, stores/chroma/columns.py), raw chromadb with the
 `where` clause, raw chromadb restricted to the matching ids (`ids=`), and raw chromadb without a
-filter. With `--recall` it also prints recall@10 of the store and of the raw `ids=` search against an
-exact numpy store (a filter of 90% or more is one unrestricted query filtered after: see
-stores/chroma/nearest.py).
+filter. With `--recall` it also prints recall@10 of the store, of the raw `ids=` search and of the raw
+`where` search (what a server store that holds no filter columns sends) against an exact numpy store
+(a filter of 90% or more is one unrestricted query filtered after: see stores/chroma/nearest.py).
 
     python benchmarks/filter_share.py [--size 100000] [--shares 10,50,95] [--repeats 15] [--recall]
 """
@@ -49,16 +49,20 @@ def _medians(actions: dict[str, Callable[[int], object]], repeats: int) -> dict[
     return {name: statistics.median(spent) for name, spent in times.items()}
 
 
-def _recall(store: Any, exact: Any, collection: Any, queries: Any, text: str, ids: list[str]) -> str:
-    found = raw = wanted = 0
+def _recall(
+    store: Any, exact: Any, collection: Any, queries: Any, text: str, ids: list[str], where: Any
+) -> str:
+    found = raw = raw_where = wanted = 0
     for i in range(1, 51):
         request = SearchRequest(f"q {i}", top_k=10, filter=text)
         truth = {d.id for d in exact.similarity_search(request)}
         found += len(truth & {d.id for d in store.similarity_search(request)})
         result = collection.query(query_embeddings=[queries[i]], n_results=10, ids=ids, include=[])
         raw += len(truth & set(result["ids"][0]))
+        result = collection.query(query_embeddings=[queries[i]], n_results=10, where=where, include=[])
+        raw_where += len(truth & set(result["ids"][0]))
         wanted += len(truth)
-    return f"{found / wanted:>8.3f}{raw / wanted:>9.3f}"
+    return f"{found / wanted:>8.3f}{raw / wanted:>9.3f}{raw_where / wanted:>9.3f}"
 
 
 def main() -> int:
@@ -86,7 +90,7 @@ def main() -> int:
         print(f"{args.size:,} vectors written in {time.perf_counter() - started:.0f} s")
         collection = store.chroma_collection
         head = f"{'filter':<14}{'store':>8}{'where':>8}{'ids=':>8}{'none':>8}"
-        print(head + (f"{'recall':>8}{'ids=':>9}" if exact is not None else ""))
+        print(head + (f"{'recall':>8}{'ids=':>9}{'where':>9}" if exact is not None else ""))
         for share in (int(s) for s in args.shares.split(",")):
             text = f"bucket < {share}"
             ids = store._matching_ids(store._compile(text))
@@ -108,7 +112,7 @@ def main() -> int:
             ms = _medians(actions, args.repeats)
             line = f"{text:<14}" + "".join(f"{ms[name]:>8.1f}" for name in actions)
             if exact is not None:
-                line += _recall(store, exact, collection, queries, text, ids)
+                line += _recall(store, exact, collection, queries, text, ids, where)
             print(line, flush=True)
         store.close()
     print("(milliseconds, medians of searches timed in turns)")

@@ -5,6 +5,10 @@
   call to Chroma.
 - Otherwise a vector request is one Chroma query (`stores.chroma.nearest`), and any other mode ranks
   through `stores.ranking` with `stores.chroma.hybrid.ChromaCandidates`.
+- On a server store, a filtered vector request that finds nothing held to check against the
+  collection's state (no copy, no filter columns) and a filter Chroma evaluates alone is that one
+  query and no other request (`_one_request`): raw chromadb's `query(where=...)`, widened so that
+  keys another process made opaque since need no read of the collection's metadata first.
 
 The store mixes this class in; it holds the state named below (set by `ChromaVectorStore.__init__`).
 """
@@ -35,6 +39,7 @@ from stores.chroma.lexical import (
 from stores.chroma.mirror import Mirror, Snapshot, read_snapshot
 from stores.chroma.mirror_files import load
 from stores.chroma.nearest import Nearest
+from stores.chroma.reading import guarded_where
 from stores.chroma.records import decode_fields, decode_metadata, decode_text
 from stores.chroma.search import Row, query_vector
 from stores.locking import ReadWriteLock
@@ -60,8 +65,12 @@ class Answering:
     _copy_root: Path | None
     _local: bool
     _shared: bool
+    _legacy: bool
 
-    def _compile(self, filter: str | Filter | None) -> ChromaFilter:
+    def _compile(self, filter: str | Filter | None, *, known: bool = False) -> ChromaFilter:
+        raise NotImplementedError
+
+    def _columns_for(self, compiled: ChromaFilter) -> object | None:
         raise NotImplementedError
 
     def _matching_ids(self, compiled: ChromaFilter, *, build: bool = True) -> list[str]:
@@ -112,6 +121,10 @@ class Answering:
                 return self._search(req, query)
 
     def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:
+        if req.filter is not None and not self._local and not req.exact and not needs_ranking(req):
+            hits = self._one_request(req, query)
+            if hits is not None:
+                return self._found(hits)
         compiled = self._compile(req.filter)
         if compiled.matches_nothing:
             return []
@@ -124,6 +137,29 @@ class Answering:
                 hits = self._nearest.rows(query, compiled, req)
             return self._found(hits)
         return self._ranked(req, query, compiled, copy)
+
+    def _one_request(
+        self, req: SearchRequest, query: npt.NDArray[np.float32]
+    ) -> list[tuple[Row, float]] | None:
+        """A filtered vector search on a server store as one Chroma query (`Nearest.guarded`), or None
+        for the usual path: a filter Chroma cannot finish alone, a collection of an older layout, or
+        a copy or filter columns this store holds (they answer faster, once the state token vouches
+        for them: 0.88-0.96x raw chromadb's `where` at 10% of 10,000 records over HTTP, against
+        1.03-1.09x for this one query; benchmarks/chroma_speed.py).
+
+        The usual path reads the collection's metadata first, for the opaque keys and the state
+        token: 1.1 ms of a 9 ms search at 10,000 records, the whole gap to raw chromadb.
+        """
+        compiled = self._compile(req.filter, known=True)
+        if self._legacy or not compiled.exact or compiled.matches_nothing:
+            return None
+        where = guarded_where(compiled)
+        if where is None or self._copy_for(False, compiled.tree) is not None:
+            return None
+        if self._columns_for(compiled) is not None:
+            return None
+        with self._renting(compiled):
+            return self._nearest.guarded(query, compiled, req, where)
 
     def _ranked(
         self,

@@ -4,7 +4,8 @@ Filters on such keys are finished in Python (`stores.chroma.filters`), so a stor
 before it compiles a filter. The collection's metadata records them; reading it costs a call to Chroma
 per filtered search. An embedded folder belongs to one process, so its stores share the set here
 instead and read the metadata only when opened; stores reached through a server or a client you made
-(other processes may write) still read it before each filtered search.
+(other processes may write) read it before a filtered search, except one sent as a single query whose
+clause also selects every record marked opaque for the filter's keys (`stores.chroma.reading.guarded_where`).
 
 Example:
     >>> keys = shared_opaque(("chroma-path", "/data", "docs"))
