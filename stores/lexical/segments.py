@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from stores.lexical.dense import NO_DENSE, DenseRows, split_dense
 from stores.lexical.frequencies import PackedFrequencies, narrow_tfs
 
 __all__ = [
@@ -61,14 +63,20 @@ def narrow_starts(starts: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.intege
 
 @dataclass(frozen=True)
 class Segment:
-    """The postings of rows `[first_row, end_row)`: `rows[starts[i]:starts[i + 1]]` hold `terms[i]`."""
+    """The postings of rows `[first_row, end_row)`: `rows[starts[i]:starts[i + 1]]` hold `terms[i]`.
+
+    `rows` is assembled on demand: the segment keeps the offsets of most terms in `sparse` and those
+    of its commonest terms as bitmaps in `dense` (`stores.lexical.dense`); `term_rows` reads one term.
+    """
 
     first_row: int
     end_row: int
     terms: npt.NDArray[np.int32]  # sorted, distinct
-    starts: npt.NDArray[np.integer[Any]]  # len(terms) + 1 offsets into rows and tfs (`narrow_starts`)
-    rows: npt.NDArray[np.integer[Any]]  # row - first_row: uint16 within NARROW_SPAN rows, else int32
+    starts: npt.NDArray[np.integer[Any]]  # len(terms) + 1 offsets into the postings (`narrow_starts`)
+    sparse: npt.NDArray[np.integer[Any]]  # row - first_row of the sparse terms' postings: uint16 within
+    # NARROW_SPAN rows, else int32
     frequencies: PackedFrequencies  # of each posting, half a byte each
+    dense: DenseRows = NO_DENSE
 
     @staticmethod
     def of(
@@ -79,8 +87,20 @@ class Segment:
         rows: npt.NDArray[np.integer[Any]],
         tfs: npt.NDArray[np.integer[Any]],
     ) -> Segment:
-        """A segment whose frequencies `tfs` (one per posting) are packed here."""
-        return Segment(first_row, end_row, terms, starts, rows, PackedFrequencies.pack(tfs))
+        """A segment of the postings `rows` (offsets from `first_row`) and `tfs`, packed here:
+        frequencies in half bytes, and the rows of common terms as bitmaps when the segment is narrow
+        (a wider one is only read back or written, then split)."""
+        frequencies = PackedFrequencies.pack(tfs)
+        span = end_row - first_row
+        if span > NARROW_SPAN:
+            return Segment(first_row, end_row, terms, starts, rows, frequencies)
+        dense, sparse = split_dense(starts, rows, span, itemsize=2)
+        return Segment(first_row, end_row, terms, starts, sparse, frequencies, dense)
+
+    @property
+    def rows(self) -> npt.NDArray[np.integer[Any]]:
+        """Every posting's row - first_row, in posting order (assembled: for merges and saves)."""
+        return self.dense.expand(self.starts, self.sparse, self.end_row - self.first_row)
 
     @property
     def tfs(self) -> npt.NDArray[np.integer[Any]]:
@@ -90,12 +110,26 @@ class Segment:
     @property
     def size(self) -> int:
         """Number of postings."""
-        return int(self.rows.shape[0])
+        return self.frequencies.size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        arrays = (self.terms, self.starts, self.sparse)
+        return sum(a.nbytes for a in arrays) + self.frequencies.nbytes + self.dense.nbytes
 
     def absolute_rows(self, begin: int = 0, end: int | None = None) -> npt.NDArray[np.int32]:
         """The rows of postings `begin:end` (default: all), as index rows."""
         rows: npt.NDArray[np.int32] = np.add(self.rows[begin:end], self.first_row, dtype=np.int32)
         return rows
+
+    def term_rows(self, at: int, begin: int, end: int) -> npt.NDArray[np.integer[Any]]:
+        """The rows - first_row of the term at position `at` of `terms`, whose postings are `begin:end`."""
+        k = self.dense.find(at)
+        if k >= 0:
+            return self.dense.rows(k, self.end_row - self.first_row)
+        low, high = self.dense.sparse_range(at, begin, end)
+        return self.sparse[low:high]
 
 
 def _local(rows: npt.NDArray[np.integer[Any]], first_row: int, end_row: int) -> npt.NDArray[np.integer[Any]]:
@@ -172,13 +206,13 @@ def merge(
 
 def _narrowed(segment: Segment) -> Segment:
     """`segment` with every array in its narrowest type (a segment read from a save holds wide ones)."""
-    rows = segment.rows
-    if segment.end_row - segment.first_row <= NARROW_SPAN and rows.dtype != np.uint16:
-        rows = _local(segment.absolute_rows(), segment.first_row, segment.end_row)
-    starts = narrow_starts(segment.starts)
-    if rows is segment.rows and starts is segment.starts:
+    if segment.end_row - segment.first_row > NARROW_SPAN:
         return segment
-    return Segment(segment.first_row, segment.end_row, segment.terms, starts, rows, segment.frequencies)
+    sparse = segment.sparse if segment.sparse.dtype == np.uint16 else segment.sparse.astype(np.uint16)
+    starts = narrow_starts(segment.starts)
+    if sparse is segment.sparse and starts is segment.starts:
+        return segment
+    return dataclasses.replace(segment, starts=starts, sparse=sparse)
 
 
 def split(segment: Segment, span: int | None = None) -> list[Segment]:
@@ -231,9 +265,10 @@ def postings_of(
         for i, at in enumerate(held.searchsorted(wanted).tolist()):
             if at < held.size and held[at] == terms[i]:
                 begin, end = int(starts[at]), int(starts[at + 1])
+                offsets = segment.term_rows(at, begin, end)
                 # The first segment's offsets are its rows already: no copy (nor numpy call) needed.
-                offsets = segment.rows[begin:end]
-                row_parts[i].append(segment.absolute_rows(begin, end) if segment.first_row else offsets)
+                first = segment.first_row
+                row_parts[i].append(np.add(offsets, first, dtype=np.int32) if first else offsets)
                 tf_parts[i].append(segment.frequencies.slice(begin, end))
     return [_joined(rows, tfs) for rows, tfs in zip(row_parts, tf_parts, strict=True)]
 
