@@ -20,6 +20,7 @@ from stores.lexical import LexicalIndex, idmap
 from stores.lexical.frequencies import PackedFrequencies
 from stores.lexical.text import Vocabulary, analyze
 from stores.numpy.columns import MetadataColumns
+from stores.numpy.columns_file import columns_to_arrays
 from stores.numpy.records import PackedRecords
 from stores.numpy.store import NumpyVectorStore
 
@@ -110,6 +111,68 @@ def test_an_int_column_keeps_nine_bytes_a_row() -> None:
     # A kind byte and a float64 per row (with the growth slack of the arrays): no string codes and no
     # rows of list items, which an int column never uses (21 bytes a row before).
     assert held / 20_000 < 12
+
+
+def test_a_column_of_small_ints_keeps_two_bytes_a_row() -> None:
+    columns = MetadataColumns()  # built outside the trace: only the column's arrays are measured
+    columns.write(np.arange(1), [{"bucket": 0}])
+    gc.collect()
+    tracemalloc.start()
+    try:
+        columns.write(np.arange(1, 20_000, dtype=np.int64), [{"bucket": i % 100} for i in range(1, 20_000)])
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # A kind byte and an int8 per row (with the growth slack of the arrays); a float64 took 9 bytes.
+    assert held / 20_000 < 3.5
+
+
+def test_whole_number_columns_widen_as_values_need_and_filter_exactly() -> None:
+    rows: list[dict[str, MetadataValue]] = []
+    columns = MetadataColumns()
+    batches: list[list[dict[str, MetadataValue]]] = [
+        [{"v": i} for i in range(-3, 4)] + [{"v": True}, {"v": 127}, {"v": -128}, {}],
+        [{"v": 128}, {"v": -129}, {"v": 32767.0}],  # past int8: int16
+        [{"v": 2**31 - 1}, {"v": -(2**31)}, {"v": "s"}],  # past int16: int32
+        [{"v": 2**31}, {"v": -0.0}],  # past int32: float64
+        [{"v": 2.5}, {"v": float("nan")}, {"v": 2**60 + 1}],
+    ]
+    types = [np.int8, np.int16, np.int32, np.float64, np.float64]
+    filters: list[Filter] = [
+        key("v") == 3,
+        key("v") > 127.5,
+        key("v") >= 128,
+        key("v") < -128,
+        key("v") <= -(2**31),
+        key("v") == 2**31,
+        key("v").in_([-129, 2**31 - 1, 0.5, 2**60 + 1]),
+        key("v") != 0,
+        key("v") == True,  # noqa: E712 - a filter tree, not a comparison
+        key("v") > 2**62,
+    ]
+    for batch, dtype in zip(batches, types, strict=True):
+        columns.write(np.arange(len(rows), len(rows) + len(batch), dtype=np.int64), batch)
+        rows.extend(batch)
+        assert columns._columns["v"].values.num is not None
+        assert columns._columns["v"].values.num.dtype == dtype
+        metadata = np.empty(len(rows), dtype=object)
+        metadata[:] = rows
+        for tree in filters:
+            assert columns.mask(tree, len(rows), metadata).tolist() == [matches(tree, r) for r in rows], tree
+
+
+def test_saved_columns_keep_float64_and_load_narrow_again(tmp_path: Path) -> None:
+    store = NumpyVectorStore(_Ones())
+    store.add(
+        [Document(f"d{i}", "t", {"bucket": i % 9}, embedding=np.ones(8, np.float32)) for i in range(50)]
+    )
+    assert store._columns._columns["bucket"].values.num.dtype == np.int8  # type: ignore[union-attr]
+    saved = columns_to_arrays(store._columns)
+    assert saved["k0.values.num"].dtype == np.float64  # the saved format is unchanged
+    loaded = NumpyVectorStore.load(store.save(tmp_path / "s"), _Ones())
+    assert loaded._columns._columns["bucket"].values.num.dtype == np.int8  # type: ignore[union-attr]
+    assert loaded.count("bucket >= 4") == store.count("bucket >= 4") == 26
 
 
 def test_columns_that_gain_new_kinds_of_values_filter_like_the_reference() -> None:
