@@ -36,6 +36,7 @@ __all__ = [
     "build",
     "merge",
     "narrow_starts",
+    "narrow_terms",
     "narrow_tfs",
     "postings",
     "postings_of",
@@ -48,6 +49,17 @@ NARROW_SPAN = 1 << 16
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_TFS = np.zeros(0, dtype=np.uint8)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
+
+
+def narrow_terms(terms: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
+    """Term ids as uint16 (half the bytes of int32) while the largest is under 65,536, else int32.
+
+    Example:
+        >>> narrow_terms(np.array([3, 70_000])).dtype, narrow_terms(np.array([3], np.int32)).dtype
+        (dtype('int32'), dtype('uint16'))
+    """
+    dtype = np.uint16 if not terms.size or int(terms.max()) <= 0xFFFF else np.int32
+    return terms if terms.dtype == dtype else terms.astype(dtype)
 
 
 def narrow_starts(starts: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
@@ -71,7 +83,7 @@ class Segment:
 
     first_row: int
     end_row: int
-    terms: npt.NDArray[np.int32]  # sorted, distinct
+    terms: npt.NDArray[np.integer[Any]]  # sorted, distinct: uint16 while every id fits, else int32
     starts: npt.NDArray[np.integer[Any]]  # len(terms) + 1 offsets into the postings (`narrow_starts`)
     sparse: npt.NDArray[np.integer[Any]]  # row - first_row of the sparse terms' postings: uint16 within
     # NARROW_SPAN rows, else int32
@@ -82,7 +94,7 @@ class Segment:
     def of(
         first_row: int,
         end_row: int,
-        terms: npt.NDArray[np.int32],
+        terms: npt.NDArray[np.integer[Any]],
         starts: npt.NDArray[np.integer[Any]],
         rows: npt.NDArray[np.integer[Any]],
         tfs: npt.NDArray[np.integer[Any]],
@@ -151,7 +163,7 @@ def _assemble(
     term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
     starts = narrow_starts(np.append(term_starts, terms.size))
     local = _local(rows, first_row, end_row)
-    return Segment.of(first_row, end_row, terms[term_starts].astype(np.int32), starts, local, tfs)
+    return Segment.of(first_row, end_row, narrow_terms(terms[term_starts]), starts, local, tfs)
 
 
 def _from_sorted_keys(keys: npt.NDArray[np.int64], span: int, first_row: int, end_row: int) -> Segment:
@@ -176,7 +188,7 @@ def build(
     return _from_sorted_keys(keys, span, first_row, first_row + count)
 
 
-def _expanded_terms(segment: Segment) -> npt.NDArray[np.int32]:
+def _expanded_terms(segment: Segment) -> npt.NDArray[np.integer[Any]]:
     return np.repeat(segment.terms, np.diff(segment.starts))
 
 
@@ -209,10 +221,10 @@ def _narrowed(segment: Segment) -> Segment:
     if segment.end_row - segment.first_row > NARROW_SPAN:
         return segment
     sparse = segment.sparse if segment.sparse.dtype == np.uint16 else segment.sparse.astype(np.uint16)
-    starts = narrow_starts(segment.starts)
-    if sparse is segment.sparse and starts is segment.starts:
+    starts, terms = narrow_starts(segment.starts), narrow_terms(segment.terms)
+    if sparse is segment.sparse and starts is segment.starts and terms is segment.terms:
         return segment
-    return dataclasses.replace(segment, starts=starts, sparse=sparse)
+    return dataclasses.replace(segment, terms=terms, starts=starts, sparse=sparse)
 
 
 def split(segment: Segment, span: int | None = None) -> list[Segment]:

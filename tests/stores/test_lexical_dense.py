@@ -91,3 +91,18 @@ def test_each_term_takes_the_smaller_form() -> None:
     assert dense.expand(starts, sparse, 16).tolist() == local.tolist()
     assert split_dense(starts, local, span=16, itemsize=1)[0].at.size == 0
     assert NARROW_SPAN == 1 << 16
+
+
+def test_term_ids_past_two_bytes_keep_four_byte_terms(tmp_path: Path) -> None:
+    words = [f"z{i}q" for i in range(70_000)]
+    index = LexicalIndex()
+    index.add(["a", "b"], [" ".join(words[:35_000]), " ".join(words[35_000:]) + " z5q"])
+    assert [segment.terms.dtype for segment in index._segments] == [np.int32]
+    assert [doc_id for doc_id, _ in index.search("z69999q", top_k=2)] == ["b"]
+    assert sorted(doc_id for doc_id, _ in index.search("z5q", top_k=2)) == ["a", "b"]
+    index.save(tmp_path / "wide")
+    loaded = LexicalIndex.load(tmp_path / "wide")
+    assert loaded.search("z69999q z5q", top_k=2) == index.search("z69999q z5q", top_k=2)
+    small = LexicalIndex()
+    small.add(["a"], ["z1q z2q"])
+    assert [segment.terms.dtype for segment in small._segments] == [np.uint16]

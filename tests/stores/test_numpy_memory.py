@@ -291,12 +291,14 @@ def test_the_lexical_index_keeps_under_four_bytes_a_posting() -> None:
         tracemalloc.stop()
     postings = sum(segment.size for segment in index._segments)
     assert postings > 350_000
-    # Rows (2 bytes, or a bit a row for the ~40 commonest terms), frequencies (half a byte), term
-    # offsets (4 bytes a term) and lengths (2 bytes a document), beside ids and vocabulary: 3.37 bytes
-    # a posting here. Two bytes a posting for every term took 4.13; a byte per frequency, int64
-    # offsets and int32 lengths 4.60.
-    assert held / postings < 3.6
+    # Rows (2 bytes, or a bit a row for the ~40 commonest terms), frequencies (half a byte), terms and
+    # their offsets (2 + 4 bytes a term), lengths (2 bytes a document) and one live mask, beside ids
+    # and vocabulary: 3.30 bytes a posting here. With int32 terms and a second live mask it took
+    # 3.37; with two bytes a posting for every term 4.13; with a byte per frequency, int64 offsets
+    # and int32 lengths 4.60.
+    assert held / postings < 3.34
     assert sum(segment.dense.at.size for segment in index._segments) > 20
+    assert all(segment.terms.dtype == np.uint16 for segment in index._segments)
 
 
 def test_a_store_filled_by_adds_keeps_no_row_map_arrays() -> None:
