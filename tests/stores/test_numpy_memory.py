@@ -402,3 +402,31 @@ def test_documents_with_embeddings_leave_nothing_behind_once_dropped() -> None:
     # byte a document), scattered over the arenas the documents filled, which then stayed resident
     # after they were dropped. Setting the flag with `setflags` leaves nothing per document.
     assert left < 4000
+
+
+def test_records_in_row_order_keep_one_offset_a_row_and_read_back_after_any_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(records_module, "_COMPACT_MIN_BYTES", 64)  # rewrites happen at this size too
+    records = PackedRecords()
+    expected: list[tuple[str, dict[str, MetadataValue]]] = [(f"text {n}", {"n": n}) for n in range(300)]
+    records.write(np.arange(200, dtype=np.int64), expected[:200])
+    records.write(np.arange(200, 300, dtype=np.int64), expected[200:])
+    # Appended in row order: each record starts where the one before it ends, so no start is kept.
+    assert records._starts.size == 0 and records._stops.size >= 300
+    assert records.nbytes == records._end + records._stops.nbytes  # 4 bytes of offsets a row, not 8
+    assert records.read_many(range(300)) == expected and records.read(0) == expected[0]
+    replaced = ("replaced", {"n": -1})
+    records.write(np.array([5], np.int64), [replaced])  # an upsert: row 5's bytes move to the end
+    expected[5] = replaced
+    assert records._starts.size and records.read_many(range(300)) == expected
+    records.compact()  # back to back in row order again
+    assert records._starts.size == 0 and records.read_many(range(300)) == expected
+    dead = np.zeros(300, np.bool_)
+    dead[[0, 7, 299]] = True
+    holes, tails = np.array([0, 7]), np.array([297, 298])
+    records.remove(np.flatnonzero(dead), holes, tails, 297)
+    expected[0], expected[7] = expected[297], expected[298]
+    assert [records.read(row) for row in range(297)] == expected[:297]
+    records.write(np.arange(297, 400, dtype=np.int64), [("new", {"n": n}) for n in range(103)])
+    assert records.read_many(range(400)) == expected[:297] + [("new", {"n": n}) for n in range(103)]
