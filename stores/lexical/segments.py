@@ -3,7 +3,9 @@
 A segment holds the postings of a contiguous range of rows: for each term present, the rows that contain
 it (ascending) and the term's frequency in each. Rows are kept as offsets from the segment's first row:
 two bytes each for a segment of at most `NARROW_SPAN` rows (the index keeps its segments that narrow,
-`split` cuts wider ones), four otherwise; frequencies take half a byte
+`split` cuts wider ones), four otherwise, except that the commonest terms of a narrow segment keep a
+bitmap of its rows instead, whenever that is smaller (`stores.lexical.dense`); frequencies take half a
+byte
 (`stores.lexical.frequencies`), and each term's offset into the postings four bytes (eight only past
 2**32 postings). Segments are never modified: an add builds a new one,
 a delete only clears the row's bit in the index's live-row mask, and merging two neighbours writes a third

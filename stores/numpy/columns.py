@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from rag.filters import Comparison, Filter, Junction, Normal, Op, Scalar, matches, normalize
 from rag.filters.evaluate import ORDERING, is_number
+from stores.numpy.narrowing import narrowest
 
 __all__ = ["MetadataColumns"]
 
@@ -71,28 +72,6 @@ def _as_float(value: int | float) -> tuple[float, bool]:
     return as_float, -_EXACT_INT <= value <= _EXACT_INT
 
 
-_WHOLE_TYPES = (np.int8, np.int16, np.int32)
-
-
-def _narrowest(
-    held: npt.NDArray[np.floating[Any] | np.integer[Any]], values: npt.NDArray[np.float64]
-) -> npt.NDArray[np.floating[Any] | np.integer[Any]]:
-    """`held`, widened if need be to hold `values` too: the narrowest int type while every number is
-    whole and in its range, else float64 (which `_as_float` values always fit)."""
-    if held.dtype == np.float64 or not values.size:
-        return held
-    low, high = float(values.min()), float(values.max())  # NaN only where some value is NaN
-    whole = np.isfinite(low) and np.isfinite(high) and bool((values == np.trunc(values)).all())
-    dtype: type[np.generic] = np.float64
-    if whole:
-        for candidate in _WHOLE_TYPES:
-            limits = np.iinfo(candidate)
-            if candidate(0).itemsize >= held.itemsize and limits.min <= low and high <= limits.max:
-                dtype = candidate
-                break
-    return held if held.dtype == dtype else held.astype(dtype)
-
-
 @dataclass
 class _Batch:
     """Encoded values gathered in Python lists before they go into a column in one assignment."""
@@ -115,8 +94,8 @@ class _Encoded:
 
     Only `kind` is always there: `num` appears with the first number or bool, `code` with the first
     string, and `row` (the row each item belongs to) only in list postings. `num` is as narrow as its
-    values allow (`_narrowest`), so a column of small ints costs 2 bytes a row, not 21. A slot's `num`
-    and `code` mean something only where its kind says so.
+    values allow (`stores.numpy.narrowing`), so a column of small ints costs 2 bytes a row, not 21.
+    A slot's `num` and `code` mean something only where its kind says so.
     """
 
     kind: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
@@ -127,8 +106,8 @@ class _Encoded:
 
     def __post_init__(self) -> None:
         if self.num is not None and self.num.dtype == np.float64:  # as saved: narrow it if it can be
-            narrowest = _narrowest(np.zeros(0, np.int8), self.num[: self.size].astype(np.float64)).dtype
-            self.num = self.num if narrowest == np.float64 else self.num.astype(narrowest)
+            dtype = narrowest(np.zeros(0, np.int8), self.num[: self.size].astype(np.float64)).dtype
+            self.num = self.num if dtype == np.float64 else self.num.astype(dtype)
 
     @classmethod
     def postings(cls) -> _Encoded:
@@ -162,7 +141,7 @@ class _Encoded:
             self.num = np.zeros(len(self.kind), np.int8)
         if self.num is not None:
             nums = np.asarray(batch.nums, np.float64)
-            self.num = _narrowest(self.num, nums)
+            self.num = narrowest(self.num, nums)
             self.num[slots] = nums
         if self.code is None and (kinds == STR).any():
             self.code = np.zeros(len(self.kind), np.int32)

@@ -3,6 +3,8 @@ that builds segments (adds, merges, deletes and compaction, splits, saves and lo
 
 from __future__ import annotations
 
+import doctest
+import importlib
 from collections import Counter
 from pathlib import Path
 
@@ -106,3 +108,12 @@ def test_term_ids_past_two_bytes_keep_four_byte_terms(tmp_path: Path) -> None:
     small = LexicalIndex()
     small.add(["a"], ["z1q z2q"])
     assert [segment.terms.dtype for segment in small._segments] == [np.uint16]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["stores.lexical.dense", "stores.lexical.segments", "stores.numpy.narrowing", "stores.numpy.records"],
+)
+def test_the_docstring_examples_run(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
