@@ -104,6 +104,11 @@ class PackedIds:
         self._recent_hashes, self._recent_rows = np.zeros(0, np.uint32), np.zeros(0, np.int32)
 
     @property
+    def live_mask(self) -> npt.NDArray[np.bool_]:
+        """Whether each row is live (entries from `row_count` on are False); valid until the next write."""
+        return self._live
+
+    @property
     def row_count(self) -> int:
         """Rows ever appended since the last `renumber`, live or dead."""
         return self._rows

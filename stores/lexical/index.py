@@ -97,8 +97,7 @@ class LexicalIndex(IndexSearch):
     def clear(self) -> None:
         """Remove every document."""
         self._vocabulary = Vocabulary()
-        self._ids = PackedIds()  # ids by row and id -> live row (`stores.lexical.idmap`)
-        self._live = np.zeros(0, dtype=np.bool_)
+        self._ids = PackedIds()  # ids by row, live rows, id -> live row (`stores.lexical.idmap`)
         self._lengths = _narrow_lengths(np.zeros(0, np.int64))  # terms per row (see `_narrow_lengths`)
         self._segments: list[Segment] = []
         self._total_length = 0
@@ -172,8 +171,7 @@ class LexicalIndex(IndexSearch):
         term_ids, owners, lengths = self._vocabulary.encode_many(list(batch.values()))
         first_row = self._ids.row_count
         self._grow(first_row + len(batch))
-        self._ids.append(list(batch))
-        self._live[first_row : first_row + len(batch)] = True
+        self._ids.append(list(batch))  # live from now on
         self._lengths = _narrow_lengths(lengths, self._lengths)
         self._lengths[first_row : first_row + len(batch)] = lengths
         self._total_length += int(lengths.sum())
@@ -199,23 +197,20 @@ class LexicalIndex(IndexSearch):
         # Documents without a term leave no postings: their rows are renumbered all the same.
         self._segments = split(merge(self._segments, live, new_row)) if self._segments else []
         self._renumbered = np.where(live, new_row, -1)
-        self._ids.renumber()
+        self._ids.renumber()  # `live` stays a view of the old mask
         self._lengths = self._lengths[: live.size][live].copy()
-        self._live = np.ones(len(self._ids), dtype=np.bool_)
         self._norm = None
         self._renumberings += 1
 
     def _kill(self, ids: Iterable[str]) -> int:
-        rows = self._ids.kill(ids)
-        self._live[rows] = False
+        rows = self._ids.kill(ids)  # no longer live
         self._total_length -= int(self._lengths[rows].sum())
         return len(rows)
 
     def _grow(self, rows: int) -> None:
-        if rows <= self._live.size:
+        if rows <= self._lengths.size:
             return
-        capacity = max(rows, 2 * self._live.size, 64)
-        self._live = np.concatenate([self._live, np.zeros(capacity - self._live.size, np.bool_)])
+        capacity = max(rows, 2 * self._lengths.size, 64)
         spare = np.zeros(capacity - self._lengths.size, self._lengths.dtype)
         self._lengths = np.concatenate([self._lengths, spare])
 
@@ -277,7 +272,6 @@ class LexicalIndex(IndexSearch):
         self._vocabulary = Vocabulary(saved.terms)
         self._ids = PackedIds()
         self._ids.append(saved.ids)
-        self._live = np.ones(len(self._ids), dtype=np.bool_)
         self._lengths = _narrow_lengths(saved.lengths)
         self._total_length = int(self._lengths.sum())
         self._segments = split(saved.segment)  # every array narrowed, as `add` builds them

@@ -73,7 +73,7 @@ def write(path: str | os.PathLike[str], saved: Saved) -> None:
     buffer = io.BytesIO()
     np.savez(
         buffer,
-        terms=saved.segment.terms,
+        terms=saved.segment.terms.astype(np.int32),  # memory may hold them narrower (`narrow_terms`)
         starts=saved.segment.starts.astype(np.int64),  # memory holds them narrower (`narrow_starts`)
         rows=saved.segment.absolute_rows(),  # memory may hold them as narrower offsets
         tfs=saved.segment.tfs.astype(np.int32),  # memory may hold them narrower (`narrow_tfs`)

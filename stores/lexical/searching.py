@@ -30,11 +30,15 @@ class IndexSearch:
     _settings: LexicalSettings
     _ids: PackedIds  # ids by row and id -> live row
     _vocabulary: Vocabulary
-    _live: npt.NDArray[np.bool_]  # by row
     _lengths: npt.NDArray[np.integer[Any]]  # terms per row
     _segments: list[Segment]
     _total_length: int
     _norm: npt.NDArray[np.float64] | None  # BM25's length normalisation per row, until the next write
+
+    @property
+    def _live(self) -> npt.NDArray[np.bool_]:
+        """Which rows are live: the id map's own mask (False past `row_count`), not a copy."""
+        return self._ids.live_mask
 
     @property
     def stats(self) -> LexicalStats:

@@ -3,7 +3,9 @@
 A segment holds the postings of a contiguous range of rows: for each term present, the rows that contain
 it (ascending) and the term's frequency in each. Rows are kept as offsets from the segment's first row:
 two bytes each for a segment of at most `NARROW_SPAN` rows (the index keeps its segments that narrow,
-`split` cuts wider ones), four otherwise; frequencies take half a byte
+`split` cuts wider ones), four otherwise, except that the commonest terms of a narrow segment keep a
+bitmap of its rows instead, whenever that is smaller (`stores.lexical.dense`); frequencies take half a
+byte
 (`stores.lexical.frequencies`), and each term's offset into the postings four bytes (eight only past
 2**32 postings). Segments are never modified: an add builds a new one,
 a delete only clears the row's bit in the index's live-row mask, and merging two neighbours writes a third
@@ -19,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from stores.lexical.dense import NO_DENSE, DenseRows, split_dense
 from stores.lexical.frequencies import PackedFrequencies, narrow_tfs
 
 __all__ = [
@@ -34,6 +38,7 @@ __all__ = [
     "build",
     "merge",
     "narrow_starts",
+    "narrow_terms",
     "narrow_tfs",
     "postings",
     "postings_of",
@@ -46,6 +51,17 @@ NARROW_SPAN = 1 << 16
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_TFS = np.zeros(0, dtype=np.uint8)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
+
+
+def narrow_terms(terms: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
+    """Term ids as uint16 (half the bytes of int32) while the largest is under 65,536, else int32.
+
+    Example:
+        >>> narrow_terms(np.array([3, 70_000])).dtype, narrow_terms(np.array([3], np.int32)).dtype
+        (dtype('int32'), dtype('uint16'))
+    """
+    dtype = np.uint16 if not terms.size or int(terms.max()) <= 0xFFFF else np.int32
+    return terms if terms.dtype == dtype else terms.astype(dtype)
 
 
 def narrow_starts(starts: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.integer[Any]]:
@@ -61,26 +77,44 @@ def narrow_starts(starts: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.intege
 
 @dataclass(frozen=True)
 class Segment:
-    """The postings of rows `[first_row, end_row)`: `rows[starts[i]:starts[i + 1]]` hold `terms[i]`."""
+    """The postings of rows `[first_row, end_row)`: `rows[starts[i]:starts[i + 1]]` hold `terms[i]`.
+
+    `rows` is assembled on demand: the segment keeps the offsets of most terms in `sparse` and those
+    of its commonest terms as bitmaps in `dense` (`stores.lexical.dense`); `term_rows` reads one term.
+    """
 
     first_row: int
     end_row: int
-    terms: npt.NDArray[np.int32]  # sorted, distinct
-    starts: npt.NDArray[np.integer[Any]]  # len(terms) + 1 offsets into rows and tfs (`narrow_starts`)
-    rows: npt.NDArray[np.integer[Any]]  # row - first_row: uint16 within NARROW_SPAN rows, else int32
+    terms: npt.NDArray[np.integer[Any]]  # sorted, distinct: uint16 while every id fits, else int32
+    starts: npt.NDArray[np.integer[Any]]  # len(terms) + 1 offsets into the postings (`narrow_starts`)
+    sparse: npt.NDArray[np.integer[Any]]  # row - first_row of the sparse terms' postings: uint16 within
+    # NARROW_SPAN rows, else int32
     frequencies: PackedFrequencies  # of each posting, half a byte each
+    dense: DenseRows = NO_DENSE
 
     @staticmethod
     def of(
         first_row: int,
         end_row: int,
-        terms: npt.NDArray[np.int32],
+        terms: npt.NDArray[np.integer[Any]],
         starts: npt.NDArray[np.integer[Any]],
         rows: npt.NDArray[np.integer[Any]],
         tfs: npt.NDArray[np.integer[Any]],
     ) -> Segment:
-        """A segment whose frequencies `tfs` (one per posting) are packed here."""
-        return Segment(first_row, end_row, terms, starts, rows, PackedFrequencies.pack(tfs))
+        """A segment of the postings `rows` (offsets from `first_row`) and `tfs`, packed here:
+        frequencies in half bytes, and the rows of common terms as bitmaps when the segment is narrow
+        (a wider one is only read back or written, then split)."""
+        frequencies = PackedFrequencies.pack(tfs)
+        span = end_row - first_row
+        if span > NARROW_SPAN:
+            return Segment(first_row, end_row, terms, starts, rows, frequencies)
+        dense, sparse = split_dense(starts, rows, span, itemsize=2)
+        return Segment(first_row, end_row, terms, starts, sparse, frequencies, dense)
+
+    @property
+    def rows(self) -> npt.NDArray[np.integer[Any]]:
+        """Every posting's row - first_row, in posting order (assembled: for merges and saves)."""
+        return self.dense.expand(self.starts, self.sparse, self.end_row - self.first_row)
 
     @property
     def tfs(self) -> npt.NDArray[np.integer[Any]]:
@@ -90,12 +124,26 @@ class Segment:
     @property
     def size(self) -> int:
         """Number of postings."""
-        return int(self.rows.shape[0])
+        return self.frequencies.size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the arrays."""
+        arrays = (self.terms, self.starts, self.sparse)
+        return sum(a.nbytes for a in arrays) + self.frequencies.nbytes + self.dense.nbytes
 
     def absolute_rows(self, begin: int = 0, end: int | None = None) -> npt.NDArray[np.int32]:
         """The rows of postings `begin:end` (default: all), as index rows."""
         rows: npt.NDArray[np.int32] = np.add(self.rows[begin:end], self.first_row, dtype=np.int32)
         return rows
+
+    def term_rows(self, at: int, begin: int, end: int) -> npt.NDArray[np.integer[Any]]:
+        """The rows - first_row of the term at position `at` of `terms`, whose postings are `begin:end`."""
+        k = self.dense.find(at)
+        if k >= 0:
+            return self.dense.rows(k, self.end_row - self.first_row)
+        low, high = self.dense.sparse_range(at, begin, end)
+        return self.sparse[low:high]
 
 
 def _local(rows: npt.NDArray[np.integer[Any]], first_row: int, end_row: int) -> npt.NDArray[np.integer[Any]]:
@@ -117,7 +165,7 @@ def _assemble(
     term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1])))
     starts = narrow_starts(np.append(term_starts, terms.size))
     local = _local(rows, first_row, end_row)
-    return Segment.of(first_row, end_row, terms[term_starts].astype(np.int32), starts, local, tfs)
+    return Segment.of(first_row, end_row, narrow_terms(terms[term_starts]), starts, local, tfs)
 
 
 def _from_sorted_keys(keys: npt.NDArray[np.int64], span: int, first_row: int, end_row: int) -> Segment:
@@ -142,7 +190,7 @@ def build(
     return _from_sorted_keys(keys, span, first_row, first_row + count)
 
 
-def _expanded_terms(segment: Segment) -> npt.NDArray[np.int32]:
+def _expanded_terms(segment: Segment) -> npt.NDArray[np.integer[Any]]:
     return np.repeat(segment.terms, np.diff(segment.starts))
 
 
@@ -172,13 +220,13 @@ def merge(
 
 def _narrowed(segment: Segment) -> Segment:
     """`segment` with every array in its narrowest type (a segment read from a save holds wide ones)."""
-    rows = segment.rows
-    if segment.end_row - segment.first_row <= NARROW_SPAN and rows.dtype != np.uint16:
-        rows = _local(segment.absolute_rows(), segment.first_row, segment.end_row)
-    starts = narrow_starts(segment.starts)
-    if rows is segment.rows and starts is segment.starts:
+    if segment.end_row - segment.first_row > NARROW_SPAN:
         return segment
-    return Segment(segment.first_row, segment.end_row, segment.terms, starts, rows, segment.frequencies)
+    sparse = segment.sparse if segment.sparse.dtype == np.uint16 else segment.sparse.astype(np.uint16)
+    starts, terms = narrow_starts(segment.starts), narrow_terms(segment.terms)
+    if sparse is segment.sparse and starts is segment.starts and terms is segment.terms:
+        return segment
+    return dataclasses.replace(segment, terms=terms, starts=starts, sparse=sparse)
 
 
 def split(segment: Segment, span: int | None = None) -> list[Segment]:
@@ -231,9 +279,10 @@ def postings_of(
         for i, at in enumerate(held.searchsorted(wanted).tolist()):
             if at < held.size and held[at] == terms[i]:
                 begin, end = int(starts[at]), int(starts[at + 1])
+                offsets = segment.term_rows(at, begin, end)
                 # The first segment's offsets are its rows already: no copy (nor numpy call) needed.
-                offsets = segment.rows[begin:end]
-                row_parts[i].append(segment.absolute_rows(begin, end) if segment.first_row else offsets)
+                first = segment.first_row
+                row_parts[i].append(np.add(offsets, first, dtype=np.int32) if first else offsets)
                 tf_parts[i].append(segment.frequencies.slice(begin, end))
     return [_joined(rows, tfs) for rows, tfs in zip(row_parts, tf_parts, strict=True)]
 

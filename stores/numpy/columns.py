@@ -1,7 +1,9 @@
 """Metadata as numpy columns, and filters evaluated over them without a Python loop per document.
 
-Each metadata key has a column of encoded values, one slot per row of the store: a kind code, a float64
-(numbers, and booleans as 0/1) and an int32 string code (an index into one vocabulary shared by every key).
+Each metadata key has a column of encoded values, one slot per row of the store: a kind code, a number
+(numbers, and booleans as 0/1: float64, or the narrowest of int8/16/32 while every number of the column
+is whole and in its range, which compares with any operand exactly) and an int32 string code (an index
+into one vocabulary shared by every key).
 List values are flattened into a per-key posting list of (row, encoded item) so `CONTAINS` is vectorised
 too. A filter becomes a boolean mask over the rows; its meaning is exactly `rag.filters.matches`.
 
@@ -30,6 +32,7 @@ import numpy.typing as npt
 
 from rag.filters import Comparison, Filter, Junction, Normal, Op, Scalar, matches, normalize
 from rag.filters.evaluate import ORDERING, is_number
+from stores.numpy.narrowing import narrowest
 
 __all__ = ["MetadataColumns"]
 
@@ -90,15 +93,21 @@ class _Encoded:
     """Parallel arrays of encoded values with amortised growth; `size` slots are in use.
 
     Only `kind` is always there: `num` appears with the first number or bool, `code` with the first
-    string, and `row` (the row each item belongs to) only in list postings, so a column of ints costs
-    9 bytes a row, not 21. A slot's `num` and `code` mean something only where its kind says so.
+    string, and `row` (the row each item belongs to) only in list postings. `num` is as narrow as its
+    values allow (`stores.numpy.narrowing`), so a column of small ints costs 2 bytes a row, not 21.
+    A slot's `num` and `code` mean something only where its kind says so.
     """
 
     kind: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
-    num: npt.NDArray[np.float64] | None = None
+    num: npt.NDArray[np.floating[Any] | np.integer[Any]] | None = None
     code: npt.NDArray[np.int32] | None = None
     row: IntArray | None = None
     size: int = 0
+
+    def __post_init__(self) -> None:
+        if self.num is not None and self.num.dtype == np.float64:  # as saved: narrow it if it can be
+            dtype = narrowest(np.zeros(0, np.int8), self.num[: self.size].astype(np.float64)).dtype
+            self.num = self.num if dtype == np.float64 else self.num.astype(dtype)
 
     @classmethod
     def postings(cls) -> _Encoded:
@@ -129,15 +138,19 @@ class _Encoded:
         kinds = np.asarray(batch.kinds, np.int8)
         self.kind[slots] = kinds
         if self.num is None and np.isin(kinds, (NUM, BIGNUM, BOOL)).any():
-            self.num = np.zeros(len(self.kind), np.float64)
+            self.num = np.zeros(len(self.kind), np.int8)
         if self.num is not None:
-            self.num[slots] = batch.nums
+            nums = np.asarray(batch.nums, np.float64)
+            self.num = narrowest(self.num, nums)
+            self.num[slots] = nums
         if self.code is None and (kinds == STR).any():
             self.code = np.zeros(len(self.kind), np.int32)
         if self.code is not None:
             self.code[slots] = batch.codes
 
-    def view(self) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float64], npt.NDArray[np.int32]]:
+    def view(
+        self,
+    ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.floating[Any] | np.integer[Any]], npt.NDArray[np.int32]]:
         """kind, num and code of the used slots (a missing array reads as 0.0 or -1 everywhere)."""
         size = self.size
         num = np.broadcast_to(np.float64(0.0), (size,)) if self.num is None else self.num[:size]

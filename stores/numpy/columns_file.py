@@ -124,7 +124,9 @@ def columns_to_arrays(columns: MetadataColumns) -> Arrays:
         column = columns._columns[name]
         for part, encoded in (("values", column.values), ("items", column.items)):
             for array_name, array in encoded._arrays():
-                arrays[f"k{number}.{part}.{array_name}"] = array[: encoded.size]
+                # Saved in the types `_DTYPES` names (memory may hold numbers narrower).
+                used = array[: encoded.size].astype(_DTYPES[array_name], copy=False)
+                arrays[f"k{number}.{part}.{array_name}"] = used
     return arrays
 
 

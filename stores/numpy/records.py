@@ -8,7 +8,9 @@ the number of its key sequence in a table the records share (`_KeySets`, in LEB1
 values serialised with `marshal` (exact for every metadata type: ints of any size, floats to the
 bit including -0.0 and NaN, bools, lists, and strings with lone surrogates); empty metadata takes no
 byte at all. Two
-offsets per row say where the record lies (uint32 until the buffer passes 4 GiB, then int64).
+offsets per row say where the record lies (uint32 until the buffer passes 4 GiB, then int64), and
+while the records lie back to back in row order (a store filled by adds of new ids, or just
+compacted) only the end offsets are kept: each record starts where the one before it ends.
 Reading a row decodes a fresh record (a microsecond for a chunk), so callers never share a dict with
 the store. Records are encoded a few thousand at a time: a bytes object per record for a whole large
 batch would spread over the allocator's arenas, which stay resident for as long as any later
@@ -169,8 +171,11 @@ class PackedRecords:
         self._data = np.zeros(0, np.uint8)
         self._end = 0  # bytes of `_data` in use (live records and garbage)
         self._live_bytes = 0
+        # Where each row's record starts and stops; `_starts` is empty while `_in_order` (row r then
+        # starts where row r - 1 stops, at 0 for row 0): 4 bytes a row saved.
         self._starts: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
         self._stops: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
+        self._in_order = True
         self._size = 0
 
     def __len__(self) -> int:
@@ -183,12 +188,17 @@ class PackedRecords:
 
     def read(self, row: int) -> Record:
         """The text and a fresh metadata dict of `row`."""
-        return self._keys.decode(self._view(), int(self._starts[row]), int(self._stops[row]))
+        return self._keys.decode(self._view(), self._start(row), int(self._stops[row]))
+
+    def _start(self, row: int) -> int:
+        if not self._in_order:
+            return int(self._starts[row])
+        return int(self._stops[row - 1]) if row else 0
 
     def read_many(self, rows: Sequence[int]) -> list[Record]:
         """`read` for each of `rows`."""
         view, at = self._view(), np.fromiter(rows, np.int64)
-        starts, stops = self._starts[at].tolist(), self._stops[at].tolist()
+        starts, stops = self._starts_of(at).tolist(), self._stops[at].tolist()
         decode, keys, loads = self._keys.decode, self._keys.keys, marshal.loads
         out: list[Record] = []
         for start, stop in zip(starts, stops, strict=True):
@@ -241,9 +251,12 @@ class PackedRecords:
             self._data[at : at + len(blob)] = np.frombuffer(blob, np.uint8)
             at += len(blob)
         replaced = rows[rows < self._size]
-        self._live_bytes -= int((self._stops[replaced] - self._starts[replaced]).sum())
+        self._live_bytes -= int((self._stops[replaced] - self._starts_of(replaced)).sum())
+        if not (replaced.size == 0 and np.array_equal(rows, np.arange(self._size, self._size + len(rows)))):
+            self._keep_starts()  # not appended in order: each row needs its start
         stops = self._end + np.cumsum(lengths)
-        self._starts[rows] = stops - lengths
+        if not self._in_order:
+            self._starts[rows] = stops - lengths
         self._stops[rows] = stops
         self._end += total
         self._live_bytes += total
@@ -252,20 +265,21 @@ class PackedRecords:
 
     def remove(self, rows: IntArray, holes: IntArray, tails: IntArray, new_size: int) -> None:
         """Drop `rows`; row `tails[i]` moves to `holes[i]`, and the rows shrink to `new_size`."""
-        self._live_bytes -= int((self._stops[rows] - self._starts[rows]).sum())
+        self._live_bytes -= int((self._stops[rows] - self._starts_of(rows)).sum())
+        self._keep_starts()  # the bytes of removed rows stay behind as garbage
         self._starts[holes] = self._starts[tails]
         self._stops[holes] = self._stops[tails]
         self._size = new_size
         self._maybe_compact()
-        if len(self._starts) > 2 * max(new_size, 1024):
+        if len(self._stops) > 2 * max(new_size, 1024):
             self._resize_rows(max(new_size + new_size // 4, 64))  # give memory back after large deletes
 
     def _reserve_rows(self, size: int) -> None:
-        if size > len(self._starts):
-            self._resize_rows(max(size, len(self._starts) * 3 // 2, 64))
+        if size > len(self._stops):
+            self._resize_rows(max(size, len(self._stops) * 3 // 2, 64))
 
     def _resize_rows(self, capacity: int) -> None:
-        for name in ("_starts", "_stops"):
+        for name in ("_stops",) if self._in_order else ("_starts", "_stops"):
             grown = np.zeros(capacity, getattr(self, name).dtype)
             grown[: self._size] = getattr(self, name)[: self._size]
             setattr(self, name, grown)
@@ -286,13 +300,27 @@ class PackedRecords:
     def compact(self) -> None:
         """Rewrite the buffer with the live records only, in row order."""
         view = self._view()
-        starts, stops = self._starts[: self._size], self._stops[: self._size]
+        rows = np.arange(self._size)
+        starts, stops = self._starts_of(rows), self._stops[: self._size]
         blob = b"".join([view[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
         lengths = stops - starts
         self._data = np.frombuffer(blob, np.uint8).copy()
         self._stops[: self._size] = np.cumsum(lengths)
-        self._starts[: self._size] = self._stops[: self._size] - lengths
+        self._starts, self._in_order = np.zeros(0, self._stops.dtype), True  # back to back again
         self._end = self._live_bytes = len(blob)
+
+    def _starts_of(self, rows: IntArray) -> npt.NDArray[np.integer[Any]]:
+        """Where the records of `rows` start."""
+        if not self._in_order:
+            return self._starts[rows]
+        return np.where(rows > 0, self._stops[rows - 1], 0).astype(self._stops.dtype)
+
+    def _keep_starts(self) -> None:
+        """Hold every row's start from now on (the records are about to leave row order)."""
+        if self._in_order:
+            self._starts = np.zeros(len(self._stops), self._stops.dtype)
+            self._starts[: self._size] = self._starts_of(np.arange(self._size))
+            self._in_order = False
 
     def all(self) -> tuple[list[str], list[dict[str, MetadataValue]]]:
         """Texts and metadata of every row, in row order (for saving)."""

@@ -11,7 +11,7 @@ and saved in the same atomic save; lexical and hybrid modes and MMR go through `
 Memory: beside the vectors the store holds no Python object per document. Texts and metadata are
 packed records (`stores.numpy.records`); ids live once, packed, in the BM25 index, whose id map the
 store reads through `stores.numpy.rowmap` (which holds no array while both number rows alike). For
-100k chunks of ~40 words that is about 1.33x the raw float32 bytes in all (resident; 1.30x by
+100k chunks of ~40 words that is about 1.31x the raw float32 bytes in all (resident; 1.28x by
 tracemalloc), of which vectors and texts alone are 1.21x (`benchmarks/numpy_speed.py`;
 docs/exactness.md has the breakdown).
 

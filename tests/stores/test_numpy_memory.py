@@ -20,6 +20,7 @@ from stores.lexical import LexicalIndex, idmap
 from stores.lexical.frequencies import PackedFrequencies
 from stores.lexical.text import Vocabulary, analyze
 from stores.numpy.columns import MetadataColumns
+from stores.numpy.columns_file import columns_to_arrays
 from stores.numpy.records import PackedRecords
 from stores.numpy.store import NumpyVectorStore
 
@@ -110,6 +111,68 @@ def test_an_int_column_keeps_nine_bytes_a_row() -> None:
     # A kind byte and a float64 per row (with the growth slack of the arrays): no string codes and no
     # rows of list items, which an int column never uses (21 bytes a row before).
     assert held / 20_000 < 12
+
+
+def test_a_column_of_small_ints_keeps_two_bytes_a_row() -> None:
+    columns = MetadataColumns()  # built outside the trace: only the column's arrays are measured
+    columns.write(np.arange(1), [{"bucket": 0}])
+    gc.collect()
+    tracemalloc.start()
+    try:
+        columns.write(np.arange(1, 20_000, dtype=np.int64), [{"bucket": i % 100} for i in range(1, 20_000)])
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    # A kind byte and an int8 per row (with the growth slack of the arrays); a float64 took 9 bytes.
+    assert held / 20_000 < 3.5
+
+
+def test_whole_number_columns_widen_as_values_need_and_filter_exactly() -> None:
+    rows: list[dict[str, MetadataValue]] = []
+    columns = MetadataColumns()
+    batches: list[list[dict[str, MetadataValue]]] = [
+        [{"v": i} for i in range(-3, 4)] + [{"v": True}, {"v": 127}, {"v": -128}, {}],
+        [{"v": 128}, {"v": -129}, {"v": 32767.0}],  # past int8: int16
+        [{"v": 2**31 - 1}, {"v": -(2**31)}, {"v": "s"}],  # past int16: int32
+        [{"v": 2**31}, {"v": -0.0}],  # past int32: float64
+        [{"v": 2.5}, {"v": float("nan")}, {"v": 2**60 + 1}],
+    ]
+    types = [np.int8, np.int16, np.int32, np.float64, np.float64]
+    filters: list[Filter] = [
+        key("v") == 3,
+        key("v") > 127.5,
+        key("v") >= 128,
+        key("v") < -128,
+        key("v") <= -(2**31),
+        key("v") == 2**31,
+        key("v").in_([-129, 2**31 - 1, 0.5, 2**60 + 1]),
+        key("v") != 0,
+        key("v") == True,  # noqa: E712 - a filter tree, not a comparison
+        key("v") > 2**62,
+    ]
+    for batch, dtype in zip(batches, types, strict=True):
+        columns.write(np.arange(len(rows), len(rows) + len(batch), dtype=np.int64), batch)
+        rows.extend(batch)
+        assert columns._columns["v"].values.num is not None
+        assert columns._columns["v"].values.num.dtype == dtype
+        metadata = np.empty(len(rows), dtype=object)
+        metadata[:] = rows
+        for tree in filters:
+            assert columns.mask(tree, len(rows), metadata).tolist() == [matches(tree, r) for r in rows], tree
+
+
+def test_saved_columns_keep_float64_and_load_narrow_again(tmp_path: Path) -> None:
+    store = NumpyVectorStore(_Ones())
+    store.add(
+        [Document(f"d{i}", "t", {"bucket": i % 9}, embedding=np.ones(8, np.float32)) for i in range(50)]
+    )
+    assert store._columns._columns["bucket"].values.num.dtype == np.int8  # type: ignore[union-attr]
+    saved = columns_to_arrays(store._columns)
+    assert saved["k0.values.num"].dtype == np.float64  # the saved format is unchanged
+    loaded = NumpyVectorStore.load(store.save(tmp_path / "s"), _Ones())
+    assert loaded._columns._columns["bucket"].values.num.dtype == np.int8  # type: ignore[union-attr]
+    assert loaded.count("bucket >= 4") == store.count("bucket >= 4") == 26
 
 
 def test_columns_that_gain_new_kinds_of_values_filter_like_the_reference() -> None:
@@ -215,7 +278,7 @@ class _Ones:
         return np.ones((len(texts), 8), np.float32)
 
 
-def test_the_lexical_index_keeps_about_four_bytes_a_posting() -> None:
+def test_the_lexical_index_keeps_under_four_bytes_a_posting() -> None:
     texts = _zipf_texts(20_000, 1)
     gc.collect()
     tracemalloc.start()
@@ -228,10 +291,14 @@ def test_the_lexical_index_keeps_about_four_bytes_a_posting() -> None:
         tracemalloc.stop()
     postings = sum(segment.size for segment in index._segments)
     assert postings > 350_000
-    # Rows (2 bytes), frequencies (half a byte), term offsets (4 bytes a term) and lengths (2 bytes a
-    # document), beside ids and vocabulary: 4.13 bytes a posting here. A byte per frequency, int64
-    # offsets and int32 lengths took 4.60.
-    assert held / postings < 4.35
+    # Rows (2 bytes, or a bit a row for the ~40 commonest terms), frequencies (half a byte), terms and
+    # their offsets (2 + 4 bytes a term), lengths (2 bytes a document) and one live mask, beside ids
+    # and vocabulary: 3.30 bytes a posting here. With int32 terms and a second live mask it took
+    # 3.37; with two bytes a posting for every term 4.13; with a byte per frequency, int64 offsets
+    # and int32 lengths 4.60.
+    assert held / postings < 3.34
+    assert sum(segment.dense.at.size for segment in index._segments) > 20
+    assert all(segment.terms.dtype == np.uint16 for segment in index._segments)
 
 
 def test_a_store_filled_by_adds_keeps_no_row_map_arrays() -> None:
@@ -335,3 +402,31 @@ def test_documents_with_embeddings_leave_nothing_behind_once_dropped() -> None:
     # byte a document), scattered over the arenas the documents filled, which then stayed resident
     # after they were dropped. Setting the flag with `setflags` leaves nothing per document.
     assert left < 4000
+
+
+def test_records_in_row_order_keep_one_offset_a_row_and_read_back_after_any_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(records_module, "_COMPACT_MIN_BYTES", 64)  # rewrites happen at this size too
+    records = PackedRecords()
+    expected: list[tuple[str, dict[str, MetadataValue]]] = [(f"text {n}", {"n": n}) for n in range(300)]
+    records.write(np.arange(200, dtype=np.int64), expected[:200])
+    records.write(np.arange(200, 300, dtype=np.int64), expected[200:])
+    # Appended in row order: each record starts where the one before it ends, so no start is kept.
+    assert records._starts.size == 0 and records._stops.size >= 300
+    assert records.nbytes == records._end + records._stops.nbytes  # 4 bytes of offsets a row, not 8
+    assert records.read_many(range(300)) == expected and records.read(0) == expected[0]
+    replaced = ("replaced", {"n": -1})
+    records.write(np.array([5], np.int64), [replaced])  # an upsert: row 5's bytes move to the end
+    expected[5] = replaced
+    assert records._starts.size and records.read_many(range(300)) == expected
+    records.compact()  # back to back in row order again
+    assert records._starts.size == 0 and records.read_many(range(300)) == expected
+    dead = np.zeros(300, np.bool_)
+    dead[[0, 7, 299]] = True
+    holes, tails = np.array([0, 7]), np.array([297, 298])
+    records.remove(np.flatnonzero(dead), holes, tails, 297)
+    expected[0], expected[7] = expected[297], expected[298]
+    assert [records.read(row) for row in range(297)] == expected[:297]
+    records.write(np.arange(297, 400, dtype=np.int64), [("new", {"n": n}) for n in range(103)])
+    assert records.read_many(range(400)) == expected[:297] + [("new", {"n": n}) for n in range(103)]
