@@ -31,6 +31,14 @@ _COMPARE = {"==": Op.EQ, "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=":
 _SIMPLE_WORDS = {"in": Op.IN, "nin": Op.NIN, "contains": Op.CONTAINS}
 _AFTER_NOT = {"in": Op.NIN, "contains": Op.NOT_CONTAINS}
 _CONNECTIVES = frozenset({"and", "or", "not"})
+# SQL's and other languages' pattern operators: a user reaching for one wants to match part of a value.
+_PATTERN_WORDS = frozenset(
+    {"LIKE", "ILIKE", "GLOB", "MATCH", "MATCHES", "REGEXP", "STARTSWITH", "STARTS_WITH"}
+)
+_NO_PATTERNS = (
+    " (filters match whole values, never patterns: use == or IN [...] for values,"
+    " CONTAINS for an item of a list such as ingest's dirs)"
+)
 
 
 @dataclass(frozen=True)
@@ -184,7 +192,9 @@ class _Parser:
             self.advance()
             return Op.IS_NOT_NULL if negated else Op.IS_NULL
         if token.kind == "name":
-            raise self.fail(f"unknown operator {self.source(token)!r}")
+            word = self.source(token)
+            hint = _NO_PATTERNS if word.upper() in _PATTERN_WORDS else ""
+            raise self.fail(f"unknown operator {word!r}{hint}")
         raise self.fail(f"expected an operator{self.after()}")
 
     def _value(self) -> Scalar:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from rag.errors import FilterError, FilterSyntaxError
 from rag.filters import And, Comparison, Filter, Not, Op, Or, as_filter, key, matches, parse
-from rag.filters.parser import MAX_NESTING
+from rag.filters.parser import _NO_PATTERNS, MAX_NESTING
 
 A, B, C = key("a") == 1, key("b") == 2, key("c") == 3
 
@@ -142,7 +142,14 @@ ERRORS = [
     ("a = 1", "unknown operator '='", 3),
     ("a <> 1", "unknown operator '<>'", 3),
     ("a === 1", "unknown operator '='", 5),
-    ("a LIKE 'x%'", "unknown operator 'LIKE'", 3),
+    (
+        "a LIKE 'x%'",
+        "unknown operator 'LIKE' (filters match whole values, never patterns: use == or IN [...] for"
+        " values, CONTAINS for an item of a list such as ingest's dirs)",
+        3,
+    ),
+    ("a regexp 'x'", "unknown operator 'regexp'" + _NO_PATTERNS, 3),
+    ("a NEAR 'x'", "unknown operator 'NEAR'", 3),
     ("a & b", "unknown operator '&'", 3),
     ("a == 1 | b == 2", "unknown operator '|'", 8),
     ("country == BG", "expected a value after '==', got the unquoted text 'BG': quote it", 12),
