@@ -226,6 +226,14 @@ class ChromaLexical:
         kept = self._kept()
         return None if kept is None else kept.columns
 
+    def records_of(self, columns: FilterColumns) -> KeptRecords | SavedRecords | None:
+        """The records kept in the sidecar that holds `columns` (so of the same state), or None when
+        that sidecar is no longer held, its lexical half is not loaded, or it keeps no records."""
+        sidecar = self._index
+        if sidecar is None or sidecar.columns is not columns or not sidecar.whole:
+            return None
+        return sidecar.records
+
     def forget(self) -> None:
         """Drop the sidecar held in memory: it is loaded or rebuilt when next needed."""
         self._index = None
