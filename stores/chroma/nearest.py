@@ -260,7 +260,8 @@ class Nearest:
         Chroma's cost for `ids=` grows with their number (94 ms for 95,000 of 100,000 records, against
         4 ms unrestricted), while an unrestricted query costs about the same for any candidate list up
         to the graph's own (`ef_search`). It returns distances only: texts and metadata of 210
-        neighbours cost Chroma 20 ms where 10 read by id cost 1.7 ms.
+        neighbours cost Chroma 20 ms where 10 read by id cost 1.7 ms, and the sidecar that holds
+        the columns usually keeps them, so no read at all (`_broad_page`).
         """
         wanted = min(selection.total, _overfetch(req.top_k, selection.count / selection.total))
         with self.conn.errors(f"query the collection {self.name!r}"):
