@@ -252,3 +252,30 @@ def test_a_write_before_the_token_check_is_seen_whole(chroma_server: str) -> Non
     assert len(found) == 5 and "victim" not in [d.id for d in found]
     assert {"new", "updated"} <= {d.id for d in found}
     assert all((d.text, d.metadata) == AFTER[d.id] for d in found)
+
+
+def test_an_embedded_folder_builds_the_page_from_its_saved_records(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An embedded folder's sidecar keeps the records too (saved with it, `SavedRecords` once
+    # reopened): with its lexical half loaded, a broad filter reads no row from Chroma either.
+    request = SearchRequest("delta code", top_k=10, filter=BROAD)
+    with ChromaVectorStore(MODEL, path=tmp_path, collection="broad", ef_search=50) as store:
+        store.add(_docs())
+    with ChromaVectorStore(MODEL, path=tmp_path, collection="broad", ef_search=50) as store:
+        _held(store)  # loads the lexical half: the saved records
+        fetched: list[list[str]] = []
+        fetch = store._nearest.fetch
+
+        def counted(ids: list[str], fields: Any) -> Any:
+            fetched.append(list(ids))
+            return fetch(ids, fields)
+
+        store._nearest.fetch = counted
+        found = store.similarity_search(request)
+        assert fetched == []
+        with monkeypatch.context() as patched:
+            patched.setattr(ChromaLexical, "records_of", lambda self, columns: None, raising=False)
+            from_chroma = store.similarity_search(request)
+        assert len(fetched) == 1
+    assert len(found) == 10 and _fields(found) == _fields(from_chroma)
