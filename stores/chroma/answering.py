@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +41,7 @@ from stores.chroma.mirror_files import load
 from stores.chroma.nearest import Nearest
 from stores.chroma.reading import guarded_where
 from stores.chroma.records import decode_fields, decode_metadata, decode_text
-from stores.chroma.search import Row, query_vector
+from stores.chroma.search import KeptRow, Row, query_vector
 from stores.locking import ReadWriteLock
 from stores.ranking import needs_ranking, rank
 
@@ -82,6 +82,10 @@ class Answering:
     @staticmethod
     def _document(row: Row, with_embedding: bool, score: float | None = None) -> Document:
         embedding = row.embedding if with_embedding else None
+        if type(row) is KeptRow:  # already decoded from the sidecar's records
+            # `KeptRecords.read` made the metadata dict for this hit: the document may own it.
+            metadata = cast("dict[str, Any]", row.record)
+            return Document._trusted(row.id, row.document or "", metadata, score, embedding)
         fields = decode_fields(row.document, row.record)
         if fields is None:  # a record another tool wrote: check it as any new document
             text, metadata = decode_text(row.document, row.record), decode_metadata(row.record)
@@ -95,8 +99,9 @@ class Answering:
         trusted = Document._trusted
         found: list[Document] = []
         for row, score in hits:
-            fields = decode_fields(row.document, row.record)
-            if fields is None:
+            # A kept row's metadata is the caller's own, whose keys may look like the stored layout's.
+            fields = None if type(row) is KeptRow else decode_fields(row.document, row.record)
+            if fields is None:  # another tool's record, or one the sidecar kept
                 found.append(cls._document(row, False, score))
             else:
                 found.append(trusted(row.id, fields[0], fields[1], score))

@@ -34,7 +34,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +52,10 @@ from stores.numpy.columns_file import (
     write_arrays,
 )
 from stores.numpy.compaction import compaction
+
+if TYPE_CHECKING:  # kept_file imports this module
+    from stores.chroma.kept import KeptRecords
+    from stores.chroma.kept_file import SavedRecords
 
 __all__ = ["FILE", "LEGACY_FILE", "FilterColumns", "Selection"]
 
@@ -97,6 +101,9 @@ class Selection:
         self.total = len(mask)
         """How many records the collection holds."""
         self._ids: list[str] | None = None
+        self.records: KeptRecords | SavedRecords | None = None
+        """The records kept beside these columns, as current (`ChromaLexical.records_of`), when held:
+        a search builds the page of a broad filter from them (`stores.chroma.nearest`)."""
 
     @property
     def ids(self) -> list[str]:

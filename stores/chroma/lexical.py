@@ -23,7 +23,8 @@ store changes twice: once before touching any record, once after the index holds
   the next open.
 - Over HTTP (a server URL, or a given chromadb `HttpClient`) and in embedded folders the sidecar
   also keeps every record's text and metadata (`Sidecar.records`, `stores.chroma.kept.KeptRecords`),
-  so the final page of a lexical or hybrid search needs no read from Chroma: a server's every `get`
+  so the final page of a lexical or hybrid search (or of a broad filter the columns decide) needs
+  no read from Chroma: a server's every `get`
   costs a round trip and about 2 ms, an embedded one about 1 ms of a 4 ms hybrid search. Memory:
   each record's text in UTF-8 and about 130 bytes more for four metadata keys (the values packed,
   8 bytes of offsets, 70 of id bookkeeping; see `stores.chroma.kept`), so about 1.13 KB for a 1 KB
@@ -225,6 +226,14 @@ class ChromaLexical:
             return None  # nothing held: spare the token's round trip
         kept = self._kept()
         return None if kept is None else kept.columns
+
+    def records_of(self, columns: FilterColumns) -> KeptRecords | SavedRecords | None:
+        """The records kept in the sidecar that holds `columns` (so of the same state), or None when
+        that sidecar is no longer held, its lexical half is not loaded, or it keeps no records."""
+        sidecar = self._index
+        if sidecar is None or sidecar.columns is not columns or not sidecar.whole:
+            return None
+        return sidecar.records
 
     def forget(self) -> None:
         """Drop the sidecar held in memory: it is loaded or rebuilt when next needed."""

@@ -38,7 +38,7 @@ from stores.chroma.client import Connection
 from stores.chroma.columns import Selection
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.records import OPAQUE, decode_metadata
-from stores.chroma.search import Row, merge, rows_from_get, rows_from_query, scores
+from stores.chroma.search import KeptRow, Row, merge, rows_from_get, rows_from_query, scores
 from stores.numpy.search import SCORE_DECIMALS
 
 __all__ = ["GUARDED_RECORDS", "Nearest", "ranked"]
@@ -260,7 +260,8 @@ class Nearest:
         Chroma's cost for `ids=` grows with their number (94 ms for 95,000 of 100,000 records, against
         4 ms unrestricted), while an unrestricted query costs about the same for any candidate list up
         to the graph's own (`ef_search`). It returns distances only: texts and metadata of 210
-        neighbours cost Chroma 20 ms where 10 read by id cost 1.7 ms.
+        neighbours cost Chroma 20 ms where 10 read by id cost 1.7 ms, and the sidecar that holds
+        the columns usually keeps them, so no read at all (`_broad_page`).
         """
         wanted = min(selection.total, _overfetch(req.top_k, selection.count / selection.total))
         with self.conn.errors(f"query the collection {self.name!r}"):
@@ -279,8 +280,24 @@ class Nearest:
         hits = ranked([rows[i] for i in kept], [values[i] for i in kept], req)
         if light or not hits:
             return hits
-        full = {row.id: row for row in self.fetch([row.id for row, _ in hits], _TEXT_FIELDS)}
-        return [(full[row.id], value) for row, value in hits if row.id in full]
+        return self._broad_page(hits, selection)
+
+    def _broad_page(self, hits: list[tuple[Row, float]], selection: Selection) -> list[tuple[Row, float]]:
+        """Text and metadata of a broad filter's hits: from the records kept beside the columns that
+        chose them (the same state, so they match), else read from Chroma by id (another tool's
+        records, a damaged saved record; a record deleted since is left out)."""
+        records = selection.records
+        kept = {} if records is None else records.read(row.id for row, _ in hits)
+        rest = [row.id for row, _ in hits if row.id not in kept]
+        full = {row.id: row for row in self.fetch(rest, _TEXT_FIELDS)} if rest else {}
+        page: list[tuple[Row, float]] = []
+        for row, value in hits:
+            record = kept.get(row.id)
+            if record is not None:
+                page.append((_row(KeptRow, (row.id, record[0], record[1], None)), value))
+            elif row.id in full:
+                page.append((full[row.id], value))
+        return page
 
     def _checked(self, hits: list[tuple[Row, float]], compiled: ChromaFilter) -> list[tuple[Row, float]]:
         """Hits found by ids, without those another process changed to non-matching meanwhile."""
@@ -288,7 +305,13 @@ class Nearest:
         if not self.verify or normal is None:
             return hits
         # Rows without metadata (`light`) are checked by the caller when it reads them.
-        return [hit for hit in hits if hit[0].record is None or holds(normal, decode_metadata(hit[0].record))]
+        return [
+            hit
+            for hit in hits
+            if hit[0].record is None
+            or type(hit[0]) is KeptRow  # the columns of the same state chose it
+            or holds(normal, decode_metadata(hit[0].record))
+        ]
 
     def _is_large(self) -> bool:
         # Only deletes shrink a collection, so once large it stays so until `forget_size` (writes by

@@ -169,7 +169,9 @@ class Reading:
         columns = self._columns_for(compiled)
         if columns is None or compiled.tree is None:
             return None
-        return columns.select(compiled.tree)
+        selection = columns.select(compiled.tree)
+        selection.records = self._lexical.records_of(columns)
+        return selection
 
     def _verified(self, rows: list[Row], compiled: ChromaFilter) -> list[Row]:
         """`rows` read by ids the columns chose, without any another process changed meanwhile."""

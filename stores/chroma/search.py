@@ -24,7 +24,7 @@ from stores.numpy.search import exact_scores
 _new = tuple.__new__
 _FLOAT32 = struct.Struct("f")
 
-__all__ = ["Row", "merge", "query_vector", "rows_from_get", "rows_from_query", "scores"]
+__all__ = ["KeptRow", "Row", "merge", "query_vector", "rows_from_get", "rows_from_query", "scores"]
 
 
 class Row(NamedTuple):
@@ -38,6 +38,18 @@ class Row(NamedTuple):
     document: str | None
     record: Mapping[str, Any] | None
     embedding: npt.NDArray[np.float32] | None = None
+
+
+class KeptRow(Row):
+    """A hit whose text (`document`) and metadata (`record`, decoded: the caller's own dict, not the
+    stored layout) come from the records the sidecar keeps (`stores.chroma.kept`), not from Chroma.
+
+    Only records this store's layout wrote are kept, so they were checked when written: a search
+    turns one into a `Document` as it is, and never checks its metadata against a filter again (the
+    filter columns of the same sidecar chose it).
+    """
+
+    __slots__ = ()
 
 
 def _rows(
