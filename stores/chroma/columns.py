@@ -34,7 +34,7 @@ import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -52,17 +52,25 @@ from stores.numpy.columns_file import (
     write_arrays,
 )
 from stores.numpy.compaction import compaction
+from stores.numpy.records import Record
 
-if TYPE_CHECKING:  # kept_file imports this module
-    from stores.chroma.kept import KeptRecords
-    from stores.chroma.kept_file import SavedRecords
-
-__all__ = ["FILE", "LEGACY_FILE", "FilterColumns", "Selection"]
+__all__ = ["FILE", "LEGACY_FILE", "FilterColumns", "RecordReader", "Selection"]
 
 FILE = "filter-columns.npz"
 """The columns' file in a sidecar folder: ids, metadata texts and the encoded columns, loaded as they are."""
 LEGACY_FILE = "filter-columns.json"
 """The first version's file (ids and metadata texts, the columns encoded again on load)."""
+
+
+class RecordReader(Protocol):
+    """Records kept beside the columns (`stores.chroma.kept.KeptRecords` or, over a save,
+    `stores.chroma.kept_file.SavedRecords`, which imports this module: hence a protocol here)."""
+
+    def read(self, ids: Iterable[str]) -> dict[str, Record]:
+        """The records held for `ids` (ids not held are left out)."""
+        ...
+
+
 _FORMAT = "rag-chroma-filter-columns"
 _VERSION = 2
 _HEADER = "filter.header"
@@ -101,7 +109,7 @@ class Selection:
         self.total = len(mask)
         """How many records the collection holds."""
         self._ids: list[str] | None = None
-        self.records: KeptRecords | SavedRecords | None = None
+        self.records: RecordReader | None = None
         """The records kept beside these columns, as current (`ChromaLexical.records_of`), when held:
         a search builds the page of a broad filter from them (`stores.chroma.nearest`)."""
 
