@@ -7,13 +7,11 @@ Requests are recorded on the store's own HTTP client (httpx event hooks, run in 
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
 import pytest
 
 import stores.chroma.reading as reading
@@ -21,6 +19,7 @@ from rag import Document, HashingEmbedding, SearchRequest
 from rag.filters import matches, parse
 from stores import ChromaVectorStore
 from stores.chroma.lexical import ChromaLexical
+from tests.stores.http_requests import recording
 
 MODEL = HashingEmbedding(dimensions=32)
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -42,29 +41,6 @@ S0 = [
 ]
 S2 = [Document("updated", "omega quasar after", {"n": -20}), Document("new", "omega quasar", {"n": -4})]
 QUERY = SearchRequest("omega quasar", top_k=5, filter=BROAD)
-
-
-class _Requests:
-    """Each request a client sends: `METHOD last-path-segment`, and its JSON body."""
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-        self.bodies: list[dict[str, Any]] = []
-
-    def __call__(self, request: httpx.Request) -> None:
-        self.sent.append(f"{request.method} {request.url.path.rsplit('/', 1)[-1]}")
-        self.bodies.append(json.loads(request.content) if request.content else {})
-
-
-@contextmanager
-def _recording(store: ChromaVectorStore) -> Iterator[_Requests]:
-    session: httpx.Client = store.chroma_client._server._session
-    recorder = _Requests()
-    session.event_hooks["request"].append(recorder)
-    try:
-        yield recorder
-    finally:
-        session.event_hooks["request"].remove(recorder)
 
 
 @pytest.fixture(autouse=True)
@@ -105,11 +81,11 @@ def test_a_broad_filter_builds_its_page_from_the_kept_records(
         store.add(_docs())
         _held(store)
         store.similarity_search(request)  # any first search counts the collection once
-        with _recording(store) as recorder:
+        with recording(store) as recorder:
             found = store.similarity_search(request)
         with monkeypatch.context() as patched:
             patched.setattr(ChromaLexical, "records_of", lambda self, columns: None, raising=False)
-            with _recording(store) as read:
+            with recording(store) as read:
                 from_chroma = store.similarity_search(request)
         assert store._lexical.rebuilds == 1
     assert recorder.sent == [f"GET {name}", "POST query"]
@@ -135,7 +111,7 @@ def test_a_record_another_tool_wrote_is_read_from_chroma(chroma_server: str) -> 
         assert sidecar.records is not None
         assert "foreign" in sidecar.columns and "foreign" not in sidecar.records.read(["foreign"])
         store.similarity_search(QUERY)
-        with _recording(store) as recorder:
+        with recording(store) as recorder:
             found = store.similarity_search(QUERY)
     assert found[0].id == "foreign" and (found[0].text, found[0].metadata) == ("omega quasar", {"n": 3})
     assert found[0].score == pytest.approx(1.0, abs=1e-6)
@@ -222,7 +198,7 @@ def test_a_write_after_the_token_check_gives_either_state(chroma_server: str, mo
         )
         store._nearest.collection = spy
         try:
-            with _recording(store) as recorder:
+            with recording(store) as recorder:
                 found = store.similarity_search(QUERY)
         finally:
             store._conn.client, store._nearest.collection = client, nearest

@@ -7,9 +7,9 @@ Requests are recorded on the store's own HTTP client (httpx event hooks, run in 
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import httpx
@@ -20,6 +20,7 @@ import stores.chroma.reading as reading
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.filters import matches, parse
 from stores import ChromaVectorStore
+from tests.stores.http_requests import Requests, recording
 
 MODEL = HashingEmbedding(dimensions=32)
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -34,33 +35,11 @@ def _docs(count: int = 600) -> list[Document]:
     ]
 
 
-class _Requests:
-    """Each request a client sends: `METHOD last-path-segment`, and whether its body has `where`/`ids`."""
-
-    def __init__(self) -> None:
-        self.sent: list[str] = []
-        self.bodies: list[dict[str, Any]] = []
-
-    def __call__(self, request: httpx.Request) -> None:
-        self.sent.append(f"{request.method} {request.url.path.rsplit('/', 1)[-1]}")
-        self.bodies.append(json.loads(request.content) if request.content else {})
-
-
 @pytest.fixture
 def requests_of() -> Iterator[Any]:
-    """Installs a `_Requests` on a store's HTTP client; removes it after the test (clients are shared)."""
-    installed: list[tuple[httpx.Client, _Requests]] = []
-
-    def install(store: ChromaVectorStore) -> _Requests:
-        session: httpx.Client = store.chroma_client._server._session
-        recorder = _Requests()
-        session.event_hooks["request"].append(recorder)
-        installed.append((session, recorder))
-        return recorder
-
-    yield install
-    for session, recorder in installed:
-        session.event_hooks["request"].remove(recorder)
+    """Records a store's HTTP requests (`recording`) until the end of the test."""
+    with ExitStack() as stack:
+        yield lambda store: stack.enter_context(recording(store))
 
 
 @pytest.fixture(autouse=True)
@@ -305,7 +284,7 @@ def test_one_request_answers_agree_with_the_reference_while_another_store_writes
             for _ in range(15):
                 text = _random_filter(rng)
                 expected = {d.id: d.metadata for d in docs if matches(parse(text), d.metadata)}
-                recorder = _Requests()
+                recorder = Requests()
                 session: httpx.Client = reader.chroma_client._server._session
                 session.event_hooks["request"].append(recorder)
                 try:
