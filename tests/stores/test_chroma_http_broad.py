@@ -8,7 +8,7 @@ Requests are recorded on the store's own HTTP client (httpx event hooks, run in 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,7 +19,7 @@ from rag import Document, HashingEmbedding, SearchRequest
 from rag.filters import matches, parse
 from stores import ChromaVectorStore
 from stores.chroma.lexical import ChromaLexical
-from tests.stores.http_requests import recording
+from tests.stores.chroma_server_helpers import Hooked, other_url, recording, state_after
 
 MODEL = HashingEmbedding(dimensions=32)
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -51,11 +51,6 @@ def _columns_never_due(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _store(url: str, name: str) -> ChromaVectorStore:
     return ChromaVectorStore(MODEL, url=url, collection=name, ef_search=50, exact_copy=False)
-
-
-def _other_url(url: str) -> str:
-    """The same server under another host name: a client and lock of its own, as in another process."""
-    return url.replace("127.0.0.1", "localhost")
 
 
 def _fields(found: list[Document]) -> list[tuple[Any, ...]]:
@@ -119,46 +114,9 @@ def test_a_record_another_tool_wrote_is_read_from_chroma(chroma_server: str) -> 
     assert recorder.bodies[2]["ids"] == ["foreign"]
 
 
-class _Hooked:
-    """Wraps an object: `before` runs ahead of the first call of its method `name`, `after` after it."""
-
-    def __init__(
-        self,
-        inner: Any,
-        name: str,
-        before: Callable[[], object] | None = None,
-        after: Callable[[], object] | None = None,
-    ) -> None:
-        self._inner, self._name, self._before, self._after = inner, name, before, after
-        self.fired = False
-
-    def __getattr__(self, name: str) -> Any:
-        found = getattr(self._inner, name)
-        if name != self._name:
-            return found
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            first = not self.fired
-            self.fired = True
-            if self._before is not None and first:
-                self._before()
-            answer = found(*args, **kwargs)
-            if self._after is not None and first:
-                self._after()
-            return answer
-
-        return call
-
-
 def _write_s2(store: ChromaVectorStore) -> None:
     store.delete(["victim"])
     store.add(S2)
-
-
-def _state(*writes: list[Document], deleted: tuple[str, ...] = ()) -> dict[str, tuple[str, Any]]:
-    """Each id's (text, metadata) after the writes given, in order."""
-    found = {doc.id: (doc.text, doc.metadata) for docs in writes for doc in docs}
-    return {doc_id: fields for doc_id, fields in found.items() if doc_id not in deleted}
 
 
 @contextmanager
@@ -168,12 +126,12 @@ def _racing(chroma_server: str, name: str) -> Iterator[tuple[ChromaVectorStore, 
         store.add([*_docs(), *S0])
         _held(store)
         assert {d.id for d in store.similarity_search(QUERY)[:2]} == {"victim", "updated"}
-        with _store(_other_url(chroma_server), name) as other:
+        with _store(other_url(chroma_server), name) as other:
             yield store, other
 
 
-BEFORE = _state(_docs(), S0)
-AFTER = _state(_docs(), S0, S2, deleted=("victim",))
+BEFORE = state_after(_docs(), S0)
+AFTER = state_after(_docs(), S0, S2, deleted=("victim",))
 
 
 @pytest.mark.server
@@ -187,15 +145,14 @@ def test_a_write_after_the_token_check_gives_either_state(chroma_server: str, mo
     with _racing(chroma_server, f"http-broad-race-{moment}") as (store, other):
         checked = threading.Event()
         client, nearest = store._conn.client, store._nearest.collection
-        store._conn.client = _Hooked(client, "get_collection", after=checked.set)
+        store._conn.client = Hooked(client, "get_collection", after=checked.set)
 
         def write() -> None:
             assert checked.wait(30), "the state token was never read"
             _write_s2(other)
 
-        spy = _Hooked(
-            nearest, "query", **({"before": write} if moment == "before-query" else {"after": write})
-        )
+        early = moment == "before-query"
+        spy = Hooked(nearest, "query", before=write if early else None, after=None if early else write)
         store._nearest.collection = spy
         try:
             with recording(store) as recorder:
@@ -218,7 +175,7 @@ def test_a_write_after_the_token_check_gives_either_state(chroma_server: str, mo
 def test_a_write_before_the_token_check_is_seen_whole(chroma_server: str) -> None:
     with _racing(chroma_server, "http-broad-race-before-check") as (store, other):
         client = store._conn.client
-        spy = _Hooked(client, "get_collection", before=lambda: _write_s2(other))
+        spy = Hooked(client, "get_collection", before=lambda: _write_s2(other))
         store._conn.client = spy
         try:
             found = store.similarity_search(QUERY)

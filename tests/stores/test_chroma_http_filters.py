@@ -20,7 +20,7 @@ import stores.chroma.reading as reading
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.filters import matches, parse
 from stores import ChromaVectorStore
-from tests.stores.http_requests import Requests, recording
+from tests.stores.chroma_server_helpers import Requests, other_url, recording
 
 MODEL = HashingEmbedding(dimensions=32)
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
@@ -47,11 +47,6 @@ def _columns_never_due(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rent or buy would build the columns of these small collections after a few filtered searches
     (their read costs little); each test here chooses when columns are held."""
     monkeypatch.setattr(reading, "COLUMNS_SECONDS_PER_RECORD", 1.0, raising=False)
-
-
-def _other_url(url: str) -> str:
-    """The same server under another host name: a client and lock of its own, as in another process."""
-    return url.replace("127.0.0.1", "localhost")
 
 
 def _store(url: str, name: str) -> ChromaVectorStore:
@@ -136,7 +131,7 @@ def test_columns_made_stale_by_another_store_are_not_read_again_for_a_filter(
         store.add(_docs())
         store.similarity_search(SearchRequest("omega", top_k=10, mode="hybrid"))
         assert "new" not in [d.id for d in store.similarity_search(request)]
-        with _store(_other_url(chroma_server), name) as other:
+        with _store(other_url(chroma_server), name) as other:
             other.add([Document("new", "omega quasar", {"n": 5})])
         recorder = requests_of(store)
         found = store.similarity_search(request)
@@ -162,7 +157,7 @@ def test_a_key_another_store_made_opaque_needs_no_metadata_read(
     with _store(chroma_server, name) as store:
         store.add(_docs())
         store.similarity_search(request)
-        with _store(_other_url(chroma_server), name) as other:
+        with _store(other_url(chroma_server), name) as other:
             other.add([Document("huge", "omega quasar", {"n": value})])
         assert "n" not in store._opaque.current
         recorder = requests_of(store)
@@ -185,7 +180,7 @@ def test_writes_by_another_store_are_seen_by_the_next_filtered_search(chroma_ser
     with _store(chroma_server, name) as store:
         store.add([*_docs(), Document("old", "omega quasar", {"n": 1})])
         assert store.similarity_search(request)[0].id == "old"
-        with _store(_other_url(chroma_server), name) as other:
+        with _store(other_url(chroma_server), name) as other:
             other.delete(["old"])
             other.add([Document("moved", "omega quasar", {"n": 100}), Document("new", "omega", {"n": 2})])
         found = store.similarity_search(request)
@@ -216,7 +211,7 @@ def test_filters_build_the_columns_once_chromas_where_has_cost_as_much(
         # answers until it has cost that much again, then the columns are built anew.
         price = store._nearest.price
         assert price is not None and price > 0
-        with _store(_other_url(chroma_server), "http-filter-rent") as other:
+        with _store(other_url(chroma_server), "http-filter-rent") as other:
             other.add([Document("new", "delta code", {"n": 1})])
         assert "new" in [d.id for d in store.similarity_search(request)]
         assert store._lexical.rebuilds == 1 and store._nearest.rent > 0  # the `where` answered
@@ -270,7 +265,7 @@ def test_one_request_answers_agree_with_the_reference_while_another_store_writes
     reader_opaque: list[frozenset[str]] = []
     with (
         _store(chroma_server, name) as writer,
-        _store(_other_url(chroma_server), name) as reader,
+        _store(other_url(chroma_server), name) as reader,
     ):
         reader._nearest.scan_limit = 4  # every collection here is large enough for the HNSW path
         one_request = 0

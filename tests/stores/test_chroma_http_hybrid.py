@@ -22,6 +22,7 @@ import pytest
 
 from rag import Document, HashingEmbedding, SearchRequest
 from stores import ChromaVectorStore
+from tests.stores.chroma_server_helpers import Hooked, other_url, state_after
 from tests.stores.test_chroma_calls import Calls
 
 MODEL = HashingEmbedding(dimensions=32)
@@ -84,12 +85,6 @@ def rounds_of(chroma_server: str) -> Iterator[Any]:
     for session, counter in installed:
         session.event_hooks["request"].remove(counter.request)
         session.event_hooks["response"].remove(counter.response)
-
-
-def _other_url(url: str) -> str:
-    """The same server under another host name: chromadb then gives it a client system (and HTTP pool)
-    of its own, and the store its own lock, as in another process."""
-    return url.replace("127.0.0.1", "localhost")
 
 
 def _answer(store: ChromaVectorStore, request: SearchRequest) -> list[tuple[str, float | None]]:
@@ -157,7 +152,7 @@ def test_a_write_by_another_store_is_seen_by_the_next_hybrid_search(chroma_serve
     with ChromaVectorStore(MODEL, url=chroma_server, collection=name, ef_search=50) as first:
         first.add(_docs())
         assert "new" not in [d.id for d in first.similarity_search(request)]
-        with ChromaVectorStore(MODEL, url=_other_url(chroma_server), collection=name) as second:
+        with ChromaVectorStore(MODEL, url=other_url(chroma_server), collection=name) as second:
             second.add([Document("new", "omega quasar", {"n": -1})])
             seen = _answer(first, request)
             # First in the lexical ranking (1/61) and in the vector one (1/(60 + rank)). With a stale
@@ -166,39 +161,6 @@ def test_a_write_by_another_store_is_seen_by_the_next_hybrid_search(chroma_serve
             second.delete(["new"])
             gone = _answer(first, request)
         assert "new" not in [doc_id for doc_id, _ in gone] and len(gone) == 5
-
-
-class _Hooked:
-    """Wraps an object: `before` runs ahead of the first call of its method `name` (once, optionally
-    only for calls whose `ids` include `only`), `after` after each call of it."""
-
-    def __init__(
-        self,
-        inner: Any,
-        name: str,
-        before: Callable[[], object] | None = None,
-        after: Callable[[], object] | None = None,
-        only: str | None = None,
-    ) -> None:
-        self._inner, self._name, self._before, self._after, self._only = inner, name, before, after, only
-        self.fired = False
-
-    def __getattr__(self, name: str) -> Any:
-        found = getattr(self._inner, name)
-        if name != self._name:
-            return found
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            wanted = self._only is None or self._only in (kwargs.get("ids") or [])
-            if self._before is not None and wanted and not self.fired:
-                self.fired = True
-                self._before()
-            answer = found(*args, **kwargs)
-            if self._after is not None:
-                self._after()
-            return answer
-
-        return call
 
 
 QUERY = SearchRequest("omega quasar", top_k=5, mode="hybrid")
@@ -228,19 +190,13 @@ def _once_checked(checked: threading.Event, store: ChromaVectorStore) -> Callabl
     return write
 
 
-def _state(*writes: list[Document], deleted: tuple[str, ...] = ()) -> dict[str, tuple[str, Any]]:
-    """Each id's (text, metadata) after the writes given, in order."""
-    found = {doc.id: (doc.text, doc.metadata) for docs in writes for doc in docs}
-    return {doc_id: fields for doc_id, fields in found.items() if doc_id not in deleted}
-
-
 @contextmanager
 def _racing(chroma_server: str, name: str) -> Iterator[tuple[ChromaVectorStore, ChromaVectorStore]]:
     """A store whose sidecar holds S0, and another store (as from another process) that wrote S1."""
     with ChromaVectorStore(MODEL, url=chroma_server, collection=name, ef_search=50) as store:
         store.add([*_docs(), *S0])
         assert {d.id for d in store.similarity_search(QUERY)[:2]} == {"victim", "updated"}
-        with ChromaVectorStore(MODEL, url=_other_url(chroma_server), collection=name) as other:
+        with ChromaVectorStore(MODEL, url=other_url(chroma_server), collection=name) as other:
             other.add(S1)
             yield store, other
 
@@ -254,8 +210,8 @@ def test_a_write_after_the_token_check_gives_either_state_never_a_stale_text(chr
     with _racing(chroma_server, "http-race-after-check") as (store, other):
         checked = threading.Event()
         client, nearest = store._conn.client, store._nearest.collection
-        store._conn.client = _Hooked(client, "get_collection", after=checked.set)
-        spy = _Hooked(nearest, "query", before=_once_checked(checked, other))
+        store._conn.client = Hooked(client, "get_collection", after=checked.set)
+        spy = Hooked(nearest, "query", before=_once_checked(checked, other))
         store._nearest.collection = spy
         rebuilds = store._lexical.rebuilds
         try:
@@ -264,7 +220,7 @@ def test_a_write_after_the_token_check_gives_either_state_never_a_stale_text(chr
             store._conn.client, store._nearest.collection = client, nearest
         assert spy.fired and store._lexical.rebuilds == rebuilds + 1
         after = {d.id: (d.text, d.metadata) for d in store.get()}
-    before, now = _state(_docs(), S0, S1), _state(_docs(), S0, S1, S2, deleted=("victim",))
+    before, now = state_after(_docs(), S0, S1), state_after(_docs(), S0, S1, S2, deleted=("victim",))
     assert len(found) == 5 and "new" in [d.id for d in found]
     for doc in found:
         assert (doc.text, doc.metadata) in (before.get(doc.id), now.get(doc.id)), doc
@@ -275,14 +231,14 @@ def test_a_write_after_the_token_check_gives_either_state_never_a_stale_text(chr
 def test_a_write_before_the_token_check_is_seen_whole(chroma_server: str) -> None:
     with _racing(chroma_server, "http-race-before-check") as (store, other):
         client = store._conn.client
-        spy = _Hooked(client, "get_collection", before=lambda: _write_s2(other))
+        spy = Hooked(client, "get_collection", before=lambda: _write_s2(other))
         store._conn.client = spy
         try:
             found = store.similarity_search(QUERY)
         finally:
             store._conn.client = client
         assert spy.fired
-    latest = _state(_docs(), S0, S1, S2, deleted=("victim",))
+    latest = state_after(_docs(), S0, S1, S2, deleted=("victim",))
     assert len(found) == 5 and "victim" not in [d.id for d in found]
     assert {"new", "updated", "stale"} <= {d.id for d in found}
     assert all((d.text, d.metadata) == latest[d.id] for d in found)
@@ -295,9 +251,9 @@ def test_a_document_written_and_deleted_during_a_hybrid_search_is_left_out(chrom
     with _racing(chroma_server, "http-race-deleted") as (store, other):
         checked = threading.Event()
         client, nearest, collection = store._conn.client, store._nearest.collection, store._collection
-        store._conn.client = _Hooked(client, "get_collection", after=checked.set)
-        store._nearest.collection = _Hooked(nearest, "query", before=_once_checked(checked, other))
-        reads = _Hooked(collection, "get", before=lambda: other.delete(["new"]), only="new")
+        store._conn.client = Hooked(client, "get_collection", after=checked.set)
+        store._nearest.collection = Hooked(nearest, "query", before=_once_checked(checked, other))
+        reads = Hooked(collection, "get", before=lambda: other.delete(["new"]), only="new")
         store._collection = reads
         try:
             found = store.similarity_search(QUERY)
