@@ -21,15 +21,41 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from rag.documents import Document, MetadataValue
 
-__all__ = ["RECORD_ID_FIELD", "CitedSource", "citation", "cited_sources", "group_citations"]
+__all__ = ["RECORD_ID_FIELD", "CitedSource", "Place", "citation", "cited_sources", "group_citations", "place"]
 
 RECORD_ID_FIELD = "doc_id"
 """The metadata key under which the JSON Lines reader stores a record's id (`--id-field`)."""
+
+
+class Place(NamedTuple):
+    """Where in its file a passage is: a PDF `page`, a `slide`, a workbook's `sheet`, a book's `chapter`."""
+
+    kind: str
+    value: MetadataValue
+
+
+PLACE_KEYS = ("page", "slide", "sheet", "chapter")
+"""The metadata keys that locate a passage in its file, as readers write them."""
+
+
+def place(metadata: Mapping[str, MetadataValue]) -> Place | None:
+    """The first of `PLACE_KEYS` a chunk's metadata holds, as a `Place`; None for a file without places.
+
+    Example:
+        >>> place({"source": "talk.pptx", "slide": 3})
+        Place(kind='slide', value=3)
+    """
+    for key in PLACE_KEYS:
+        value = metadata.get(key)
+        if value is not None:
+            return Place(key, value)
+    return None
 
 
 def citation(document: Document) -> str | None:
@@ -55,12 +81,15 @@ class CitedSource:
         '[2, 4] quick-start.html, chunks 0, 2'
         >>> CitedSource("guide.md", (1,), (3,), (0,)).line()
         '[1] guide.md, page 3'
+        >>> CitedSource("talk.pptx", (1, 2), (2, 5), (1, 4), kind="slide").line()
+        '[1, 2] talk.pptx, slides 2, 5'
     """
 
     citation: str
     numbers: tuple[int, ...]
     pages: tuple[MetadataValue, ...] = ()
     chunks: tuple[int | None, ...] = ()
+    kind: str = "page"
 
     @property
     def label(self) -> str:
@@ -68,7 +97,7 @@ class CitedSource:
         pages than passages, their chunk numbers too, so the passages can be told apart."""
         parts = [self.citation]
         if self.pages:
-            name = "page" if len(self.pages) == 1 else "pages"
+            name = self.kind if len(self.pages) == 1 else f"{self.kind}s"
             parts.append(f"{name} {', '.join(str(p) for p in self.pages)}")
         known = [c for c in self.chunks if c is not None]
         if len(self.numbers) > 1 and len(self.pages) < len(self.numbers) and len(known) == len(self.numbers):
@@ -81,27 +110,36 @@ class CitedSource:
 
 
 def group_citations(
-    passages: Iterable[tuple[int, str, MetadataValue | None, int | None]],
+    passages: Iterable[tuple[int, str, Place | MetadataValue | None, int | None]],
 ) -> list[CitedSource]:
-    """`(number, citation, page, chunk)` per passage, grouped by citation in order of first appearance.
+    """`(number, citation, place, chunk)` per passage, grouped by citation in order of first appearance.
+
+    A place is a `Place` or a bare page number; a source's line names the places of its first passage's
+    kind.
 
     Example:
         >>> [g.line() for g in group_citations([(1, "a.md", None, 0), (2, "b.md", None, 5),
         ...                                     (3, "a.md", None, 2)])]
         ['[1, 3] a.md, chunks 0, 2', '[2] b.md']
     """
-    groups: dict[str, list[tuple[int, MetadataValue | None, int | None]]] = {}
-    for number, cited, page, chunk in passages:
-        groups.setdefault(cited, []).append((number, page, chunk))
-    return [
-        CitedSource(
-            cited,
-            tuple(number for number, _, _ in members),
-            tuple(dict.fromkeys(page for _, page, _ in members if page is not None)),
-            tuple(chunk for _, _, chunk in members),
+    groups: dict[str, list[tuple[int, Place | None, int | None]]] = {}
+    for number, cited, where, chunk in passages:
+        found = where if isinstance(where, Place) or where is None else Place("page", where)
+        groups.setdefault(cited, []).append((number, found, chunk))
+    sources = []
+    for cited, members in groups.items():
+        kind = next((where.kind for _, where, _ in members if where is not None), "page")
+        values = (where.value for _, where, _ in members if where is not None and where.kind == kind)
+        sources.append(
+            CitedSource(
+                cited,
+                tuple(number for number, _, _ in members),
+                tuple(dict.fromkeys(values)),
+                tuple(chunk for _, _, chunk in members),
+                kind,
+            )
         )
-        for cited, members in groups.items()
-    ]
+    return sources
 
 
 def cited_sources(documents: Sequence[Document]) -> list[CitedSource]:
@@ -116,7 +154,7 @@ def cited_sources(documents: Sequence[Document]) -> list[CitedSource]:
         ['[1, 3] quick-start.html, chunks 0, 2', '[2] drd-manual.html']
     """
     return group_citations(
-        (number, citation(doc) or doc.id, doc.metadata.get("page"), _chunk(doc))
+        (number, citation(doc) or doc.id, place(doc.metadata), _chunk(doc))
         for number, doc in enumerate(documents, 1)
     )
 

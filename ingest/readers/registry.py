@@ -33,6 +33,7 @@ def _readers() -> dict[str, Reader]:
     from ingest.readers.html import read_html
     from ingest.readers.jsonl import read_jsonl
     from ingest.readers.markdown import read_markdown
+    from ingest.readers.office import read_docx, read_epub, read_odt, read_pptx, read_xlsx
     from ingest.readers.pdf import read_pdf
     from ingest.readers.rst import read_rst
     from ingest.readers.text import read_text
@@ -51,6 +52,11 @@ def _readers() -> dict[str, Reader]:
         ".pdf": read_pdf,
         ".jsonl": read_jsonl,
         ".ndjson": read_jsonl,
+        ".docx": read_docx,
+        ".pptx": read_pptx,
+        ".xlsx": read_xlsx,
+        ".odt": read_odt,
+        ".epub": read_epub,
     }
 
 
@@ -69,6 +75,11 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
         ".pdf",
         ".jsonl",
         ".ndjson",
+        ".docx",
+        ".pptx",
+        ".xlsx",
+        ".odt",
+        ".epub",
     }
 )
 """The suffixes a reader is registered for; `ReaderOptions.text_suffixes` reads more as plain text."""

@@ -221,7 +221,8 @@ def ingest(
     \b
     Supported types (others are skipped; --as-text .EXT reads more as plain text):
       text .txt .text, Markdown .md .markdown, reStructuredText .rst .rest,
-      AsciiDoc .adoc .asciidoc, HTML .html .htm, PDF .pdf, JSON Lines .jsonl .ndjson
+      AsciiDoc .adoc .asciidoc, HTML .html .htm, PDF .pdf, JSON Lines .jsonl .ndjson,
+      Word .docx, PowerPoint .pptx, Excel .xlsx (the office extra), OpenDocument .odt, EPUB .epub
 
     Each chunk records `dirs` (its folders in the root) and `lang` (detected), so
     --filter "dirs CONTAINS 'docs/en'" or "lang == 'en'" keeps one part of a tree.
