@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -148,10 +149,14 @@ def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: 
     except ImportError as exc:
         raise ConfigError("rag serve needs the 'serve' extra: pip install 'rag-advisors[serve]'") from exc
     opened = open_store(settings)
+    config = dataclasses.replace(config, home_name=opened.location)
     app = create_app(build_service(settings, opened, **search), config)
     guard = "a bearer token" if config.token is not None else "no token (loopback only)"
-    where = f"http://{host}:{port}/v1"
-    click.echo(f"serving {opened.location} as model {config.model_name!r} on {where} with {guard}", err=True)
+    where = f"http://{host}:{port}"
+    click.echo(
+        f"serving {opened.location} as model {config.model_name!r} on {where}/v1 with {guard}", err=True
+    )
+    click.echo(f"ask from a browser: {where}/", err=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
     finally:

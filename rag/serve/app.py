@@ -1,7 +1,8 @@
 """The ASGI app of `rag serve` (Starlette): the OpenAI chat-completions API and a search endpoint.
 
 Routes: `GET /v1/models`, `GET /v1/models/{id}`, `POST /v1/chat/completions` (plain or `stream`: SSE
-`chat.completion.chunk` events, then `data: [DONE]`), `POST /v1/search`, and `GET /health` (no token).
+`chat.completion.chunk` events, then `data: [DONE]`), `POST /v1/search`, and, without a token, `GET /health`
+and the page at `/` (`rag.serve.page`), which asks the API with the token its user gives.
 Every error has OpenAI's shape, `{"error": {"message", "type", "param", "code"}}`, with its status.
 A client that disconnects cancels its request, down to the upstream model request.
 """
@@ -30,6 +31,7 @@ from rag.errors import RagError
 from rag.retrieval.source_names import source_filter_hint
 from rag.serve.config import ServeConfig
 from rag.serve.limits import BodyTooLarge, RateLimiter, read_capped
+from rag.serve.page import page_routes
 from rag.serve.service import RagService
 from rag.serve.wire import (
     ApiError,
@@ -141,7 +143,10 @@ class _Server:
     # -- endpoints -----------------------------------------------------------------------------------
 
     def _model(self) -> dict[str, Any]:
-        return {"id": self.config.model_name, "object": "model", "created": self.created, "owned_by": "rag"}
+        model = {"id": self.config.model_name, "object": "model", "created": self.created, "owned_by": "rag"}
+        if self.config.home_name:
+            model["home"] = self.config.home_name  # what the page names as the documents it asks
+        return model
 
     async def models(self, request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [self._model()]})
@@ -315,6 +320,7 @@ def create_app(service: RagService, config: ServeConfig | None = None) -> Starle
         Route("/v1/models/{model:path}", server.guarded(server.model), methods=["GET"]),
         Route("/v1/chat/completions", server.guarded(server.chat), methods=["POST"]),
         Route("/v1/search", server.guarded(server.search), methods=["POST"]),
+        *page_routes(),
     ]
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
         HTTPException: _http_error,

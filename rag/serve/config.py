@@ -43,15 +43,19 @@ def check_binding(host: str, token: Secret | None) -> None:
 class ServeConfig:
     """The server's settings. The token is a `Secret`: it never shows in a repr or a log.
 
+    `home_name` is what the page at `/` names as the documents it asks (`/v1/models` lists it as `home`).
+
     Example:
-        >>> ServeConfig(token=Secret("t0ken"))
-        ServeConfig(model_name='rag', token=Secret('***'), max_body_bytes=1000000, rate_limit=600)
+        >>> ServeConfig(token=Secret("t0ken"))  # doctest: +NORMALIZE_WHITESPACE
+        ServeConfig(model_name='rag', token=Secret('***'), max_body_bytes=1000000, rate_limit=600,
+                    home_name='')
     """
 
     model_name: str = "rag"
     token: Secret | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     rate_limit: int = DEFAULT_RATE_LIMIT
+    home_name: str = ""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes < 1:
