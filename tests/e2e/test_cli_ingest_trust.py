@@ -106,12 +106,12 @@ def test_a_bad_jsonl_line_is_named_and_the_rest_ingested(cli: RunCli, tmp_path: 
 def test_nothing_readable_warns_by_type_and_exits_1(cli: RunCli, docs: Path, tmp_path: Path) -> None:
     assets = tmp_path / "assets"
     assets.mkdir()
-    for name in ("logo.png", "photo.png", "report.docx"):
+    for name in ("logo.png", "photo.png", "report.xcf"):
         (assets / name).write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     result = cli("ingest", assets, "--store", "numpy")
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        f"error: nothing could be read from {str(assets)!r}: skipped 3 files: .png x2, .docx x1"
+        f"error: nothing could be read from {str(assets)!r}: skipped 3 files: .png x2, .xcf x1"
     )
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -122,7 +122,7 @@ def test_nothing_readable_warns_by_type_and_exits_1(cli: RunCli, docs: Path, tmp
     (assets / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
     failing = cli("ingest", assets, "--store", "numpy")
     assert failing.exit_code == 1 and failing.stderr.strip().splitlines()[-1].endswith(
-        ": 1 file(s) failed; skipped 3 files: .png x2, .docx x1"
+        ": 1 file(s) failed; skipped 3 files: .png x2, .xcf x1"
     )
 
     (docs / "diagram.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")

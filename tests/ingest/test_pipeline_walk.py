@@ -132,7 +132,7 @@ def test_report_counts_warnings_names_errors_and_skipped_types() -> None:
     partial = FileReport("c.jsonl", "new", chunks=3, root="docs", errors=["'c.jsonl' line 2: invalid JSON"])
     report.add(noisy)
     report.add(partial)
-    for name in ("a.png", "b.PNG", "c.docx", "Makefile"):
+    for name in ("a.png", "b.PNG", "c.xcf", "Makefile"):
         report.add(FileReport(name, "skipped", reason="unsupported file type", root="docs"))
     report.add(FileReport("key.txt", "skipped", reason=LEAVES_ROOT, root="docs"))
     assert noisy.line() == "new       docs/log.pdf  (2 chunks); 90 warnings (see --verbose)"
@@ -141,7 +141,7 @@ def test_report_counts_warnings_names_errors_and_skipped_types() -> None:
     assert partial.line() == "new       docs/c.jsonl  (3 chunks); 1 error: 'c.jsonl' line 2: invalid JSON"
     assert not report.ok and report.read_anything
     assert report.skipped_by_type() == (
-        "skipped 5 files: .png x2, (no suffix) x1, .docx x1, link outside the folder x1"
+        "skipped 5 files: .png x2, (no suffix) x1, .xcf x1, link outside the folder x1"
     )
     data = report.to_dict()
     assert (
