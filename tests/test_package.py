@@ -8,6 +8,7 @@ import sys
 import ingest
 import rag
 import rag.advisors
+import rag.chat
 import rag.client
 import rag.mcp
 import rag.memory
@@ -201,6 +202,7 @@ def test_public_names_are_pinned() -> None:
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
     assert "PostgresChatMemoryRepository" in rag.__all__
     assert rag.mcp.__all__ == ["McpTool", "McpTools", "create_mcp_server"]
+    assert {"Media", "McpTools"} <= set(rag.__all__) and "Media" in rag.chat.__all__
     assert ingest.__all__ == [
         "SUPPORTED_SUFFIXES",
         "Chunk",
