@@ -2,8 +2,14 @@
 
 The chain, the advisors that search stores, the embedders, the tool manager and the ingest pipeline all
 report through this module. Nothing listens by default: `active()` is None and every call site skips its
-tracing in one comparison, so rag costs nothing and imports nothing extra. `rag.observability.enable_tracing`
+tracing, so rag costs next to nothing and imports nothing extra. `rag.observability.enable_tracing`
 installs an OpenTelemetry backend (`rag.observability.otel`), the one implementation of `Instrumentation`.
+
+An application that configured OpenTelemetry itself (a global `TracerProvider`, set by its own code or by
+`opentelemetry-instrument`) needs no call: `active()` notices the provider and installs the backend on
+first use. It looks without importing anything: only when the application has already imported
+`opentelemetry.trace` (found in `sys.modules`) does it ask that module for the global provider.
+`disable_tracing()` switches this off too.
 
 The `observer=` callback of `ChatClient` is fed from the same steps (see `rag.advisors.observation`): a
 step opens a span here when tracing is on, and its end becomes both an `ObservationEvent` and the span's
@@ -12,6 +18,7 @@ end, so the two views never disagree about what ran.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol, TypeAlias
 
@@ -24,7 +31,9 @@ __all__ = [
     "SpanKind",
     "StepSpan",
     "active",
+    "configured_provider",
     "install",
+    "set_auto_detect",
 ]
 
 AttributeValue: TypeAlias = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
@@ -72,11 +81,40 @@ class Instrumentation(Protocol):
 
 
 _active: Instrumentation | None = None
+_auto_detect = True
+
+
+def configured_provider() -> object | None:
+    """The application's global OpenTelemetry `TracerProvider`, if it set one; never imports OpenTelemetry.
+
+    None when `opentelemetry.trace` was never imported, or when the global provider is still the API's
+    placeholder (a proxy or a no-op provider: nothing was configured).
+    """
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    provider = trace.get_tracer_provider()
+    placeholders = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+    return None if isinstance(provider, placeholders) else provider
 
 
 def active() -> Instrumentation | None:
-    """The installed backend, or None when nothing traces (the default)."""
+    """The installed backend; or, when the application configured a global OpenTelemetry provider, the
+    backend installed for it now; else None (the default)."""
+    if _active is not None or not _auto_detect:
+        return _active
+    if configured_provider() is None:
+        return None
+    from rag.observability.otel import OtelInstrumentation
+
+    install(OtelInstrumentation())  # the global tracer and meter providers
     return _active
+
+
+def set_auto_detect(enabled: bool) -> None:
+    """Whether `active()` may install tracing for an OpenTelemetry provider the application configured."""
+    global _auto_detect
+    _auto_detect = enabled
 
 
 def install(instrumentation: Instrumentation | None) -> Instrumentation | None:
