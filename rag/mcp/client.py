@@ -342,7 +342,7 @@ class McpTools:
         connection = self._connection
         if connection is None or connection.client is None:
             raise ToolError(f"the MCP server {self._describe()} is closed: the McpTools was closed")
-        meta = dict(context.values) if context is not None and context.values else None
+        meta = _meta(context)
         call = connection.client.call_tool(
             name, dict(arguments), read_timeout_seconds=self.timeout, meta=meta
         )
@@ -394,6 +394,24 @@ class McpTools:
         if isinstance(shown, str):
             shown = shown.split("?", 1)[0]
         return f"McpTools(server={shown!r}, prefix={self.prefix!r}, connected={self._tools is not None})"
+
+
+def _json_value(value: Any) -> bool:
+    if value is None or isinstance(value, str | bool | int | float):
+        return True
+    if isinstance(value, list | tuple):
+        return all(_json_value(item) for item in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(key, str) and _json_value(item) for key, item in value.items())
+    return False
+
+
+def _meta(context: ToolContext | None) -> dict[str, Any] | None:
+    """The tool context as MCP `_meta`: the entries JSON can carry (other objects stay in this process)."""
+    if context is None:
+        return None
+    kept = {key: value for key, value in context.values.items() if _json_value(value)}
+    return kept or None
 
 
 def _reason(exc: BaseException) -> str:

@@ -42,16 +42,23 @@ from rag.filters.builder import key
 from rag.serve.service import RagService
 from rag.serve.wire import ChatRequest, citations_text, source_rows
 
-__all__ = ["RESOURCE_PREFIX", "TOOL_SCHEMAS", "create_mcp_server", "source_uri"]
+__all__ = ["MAX_TOP_K", "RESOURCE_PREFIX", "TOOL_SCHEMAS", "create_mcp_server", "source_uri"]
 
 logger = logging.getLogger("rag.mcp")
 
 RESOURCE_PREFIX = "rag://source/"
 """Every source file is the resource `RESOURCE_PREFIX` + its source, percent-quoted."""
 
+MAX_TOP_K = 100
+"""The most passages one tool call returns."""
 _MODES = ["vector", "lexical", "hybrid"]
 _RETRIEVAL: dict[str, Any] = {
-    "top_k": {"type": "integer", "minimum": 0, "description": "How many passages (default: the home's)."},
+    "top_k": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": MAX_TOP_K,
+        "description": "How many passages (default: the home's).",
+    },
     "filter": {
         "type": "string",
         "description": "A metadata filter, e.g. \"source == 'guide.md' AND page >= 2\".",
@@ -120,8 +127,10 @@ def _checked(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         if value is None:
             continue
         kind = fields[field]["type"]
-        if kind == "integer" and (type(value) is not int or value < 0):
-            raise InvalidRequestError(f"argument {field!r} must be an integer >= 0, got {value!r:.60}")
+        if kind == "integer" and (type(value) is not int or not 0 <= value <= MAX_TOP_K):
+            raise InvalidRequestError(
+                f"argument {field!r} must be an integer from 0 to {MAX_TOP_K}, got {value!r:.60}"
+            )
         if kind == "string" and (not isinstance(value, str) or not value.strip()):
             raise InvalidRequestError(f"argument {field!r} must be a non-empty string, got {value!r:.60}")
         choices = fields[field].get("enum")

@@ -92,6 +92,8 @@ async def _exercise(client: Client) -> None:
     assert bad_filter.is_error and "'=='" in bad_filter.content[0].text  # type: ignore[union-attr]
     bad_kind = await client.call_tool("ask", {"question": "tides", "top_k": "three"})
     assert bad_kind.is_error and "'top_k'" in bad_kind.content[0].text  # type: ignore[union-attr]
+    too_many = await client.call_tool("search", {"query": "tides", "top_k": 5000})
+    assert too_many.is_error and "'top_k' must be an integer from 0 to 100" in too_many.content[0].text  # type: ignore[union-attr]
     missing = await client.call_tool("ask", {})
     assert missing.is_error and "'question'" in missing.content[0].text  # type: ignore[union-attr]
     with pytest.raises(MCPError, match=r"no source 'nowhere\.md'"):
