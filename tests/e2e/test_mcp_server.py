@@ -28,7 +28,7 @@ from rag.models import ExtractiveChatModel
 from rag.secret import Secret
 from rag.serve import RagService
 from stores import NumpyVectorStore
-from tests.e2e.serve_helpers import free_port, rag_env, run_rag
+from tests.e2e.serve_helpers import free_port, rag_env
 
 CODE = "from rag.cli import main; main()"
 
@@ -46,8 +46,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (docs / "tides.md").write_text("# Tides\n\nSpring tides flood the causeway twice a month.\n", "utf-8")
     home = tmp_path / "home"
-    result = run_rag(["ingest", str(docs)], rag_env(home))
-    assert result.returncode == 0, result.stderr
+    result = CliRunner().invoke(main, ["ingest", str(docs)], env=rag_env(home))
+    assert result.exit_code == 0, result.output
     return home
 
 
