@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag.errors import ConfigError
-from rag.observability.hub import Instrumentation, active, install, set_auto_detect
+from rag.observability.hub import Instrumentation, active, install, set_auto_detect, set_backend_factory
 
 __all__ = ["Instrumentation", "disable_tracing", "enable_tracing", "tracing_enabled"]
 
@@ -57,6 +57,16 @@ def enable_tracing(
     install(instrumentation)
     set_auto_detect(True)  # after disable_tracing: an explicit call switches it back on
     return instrumentation
+
+
+def _global_backend() -> Instrumentation:
+    """The backend for an OpenTelemetry set-up the application made: its global providers."""
+    from rag.observability.otel import OtelInstrumentation
+
+    return OtelInstrumentation()
+
+
+set_backend_factory(_global_backend)
 
 
 def disable_tracing() -> None:

@@ -19,7 +19,7 @@ end, so the two views never disagree about what ran.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, Protocol, TypeAlias
 
 from rag.chat.messages import Usage
@@ -34,6 +34,7 @@ __all__ = [
     "configured_provider",
     "install",
     "set_auto_detect",
+    "set_backend_factory",
 ]
 
 AttributeValue: TypeAlias = str | bool | int | float | Sequence[str] | Sequence[int] | Sequence[float]
@@ -82,6 +83,7 @@ class Instrumentation(Protocol):
 
 _active: Instrumentation | None = None
 _auto_detect = True
+_backend_factory: Callable[[], Instrumentation] | None = None
 _UNKNOWN = object()
 
 
@@ -111,12 +113,17 @@ def active() -> Instrumentation | None:
     backend installed for it now; else None (the default)."""
     if _active is not None or not _auto_detect:
         return _active
-    if configured_provider() is None:
+    if _backend_factory is None or configured_provider() is None:
         return None
-    from rag.observability.otel import OtelInstrumentation
-
-    install(OtelInstrumentation())  # the global tracer and meter providers
+    install(_backend_factory())
     return _active
+
+
+def set_backend_factory(factory: Callable[[], Instrumentation] | None) -> None:
+    """What `active()` installs for a provider the application configured (`rag.observability` sets the
+    OpenTelemetry backend over the global providers; this module imports no backend itself)."""
+    global _backend_factory
+    _backend_factory = factory
 
 
 def set_auto_detect(enabled: bool) -> None:
