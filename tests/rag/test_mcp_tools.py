@@ -16,6 +16,7 @@ from rag.client import ChatClient
 from rag.errors import ConfigError, ToolError
 from rag.mcp import McpTools
 from rag.testing import FakeChatModel
+from rag.tools import tool
 
 SERVER = '''
 import json, os, sys
@@ -98,14 +99,16 @@ def test_async_client_and_tool_call_advisor(script: Path, tmp_path: Path) -> Non
     assert model.prompts[1].messages[-1].text == "18 C in Lima for tenant none"
 
 
-def test_two_servers_clash_without_a_prefix(script: Path, tmp_path: Path) -> None:
-    with (
-        _tools(script, tmp_path / "a", include=["lookup"]) as one,
-        _tools(script, tmp_path / "b", include=["lookup"]) as two,
-    ):
+def test_a_clash_without_a_prefix_is_an_error_naming_the_tool(script: Path, tmp_path: Path) -> None:
+    @tool
+    def lookup(city: str) -> str:
+        """A local tool with the server tool's name."""
+        return city
+
+    with _tools(script, tmp_path / "pid", include=["lookup"]) as weather:
         model = FakeChatModel([_asks(("lookup", '{"city": "Rome"}')), "ok"])
         with pytest.raises(ToolError, match=r"two different tools are named 'lookup'.*prefix"):
-            ChatClient(model, tools=[one, two]).prompt("Weather?").call().content()
+            ChatClient(model, tools=[weather, lookup]).prompt("Weather?").call().content()
 
 
 def test_include_names_a_tool_the_server_lacks(script: Path, tmp_path: Path) -> None:
