@@ -27,6 +27,7 @@ from rag.chat import (
     ChatModel,
     ChatOptions,
     ChatResponse,
+    Media,
     Prompt,
     PromptTemplate,
     SystemMessage,
@@ -53,6 +54,7 @@ from rag.vectorstore import VectorStore
 if TYPE_CHECKING:
     from rag.advisors import ToolCallAdvisor
     from rag.embeddings import OpenAIEmbedding
+    from rag.mcp import McpTools
     from rag.models import OpenAIChatModel
     from rag.tools import Tool, ToolCallingManager, tool
 
@@ -72,6 +74,8 @@ __all__ = [
     "ExtractiveChatModel",
     "HashingEmbedding",
     "InMemoryChatMemoryRepository",
+    "McpTools",
+    "Media",
     "MessageChatMemoryAdvisor",
     "MessageWindowChatMemory",
     "OpenAIChatModel",
@@ -106,6 +110,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     globals(),
     {
+        "McpTools": "rag.mcp.client",
         "OpenAIChatModel": "rag.models.openai",
         "OpenAIEmbedding": "rag.embeddings.openai",
         "Tool": "rag.tools.decorator",

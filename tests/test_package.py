@@ -8,7 +8,9 @@ import sys
 import ingest
 import rag
 import rag.advisors
+import rag.chat
 import rag.client
+import rag.mcp
 import rag.memory
 import rag.params
 import rag.retrieval
@@ -181,6 +183,7 @@ def test_exports_are_sorted_and_resolve() -> None:
         rag.advisors,
         rag.client,
         rag.memory,
+        rag.mcp,
     ):
         names = list(package.__all__)
         assert names == sorted(names, key=_isort_key), package.__name__
@@ -198,6 +201,8 @@ def test_public_names_are_pinned() -> None:
     ]
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
     assert "PostgresChatMemoryRepository" in rag.__all__
+    assert rag.mcp.__all__ == ["McpTool", "McpTools", "create_mcp_server"]
+    assert {"Media", "McpTools"} <= set(rag.__all__) and "Media" in rag.chat.__all__
     assert ingest.__all__ == [
         "SUPPORTED_SUFFIXES",
         "Chunk",
@@ -278,11 +283,13 @@ def test_tools_names_are_pinned() -> None:
         "TOOL_MANUAL",
         "TOOL_MESSAGES",
         "TOOL_ROUNDS",
+        "RunnableTool",
         "TodoReminderHook",
         "Tool",
         "ToolCallingManager",
         "ToolContext",
         "ToolExecutionResult",
+        "ToolProvider",
         "ToolResultHook",
         "tool",
         "tools_from",

@@ -19,6 +19,7 @@ from rag.advisors.base import BaseAdvisor
 from rag.advisors.orders import CHAT_MEMORY_ORDER
 from rag.advisors.request import CONVERSATION_ID, ChatClientRequest
 from rag.advisors.response import ChatClientResponse
+from rag.chat.media import forget_media
 from rag.chat.messages import AssistantMessage, ChatResponse, Message, Prompt, SystemMessage, ToolMessage
 from rag.chat.template import PromptTemplate
 from rag.errors import InvalidRequestError, TemplateError
@@ -140,12 +141,13 @@ class ChatMemoryAdvisor(BaseAdvisor):
 
         The first memory advisor of the chain notes them in the context, so a second one (say, message
         memory plus vector memory) records the caller's messages, not the history the first one added.
+        Images are returned as placeholders (`rag.chat.media.forget_media`): memory never keeps their bytes.
         """
         noted = request.context.get(NEW_MESSAGES)
         if noted is None:
             noted = [m for m in request.prompt.messages if not isinstance(m, SystemMessage)]
             request.context[NEW_MESSAGES] = noted
-        return list(noted)
+        return [forget_media(m) for m in noted]
 
     def advise_call(self, request: ChatClientRequest, chain: AdvisorChain) -> ChatClientResponse:
         conversation_id = conversation_id_of(request, self.name)

@@ -1,5 +1,6 @@
-"""Chat: messages, prompts, options, responses and the ChatModel protocol."""
+"""Chat: messages (with images as `Media`), prompts, options, responses and the ChatModel protocol."""
 
+from rag.chat.media import Media
 from rag.chat.messages import (
     AssistantMessage,
     ChatOptions,
@@ -22,6 +23,7 @@ __all__ = [
     "ChatModel",
     "ChatOptions",
     "ChatResponse",
+    "Media",
     "Message",
     "Prompt",
     "PromptTemplate",

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeAlias
 
+from rag.chat.media import Media
+from rag.errors import InvalidRequestError
+
 __all__ = [
     "AssistantMessage",
     "ChatOptions",
@@ -60,11 +63,24 @@ class SystemMessage:
 
 @dataclass(frozen=True)
 class UserMessage:
-    """What the user said."""
+    """What the user said, with any images attached (`media`, sent to vision models as content parts).
+
+    Example:
+        >>> UserMessage("What is in this picture?", media=[Media.from_url("https://example.com/a.png")]).media
+        (Media(mime_type='image/png', url='https://example.com/a.png'),)
+    """
 
     text: str
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    media: tuple[Media, ...] = ()
     role: Role = field(default=Role.USER, init=False)
+
+    def __post_init__(self) -> None:
+        media = tuple(self.media)
+        for item in media:
+            if not isinstance(item, Media):
+                raise InvalidRequestError(f"a user message's media must be Media objects, got {item!r:.80}")
+        object.__setattr__(self, "media", media)
 
 
 @dataclass(frozen=True)

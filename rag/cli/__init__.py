@@ -14,6 +14,7 @@ from rag.cli.delete import delete
 from rag.cli.eval import eval_command
 from rag.cli.info import info
 from rag.cli.ingest import ingest
+from rag.cli.mcp import mcp
 from rag.cli.memory import memory
 from rag.cli.query import query
 from rag.cli.serve import serve
@@ -49,4 +50,5 @@ main.add_command(ask)
 main.add_command(eval_command)
 main.add_command(chat)
 main.add_command(serve)
+main.add_command(mcp)
 main.add_command(memory)

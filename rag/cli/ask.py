@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
 
 from rag.advisors.question_answer import QuestionAnswerAdvisor
+from rag.chat.media import Media
 from rag.cli._common import command_settings, open_store
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
@@ -67,6 +69,13 @@ def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None]
     "--stream/--no-stream", default=None, help="Print the answer as it arrives [default: when a terminal]."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print {answer, sources} as JSON.")
+@click.option(
+    "--image",
+    "images",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="An image file (png, jpeg, gif, webp) sent with the question to a vision model; repeatable.",
+)
 @answering_options
 @click.pass_context
 def ask(
@@ -79,6 +88,7 @@ def ask(
     exact: bool,
     stream: bool | None,
     as_json: bool,
+    images: tuple[Path, ...],
     keep_duplicates: bool,
     **_settings: Any,  # the store, model and search options: command_settings reads them
 ) -> None:
@@ -97,6 +107,7 @@ def ask(
         rag ask "How do I mount the beacon?" --top-k 3 --filter "source == 'guide/install.md'"
         rag ask "What does error E-214 mean?" --mode lexical
     """
+    media = [Media.from_file(path) for path in images]  # checked before anything is opened
     settings = command_settings(ctx)
     search = settings.search_request(
         question, top_k=top_k, similarity_threshold=threshold, filter=filter_text, exact=exact
@@ -108,6 +119,7 @@ def ask(
         spec = ChatClient(
             model, advisors=[QuestionAnswerAdvisor(searched, search, document_formatter=cited_passage)]
         ).prompt(question)
+        spec.media(*media)
         streaming = sys.stdout.isatty() if stream is None else stream
         if streaming and not as_json:
             reply = spec.stream()

@@ -9,10 +9,11 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypeVar
 
 from rag.advisors.achain import AsyncAdvisorChain
 from rag.advisors.aliases import keyword_error, translate
@@ -21,6 +22,7 @@ from rag.advisors.observation import Observation, Observer
 from rag.advisors.orders import sort_advisors
 from rag.advisors.request import CONVERSATION_ID, TOOLS, ChatClientRequest
 from rag.advisors.response import ChatClientResponse
+from rag.chat.media import Media
 from rag.chat.messages import ChatOptions, Message, Prompt, SystemMessage, ToolDefinition, UserMessage
 from rag.chat.model import ChatModel
 from rag.chat.template import PromptTemplate
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["ChatClient", "ChatClientRequestSpec", "tool_definition"]
 
 T = TypeVar("T")
+MediaLike: TypeAlias = "Media | str | os.PathLike[str]"
 
 
 def tool_definition(tool: object) -> ToolDefinition:
@@ -170,15 +173,33 @@ class ChatClientRequestSpec:
         self._params = client.params
         self._tools: list[object] = list(client.tools)
         self._tool_context: dict[str, Any] = {}
+        self._media: list[Media] = []
 
     def system(self, text: str | PromptTemplate, /, **params: Any) -> Self:
         """The system text (replacing the client's default); a template when `params` are given."""
         self._system = _Text(text, params)
         return self
 
-    def user(self, text: str | PromptTemplate, /, **params: Any) -> Self:
-        """The user text; a template when `params` are given."""
+    def user(
+        self, text: str | PromptTemplate, /, media: Iterable[MediaLike] | None = None, **params: Any
+    ) -> Self:
+        """The user text (a template when `params` are given) and any images for a vision model.
+
+        `media` items are `Media`, paths of image files, or https URLs (see `media`).
+        """
         self._user = _Text(text, params)
+        if media is not None:
+            self.media(*media)
+        return self
+
+    def media(self, *items: MediaLike) -> Self:
+        """Images sent with the user text (Spring AI's `.media(...)`): `Media`, paths, or https URLs.
+
+        Raises:
+            InvalidRequestError: a file that cannot be read, too large, or not an image of a type vision
+                models take (see `rag.chat.Media`).
+        """
+        self._media.extend(_as_media(item) for item in items)
         return self
 
     def messages(self, *messages: Message) -> Self:
@@ -246,7 +267,9 @@ class ChatClientRequestSpec:
             messages.append(SystemMessage(self._system.render()))
         messages.extend(self._messages)
         if self._user is not None:
-            messages.append(UserMessage(self._user.render()))
+            messages.append(UserMessage(self._user.render(), media=tuple(self._media)))
+        elif self._media:
+            raise InvalidRequestError("images were given without user text; give .user(text, media=[...])")
         if not any(isinstance(m, UserMessage) for m in messages) and not self._messages:
             raise InvalidRequestError(
                 "the prompt has no user text and no messages; give prompt(text) or .user(text)"
@@ -326,6 +349,17 @@ class ChatClientRequestSpec:
     async def aentity(self, output_type: type[T]) -> T:
         """`await spec.aentity(Type)`: the async `call().entity(Type)`."""
         return await self.acall().entity(output_type)
+
+
+def _as_media(item: MediaLike) -> Media:
+    """An image as `Media`: kept as is, fetched by the model from an https URL, or read from a file."""
+    if isinstance(item, Media):
+        return item
+    if isinstance(item, str) and item.startswith(("https://", "http://")):
+        return Media.from_url(item)
+    if isinstance(item, str | os.PathLike):
+        return Media.from_file(item)
+    raise InvalidRequestError(f"an image must be Media, a file path or an https URL, got {item!r:.80}")
 
 
 def _tool_context(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -65,7 +65,7 @@ class ChatMemory(Protocol):
         >>> memory: ChatMemory = MessageWindowChatMemory()
         >>> memory.add("c1", UserMessage("Hi"))
         >>> memory.get("c1"), memory.get("c2")
-        ([UserMessage(text='Hi', metadata={}, role=<Role.USER: 'user'>)], [])
+        ([UserMessage(text='Hi', metadata={}, media=(), role=<Role.USER: 'user'>)], [])
     """
 
     def add(self, conversation_id: str, messages: Message | Sequence[Message]) -> None: ...

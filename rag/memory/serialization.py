@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from rag.chat.media import forget_media
 from rag.chat.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from rag.errors import ChatMemoryError
 
@@ -56,11 +57,13 @@ def _metadata(message: Message) -> dict[str, Any]:
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
-    """A JSON-ready dict for one message.
+    """A JSON-ready dict for one message; a user message's images as placeholders, never their bytes
+    (`rag.chat.media.forget_media`).
 
     Raises:
         ChatMemoryError: not a message, or metadata that JSON would not give back unchanged.
     """
+    message = forget_media(message)
     data: dict[str, Any] = {"v": _FORMAT, "role": getattr(message, "role", None)}
     if isinstance(message, SystemMessage | UserMessage):
         data["text"] = message.text

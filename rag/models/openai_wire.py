@@ -37,6 +37,11 @@ def _plain(value: Any) -> Any:
 
 def message_to_wire(message: Message) -> dict[str, Any]:
     """One message as a chat-completions `messages` entry."""
+    if isinstance(message, UserMessage) and message.media:
+        # A vision request: the text, then one image_url part per image (a data: URL or an https URL).
+        parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}]
+        parts.extend({"type": "image_url", "image_url": {"url": m.wire_url()}} for m in message.media)
+        return {"role": "user", "content": parts}
     if isinstance(message, SystemMessage | UserMessage):
         return {"role": message.role.value, "content": message.text}
     if isinstance(message, ToolMessage):

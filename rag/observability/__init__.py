@@ -1,9 +1,11 @@
 """Tracing and metrics: every ChatClient request, advisor, model call, tool call, store query, embedding
 call and ingest run as OpenTelemetry spans, with the GenAI token-usage and duration histograms.
 
-Optional: install the `otel` extra (`pip install "rag-advisors[otel]"`) and call `enable_tracing()`.
-Until then nothing of OpenTelemetry is imported and each instrumented step costs one comparison. The
-`observer=` callback of `ChatClient` needs no extra and is fed by the same steps.
+Optional: install the `otel` extra (`pip install "rag-advisors[otel]"`) and call `enable_tracing()`; or
+configure OpenTelemetry in the application (a global `TracerProvider`) and rag's spans join its traces
+without a call. Until one of the two happens nothing of OpenTelemetry is imported and each instrumented
+step costs a few comparisons. The `observer=` callback of `ChatClient` needs no extra and is fed by the
+same steps.
 
 Example:
     >>> from opentelemetry.sdk.trace import TracerProvider  # doctest: +SKIP
@@ -19,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag.errors import ConfigError
-from rag.observability.hub import Instrumentation, active, install
+from rag.observability.hub import Instrumentation, active, install, set_auto_detect, set_backend_factory
 
 __all__ = ["Instrumentation", "disable_tracing", "enable_tracing", "tracing_enabled"]
 
@@ -53,14 +55,26 @@ def enable_tracing(
         tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=capture_content
     )
     install(instrumentation)
+    set_auto_detect(True)  # after disable_tracing: an explicit call switches it back on
     return instrumentation
 
 
+def _global_backend() -> Instrumentation:
+    """The backend for an OpenTelemetry set-up the application made: its global providers."""
+    from rag.observability.otel import OtelInstrumentation
+
+    return OtelInstrumentation()
+
+
+set_backend_factory(_global_backend)
+
+
 def disable_tracing() -> None:
-    """Stop tracing: rag's steps go back to costing one comparison each."""
+    """Stop tracing, and stop following an OpenTelemetry provider the application configured."""
+    set_auto_detect(False)
     install(None)
 
 
 def tracing_enabled() -> bool:
-    """Whether `enable_tracing` is in effect."""
+    """Whether rag traces: `enable_tracing` is in effect, or the application configured a provider."""
     return active() is not None

@@ -15,23 +15,25 @@ from typing import TYPE_CHECKING
 
 from rag._lazy import lazy_exports
 from rag.tools.context import TOOL_CONTEXT, TOOL_MANUAL, TOOL_MESSAGES, TOOL_ROUNDS, ToolContext
-from rag.tools.objects import tools_from
+from rag.tools.objects import ToolProvider, tools_from
 
 if TYPE_CHECKING:
     from rag.tools.decorator import Tool, tool
     from rag.tools.hooks import TodoReminderHook
-    from rag.tools.manager import ToolCallingManager, ToolExecutionResult, ToolResultHook
+    from rag.tools.manager import RunnableTool, ToolCallingManager, ToolExecutionResult, ToolResultHook
 
 __all__ = [
     "TOOL_CONTEXT",
     "TOOL_MANUAL",
     "TOOL_MESSAGES",
     "TOOL_ROUNDS",
+    "RunnableTool",
     "TodoReminderHook",
     "Tool",
     "ToolCallingManager",
     "ToolContext",
     "ToolExecutionResult",
+    "ToolProvider",
     "ToolResultHook",
     "tool",
     "tools_from",
@@ -45,6 +47,7 @@ __getattr__, __dir__ = lazy_exports(
         "Tool": "rag.tools.decorator",
         "tool": "rag.tools.decorator",
         "TodoReminderHook": "rag.tools.hooks",
+        "RunnableTool": "rag.tools.manager",
         "ToolCallingManager": "rag.tools.manager",
         "ToolExecutionResult": "rag.tools.manager",
         "ToolResultHook": "rag.tools.manager",

@@ -41,11 +41,30 @@ from rag.tools.context import ToolContext
 from rag.tools.decorator import Tool, result_text
 from rag.tools.objects import expand_tools
 
-__all__ = ["ToolCallingManager", "ToolExecutionResult", "ToolResultHook", "resolve_tools"]
+__all__ = ["RunnableTool", "ToolCallingManager", "ToolExecutionResult", "ToolResultHook", "resolve_tools"]
 
 ErrorKind: TypeAlias = Literal["unknown_tool", "malformed_arguments", "invalid_arguments", "tool_error"]
 ERROR_KEY = "error"
 """ToolMessage metadata key naming what went wrong (an `ErrorKind`); absent when the call succeeded."""
+
+
+class RunnableTool(Protocol):
+    """What the manager runs: a `Tool`, or any object with its `definition`, `return_direct` and `invoke`
+    (an MCP server's tool, `rag.mcp.McpTool`). `invoke` raises to report a failure to the model."""
+
+    @property
+    def definition(self) -> ToolDefinition: ...
+
+    @property
+    def return_direct(self) -> bool: ...
+
+    def invoke(self, arguments: Mapping[str, Any], context: ToolContext | None = None) -> Any: ...
+
+
+def _runnable(item: object) -> bool:
+    return isinstance(getattr(item, "definition", None), ToolDefinition) and callable(
+        getattr(item, "invoke", None)
+    )
 
 
 class ToolResultHook(Protocol):
@@ -83,18 +102,21 @@ class ToolExecutionResult:
         return tuple(message for message in self.messages if ERROR_KEY in message.metadata)
 
 
-def resolve_tools(tools: Iterable[object] | Mapping[str, object]) -> dict[str, Tool | ToolDefinition]:
-    """Tools by name: `Tool`s, bare `ToolDefinition`s (known but not runnable), objects with `.definition`,
-    and the `@tool` methods of objects (see `tools_from`).
+def resolve_tools(tools: Iterable[object] | Mapping[str, object]) -> dict[str, RunnableTool | ToolDefinition]:
+    """Tools by name: `Tool`s and other `RunnableTool`s, bare `ToolDefinition`s (known but not runnable),
+    objects with `.definition`, the `@tool` methods of objects (see `tools_from`) and the tools of
+    `ToolProvider`s.
 
     Raises:
         ToolError: two different tools with one name, or an object that is not a tool.
     """
     items = tools.values() if isinstance(tools, Mapping) else tools
-    found: dict[str, Tool | ToolDefinition] = {}
+    found: dict[str, RunnableTool | ToolDefinition] = {}
     for item in expand_tools(items):
         if isinstance(item, Tool | ToolDefinition):
-            entry: Tool | ToolDefinition = item
+            entry: RunnableTool | ToolDefinition = item
+        elif _runnable(item):
+            entry = item  # type: ignore[assignment]  # checked structurally by _runnable
         elif isinstance(definition := getattr(item, "definition", None), ToolDefinition):
             entry = definition
         else:
@@ -102,9 +124,12 @@ def resolve_tools(tools: Iterable[object] | Mapping[str, object]) -> dict[str, T
                 f"{item!r} is not a tool: expected a Tool (see @tool), a ToolDefinition, or an object with "
                 "@tool methods"
             )
-        name = entry.name
+        name = entry.name if isinstance(entry, ToolDefinition) else entry.definition.name
         if name in found and found[name] is not entry:
-            raise ToolError(f"two different tools are named {name!r}; tool names must be unique")
+            raise ToolError(
+                f"two different tools are named {name!r}; tool names must be unique (tools of two MCP "
+                "servers: give one McpTools(..., prefix=...))"
+            )
         found[name] = entry
     return found
 
@@ -168,7 +193,8 @@ class ToolCallingManager:
                 malformed.append(call)
             entry = known.get(call.name)
             succeeded = ERROR_KEY not in message.metadata
-            direct = direct and succeeded and isinstance(entry, Tool) and entry.return_direct
+            runs = entry is not None and not isinstance(entry, ToolDefinition)
+            direct = direct and succeeded and runs and bool(getattr(entry, "return_direct", False))
             messages.append(message)
         results: Sequence[ToolMessage] = messages
         for hook in self.hooks:
@@ -206,7 +232,7 @@ class ToolCallingManager:
         return dataclasses.replace(result, conversation_history=history)
 
     def _run_one(
-        self, call: ToolCall, known: Mapping[str, Tool | ToolDefinition], context: ToolContext
+        self, call: ToolCall, known: Mapping[str, RunnableTool | ToolDefinition], context: ToolContext
     ) -> ToolMessage:
         entry = known.get(call.name)
         if entry is None:
@@ -214,7 +240,7 @@ class ToolCallingManager:
             return _error(
                 call, "unknown_tool", f"there is no tool named {call.name!r}. Available tools: {names}."
             )
-        if not isinstance(entry, Tool):
+        if isinstance(entry, ToolDefinition):
             return _error(
                 call, "unknown_tool", f"tool {call.name!r} has no implementation that can run here."
             )

@@ -21,8 +21,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from rag.chat.messages import ToolDefinition
 from rag.errors import ToolError
@@ -30,7 +30,19 @@ from rag.errors import ToolError
 if TYPE_CHECKING:
     from rag.tools.decorator import Tool
 
-__all__ = ["expand_tools", "is_tool", "tools_from"]
+__all__ = ["ToolProvider", "expand_tools", "is_tool", "tools_from"]
+
+
+@runtime_checkable
+class ToolProvider(Protocol):
+    """An object that stands for several tools (Spring AI's `ToolCallbackProvider`), such as `McpTools`.
+
+    Wherever tools are given (`ChatClient(tools=...)`, `.tools(...)`, `ToolCallAdvisor(tools=...)`), a
+    provider is replaced by what `provided_tools()` returns: objects with a `definition` and an
+    `invoke(arguments, context)` method.
+    """
+
+    def provided_tools(self) -> Sequence[object]: ...
 
 
 def is_tool(item: object) -> bool:
@@ -92,7 +104,8 @@ def tools_from(owner: object) -> tuple[Tool, ...]:
 
 
 def expand_tools(items: Iterable[object]) -> list[object]:
-    """Tools kept as given; objects and classes with `@tool` methods replaced by those tools.
+    """Tools kept as given; `ToolProvider`s, and objects and classes with `@tool` methods, replaced by their
+    tools.
 
     Anything else is kept too, so the caller's own check reports it with its usual message.
 
@@ -101,7 +114,9 @@ def expand_tools(items: Iterable[object]) -> list[object]:
     """
     expanded: list[object] = []
     for item in items:
-        if is_tool(item) or not _tool_names(item if isinstance(item, type) else type(item)):
+        if isinstance(item, ToolProvider) and not isinstance(item, type):
+            expanded.extend(item.provided_tools())
+        elif is_tool(item) or not _tool_names(item if isinstance(item, type) else type(item)):
             expanded.append(item)
         else:
             expanded.extend(tools_from(item))
