@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ingest.chunking import PreparedChunk, Splitter, embedding_input, make_chunks
-from ingest.identity import Base, RootResolver, prunable, source_id
+from ingest.identity import Base, RootResolver, escape_name, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions, SkippedFile, read_file
@@ -56,6 +56,7 @@ class _File:
     root: str
     rel: str
     id: str  # source_id(root, rel), computed once: it is read several times per file
+    escaped: bool = False  # the name is not valid UTF-8: `rel` writes its odd bytes as \xNN
 
 
 @dataclass
@@ -105,7 +106,9 @@ class Run:
         seen: set[str] = set()
         for found in self.found.files:
             label, rel = self._base(found.root).identify(found.source)
-            file = _File(found.fspath, label, rel, source_id(label, rel))
+            file = _File(
+                found.fspath, label, rel, source_id(label, rel), escape_name(found.source) != found.source
+            )
             if file.id not in seen:  # the same file reached from two paths given: one source
                 seen.add(file.id)
                 self._examine(file, states.get(file.id))
@@ -232,6 +235,8 @@ class Run:
             return
         report.pages_without_text = result.pages_without_text
         report.warnings = list(result.warnings)
+        if file.escaped:
+            report.warnings.insert(0, f'file name is not valid UTF-8; recorded as "{file.rel}"')
         report.errors = list(result.errors)
         report.chunks = len(chunks)
         entry = ManifestEntry(
