@@ -21,6 +21,7 @@ from ingest.identity import Base, RootResolver, escape_name, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions, SkippedFile, read_file
+from ingest.readers.registry import check_size, reader_key
 from ingest.report import FileReport, FileStatus, IngestReport
 from ingest.walk import Walk
 from rag.documents import Document, MetadataValue
@@ -74,9 +75,10 @@ class _Work:
 class Run:
     """The state of one `IngestPipeline.run` call."""
 
-    def __init__(self, pipeline: RunSettings, found: Walk) -> None:
+    def __init__(self, pipeline: RunSettings, found: Walk, *, forget_unread: bool = False) -> None:
         self.p = pipeline
         self.found = found
+        self.forget_unread = forget_unread
         self.report = IngestReport()
         self.started = time.perf_counter()
         self.last_checkpoint = self.started
@@ -168,6 +170,8 @@ class Run:
         if not stat.S_ISREG(info.st_mode):
             self._note(file, "skipped", "not a regular file")
             return
+        if old is not None and old.n_chunks and not self.forget_unread and self._unread(file, old):
+            return
         root = file.root
         key = self.p.settings_for(file.fspath)
         # A row from before per-file keys holds the whole run's key: the same options, the same reading.
@@ -175,6 +179,12 @@ class Run:
         if kept is not None and (kept.size, kept.mtime_ns) == (info.st_size, info.st_mtime_ns):
             self._unchanged(file, kept, root, info)
             return
+        if reader_key(Path(file.fspath).suffix, self.p.reader_options) != "unsupported":
+            try:
+                check_size(info.st_size, file.rel, self.p.reader_options)
+            except IngestError as exc:  # refused before reading: its bytes are never all in memory
+                self._note(file, "failed", str(exc))
+                return
         try:
             with open(file.fspath, "rb") as handle:
                 data = handle.read()
@@ -187,6 +197,25 @@ class Run:
             return
         entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, key, (), ())
         self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.id), data)
+
+    def _unread(self, file: _File, old: ManifestState) -> bool:
+        """Keep (and report) a stored file no reader takes any more: an `--as-text` option left out.
+
+        Only `--as-text` makes a reader take a suffix no reader is registered for, so a stored file with
+        such a suffix was read through it. Leaving the option out of a later run must not delete it.
+        """
+        suffix = Path(file.fspath).suffix
+        if reader_key(suffix, self.p.reader_options) != "unsupported":
+            return False
+        option = f"--as-text {suffix.lower() or '.'}"
+        report = self._note(
+            file,
+            "skipped",
+            f"unsupported file type {suffix.lower() or '(no suffix)'!r}; its chunks from a run with "
+            f"{option} are kept (give {option} again, or --forget-unread to remove them)",
+        )
+        report.chunks = old.n_chunks
+        return True
 
     def _note(self, file: _File, status: FileStatus, reason: str) -> FileReport:
         """Report a file that was not read (failed or skipped), with why."""
