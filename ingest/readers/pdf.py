@@ -176,7 +176,7 @@ class _Budget:
 
     def check(self, *_: Any) -> None:
         """`_OverBudget` once the time is up (also pypdf's per-operator visitor: it takes 4 arguments)."""
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
             raise _OverBudget(
                 f"PDF {self.source!r} took more than {self.timeout:g} s to extract "
                 "(--pdf-timeout SECONDS raises the limit)",
