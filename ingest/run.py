@@ -197,6 +197,9 @@ class Run:
             return
         entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, key, (), ())
         self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.id), data)
+        del data  # the bytes, the text and the units are gone before the batch is embedded: only chunks
+        if self.batch_chunks >= self.p.batch_size:
+            self._write_batch()
 
     def _unread(self, file: _File, old: ManifestState) -> bool:
         """Keep (and report) a stored file no reader takes any more: an `--as-text` option left out.
@@ -285,8 +288,6 @@ class Run:
         self.report.add(report)
         self.batch.append(work)
         self.batch_chunks += len(work.fresh)
-        if self.batch_chunks >= self.p.batch_size:
-            self._write_batch()
 
     # -- writing ---------------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 MB = 1024 * 1024
-DEFAULT_MAX_FILE_SIZE = 64 * MB
+DEFAULT_MAX_FILE_SIZE = 32 * MB
 """The largest file read by default: reading and splitting hold a few copies of its text."""
 DEFAULT_PDF_TIMEOUT = 60.0
 """Seconds of text extraction a PDF gets by default (pypdf reads about 200 ordinary pages a second)."""
