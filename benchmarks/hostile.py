@@ -109,7 +109,7 @@ def _run_measured(args: list[str], home: Path) -> tuple[int, float, float, str]:
         out.seek(0)
         report = out.read().decode("utf-8", "replace")
     failed = [d for d in _details(report) if d.get("status") == "failed"]
-    note = failed[0].get("reason", "") if failed else (lines[-1] if lines else "")
+    note = str(failed[0].get("reason", "")) if failed else (lines[-1] if lines else "")
     return child.returncode, seconds, usage.ru_maxrss / 1024, note
 
 
