@@ -151,8 +151,7 @@ class Home:
             raise not_found(settings)
         spec, model = _resolve_embedder(settings, known)
         record = _record(settings, spec, model, known)
-        if create and record != known:
-            save_record(settings, record)
+        keyed = settings
         settings = resolve_search(
             settings.replace(embedder=spec, chunk_size=record.chunk_size, chunk_overlap=record.chunk_overlap),
             spec,
@@ -161,7 +160,13 @@ class Home:
         if wrap_model is not None:
             model = wrap_model(model)
         factory, location, needs_save = _factory(settings, model)
-        return cls(LazyStore(model, factory), settings, record, location, needs_save=needs_save)
+        store = LazyStore(model, factory)
+        if create and record != known:
+            if known is None:
+                _ = store.real  # a new store exists before the home records it (a missing extra, a
+                # server that does not answer: nothing recorded, the next command is not misled)
+            save_record(keyed, record)
+        return cls(store, settings, record, location, needs_save=needs_save)
 
     @property
     def path(self) -> Path:

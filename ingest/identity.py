@@ -24,7 +24,26 @@ from dataclasses import dataclass, field
 
 from ingest.manifest import Manifest
 
-__all__ = ["Base", "RootResolver", "prunable", "source_id"]
+__all__ = ["Base", "RootResolver", "escape_name", "prunable", "source_id"]
+
+
+def escape_name(name: str) -> str:
+    """`name` with the bytes that are not UTF-8 written as `\\xNN`, so it can be stored and printed.
+
+    Python gives a file name that is not valid UTF-8 lone surrogates (`\\udcff` for the byte 0xff);
+    neither SQLite, JSON nor a terminal takes them. A valid name comes back unchanged.
+
+    Example:
+        >>> escape_name("caf\\udce9.txt"), escape_name("café.txt")
+        ('caf\\\\xe9.txt', 'café.txt')
+    """
+    if name.isascii():
+        return name
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that is no escaped byte (not from the file system)
+        raw = name.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 def source_id(root: str, relative: str) -> str:
@@ -77,6 +96,7 @@ class Base:
 
     def identify(self, walked: str) -> tuple[str, str]:
         """`(root label, relative path)` of a file found at `walked` (relative to the walked folder)."""
+        walked = escape_name(walked)
         for prefix, label in self.inner:
             if walked.startswith(prefix):
                 return label, walked[len(prefix) :]
@@ -96,7 +116,7 @@ class RootResolver:
 
     def base(self, walked_root: str | os.PathLike[str], *, folder: bool) -> Base:
         """The `Base` of a walked folder (`folder=True`) or of the folder of a file given directly."""
-        real = os.path.realpath(walked_root)
+        real = escape_name(os.path.realpath(walked_root))  # as recorded: roots are stored escaped
         containing = [
             (len(path), label, rel)
             for label, path in self.roots.items()

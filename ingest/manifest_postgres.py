@@ -21,7 +21,7 @@ from typing import Any
 
 from ingest.manifest import Manifest, ManifestEntry, ManifestState, new_root_label
 from rag.database_url import mask_url, scrub
-from rag.errors import InvalidRequestError, StoreError
+from rag.errors import InvalidRequestError, MissingDependencyError, StoreError
 
 __all__ = ["PostgresManifest"]
 
@@ -49,7 +49,15 @@ class PostgresManifest(Manifest):
                 raise InvalidRequestError(f"{kind} name must be letters, digits or '_', got {name!r}")
         self._url = url
         self.path = f"{mask_url(url)} table {schema}.{table}_manifest"
-        from psycopg import sql
+        try:
+            from psycopg import sql
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "the Postgres manifest needs psycopg, which is not installed: "
+                'pip install "rag-advisors[postgres]"',
+                package="psycopg",
+                extra="postgres",
+            ) from exc
 
         self._files = sql.Identifier(schema, f"{table}_manifest")
         self._meta = sql.Identifier(schema, f"{table}_manifest_meta")

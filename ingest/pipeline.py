@@ -148,6 +148,7 @@ class IngestPipeline:
         exclude: Iterable[str] = (),
         prune: bool = True,
         follow_symlinks: bool = False,
+        forget_unread: bool = False,
     ) -> IngestReport:
         """Bring the store up to date with `paths`; returns what was done.
 
@@ -156,11 +157,17 @@ class IngestPipeline:
         touches the folders walked. Symbolic links leaving a folder are skipped and reported unless
         `follow_symlinks`.
 
+        A stored file that no reader takes any more (read with `ReaderOptions.text_suffixes` on an
+        earlier run, and not now) keeps its chunks and is reported as skipped, with the option that read
+        it; `forget_unread` removes such files instead.
+
         Raises:
             IngestError: a path that does not exist.
             StoreError, EmbeddingError: the store or the model failed (the run stops; the next one resumes).
         """
-        return traced_ingest(paths, lambda: self._run(paths, include, exclude, prune, follow_symlinks))
+        return traced_ingest(
+            paths, lambda: self._run(paths, include, exclude, prune, follow_symlinks, forget_unread)
+        )
 
     def _run(
         self,
@@ -169,8 +176,10 @@ class IngestPipeline:
         exclude: Iterable[str],
         prune: bool,
         follow_symlinks: bool,
+        forget_unread: bool,
     ) -> IngestReport:
-        run = Run(self, walk(paths, include, exclude, follow_symlinks=follow_symlinks))
+        found = walk(paths, include, exclude, follow_symlinks=follow_symlinks)
+        run = Run(self, found, forget_unread=forget_unread)
         try:
             run.execute(prune=prune)
         except BaseException:

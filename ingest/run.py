@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ingest.chunking import PreparedChunk, Splitter, embedding_input, make_chunks
-from ingest.identity import Base, RootResolver, prunable, source_id
+from ingest.identity import Base, RootResolver, escape_name, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions, SkippedFile, read_file
+from ingest.readers.registry import check_size, reader_key
 from ingest.report import FileReport, FileStatus, IngestReport
 from ingest.walk import Walk
 from rag.documents import Document, MetadataValue
@@ -56,6 +57,7 @@ class _File:
     root: str
     rel: str
     id: str  # source_id(root, rel), computed once: it is read several times per file
+    escaped: bool = False  # the name is not valid UTF-8: `rel` writes its odd bytes as \xNN
 
 
 @dataclass
@@ -73,9 +75,10 @@ class _Work:
 class Run:
     """The state of one `IngestPipeline.run` call."""
 
-    def __init__(self, pipeline: RunSettings, found: Walk) -> None:
+    def __init__(self, pipeline: RunSettings, found: Walk, *, forget_unread: bool = False) -> None:
         self.p = pipeline
         self.found = found
+        self.forget_unread = forget_unread
         self.report = IngestReport()
         self.started = time.perf_counter()
         self.last_checkpoint = self.started
@@ -105,7 +108,9 @@ class Run:
         seen: set[str] = set()
         for found in self.found.files:
             label, rel = self._base(found.root).identify(found.source)
-            file = _File(found.fspath, label, rel, source_id(label, rel))
+            file = _File(
+                found.fspath, label, rel, source_id(label, rel), escape_name(found.source) != found.source
+            )
             if file.id not in seen:  # the same file reached from two paths given: one source
                 seen.add(file.id)
                 self._examine(file, states.get(file.id))
@@ -165,6 +170,8 @@ class Run:
         if not stat.S_ISREG(info.st_mode):
             self._note(file, "skipped", "not a regular file")
             return
+        if old is not None and old.n_chunks and not self.forget_unread and self._unread(file, old):
+            return
         root = file.root
         key = self.p.settings_for(file.fspath)
         # A row from before per-file keys holds the whole run's key: the same options, the same reading.
@@ -172,6 +179,12 @@ class Run:
         if kept is not None and (kept.size, kept.mtime_ns) == (info.st_size, info.st_mtime_ns):
             self._unchanged(file, kept, root, info)
             return
+        if reader_key(Path(file.fspath).suffix, self.p.reader_options) != "unsupported":
+            try:
+                check_size(info.st_size, file.rel, self.p.reader_options)
+            except IngestError as exc:  # refused before reading: its bytes are never all in memory
+                self._note(file, "failed", str(exc))
+                return
         try:
             with open(file.fspath, "rb") as handle:
                 data = handle.read()
@@ -184,6 +197,28 @@ class Run:
             return
         entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, key, (), ())
         self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.id), data)
+        del data  # the bytes, the text and the units are gone before the batch is embedded: only chunks
+        if self.batch_chunks >= self.p.batch_size:
+            self._write_batch()
+
+    def _unread(self, file: _File, old: ManifestState) -> bool:
+        """Keep (and report) a stored file no reader takes any more: an `--as-text` option left out.
+
+        Only `--as-text` makes a reader take a suffix no reader is registered for, so a stored file with
+        such a suffix was read through it. Leaving the option out of a later run must not delete it.
+        """
+        suffix = Path(file.fspath).suffix
+        if reader_key(suffix, self.p.reader_options) != "unsupported":
+            return False
+        option = f"--as-text {suffix.lower() or '.'}"
+        report = self._note(
+            file,
+            "skipped",
+            f"unsupported file type {suffix.lower() or '(no suffix)'!r}; its chunks from a run with "
+            f"{option} are kept (give {option} again, or --forget-unread to remove them)",
+        )
+        report.chunks = old.n_chunks
+        return True
 
     def _note(self, file: _File, status: FileStatus, reason: str) -> FileReport:
         """Report a file that was not read (failed or skipped), with why."""
@@ -232,6 +267,8 @@ class Run:
             return
         report.pages_without_text = result.pages_without_text
         report.warnings = list(result.warnings)
+        if file.escaped:
+            report.warnings.insert(0, f'file name is not valid UTF-8; recorded as "{file.rel}"')
         report.errors = list(result.errors)
         report.chunks = len(chunks)
         entry = ManifestEntry(
@@ -251,8 +288,6 @@ class Run:
         self.report.add(report)
         self.batch.append(work)
         self.batch_chunks += len(work.fresh)
-        if self.batch_chunks >= self.p.batch_size:
-            self._write_batch()
 
     # -- writing ---------------------------------------------------------------------------------------
 

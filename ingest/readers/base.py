@@ -18,7 +18,25 @@ from dataclasses import dataclass, field
 from rag.documents import MetadataValue
 from rag.errors import IngestError
 
-__all__ = ["MetadataValue", "ReadResult", "ReaderOptions", "SkippedFile", "Unit"]
+__all__ = [
+    "DEFAULT_MAX_FILE_SIZE",
+    "DEFAULT_PDF_MAX_CONTENT",
+    "DEFAULT_PDF_TIMEOUT",
+    "MetadataValue",
+    "ReadResult",
+    "ReaderOptions",
+    "SkippedFile",
+    "Unit",
+]
+
+MB = 1024 * 1024
+DEFAULT_MAX_FILE_SIZE = 32 * MB
+"""The largest file read by default: reading and splitting hold a few copies of its text."""
+DEFAULT_PDF_TIMEOUT = 60.0
+"""Seconds of text extraction a PDF gets by default (pypdf reads about 200 ordinary pages a second)."""
+DEFAULT_PDF_MAX_CONTENT = 16 * MB
+"""Bytes of decompressed page content a PDF may hand the parser by default (pypdf parses about
+0.3 MB a second and holds about 35 bytes per byte of the page it parses)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +97,14 @@ class ReaderOptions:
     - `text_suffixes`: more suffixes read as plain text (`(".cfg", ".log")`); written with or without the
       dot, in any case (`rag ingest --as-text .cfg`). A lone `.` stands for files without a suffix
       (`README`, `NEWS`, `copyright`), kept as `""`; a binary one is still skipped.
+    - `max_file_size`: bytes; a larger file is not read and fails with a message naming
+      `--max-file-size` (reading holds several copies of a file's text at once). None: no limit.
+    - `pdf_timeout`: seconds of text extraction a PDF may take; `pdf_max_content`: bytes of page
+      content (decompressed) a PDF may give the parser, counted before each page is parsed. A PDF over
+      either budget fails with a message naming the option that raises it. None: no limit.
+
+    The limits do not change what a file that is read gives, so they are left out of the repr (which
+    older manifests recorded) and of the per-file settings keys.
 
     Example:
         >>> opts = ReaderOptions(text_field="title,text", id_field="_id")
@@ -91,8 +117,15 @@ class ReaderOptions:
     id_field: str | None = None
     metadata_fields: tuple[str, ...] | None = None
     text_suffixes: tuple[str, ...] = ()
+    max_file_size: int | None = field(default=DEFAULT_MAX_FILE_SIZE, repr=False)
+    pdf_timeout: float | None = field(default=DEFAULT_PDF_TIMEOUT, repr=False)
+    pdf_max_content: int | None = field(default=DEFAULT_PDF_MAX_CONTENT, repr=False)
 
     def __post_init__(self) -> None:
+        for name in ("max_file_size", "pdf_timeout", "pdf_max_content"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not value >= 0):
+                raise IngestError(f"{name} must be a number >= 0 or None, got {value!r}")
         normalised = []
         for raw in self.text_suffixes:
             suffix = raw.strip().lower()

@@ -10,7 +10,8 @@
   or a list of scalars (plus `title`, even when it is a text field, unless empty); nested objects are
   flattened into dotted keys. `line` is the record's line
   number (1-based). A record's own `source` or `line` field is dropped: the reader sets those.
-- A bad line (not valid JSON, not a JSON object, or a missing or repeated id) is left out and named,
+- A bad line (not valid JSON, nested deeper than Python's recursion limit allows, not a JSON object,
+  or a missing or repeated id) is left out and named,
   with the file and its line number, in `ReadResult.errors`; every other record is read. The pipeline
   reports the file with its errors and the run exits 1, so a broken line is never lost silently.
   Blank lines are ignored.
@@ -109,17 +110,20 @@ def read_jsonl(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
             if record is None:
                 continue
             record_id = _checked_id(record, options, where, source, seen)
+            text = _text(record, options.text_fields)
+            metadata = _metadata(record, options) if text else {}
         except IngestError as exc:
             result.errors.append(str(exc))
             continue
+        except RecursionError:  # parsing, dumping or flattening a record nested thousands deep
+            result.errors.append(f"{where}: JSON nested too deeply")
+            continue
         if record_id is not None:
             seen[record_id] = number
-        text = _text(record, options.text_fields)
         if not text:
             without_text += 1
             continue
-        metadata = {**_metadata(record, options), "source": source, "line": number}
-        result.units.append(Unit(text, metadata, 0, record_id))
+        result.units.append(Unit(text, {**metadata, "source": source, "line": number}, 0, record_id))
     if without_text:
         names = ", ".join(repr(name) for name in options.text_fields)
         result.warnings.append(f"{without_text} records without text in {names} skipped")

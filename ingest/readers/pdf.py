@@ -10,6 +10,10 @@
   text cannot be extracted is counted as a page without text, with its own warning.
 - pypdf reports the repairs it makes through the `pypdf` logger. While a PDF is read those records go to
   `ReadResult.warnings` instead of stderr (thread-safe: each read collects its own).
+- Budget: a PDF may take `ReaderOptions.pdf_timeout` seconds of extraction and hand the parser
+  `pdf_max_content` bytes of decompressed page content (a stream shared by many pages counts once per
+  page that draws it). Past either, the file fails with one error naming the option that raises it; a
+  small file whose pages all draw one huge compressed stream cannot hold the run for an hour.
 - Title: the document information's `/Title` when set. The extracted text of a file, which chunk offsets
   count in, is its pages' texts joined by a form feed (`\\f`); `char_offset` places each page there.
 
@@ -24,6 +28,7 @@ import contextvars
 import io
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -113,7 +118,74 @@ def _title(reader: Any) -> str | None:
     return (" ".join(str(title).split()) or None) if title else None
 
 
+class _OverBudget(IngestError):
+    """A PDF that needs more work than its budget allows (`ReaderOptions.pdf_timeout`, `pdf_max_content`)."""
+
+
+def _stream_size(obj: Any) -> int:
+    """The decompressed size of a content stream (pypdf keeps the decoded bytes: counted once, reused)."""
+    try:
+        return len(obj.get_object().get_data())
+    except Exception:
+        return 0  # a stream that cannot be decoded gives the parser nothing to do
+
+
+def _content_size(page: Any) -> int:
+    """Bytes the parser meets on `page`: its content streams and the form XObjects it may draw."""
+    contents = page.get("/Contents")
+    if contents is None:
+        return 0
+    contents = contents.get_object()
+    streams = list(contents) if isinstance(contents, list) else [contents]
+    size = sum(_stream_size(stream) for stream in streams)
+    try:
+        xobjects = page["/Resources"].get_object()["/XObject"].get_object()
+        forms = [x for x in xobjects.values() if x.get_object().get("/Subtype") == "/Form"]
+    except Exception:
+        forms = []
+    return size + sum(_stream_size(form) for form in forms)
+
+
+class _Budget:
+    """The time and the page content a PDF may use, checked before each page and between operators.
+
+    pypdf parses a page's whole content stream before it interprets any operator, and that parse cannot be
+    interrupted: the content budget is spent before each parse starts, so no parse runs past it; the
+    time is checked between pages and at every operator pypdf interprets.
+    """
+
+    def __init__(self, source: str, options: ReaderOptions) -> None:
+        self.source = source
+        self.timeout = options.pdf_timeout
+        self.deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        self.limit = options.pdf_max_content
+        self.used = 0
+
+    def spend(self, page: Any, number: int, count: int) -> None:
+        """Count `page`'s content before it is parsed; `_OverBudget` when it would pass the limit."""
+        self.check()
+        if self.limit is None:
+            return
+        self.used += _content_size(page)
+        if self.used > self.limit:
+            raise _OverBudget(
+                f"PDF {self.source!r} stopped at page {number} of {count}: its pages hold more than "
+                f"{self.limit / 2**20:.1f} MB of content to parse (--pdf-max-content MB raises the limit)",
+                path=self.source,
+            )
+
+    def check(self, *_: Any) -> None:
+        """`_OverBudget` once the time is up (also pypdf's per-operator visitor: it takes 4 arguments)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise _OverBudget(
+                f"PDF {self.source!r} took more than {self.timeout:g} s to extract "
+                "(--pdf-timeout SECONDS raises the limit)",
+                path=self.source,
+            )
+
+
 def _read(data: bytes, source: str, options: ReaderOptions, result: ReadResult) -> None:
+    budget = _Budget(source, options)
     reader = _open(data, source, options.pdf_password)
     try:
         pages = list(reader.pages)
@@ -127,7 +199,10 @@ def _read(data: bytes, source: str, options: ReaderOptions, result: ReadResult) 
     offset = 0
     for number, page in enumerate(pages, start=1):
         try:
-            text = page.extract_text() or ""
+            budget.spend(page, number, len(pages))
+            text = page.extract_text(visitor_operand_before=budget.check) or ""
+        except _OverBudget:
+            raise
         except Exception as exc:
             result.warnings.append(f"page {number}: text extraction failed ({_reason(exc)})")
             text = ""

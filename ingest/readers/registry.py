@@ -20,7 +20,7 @@ from pathlib import Path
 from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile
 from rag.errors import IngestError
 
-__all__ = ["SUPPORTED_SUFFIXES", "Reader", "read_file", "reader_key", "source_name"]
+__all__ = ["SUPPORTED_SUFFIXES", "Reader", "check_size", "read_file", "reader_key", "source_name"]
 
 Reader = Callable[[bytes, str, ReaderOptions], ReadResult]
 
@@ -118,6 +118,28 @@ def reader_key(suffix: str, options: ReaderOptions) -> str:
     return kind
 
 
+def check_size(size: int, source: str, options: ReaderOptions) -> None:
+    """Refuse a file larger than `options.max_file_size` before it is read.
+
+    Raises:
+        IngestError: the file is too large; the message names the option that raises the limit.
+
+    Example:
+        >>> check_size(10, "a.txt", ReaderOptions(max_file_size=100))
+        >>> check_size(3 * 2**20, "big.txt", ReaderOptions(max_file_size=2**20))
+        Traceback (most recent call last):
+        ...
+        rag.errors.IngestError: 'big.txt' is 3.0 MB, over the 1.0 MB limit (--max-file-size MB raises it)
+    """
+    limit = options.max_file_size
+    if limit is not None and size > limit:
+        raise IngestError(
+            f"{source!r} is {size / 2**20:.1f} MB, over the {limit / 2**20:.1f} MB limit "
+            "(--max-file-size MB raises it)",
+            path=source,
+        )
+
+
 def source_name(path: Path, root: Path) -> str:
     """`path` relative to `root` as a POSIX string; the file name when `root` is the file itself."""
     try:
@@ -148,7 +170,8 @@ def read_file(
 
     Raises:
         SkippedFile: an unsupported suffix or a binary file (`.reason` says which).
-        IngestError: the file cannot be read; `.path` is the source name and the message gives the reason.
+        IngestError: the file is larger than `options.max_file_size` or cannot be read; `.path` is
+            the source name and the message gives the reason.
     """
     if source is None:
         source = source_name(path, root)
@@ -162,9 +185,11 @@ def read_file(
         raise SkippedFile(source, f"unsupported file type {suffix or '(no suffix)'!r}")
     if data is None:
         try:
+            check_size(path.stat().st_size, source, options)
             data = path.read_bytes()
         except OSError as exc:
             raise IngestError(f"cannot read {source!r}: {exc.strerror or exc}", path=source) from exc
+    check_size(len(data), source, options)
     try:
         return reader(data, source, options)
     except IngestError:

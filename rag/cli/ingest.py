@@ -10,6 +10,7 @@ import click
 
 from ingest.embedders import make_splitter
 from ingest.home import Home, home_lock
+from ingest.readers.base import DEFAULT_MAX_FILE_SIZE, DEFAULT_PDF_MAX_CONTENT, DEFAULT_PDF_TIMEOUT, MB
 from rag.cli._common import command_settings, common_options, open_store
 from rag.cli._options import store_options
 from rag.documents import MetadataValue
@@ -37,6 +38,15 @@ def parse_meta(items: tuple[str, ...]) -> dict[str, MetadataValue]:
                     continue
         meta[name.strip()] = value
     return meta
+
+
+def _limit(value: float | None, unit: int, default: float) -> Any:
+    """An option's limit in bytes or seconds: the default when not given, None (no limit) for 0."""
+    if value is None:
+        return default
+    if value == 0:
+        return None
+    return int(value * unit) if unit > 1 else value
 
 
 def _print_report(report: Any, as_json: bool, verbose: bool) -> None:
@@ -124,6 +134,13 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixl
     if skipped:
         click.echo(f"warning: {skipped}", err=True)
         _hints(report, hint)
+    kept = [f for f in report.by_status("skipped") if f.chunks]
+    if kept:
+        click.echo(
+            f"warning: kept {len(kept)} file(s) an earlier run read through --as-text, which this run "
+            "leaves out; give the same --as-text options again, or --forget-unread to remove them",
+            err=True,
+        )
     if not report.ok:
         partial = sum(1 for f in report.files if f.errors and f.status != "failed")
         parts = [f"{failed} file(s) failed"] if failed else []
@@ -173,6 +190,36 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixl
     "--as-text . reads files without a suffix (README, NEWS).",
 )
 @click.option(
+    "--forget-unread",
+    is_flag=True,
+    help="Remove the chunks of files an earlier run read through an --as-text option this run leaves "
+    "out (kept and reported by default).",
+)
+@click.option(
+    "--max-file-size",
+    type=click.FloatRange(min=0),
+    envvar="RAG_MAX_FILE_SIZE",
+    metavar="MB",
+    help=f"Larger files fail without being read; 0: no limit [env RAG_MAX_FILE_SIZE; "
+    f"default {DEFAULT_MAX_FILE_SIZE // MB}].",
+)
+@click.option(
+    "--pdf-timeout",
+    type=click.FloatRange(min=0),
+    envvar="RAG_PDF_TIMEOUT",
+    metavar="SECONDS",
+    help=f"Time a PDF's text extraction may take; 0: no limit [env RAG_PDF_TIMEOUT; "
+    f"default {DEFAULT_PDF_TIMEOUT:g}].",
+)
+@click.option(
+    "--pdf-max-content",
+    type=click.FloatRange(min=0),
+    envvar="RAG_PDF_MAX_CONTENT",
+    metavar="MB",
+    help="Decompressed page content a PDF may give the parser; 0: no limit [env RAG_PDF_MAX_CONTENT; "
+    f"default {DEFAULT_PDF_MAX_CONTENT // MB}].",
+)
+@click.option(
     "--embed-context",
     is_flag=True,
     help="Embed each chunk with its title and headings ('title > heading: text'); re-embeds on change.",
@@ -201,6 +248,10 @@ def ingest(
     text_field: str,
     id_field: str | None,
     as_text: tuple[str, ...],
+    forget_unread: bool,
+    max_file_size: float | None,
+    pdf_timeout: float | None,
+    pdf_max_content: float | None,
     embed_context: bool,
     lock_timeout: float | None,
     verbose: bool,
@@ -239,7 +290,13 @@ def ingest(
     settings = command_settings(ctx)
     try:
         options = ReaderOptions(
-            pdf_password=pdf_password, text_field=text_field, id_field=id_field, text_suffixes=as_text
+            pdf_password=pdf_password,
+            text_field=text_field,
+            id_field=id_field,
+            text_suffixes=as_text,
+            max_file_size=_limit(max_file_size, MB, DEFAULT_MAX_FILE_SIZE),
+            pdf_timeout=_limit(pdf_timeout, 1, DEFAULT_PDF_TIMEOUT),
+            pdf_max_content=_limit(pdf_max_content, MB, DEFAULT_PDF_MAX_CONTENT),
         )
     except RagError as exc:
         raise click.BadParameter(str(exc), param_hint="--as-text") from exc
@@ -253,7 +310,7 @@ def ingest(
                 extra,
                 paths,
                 (include, exclude),
-                not no_prune,
+                (not no_prune, forget_unread),
                 follow_symlinks,
                 embed_context,
             )
@@ -269,7 +326,7 @@ def _run(
     extra: dict[str, MetadataValue],
     paths: tuple[Path, ...],
     globs: tuple[tuple[str, ...], tuple[str, ...]],
-    prune: bool,
+    pruning: tuple[bool, bool],
     follow_symlinks: bool,
     embed_context: bool,
 ) -> Any:
@@ -283,4 +340,12 @@ def _run(
         embed_context=embed_context,
     )
     include, exclude = globs
-    return pipeline.run(paths, include=include, exclude=exclude, prune=prune, follow_symlinks=follow_symlinks)
+    prune, forget_unread = pruning
+    return pipeline.run(
+        paths,
+        include=include,
+        exclude=exclude,
+        prune=prune,
+        follow_symlinks=follow_symlinks,
+        forget_unread=forget_unread,
+    )

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rag.database_url import mask_url, url_password
-from rag.errors import InvalidRequestError, StoreConnectionError, StoreError
+from rag.errors import InvalidRequestError, MissingDependencyError, StoreConnectionError, StoreError
 
 __all__ = ["Database", "mask_url", "url_password"]
 
@@ -34,9 +34,11 @@ _MAX_IDLE = 8
 def _import_psycopg() -> Any:
     try:
         import psycopg
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise StoreError(
-            "the Postgres store needs psycopg and pgvector: pip install 'rag-advisors[postgres]'"
+    except ImportError as exc:
+        raise MissingDependencyError(
+            'the Postgres store needs psycopg, which is not installed: pip install "rag-advisors[postgres]"',
+            package="psycopg",
+            extra="postgres",
         ) from exc
     return psycopg
 

@@ -45,8 +45,10 @@ def test_only_files_whose_reading_changes_are_read_again(cli: Cli, tmp_path: Pat
     assert _by_status(wider, "changed") == []
     assert _by_status(wider, "unchanged") == ["app.cfg", "guide.txt", "log.jsonl", "notes.md"]
 
-    # .cfg dropped: its chunks leave the store; the rest stays as it was.
-    narrower = _ingest(cli, folder, "--as-text", ".")
+    # .cfg left out: its chunks are kept (and reported); with --forget-unread they leave the store.
+    kept = _ingest(cli, folder, "--as-text", ".")
+    assert _by_status(kept, "skipped") == ["app.cfg"] and kept["chunks_deleted"] == 0
+    narrower = _ingest(cli, folder, "--as-text", ".", "--forget-unread")
     assert _by_status(narrower, "skipped") == ["app.cfg"] and narrower["chunks_deleted"] == 1
     assert _by_status(narrower, "unchanged") == ["README", "guide.txt", "log.jsonl", "notes.md"]
 

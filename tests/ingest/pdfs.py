@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import io
+import zlib
 from collections.abc import Sequence
 
 from fpdf import FPDF
@@ -25,6 +26,7 @@ __all__ = [
     "labelled_pdf",
     "mixed_scan_pdf",
     "rotated_pdf",
+    "shared_stream_pdf",
     "text_pdf",
 ]
 
@@ -133,3 +135,35 @@ def damaged_pdf(kind: str = "truncated") -> bytes:
         start, end = data.rindex(b"\nxref\n"), data.rindex(b"trailer")
         return data[:start] + data[start:end].replace(b" 00000 n", b" 00000 f") + data[end:]
     raise ValueError(f"unknown kind of damage: {kind!r}")
+
+
+def shared_stream_pdf(pages: int, repeats: int, word: str = "lantern") -> bytes:
+    """`pages` pages that all draw one compressed content stream of `repeats` text operations.
+
+    Written object by object: the file stays small (one compressed stream, a few bytes per page) while
+    every page hands pypdf the whole decompressed stream to parse, as in a decompression-bomb PDF.
+    """
+    body = b"BT /F1 12 Tf 72 700 Td (%s) Tj ET\n" % word.encode("ascii") * repeats
+    packed = zlib.compress(body, 9)
+    kids = b" ".join(b"%d 0 R" % (5 + i) for i in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream",
+    ]
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        b"/Resources << /Font << /F1 3 0 R >> >> /Contents 4 0 R >>"
+    )
+    objects += [page] * pages
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, obj in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + obj + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)

@@ -19,7 +19,7 @@ import pytest
 
 from ingest import Home, HomeLockedError, open_home
 from ingest.home import home_lock
-from ingest.records import parse_key, resolve_store
+from ingest.records import StoreRecord, parse_key, resolve_store, save_record
 from rag import Document, HashingEmbedding
 from rag.config import Settings, default_vector_weight
 from rag.errors import ConfigError, EmbeddingModelMismatchError, StoreNotFoundError
@@ -205,7 +205,8 @@ def test_a_pgvector_home_reopens_without_its_password_ever_written(
 def test_a_recorded_database_url_is_reused_without_its_password(
     tmp_path: Path, url: str, reopened: str
 ) -> None:
-    open_home(tmp_path, store="pgvector", settings=_settings(database_url=url), create=True).close()
+    # The record a new store gets (written here: `open_home` writes it once the database answers).
+    save_record(_settings(home=tmp_path, store="pgvector", database_url=url), StoreRecord("hashing", "m", 8))
     assert "s3cret" not in (tmp_path / "stores.json").read_text(encoding="utf-8")
     resolved = resolve_store(_settings(home=tmp_path))
     assert (resolved.store, resolved.database_url) == ("pgvector", reopened)
