@@ -8,11 +8,14 @@ Two things stand between a store and what those commands show:
   does, so a remembered turn never comes back as a document. Turns written before the marker existed
   carry none and are not recognised until marked (`rag.memory.mark_legacy_turns`, or
   `rag memory mark-legacy`).
-- **Each text once** (`distinct=True`). A real docs tree often holds the same text twice: Node's
+- **Each page once** (`distinct=True`). A real docs tree often holds the same text twice: Node's
   `all.html` repeats every page, a site keeps an old copy of a guide, a README is copied into a docs
-  folder. A search drops every hit whose text nearly repeats a better-ranked one (`NearDuplicateFilter`:
-  word pairs, ignoring case, punctuation and spacing, Jaccard >= 0.9) and fills the page from further
-  down the ranking. Filling works because a longer result list starts with the shorter one (hybrid and
+  folder. A search drops every hit whose text nearly repeats a better-ranked one of the same page or
+  of a copy of its page (`NearDuplicateFilter` with this store: word pairs, ignoring case,
+  punctuation and spacing, Jaccard >= 0.9 between the chunks, and the smaller page 90 % contained
+  in the larger), and fills the page from further down the ranking. Different pages that share a
+  paragraph (a Prerequisites section repeated in three guides) are not copies: each keeps its hit.
+  Filling works because a longer result list starts with the shorter one (hybrid and
   MMR rank over a fixed candidate pool up to 100): searching 3 x top_k and filtering keeps the order of
   the original ranking.
 
@@ -71,11 +74,12 @@ def documents_filter(filter: str | Filter | None) -> Filter:
 
 
 class DocumentsView:
-    """A store whose reads see documents only (never chat memory) and, if `distinct`, each text once.
+    """A store whose reads see documents only (never chat memory) and, if `distinct`, each page once.
 
     Args:
         store: the store to read.
-        distinct: drop near-duplicates of better-ranked hits and fill the page from further down.
+        distinct: drop near-duplicates of better-ranked hits from the same page or a copy of it, and
+            fill the page from further down.
         threshold: the near-duplicate similarity in [0, 1] (1.0: only the same words in the same order).
     """
 
@@ -84,7 +88,7 @@ class DocumentsView:
     ) -> None:
         self.store = store
         self.distinct = distinct
-        self._filter = NearDuplicateFilter(threshold)
+        self._filter = NearDuplicateFilter(threshold, store=self)
         # Tracing spans name the wrapped store (its kind and collection), not this view.
         self.kind = store_kind(store)
         self.collection_name = getattr(store, "collection_name", None)
