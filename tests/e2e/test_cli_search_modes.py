@@ -54,7 +54,7 @@ def test_query_and_ask_send_the_options(ingested: RunCli, searches: list[SearchR
     options = ("--mode", "hybrid", "--fusion", "weighted", "--vector-weight", "0.8", "--diversity", "0.3")
     # --keep-duplicates: the store sees the page size itself (by default the CLI searches 3x deeper).
     result = ingested(
-        "query", "brass bolts", "--store", "numpy", "-k", "2", *options, "--json", "--keep-duplicates"
+        "query", "brass bolts tides", "--store", "numpy", "-k", "2", *options, "--json", "--keep-duplicates"
     )
     assert result.exit_code == 0, result.stderr
     assert len(json.loads(result.stdout)) == 2
@@ -65,7 +65,7 @@ def test_query_and_ask_send_the_options(ingested: RunCli, searches: list[SearchR
         ("hybrid", "weighted", 0.8, 0.3),
         ("lexical", DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, 0.0),
     ]
-    assert (searches[1].query, searches[1].top_k) == ("brass bolts", 2)
+    assert (searches[1].query, searches[1].top_k) == ("brass bolts tides", 2)
     assert searches[2].query == "Who logs fog signals?"
 
 
