@@ -140,8 +140,9 @@ def test_eval_compares_modes_side_by_side(
     assert [(r["mode"], r["top_k"]) for r in rows] == [
         (m, k) for m in ("vector", "lexical", "hybrid") for k in (1, 3)
     ]
+    # eval reads what query shows (copies left out), which searches 3x the deepest top-k
     assert [(s.mode, s.top_k, s.fusion, s.vector_weight) for s in searches] == [
-        (m, 3, "weighted", 0.6) for m in ("vector", "lexical", "hybrid") for _ in labelled
+        (m, 9, "weighted", 0.6) for m in ("vector", "lexical", "hybrid") for _ in labelled
     ]
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert [line.split(",")[0] for line in csv.read_text(encoding="utf-8").splitlines()] == [
