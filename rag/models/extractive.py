@@ -17,7 +17,9 @@ Second document text...
 ```
 
 Headings are never quoted: Markdown heading lines (`## Install`) and paragraphs of one short line
-without closing punctuation (a title such as `Optional File Upload`) are skipped.
+without closing punctuation (a title such as `Optional File Upload`) are skipped, and so are questions
+(an FAQ's "How do I reset it?"). Each is evidence for the sentences below it instead: a question word
+in a heading or question above a sentence counts half as much as one in the sentence.
 A paragraph ending with ":" is quoted with the one short line after it, so "Use this command line:"
 comes with its command; and a sentence does not end after an abbreviation ("eg.", "i.e.", "etc.").
 
@@ -99,6 +101,7 @@ class _Sentence:
     order: int
     heading: frozenset[str] = frozenset()
     lead: int = 0
+    asks: bool = False
 
 
 def _stem(word: str) -> str:
@@ -213,20 +216,23 @@ def _split_sentences(unit: str) -> list[str]:
 
 def _sentences(passages: Sequence[_Passage]) -> list[_Sentence]:
     """Every sentence of `passages`, each with the terms of the headings above it in its passage and
-    its place under the nearest one (0 for the first sentence after a heading)."""
+    its place under the nearest one (0 for the first sentence after a heading). A question in the
+    text (an FAQ's "Which languages is the dashboard available in?") is never quoted; it heads the
+    sentences after it, up to the next question or heading, as a heading does."""
     out: list[_Sentence] = []
     for passage in passages:
         heading: frozenset[str] = frozenset()
+        asked: frozenset[str] = frozenset()
         lead = 0
         for paragraph, introduces in _paragraphs(passage.text):
             if not introduces and _is_title(paragraph):
                 # "Optional File Upload" answers nothing, but says what the sentences below it are about
-                heading, lead = heading | frozenset(_terms(paragraph)), 0
+                heading, asked, lead = heading | frozenset(_terms(paragraph)), frozenset(), 0
                 continue
             units: list[str] = []
             for line in paragraph.splitlines():
                 if _HEADING.match(line):
-                    heading, lead = heading | frozenset(_terms(line)), 0
+                    heading, asked, lead = heading | frozenset(_terms(line)), frozenset(), 0
                     continue
                 # List items and headings stand alone; other line breaks are wrapping (PDF, Markdown).
                 if _LIST_OR_HEADING.match(line) or not units:
@@ -236,19 +242,16 @@ def _sentences(passages: Sequence[_Passage]) -> list[_Sentence]:
             for unit in units:
                 for sentence in _split_sentences(unit):
                     words = _terms(sentence)
-                    if words:
-                        out.append(
-                            _Sentence(
-                                sentence.strip(),
-                                passage.label,
-                                frozenset(words),
-                                len(words),
-                                len(out),
-                                heading,
-                                lead,
-                            )
+                    if not words:
+                        continue
+                    asks = sentence.rstrip().endswith("?")
+                    text, terms = sentence.strip(), frozenset(words)
+                    out.append(
+                        _Sentence(
+                            text, passage.label, terms, len(words), len(out), heading | asked, lead, asks
                         )
-                        lead += 1
+                    )
+                    asked, lead = (terms, 0) if asks else (asked, lead + 1)
     return out
 
 
@@ -272,8 +275,8 @@ def best_sentences(question: str, passages: Sequence[_Passage], limit: int) -> l
         return sum(math.log(1.0 + n / frequency[t]) for t in terms)
 
     def score(sentence: _Sentence) -> float:
-        if " ".join(_WORD.findall(sentence.text.lower())) == normalized_question:
-            return 0.0  # the question echoed in the context is not an answer
+        if sentence.asks or " ".join(_WORD.findall(sentence.text.lower())) == normalized_question:
+            return 0.0  # a question (the user's echoed, or an FAQ's) is not an answer
         own = wanted & sentence.terms
         matched = weight(own) / math.sqrt(max(sentence.length, 8) / 8)  # long sentences match by size
         headed = weight((wanted & sentence.heading) - own)

@@ -66,3 +66,13 @@ def test_words_in_the_sentence_outweigh_words_in_its_heading() -> None:
 def test_an_unrelated_question_still_cannot_be_answered() -> None:
     assert _answer(INSTALL, "What is the capital of France?") == NO_MATCH
     assert _answer(ERRORS, "Who wrote Hamlet?") == NO_MATCH
+
+
+def test_a_question_in_the_documents_heads_its_answer() -> None:
+    faq = (
+        "[1] (source: faq/general.html)\nHow many zones can one controller run? Up to 64 zones.\n\n"
+        "Which languages is the dashboard available in? English, Dutch, Portuguese and Finnish."
+    )
+    lines = _answer(faq, "Which languages can the dashboard be displayed in?").splitlines()[1:]
+    assert lines[0] == "- English, Dutch, Portuguese and Finnish. [faq/general.html]"
+    assert all("zones" not in line for line in lines)
