@@ -19,6 +19,10 @@ Two things stand between a store and what those commands show:
   MMR rank over a fixed candidate pool up to 100): searching 3 x top_k and filtering keeps the order of
   the original ranking.
 
+- **Evidence.** A hit needs a query word or a positive cosine. Lexical and hybrid searches return no
+  other (`stores.ranking`); a vector search returns the store's nearest documents whatever their
+  cosine, so the view drops those at 0 or below (with the hashing embedder, texts sharing no word).
+
 Writes (`add`, `delete`) go to the store unchanged.
 
 Example:
@@ -73,6 +77,13 @@ def documents_filter(filter: str | Filter | None) -> Filter:
     return scoped_filter(None, tree)
 
 
+def _with_evidence(request: SearchRequest, hits: list[Document]) -> list[Document]:
+    """`hits` without vector hits whose cosine (their score) is 0 or below: no evidence at all."""
+    if request.mode != "vector":
+        return hits
+    return [hit for hit in hits if hit.score is None or hit.score > 0.0]
+
+
 class DocumentsView:
     """A store whose reads see documents only (never chat memory) and, if `distinct`, each page once.
 
@@ -121,11 +132,11 @@ class DocumentsView:
         """The store's best `top_k` documents, without memory turns and (if `distinct`) without copies."""
         request = self._scoped(request)
         if not self.distinct:
-            return self.store.similarity_search(request)
+            return _with_evidence(request, self.store.similarity_search(request))
         fetch: int | None = request.top_k * _OVERFETCH
         kept: list[Document] = []
         while fetch is not None:
-            hits = self.store.similarity_search(request.replace(top_k=fetch))
+            hits = _with_evidence(request, self.store.similarity_search(request.replace(top_k=fetch)))
             kept, fetch = self._page(request, hits, fetch)
         return kept
 
@@ -133,12 +144,12 @@ class DocumentsView:
         """`similarity_search`, awaited (through the store's own async search when it has one)."""
         request = self._scoped(request)
         if not self.distinct:
-            return await asimilarity_search(self.store, request)
+            return _with_evidence(request, await asimilarity_search(self.store, request))
         fetch: int | None = request.top_k * _OVERFETCH
         kept: list[Document] = []
         while fetch is not None:
-            hits = await asimilarity_search(self.store, request.replace(top_k=fetch))
-            kept, fetch = self._page(request, hits, fetch)
+            found = await asimilarity_search(self.store, request.replace(top_k=fetch))
+            kept, fetch = self._page(request, _with_evidence(request, found), fetch)
         return kept
 
     @staticmethod
