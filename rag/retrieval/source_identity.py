@@ -4,11 +4,11 @@ A chunk carries its file's path inside the folder it was ingested from as `sourc
 (`guide/install.md`) and that folder's label as `root` (`docs`); a file's identity, which `rag query`,
 `rag info` and `rag serve`'s search show, is `docs/guide/install.md`. Both names select the file:
 `widen_source_names` rewrites every `source == 'A/B'` and `source IN [...]` so that it also matches
-the chunks whose `root` and `source` make up that identity, at every `/` of the name:
+the chunks whose `root` and `source` make up that identity (a root's label is a folder's name, so
+the name splits at its first `/`):
 
     source == 'docs/guide/install.md'
     -> source == 'docs/guide/install.md' OR (root == 'docs' AND source == 'guide/install.md')
-       OR (root == 'docs/guide' AND source == 'install.md')
 
 A name without `/` is left as it is, and so is every other comparison (`!=`, `NOT IN`, `LIKE`);
 under `NOT` the widened comparison is negated whole, so `NOT source == 'docs/guide/install.md'`
@@ -32,15 +32,14 @@ __all__ = ["widen_source_names"]
 
 
 def _by_root(names: tuple[object, ...]) -> dict[str, list[str]]:
-    """For each way a name splits into `ROOT/PATH`, the paths asked for under that root."""
+    """The paths asked for under each root, for the names that read as `ROOT/PATH` (a root's label is
+    a folder's name, so it holds no `/`)."""
     paths: dict[str, list[str]] = {}
     for name in names:
-        if not isinstance(name, str):
-            continue
-        parts = name.split("/")
-        for i in range(1, len(parts)):
-            if all(parts[:i]) and all(parts[i:]):
-                paths.setdefault("/".join(parts[:i]), []).append("/".join(parts[i:]))
+        if isinstance(name, str):
+            root, _, path = name.partition("/")
+            if root and path:
+                paths.setdefault(root, []).append(path)
     return paths
 
 
