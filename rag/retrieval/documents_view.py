@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 
 from rag.documents import Document, SearchRequest
@@ -149,7 +150,8 @@ class DocumentsView:
         kept: list[Document] = []
         while fetch is not None:
             found = await asimilarity_search(self.store, request.replace(top_k=fetch))
-            kept, fetch = self._page(request, _with_evidence(request, found), fetch)
+            # off the event loop: telling copies apart may read whole pages from the store
+            kept, fetch = await asyncio.to_thread(self._page, request, _with_evidence(request, found), fetch)
         return kept
 
     @staticmethod

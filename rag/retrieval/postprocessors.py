@@ -79,20 +79,35 @@ def _order(document: Document) -> tuple[int, str]:
     return (index if isinstance(index, int) and not isinstance(index, bool) else 0), document.id
 
 
+def _any(nodes: list[Filter]) -> Filter:
+    """The OR of `nodes` as a balanced tree (a long list nests only logarithmically)."""
+    if len(nodes) == 1:
+        return nodes[0]
+    middle = len(nodes) // 2
+    return _any(nodes[:middle]) | _any(nodes[middle:])
+
+
 class _Pages:
-    """The word pairs of whole pages, read from `store` once per page."""
+    """The word pairs of whole pages, read from `store` in one `get` for all the pages asked for."""
 
     def __init__(self, store: VectorStore | None) -> None:
         self._store = store
         self._shingles: dict[_PageKey, frozenset[tuple[str, ...]]] = {}
 
+    def load(self, pages: set[_PageKey]) -> None:
+        wanted = sorted(pages - set(self._shingles), key=repr)
+        if self._store is None or not wanted:
+            return
+        chunks: dict[_PageKey, list[Document]] = {page: [] for page in wanted}
+        for chunk in self._store.get(filter=_any([_page_filter(page) for page in wanted])):
+            page = _page_key(chunk)
+            if page in chunks:
+                chunks[page].append(chunk)
+        for page, found in chunks.items():
+            self._shingles[page] = _shingles("\n\n".join(c.text for c in sorted(found, key=_order)))
+
     def of(self, page: _PageKey) -> frozenset[tuple[str, ...]] | None:
-        if self._store is None:
-            return None
-        if page not in self._shingles:
-            chunks = sorted(self._store.get(filter=_page_filter(page)), key=_order)
-            self._shingles[page] = _shingles("\n\n".join(chunk.text for chunk in chunks))
-        return self._shingles[page]
+        return self._shingles.get(page)
 
 
 class NearDuplicateFilter:
@@ -106,7 +121,7 @@ class NearDuplicateFilter:
     word pairs are at least `threshold` contained in the larger's (a README copied into a docs folder,
     an `all.html` that repeats every page). Different pages that share a paragraph are not copies, and
     without a `store` chunks of different pages are always kept. Cost: O(n^2) set comparisons for n
-    documents, plus one `store.get` per page that has a near-identical chunk in another page.
+    documents, plus one `store.get` for the pages that have a near-identical chunk in another page.
 
     Example:
         >>> from rag import Document
@@ -124,15 +139,19 @@ class NearDuplicateFilter:
         self.store = store
 
     def process(self, query: Query, documents: Sequence[Document]) -> list[Document]:
+        shingles = [_shingles(document.text) for document in documents]
+        keys = [_page_key(document) for document in documents]
+        near = {
+            (i, j) for j in range(len(documents)) for i in range(j) if self._similar(shingles[i], shingles[j])
+        }
         pages = _Pages(self.store)
-        kept: list[tuple[Document, frozenset[tuple[str, ...]]]] = []
-        for document in documents:
-            shingles = _shingles(document.text)
-            if not any(
-                self._similar(shingles, seen) and self._copies(document, other, pages) for other, seen in kept
-            ):
-                kept.append((document, shingles))
-        return [document for document, _ in kept]
+        between = [(keys[i], keys[j]) for i, j in near if keys[i] != keys[j]]
+        pages.load({key for pair in between for key in pair if key is not None})
+        kept: list[int] = []
+        for j, document in enumerate(documents):
+            if not any((i, j) in near and self._copies(documents[i], document, pages) for i in kept):
+                kept.append(j)
+        return [documents[j] for j in kept]
 
     def _similar(self, a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
         if not a or not b:
