@@ -13,7 +13,8 @@ What each mode returns (the spec in `rag.vectorstore.VectorStore`):
   term and whose cosine passes the threshold (threshold 0 checks nothing). Score: BM25 (> 0).
 - "hybrid": the vector list and the lexical list above, each cut at `candidate_depth(top_k)`, fused
   (reciprocal rank fusion with `rrf_k`, or `weighted_fusion` with `vector_weight`); the best `top_k`
-  fused scores. Score: the fused score.
+  fused scores, among the documents with some evidence: a positive cosine or a query term (a
+  document with neither is never returned, however short the page). Score: the fused score.
 
 The candidate pool is fixed (`CANDIDATE_POOL` per list) for every `top_k` up to its size, so the page
 size never changes the ranking: the results at `top_k=10` are exactly the first ten at `top_k=100`,
@@ -22,8 +23,8 @@ deeper in one list, and weighted fusion's min-max scaling another worst score.)
 
 A store whose lists also come as arrays of integer keys (`KeyedCandidates`, as the numpy store's,
 whose keys are its BM25 index rows) has its hybrid requests without threshold or diversity ranked by
-`rank_keys` instead: the same floating-point operations on arrays, the RRF vector list ordered
-without its cosines, and ids decoded only for the page and for tied scores. The results are
+`rank_keys` instead: the same floating-point operations on arrays, and ids decoded only for the page
+and for tied scores. The results are
 identical, scores bit for bit (`tests/stores/test_hybrid_keys.py` checks them against a brute-force
 fusion); a Chroma or PostgreSQL source, without keys, takes the path above.
 
@@ -158,6 +159,13 @@ def _fuse(request: SearchRequest, vector: list[Hit], lexical: list[Hit]) -> list
     return reciprocal_rank_fusion(rankings, k=request.rrf_k, weights=weights)
 
 
+def _with_evidence(fused: list[Hit], vector: list[Hit], lexical: list[Hit]) -> list[Hit]:
+    """The fused hits that hold a query term or have a positive cosine: fusion gives every candidate
+    a score, even one whose cosine is 0 and that shares no word with the query."""
+    evident = {doc_id for doc_id, _ in lexical} | {doc_id for doc_id, cosine in vector if cosine > 0.0}
+    return [hit for hit in fused if hit[0] in evident]
+
+
 def _min_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """`rag.retrieval.fusion`'s min-max scaling, elementwise: the same operations on each score."""
     if not scores.size:
@@ -215,15 +223,16 @@ def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> K
     (see `_union`), and ids decoded for the page alone."""
     lexical_keys, lexical_scores = source.lexical_keys(depth)
     vw = request.vector_weight
+    vector_keys, vector_scores = source.vector_keys(depth, 0.0)
     if request.fusion == "weighted":
-        vector_keys, vector_scores = source.vector_keys(depth, 0.0)
         vector_terms = vw * _min_max(vector_scores)
         lexical_terms = (1.0 - vw) * _min_max(lexical_scores)
     else:
-        vector_keys = source.vector_order(depth)  # RRF reads ranks only
         vector_terms = _rrf_terms(request.rrf_k, len(vector_keys), 2.0 * vw)
         lexical_terms = _rrf_terms(request.rrf_k, len(lexical_keys), 2.0 * (1.0 - vw))
     keys, fused = _union(vector_keys, vector_terms, lexical_keys, lexical_terms)
+    evident = np.isin(keys, np.concatenate((lexical_keys, vector_keys[vector_scores > 0.0])))
+    keys, fused = keys[evident], fused[evident]
     top_k = request.top_k
     if len(keys) > top_k:
         kth = np.partition(fused, len(keys) - top_k)[len(keys) - top_k]
@@ -270,5 +279,6 @@ def rank(request: SearchRequest, source: Candidates) -> list[Hit]:
     elif request.mode == "lexical":
         ranked = _lexical(request, source, depth)
     else:
-        ranked = _fuse(request, source.vector(depth, threshold), _lexical(request, source, depth))[:depth]
+        vector, lexical = source.vector(depth, threshold), _lexical(request, source, depth)
+        ranked = _with_evidence(_fuse(request, vector, lexical), vector, lexical)[:depth]
     return _diversify(request, source, ranked) if diverse else ranked[: request.top_k]

@@ -16,6 +16,9 @@ a dependency; this reads what matters for retrieval:
 - Admonition labels (`NOTE: `, `TIP: `, `WARNING: `...) are dropped and their text kept; block titles
   (`.Example title`) keep their text. Inline macros keep their text: `xref:page.adoc[Install]` and
   `<<install,Install>>` -> `Install`, `link:https://x[the site]` -> `the site`, `kbd:[Ctrl+C]` -> `Ctrl+C`.
+- Anchors are left out wherever they stand (`[[speech-options]]`, `anchor:id[]`); an image, inline
+  (`image:yes.svg[width=16]`, in a table cell too) or a block, becomes its alt text
+  (`image::arch.png[Architecture]` -> `Architecture`, `alt=` as well), or nothing without one.
 
 The extracted text, which chunk offsets count in, is the file's text so cleaned.
 
@@ -50,13 +53,29 @@ _BLOCK_MACRO = re.compile(
 _BLOCK_TITLE = re.compile(r"\.([^.\s].*)\Z")
 _ADMONITION = re.compile(r"(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION):[ \t]+")
 _XREF = re.compile(r"<<([^,>]+)(?:,\s*([^>]+))?>>")
-_MACRO = re.compile(r"\b(?:xref|link|mailto|kbd|btn|menu|footnote|pass|anchor):([^\s\[]*)\[([^\]]*)\]")
+_MACRO = re.compile(r"\b(?:xref|link|mailto|kbd|btn|menu|footnote|pass):([^\s\[]*)\[([^\]]*)\]")
+_ANCHOR = re.compile(r"\[\[[^\[\]\s]+\]\]|\banchor:[^\s\[]+\[[^\]]*\]")
+_IMAGE = re.compile(r"\bimage::?[^\s\[]*\[([^\]]*)\]")
 _URL_MACRO = re.compile(r"\b((?:https?|ftp)://[^\s\[]+)\[([^\]]*)\]")
 _ATTRIBUTE_REF = re.compile(r"\{([\w][\w-]*)\}")
 
 
+def _alt(match: re.Match[str]) -> str:
+    """An image macro's alt text: `alt=...`, else its first positional attribute, else nothing."""
+    positional: list[str] = []
+    for part in match.group(1).split(","):
+        name, equals, value = part.partition("=")
+        if equals and name.strip() == "alt":
+            return value.strip().strip("\"'")
+        if not equals:
+            positional.append(part.strip().strip("\"'"))
+    return positional[0] if positional else ""
+
+
 def _inline(line: str, attributes: dict[str, str]) -> str:
     """A line of prose with macros reduced to their text and attribute references replaced."""
+    line = _ANCHOR.sub("", line)
+    line = _IMAGE.sub(_alt, line)
     line = _XREF.sub(lambda m: (m.group(2) or m.group(1)).strip(), line)
     line = _MACRO.sub(lambda m: m.group(2) or m.group(1), line)
     line = _URL_MACRO.sub(lambda m: m.group(2) or m.group(1), line)
@@ -113,13 +132,16 @@ class _Cleaner:
         return self._prose(line, stripped)
 
     def _prose(self, line: str, stripped: str) -> tuple[str, tuple[int, str] | None] | None:
+        if stripped.startswith("image::") and _BLOCK_MACRO.match(stripped):
+            alt = _inline(stripped, self.attributes).strip()
+            return (alt, None) if alt else None
         if stripped.startswith("//") or _BLOCK_ATTRIBUTES.match(stripped) or _BLOCK_MACRO.match(stripped):
             return None
         if attribute := _ATTRIBUTE.match(line):
             self.attributes.setdefault(attribute.group(1), (attribute.group(2) or "").strip())
             return None
         if title := _TITLE.match(line):
-            text = _inline(title.group(2).strip(), self.attributes)
+            text = _inline(title.group(2).strip(), self.attributes).strip()
             return text, (len(title.group(1)) - 1, text)
         if block_title := _BLOCK_TITLE.match(line):
             return _inline(block_title.group(1), self.attributes), None
@@ -153,7 +175,7 @@ def read_asciidoc(data: bytes, source: str, options: ReaderOptions) -> ReadResul
     text = result.text = "\n".join(kept)
     base: dict[str, MetadataValue] = {**header_fields, "source": source}
     if title is not None:
-        base["title"] = _inline(title, attributes)
+        base["title"] = _inline(title, attributes).strip()
     stack: list[Heading] = []
     bounds = [*[h.start for h in headings], len(text)]
     pieces: list[tuple[int, int, list[str]]] = [(0, bounds[0], [])]

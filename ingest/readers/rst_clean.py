@@ -11,7 +11,10 @@
 - Comments (`.. anything else`, with their indented block), hyperlink targets (`.. _label:`) and
   substitution definitions (`.. |name| image:: x`) are dropped; a footnote keeps its text.
 - Roles are reduced to their text: ``:ref:`Install <install>` `` -> `Install`, ``:func:`~pkg.run` ``
-  -> `run`; so are hyperlink references (`` `Docs <https://x>`_ `` -> `Docs`). A paragraph's closing
+  -> `run`, ``:doc:`guide/install` `` -> `guide/install`; a PEP or RFC keeps the label it is
+  rendered with and searched by: ``:pep:`498` `` -> `PEP 498`, ``:rfc:`2616#section-14` `` ->
+  `RFC 2616` (an explicit title wins: ``:pep:`f-strings <498>` `` -> `f-strings`); so are hyperlink
+  references (`` `Docs <https://x>`_ `` -> `Docs`). A paragraph's closing
   `::` (which introduces a literal block) becomes `:`. Inline literals lose their double backquotes
   (``` ``POST_BUILD`` ``` -> `POST_BUILD`). Literal blocks and code keep their text as is.
 
@@ -32,7 +35,8 @@ _DIRECTIVE = re.compile(r"(\s*)\.\.[ \t]+([\w:.+-]+)::(?:[ \t]+(.*))?\Z")
 _EXPLICIT = re.compile(r"(\s*)\.\.(?:[ \t]+(.*))?\Z")
 _FOOTNOTE = re.compile(r"(\s*)\.\.[ \t]+\[[^\]]+\][ \t]+(.*)\Z")
 _OPTION = re.compile(r"\s+:[\w.+-]+(?:[ \t][^:]*)?:(?:[ \t].*)?\Z")
-_ROLE = re.compile(r"(?::[\w.+-]+)+:`([^`]+)`")
+_ROLE = re.compile(r"((?::[\w.+-]+)+):`([^`]+)`")
+_LABELLED = {"pep": "PEP", "rfc": "RFC"}  # roles Sphinx renders as "PEP 8", "RFC 2616"
 _LINK = re.compile(r"`([^`<]+?)\s*<[^`>]+>`__?")
 _REF = re.compile(r"`([^`]+)`__?(?!\w)")
 _LITERAL = re.compile(r"``([^`]+?)``")
@@ -85,11 +89,14 @@ _NO_PROSE = frozenset(
 
 
 def _role_text(match: re.Match[str]) -> str:
-    inner = match.group(1).strip()
+    role = match.group(1).rsplit(":", 1)[-1].lower()
+    inner = match.group(2).strip()
     named = re.fullmatch(r"(.*?)\s*<[^<>]+>", inner, re.DOTALL)
     if named and named.group(1):
         return named.group(1)
     inner = inner.lstrip("!")
+    if role in _LABELLED:
+        return f"{_LABELLED[role]} {inner.split('#', 1)[0].strip()}"
     return inner[1:].rsplit(".", 1)[-1] if inner.startswith("~") else inner
 
 

@@ -110,7 +110,7 @@ def run_tune(
     )
     opened = open_store(settings, wrap_model=QueryEmbeddingCache)  # each question embedded once
     try:
-        view = DocumentsView(opened.store, distinct=False)  # never chat memory; each chunk as ranked
+        view = DocumentsView(opened.store)  # what ask and query show: no chat memory, each page once
         questions = check_labels(view, questions, lambda m: click.echo(f"warning: {m}", err=True))
         result = tune(
             view,

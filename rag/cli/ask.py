@@ -49,12 +49,14 @@ def source_rows(
     return rows
 
 
-def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None], hint: str | None) -> None:
+def _print_sources(
+    documents: Sequence[Document], cosine: Sequence[float | None], hint: str | None, answer: str
+) -> None:
     if not documents:
         click.echo("no passages matched the question" + (f"; {hint}" if hint else ""), err=True)
         return
     click.echo("\nSources:")
-    for line in source_lines(documents, cosine):
+    for line in source_lines(documents, cosine, answer):
         click.echo(line)
 
 
@@ -123,13 +125,15 @@ def ask(
         streaming = sys.stdout.isatty() if stream is None else stream
         if streaming and not as_json:
             reply = spec.stream()
+            pieces = []
             for piece in reply.content():
+                pieces.append(piece)
                 click.echo(piece, nl=False)
             click.echo()
-            retrieved = reply.documents
+            retrieved, answer = reply.documents, "".join(pieces)
         else:
             response = spec.call().response()
-            retrieved = response.documents
+            retrieved, answer = response.documents, response.text or ""
             if not as_json:
                 click.echo(response.text)
         cosine = cosines(opened.store, question, retrieved)
@@ -145,4 +149,4 @@ def ask(
             click.echo(f"no passages matched the question; {hint}", err=True)
         click.echo(json.dumps({"answer": response.text, "sources": rows}, indent=2, ensure_ascii=False))
     else:
-        _print_sources(retrieved, cosine, hint)
+        _print_sources(retrieved, cosine, hint, answer)

@@ -62,6 +62,7 @@ class _Session:
     documents: VectorStore | None = None  # the ingested documents, for the cosines /sources shows
     last_sources: Sequence[Document] = ()
     last_cosines: Sequence[float | None] = ()
+    last_answer: str = ""
 
     def clear(self) -> None:
         self.memory.clear(self.conversation_id)
@@ -69,6 +70,7 @@ class _Session:
         self.persist()
         self.last_sources = ()
         self.last_cosines = ()
+        self.last_answer = ""
 
 
 def _repository(settings: Settings) -> SQLiteChatMemoryRepository | PostgresChatMemoryRepository:
@@ -104,11 +106,11 @@ def chat_memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorSt
     return chroma, lambda: None
 
 
-def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None]) -> None:
+def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None], answer: str) -> None:
     if not documents:
         click.echo("no sources for the last answer", err=True)
         return
-    for line in source_lines(documents, cosine):
+    for line in source_lines(documents, cosine, answer):
         click.echo(line)
 
 
@@ -117,16 +119,18 @@ def _turn(session: _Session, question: str) -> None:
     spec = session.client.prompt(question).advisors(conversation_id=session.conversation_id)
     if session.stream:
         reply = spec.stream()
+        pieces = []
         for piece in reply.content():
+            pieces.append(piece)
             click.echo(piece, nl=False)  # click.echo flushes: each piece shows as soon as it arrives
         click.echo()
-        sources = reply.documents
+        sources, answer = reply.documents, "".join(pieces)
     else:
         response = spec.call().response()
         click.echo(response.text)
-        sources = response.documents
+        sources, answer = response.documents, response.text or ""
     session.persist()
-    session.last_sources = sources
+    session.last_sources, session.last_answer = sources, answer
     store = session.documents
     cosine = cosines(store, question, session.last_sources) if store is not None else []
     session.last_cosines = cosine or [None] * len(session.last_sources)
@@ -151,7 +155,7 @@ def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> N
             if command in ("/exit", "/quit"):
                 return
             if command == "/sources":
-                _print_sources(session.last_sources, session.last_cosines)
+                _print_sources(session.last_sources, session.last_cosines, session.last_answer)
             elif command == "/help":
                 click.echo(_HELP, err=True)
             elif command == "/clear":

@@ -242,7 +242,7 @@ def eval_command(
     answerer: ChatModel | None = None
     judge: LLMJudge | None = None
     try:
-        view = DocumentsView(opened.store, distinct=False)  # never chat memory; each chunk as ranked
+        view = DocumentsView(opened.store)  # what ask and query show: no chat memory, each page once
         qset = check_labels(view, qset, _warn)
         answerer, judge = answer_models(settings, qset, answers, answer_with, judge_model)
         if answerer is not None:

@@ -17,7 +17,9 @@ Second document text...
 ```
 
 Headings are never quoted: Markdown heading lines (`## Install`) and paragraphs of one short line
-without closing punctuation (a title such as `Optional File Upload`) are skipped.
+without closing punctuation (a title such as `Optional File Upload`) are skipped, and so are questions
+(an FAQ's "How do I reset it?"). Each is evidence for the sentences below it instead: a question word
+in a heading or question above a sentence counts half as much as one in the sentence.
 A paragraph ending with ":" is quoted with the one short line after it, so "Use this command line:"
 comes with its command; and a sentence does not end after an abbreviation ("eg.", "i.e.", "etc.").
 
@@ -72,6 +74,7 @@ _ABBREVIATION = re.compile(
 )
 _DOUBLED = frozenset("bgmnprt")  # consonants doubled before -ing/-ed: running, stopped (not fill, pass, add)
 _MAX_INTRODUCED = 160  # the longest line quoted with the sentence that introduces it (a command line)
+_HEADING_WEIGHT = 0.5  # a question word in a heading above a sentence, against one in the sentence
 _STOPWORDS_TEXT = """
 a about after all also an and any are as at be been before being but by can
 could did do does doing for from had has have how i if in into is it its
@@ -96,6 +99,9 @@ class _Sentence:
     terms: frozenset[str]
     length: int
     order: int
+    heading: frozenset[str] = frozenset()
+    lead: int = 0
+    asks: bool = False
 
 
 def _stem(word: str) -> str:
@@ -209,14 +215,24 @@ def _split_sentences(unit: str) -> list[str]:
 
 
 def _sentences(passages: Sequence[_Passage]) -> list[_Sentence]:
+    """Every sentence of `passages`, each with the terms of the headings above it in its passage and
+    its place under the nearest one (0 for the first sentence after a heading). A question in the
+    text (an FAQ's "Which languages is the dashboard available in?") is never quoted; it heads the
+    sentences after it, up to the next question or heading, as a heading does."""
     out: list[_Sentence] = []
     for passage in passages:
+        heading: frozenset[str] = frozenset()
+        asked: frozenset[str] = frozenset()
+        lead = 0
         for paragraph, introduces in _paragraphs(passage.text):
             if not introduces and _is_title(paragraph):
-                continue  # "Optional File Upload" says what a section is about; it answers nothing
+                # "Optional File Upload" answers nothing, but says what the sentences below it are about
+                heading, asked, lead = heading | frozenset(_terms(paragraph)), frozenset(), 0
+                continue
             units: list[str] = []
             for line in paragraph.splitlines():
                 if _HEADING.match(line):
+                    heading, asked, lead = heading | frozenset(_terms(line)), frozenset(), 0
                     continue
                 # List items and headings stand alone; other line breaks are wrapping (PDF, Markdown).
                 if _LIST_OR_HEADING.match(line) or not units:
@@ -226,28 +242,45 @@ def _sentences(passages: Sequence[_Passage]) -> list[_Sentence]:
             for unit in units:
                 for sentence in _split_sentences(unit):
                     words = _terms(sentence)
-                    if words:
-                        out.append(
-                            _Sentence(sentence.strip(), passage.label, frozenset(words), len(words), len(out))
+                    if not words:
+                        continue
+                    asks = sentence.rstrip().endswith("?")
+                    text, terms = sentence.strip(), frozenset(words)
+                    out.append(
+                        _Sentence(
+                            text, passage.label, terms, len(words), len(out), heading | asked, lead, asks
                         )
+                    )
+                    asked, lead = (terms, 0) if asks else (asked, lead + 1)
     return out
 
 
 def best_sentences(question: str, passages: Sequence[_Passage], limit: int) -> list[_Sentence]:
-    """Up to `limit` sentences sharing the rarest question words, best first; weak matches dropped."""
+    """Up to `limit` sentences sharing the rarest question words, best first; weak matches dropped.
+
+    A question word in a sentence counts fully. A question word only in a heading above the sentence
+    (in its passage) counts half, and less for each sentence further down that section: the retriever
+    often finds a section by its heading ("## After installing" for "How do I install it?"), and the
+    sentences right under that heading are what the section says about it.
+    """
     sentences = _sentences(passages)
     wanted = set(_terms(question))
     if not wanted or not sentences:
         return []
-    frequency: Counter[str] = Counter(term for s in sentences for term in s.terms)
+    frequency: Counter[str] = Counter(term for s in sentences for term in s.terms | s.heading)
     n = len(sentences)
     normalized_question = " ".join(_WORD.findall(question.lower()))
 
+    def weight(terms: set[str]) -> float:
+        return sum(math.log(1.0 + n / frequency[t]) for t in terms)
+
     def score(sentence: _Sentence) -> float:
-        if " ".join(_WORD.findall(sentence.text.lower())) == normalized_question:
-            return 0.0  # the question echoed in the context is not an answer
-        matched = sum(math.log(1.0 + n / frequency[t]) for t in wanted & sentence.terms)
-        return matched / math.sqrt(max(sentence.length, 8) / 8)  # long sentences match by sheer size
+        if sentence.asks or " ".join(_WORD.findall(sentence.text.lower())) == normalized_question:
+            return 0.0  # a question (the user's echoed, or an FAQ's) is not an answer
+        own = wanted & sentence.terms
+        matched = weight(own) / math.sqrt(max(sentence.length, 8) / 8)  # long sentences match by size
+        headed = weight((wanted & sentence.heading) - own)
+        return matched + _HEADING_WEIGHT * headed / (1 + sentence.lead)
 
     scored = sorted(((score(s), s) for s in sentences), key=lambda pair: (-pair[0], pair[1].order))
     best = scored[0][0]

@@ -8,13 +8,20 @@ Two things stand between a store and what those commands show:
   does, so a remembered turn never comes back as a document. Turns written before the marker existed
   carry none and are not recognised until marked (`rag.memory.mark_legacy_turns`, or
   `rag memory mark-legacy`).
-- **Each text once** (`distinct=True`). A real docs tree often holds the same text twice: Node's
+- **Each page once** (`distinct=True`). A real docs tree often holds the same text twice: Node's
   `all.html` repeats every page, a site keeps an old copy of a guide, a README is copied into a docs
-  folder. A search drops every hit whose text nearly repeats a better-ranked one (`NearDuplicateFilter`:
-  word pairs, ignoring case, punctuation and spacing, Jaccard >= 0.9) and fills the page from further
-  down the ranking. Filling works because a longer result list starts with the shorter one (hybrid and
+  folder. A search drops every hit whose text nearly repeats a better-ranked one of the same page or
+  of a copy of its page (`NearDuplicateFilter` with this store: word pairs, ignoring case,
+  punctuation and spacing, Jaccard >= 0.9 between the chunks, and the smaller page 90 % contained
+  in the larger), and fills the page from further down the ranking. Different pages that share a
+  paragraph (a Prerequisites section repeated in three guides) are not copies: each keeps its hit.
+  Filling works because a longer result list starts with the shorter one (hybrid and
   MMR rank over a fixed candidate pool up to 100): searching 3 x top_k and filtering keeps the order of
   the original ranking.
+
+- **Evidence.** A hit needs a query word or a positive cosine. Lexical and hybrid searches return no
+  other (`stores.ranking`); a vector search returns the store's nearest documents whatever their
+  cosine, so the view drops those at 0 or below (with the hashing embedder, texts sharing no word).
 
 Writes (`add`, `delete`) go to the store unchanged.
 
@@ -34,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 
 from rag.documents import Document, SearchRequest
@@ -70,12 +78,20 @@ def documents_filter(filter: str | Filter | None) -> Filter:
     return scoped_filter(None, tree)
 
 
+def _with_evidence(request: SearchRequest, hits: list[Document]) -> list[Document]:
+    """`hits` without vector hits whose cosine (their score) is 0 or below: no evidence at all."""
+    if request.mode != "vector":
+        return hits
+    return [hit for hit in hits if hit.score is None or hit.score > 0.0]
+
+
 class DocumentsView:
-    """A store whose reads see documents only (never chat memory) and, if `distinct`, each text once.
+    """A store whose reads see documents only (never chat memory) and, if `distinct`, each page once.
 
     Args:
         store: the store to read.
-        distinct: drop near-duplicates of better-ranked hits and fill the page from further down.
+        distinct: drop near-duplicates of better-ranked hits from the same page or a copy of it, and
+            fill the page from further down.
         threshold: the near-duplicate similarity in [0, 1] (1.0: only the same words in the same order).
     """
 
@@ -84,7 +100,7 @@ class DocumentsView:
     ) -> None:
         self.store = store
         self.distinct = distinct
-        self._filter = NearDuplicateFilter(threshold)
+        self._filter = NearDuplicateFilter(threshold, store=self)
         # Tracing spans name the wrapped store (its kind and collection), not this view.
         self.kind = store_kind(store)
         self.collection_name = getattr(store, "collection_name", None)
@@ -117,11 +133,11 @@ class DocumentsView:
         """The store's best `top_k` documents, without memory turns and (if `distinct`) without copies."""
         request = self._scoped(request)
         if not self.distinct:
-            return self.store.similarity_search(request)
+            return _with_evidence(request, self.store.similarity_search(request))
         fetch: int | None = request.top_k * _OVERFETCH
         kept: list[Document] = []
         while fetch is not None:
-            hits = self.store.similarity_search(request.replace(top_k=fetch))
+            hits = _with_evidence(request, self.store.similarity_search(request.replace(top_k=fetch)))
             kept, fetch = self._page(request, hits, fetch)
         return kept
 
@@ -129,12 +145,13 @@ class DocumentsView:
         """`similarity_search`, awaited (through the store's own async search when it has one)."""
         request = self._scoped(request)
         if not self.distinct:
-            return await asimilarity_search(self.store, request)
+            return _with_evidence(request, await asimilarity_search(self.store, request))
         fetch: int | None = request.top_k * _OVERFETCH
         kept: list[Document] = []
         while fetch is not None:
-            hits = await asimilarity_search(self.store, request.replace(top_k=fetch))
-            kept, fetch = self._page(request, hits, fetch)
+            found = await asimilarity_search(self.store, request.replace(top_k=fetch))
+            # off the event loop: telling copies apart may read whole pages from the store
+            kept, fetch = await asyncio.to_thread(self._page, request, _with_evidence(request, found), fetch)
         return kept
 
     @staticmethod

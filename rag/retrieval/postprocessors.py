@@ -6,12 +6,12 @@ a joiner or a reranker.
 Example:
     >>> from rag import Document
     >>> docs = [Document("1", "Add CORS middleware.", {"source": "a.md"}),
-    ...         Document("2", "add  CORS middleware", {"source": "b.md"}),
-    ...         Document("3", "Path parameters.", {"source": "a.md"})]
+    ...         Document("2", "add  CORS middleware", {"source": "a.md"}),
+    ...         Document("3", "Path parameters.", {"source": "b.md"})]
     >>> [d.id for d in NearDuplicateFilter().process(Query("cors"), docs)]
     ['1', '3']
     >>> [d.id for d in MaxPerSource(1).process(Query("cors"), docs)]
-    ['1', '2']
+    ['1', '3']
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ import numpy.typing as npt
 from rag.documents import Document
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
+from rag.filters import Filter, key
 from rag.retrieval.mmr import mmr
 from rag.retrieval.stages import Query
+from rag.vectorstore import VectorStore
 
 __all__ = ["MaxPerSource", "MaximalMarginalRelevance", "NearDuplicateFilter"]
 
@@ -49,37 +51,125 @@ def _shingles(text: str) -> frozenset[tuple[str, ...]]:
     return frozenset(itertools.pairwise(words))
 
 
-class NearDuplicateFilter:
-    """Drops a document whose text nearly repeats one kept before it (the better-ranked copy stays).
+_PageKey = tuple[str, str | None, str | None]
+"""A page: its source, root and record id (`doc_id`, a JSON Lines record)."""
 
-    Texts are compared as sets of consecutive word pairs, ignoring case, punctuation and spacing;
-    two texts whose Jaccard similarity is at least `threshold` are near-duplicates (1.0: only texts
-    with the same words in the same order). Cost: O(n^2) set comparisons for n documents.
+
+def _page_key(document: Document) -> _PageKey | None:
+    meta = document.metadata
+    source = meta.get("source")
+    if source is None:
+        return None
+    root, record = meta.get("root"), meta.get("doc_id")
+    return str(source), None if root is None else str(root), None if record is None else str(record)
+
+
+def _page_filter(page: _PageKey) -> Filter:
+    source, root, record = page
+    tree: Filter = key("source") == source
+    if root is not None:
+        tree = tree & (key("root") == root)
+    if record is not None:
+        tree = tree & (key("doc_id") == record)
+    return tree
+
+
+def _order(document: Document) -> tuple[int, str]:
+    index = document.metadata.get("chunk_index")
+    return (index if isinstance(index, int) and not isinstance(index, bool) else 0), document.id
+
+
+def _any(nodes: list[Filter]) -> Filter:
+    """The OR of `nodes` as a balanced tree (a long list nests only logarithmically)."""
+    if len(nodes) == 1:
+        return nodes[0]
+    middle = len(nodes) // 2
+    return _any(nodes[:middle]) | _any(nodes[middle:])
+
+
+class _Pages:
+    """The word pairs of whole pages, read from `store` in one `get` for all the pages asked for."""
+
+    def __init__(self, store: VectorStore | None) -> None:
+        self._store = store
+        self._shingles: dict[_PageKey, frozenset[tuple[str, ...]]] = {}
+
+    def load(self, pages: set[_PageKey]) -> None:
+        wanted = sorted(pages - set(self._shingles), key=repr)
+        if self._store is None or not wanted:
+            return
+        chunks: dict[_PageKey, list[Document]] = {page: [] for page in wanted}
+        for chunk in self._store.get(filter=_any([_page_filter(page) for page in wanted])):
+            page = _page_key(chunk)
+            if page in chunks:
+                chunks[page].append(chunk)
+        for page, found in chunks.items():
+            self._shingles[page] = _shingles("\n\n".join(c.text for c in sorted(found, key=_order)))
+
+    def of(self, page: _PageKey) -> frozenset[tuple[str, ...]] | None:
+        return self._shingles.get(page)
+
+
+class NearDuplicateFilter:
+    """Drops a document that repeats one kept before it, from the same page or from a copy of its page.
+
+    Texts are compared as sets of consecutive word pairs, ignoring case, punctuation and spacing; two
+    chunks whose Jaccard similarity is at least `threshold` are near-identical (1.0: only the same words
+    in the same order). A near-identical chunk is dropped (the better-ranked one stays) when both come
+    from one page (`source`, `root` and `doc_id` alike; a document without `source` is a page of its
+    own) or when their pages are copies: with a `store` to read whole pages from, the smaller page's
+    word pairs are at least `threshold` contained in the larger's (a README copied into a docs folder,
+    an `all.html` that repeats every page). Different pages that share a paragraph are not copies, and
+    without a `store` chunks of different pages are always kept. Cost: O(n^2) set comparisons for n
+    documents, plus one `store.get` for the pages that have a near-identical chunk in another page.
 
     Example:
         >>> from rag import Document
         >>> docs = [Document("a", "The beacon is lit at dusk."), Document("b", "the beacon is lit at dusk")]
         >>> [d.id for d in NearDuplicateFilter(threshold=1.0).process(Query("beacon"), docs)]
         ['a']
+        >>> shared = [Document(i, "Set the API key first.", {"source": s}) for i, s in (("c", "chat.md"),
+        ...           ("e", "embed.md"))]
+        >>> [d.id for d in NearDuplicateFilter().process(Query("key"), shared)]  # two pages, one paragraph
+        ['c', 'e']
     """
 
-    def __init__(self, threshold: float = 0.9) -> None:
+    def __init__(self, threshold: float = 0.9, *, store: VectorStore | None = None) -> None:
         self.threshold = _unit("threshold", threshold)
+        self.store = store
 
     def process(self, query: Query, documents: Sequence[Document]) -> list[Document]:
-        kept: list[Document] = []
-        seen: list[frozenset[tuple[str, ...]]] = []
-        for document in documents:
-            shingles = _shingles(document.text)
-            if not any(self._similar(shingles, other) for other in seen):
-                kept.append(document)
-                seen.append(shingles)
-        return kept
+        shingles = [_shingles(document.text) for document in documents]
+        keys = [_page_key(document) for document in documents]
+        near = {
+            (i, j) for j in range(len(documents)) for i in range(j) if self._similar(shingles[i], shingles[j])
+        }
+        pages = _Pages(self.store)
+        between = [(keys[i], keys[j]) for i, j in near if keys[i] != keys[j]]
+        pages.load({key for pair in between for key in pair if key is not None})
+        kept: list[int] = []
+        for j, document in enumerate(documents):
+            if not any((i, j) in near and self._copies(documents[i], document, pages) for i in kept):
+                kept.append(j)
+        return [documents[j] for j in kept]
 
     def _similar(self, a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
         if not a or not b:
             return a == b  # two texts without words are the same (empty) text
         return len(a & b) / len(a | b) >= self.threshold
+
+    def _copies(self, a: Document, b: Document, pages: _Pages) -> bool:
+        """Whether two near-identical chunks come from one page or from pages that are copies."""
+        page_a, page_b = _page_key(a), _page_key(b)
+        if page_a == page_b:  # one page, or two documents without a source compared by their text
+            return True
+        whole_a = _shingles(a.text) if page_a is None else pages.of(page_a)
+        whole_b = _shingles(b.text) if page_b is None else pages.of(page_b)
+        if whole_a is None or whole_b is None:
+            return False
+        if not whole_a or not whole_b:
+            return whole_a == whole_b
+        return len(whole_a & whole_b) / min(len(whole_a), len(whole_b)) >= self.threshold
 
 
 class MaxPerSource:

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 from rag.filters import Filter, as_filter, key
+from rag.retrieval.source_identity import widen_source_names
 
 __all__ = ["CHAT_MEMORY_KIND", "KIND_KEY", "MEMORY_MARKER", "scoped_filter"]
 
@@ -30,8 +31,10 @@ def scoped_filter(scope: str | Filter | None, filter: str | Filter | None) -> Fi
 
     `QuestionAnswerAdvisor.effective_filter` and `VectorStoreDocumentRetriever` share it, so both keep
     chat memory out and stay inside their scope the same way, whatever `filter` (a request's) holds.
+    A file named in `source` by its identity (`docs/guide/install.md`, as `rag query` shows it) is
+    found as by its path (`rag.retrieval.source_identity.widen_source_names`).
     """
-    parts = [part for part in (as_filter(scope), as_filter(filter)) if part is not None]
+    parts = [widen_source_names(part) for part in (as_filter(scope), as_filter(filter)) if part is not None]
     parts.append(~MEMORY_MARKER)
     combined = parts[0]
     for part in parts[1:]:

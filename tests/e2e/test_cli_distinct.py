@@ -68,3 +68,43 @@ def test_a_page_of_copies_grows_until_it_is_full() -> None:
     hits = DocumentsView(store).similarity_search(SearchRequest("beacon lamp lit at dusk", top_k=2))
     assert [h.id for h in hits][1] == "other" and hits[0].id.startswith("copy")
     assert DocumentsView(store).similarity_search(SearchRequest("beacon", top_k=0)) == []
+
+
+SHARED = "Export the API key as SPRING_AI_OPENAI_API_KEY before you start the application."
+
+
+@pytest.fixture
+def guides(tmp_path: Path) -> Path:
+    """Three different guides that repeat one Prerequisites paragraph, as Spring AI's OpenAI pages do."""
+    site = tmp_path / "guides"
+    site.mkdir()
+    for name, body in (
+        ("chat", "The chat client sends messages and streams the replies token by token."),
+        ("embeddings", "The embedding client turns texts into vectors of 1536 numbers."),
+        ("image", "The image client draws pictures from a prompt at three sizes."),
+    ):
+        (site / f"openai-{name}.md").write_text(
+            f"# OpenAI {name}\n\n{body}\n\n## Prerequisites\n\n{SHARED}\n", encoding="utf-8"
+        )
+    return site
+
+
+def test_pages_that_share_a_paragraph_are_not_copies(cli: Cli, guides: Path) -> None:
+    assert cli("ingest", guides, "--store", "numpy").exit_code == 0
+    result = cli("query", "set the OpenAI API key", "--store", "numpy", "--top-k", "3", "--json")
+    hits = json.loads(result.stdout)
+    assert {h["source"] for h in hits} == {"openai-chat.md", "openai-embeddings.md", "openai-image.md"}
+    assert all(_paragraph(h) == SHARED for h in hits)
+
+
+def test_eval_counts_the_hits_the_user_sees(cli: Cli, tree: Path, tmp_path: Path) -> None:
+    """`faq.md` is second in what `rag query` shows (the copy of cors.md left out), so it is found at
+    top-k 2; counted over the copies it would be third."""
+    assert cli("ingest", tree, "--store", "numpy").exit_code == 0
+    questions = tmp_path / "q.jsonl"
+    row = {"question": "add the CORS middleware", "relevant": [{"source": "faq.md"}]}
+    questions.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    result = cli("eval", questions, "--store", "numpy", "--top-k", "2", "--mode", "hybrid", "--json")
+    assert result.exit_code == 0, result.stderr
+    [line] = json.loads(result.stdout)["settings"]
+    assert line["hit_rate"] == 1.0

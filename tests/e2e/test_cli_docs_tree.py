@@ -135,7 +135,8 @@ def test_files_without_a_suffix_are_read_with_as_text_dot(cli: Cli, tmp_path: Pa
     assert read.exit_code == 0, read.stderr
     assert json.loads(read.stdout)["files"]["new"] == 2
     assert "skipped 1 file: (no suffix) x1" in read.stderr and "hint:" not in read.stderr  # the binary
-    sources = {h["source"] for h in _hits(cli)}
+    found = cli("query", "wick keepers hinges", "--store", "numpy", "--top-k", "10", "--json")
+    sources = {h["source"] for h in json.loads(found.stdout)}
     assert {"README", "copyright", "notes.md"} <= sources and "lantern-bin" not in sources
 
 

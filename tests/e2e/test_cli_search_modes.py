@@ -54,7 +54,7 @@ def test_query_and_ask_send_the_options(ingested: RunCli, searches: list[SearchR
     options = ("--mode", "hybrid", "--fusion", "weighted", "--vector-weight", "0.8", "--diversity", "0.3")
     # --keep-duplicates: the store sees the page size itself (by default the CLI searches 3x deeper).
     result = ingested(
-        "query", "brass bolts", "--store", "numpy", "-k", "2", *options, "--json", "--keep-duplicates"
+        "query", "brass bolts tides", "--store", "numpy", "-k", "2", *options, "--json", "--keep-duplicates"
     )
     assert result.exit_code == 0, result.stderr
     assert len(json.loads(result.stdout)) == 2
@@ -65,7 +65,7 @@ def test_query_and_ask_send_the_options(ingested: RunCli, searches: list[SearchR
         ("hybrid", "weighted", 0.8, 0.3),
         ("lexical", DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, 0.0),
     ]
-    assert (searches[1].query, searches[1].top_k) == ("brass bolts", 2)
+    assert (searches[1].query, searches[1].top_k) == ("brass bolts tides", 2)
     assert searches[2].query == "Who logs fog signals?"
 
 
@@ -140,8 +140,9 @@ def test_eval_compares_modes_side_by_side(
     assert [(r["mode"], r["top_k"]) for r in rows] == [
         (m, k) for m in ("vector", "lexical", "hybrid") for k in (1, 3)
     ]
+    # eval reads what query shows (copies left out), which searches 3x the deepest top-k
     assert [(s.mode, s.top_k, s.fusion, s.vector_weight) for s in searches] == [
-        (m, 3, "weighted", 0.6) for m in ("vector", "lexical", "hybrid") for _ in labelled
+        (m, 9, "weighted", 0.6) for m in ("vector", "lexical", "hybrid") for _ in labelled
     ]
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert [line.split(",")[0] for line in csv.read_text(encoding="utf-8").splitlines()] == [

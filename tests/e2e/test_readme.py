@@ -178,16 +178,74 @@ def test_every_shell_command_runs_against_the_sample_data(
             text=True,
         )
         assert result.returncode == 0, (argv, result.stderr)
+        if argv[1] == "ask":
+            _check_answer(argv[2], result.stdout)
+        if argv[1] == "query":
+            _check_query(argv, result.stdout)
         if argv[1] == "delete":  # each delete example removes something from the sample data
             assert re.fullmatch(r"deleted [1-9]\d* chunk\(s\) from 1 source\(s\)\n", result.stdout), (
                 argv,
                 result,
             )
+            # ingest again: the questions asked after it are answered from the whole sample
+            subprocess.run(
+                [str(RAG), "ingest", "data/docs"], cwd=folder, env=env, check=True, capture_output=True
+            )
     assert (folder / "eval.png").read_bytes()[:4] == b"\x89PNG"
+    [set_up] = [q for q in _asked() if q.startswith("Which system user")]  # the Set up section's
+    asked = subprocess.run(
+        [str(RAG), "ask", set_up], cwd=folder, env=_clean_env(), capture_output=True, text=True
+    )
+    _check_answer(set_up, asked.stdout)
     assert found.traces, "the traced `rag ask` example exported its spans"
 
 
 SERVE = "## Serving the documents (`rag serve`)"
+
+# Every question the README asks of the sample docs, with the page that answers it and a phrase the
+# answer must quote from it.
+README_QUESTIONS = {
+    "Which system user does the verdigrisd service run as?": ("guide/install.md", "`vgrow`"),
+    "How do I calibrate a probe?": ("reference/sensor-calibration.rst", "vgctl sensor calibrate"),
+    "Which user runs the service?": ("guide/install.md", "`vgrow`"),
+    "How do I install it?": ("guide/install.md", "sudo systemctl enable --now verdigrisd"),
+}
+
+
+def _asked() -> set[str]:
+    """The questions the README's commands and its serve example ask."""
+    commands = [
+        shlex.split(line, comments=True)
+        for _, code in _blocks("bash")
+        for line in code.replace("\\\n", " ").splitlines()
+    ]
+    asked = {
+        argv[i + 2]
+        for argv in commands
+        for i, word in enumerate(argv[:-2])
+        if argv[i : i + 2] == ["rag", "ask"]
+    }
+    asked.update(re.findall(r'"content": "([^"]+)"', README))
+    return asked
+
+
+def _check_answer(question: str, output: str) -> None:
+    """`rag ask QUESTION`'s output quotes the page README_QUESTIONS names, and cites it first."""
+    page, phrase = README_QUESTIONS[question]
+    answer, sources = output.split("\nSources:\n")
+    assert "cannot answer" not in answer and phrase in answer and f"[{page}]" in answer, (question, output)
+    assert sources.splitlines()[0].split("] ", 1)[1].startswith(page), (question, sources)
+
+
+def _check_query(argv: list[str], output: str) -> None:
+    """`rag query "error E-214"`: the error's own page first, and no hit without evidence."""
+    rows = output.splitlines()[:-1]  # the last line explains the two scores
+    assert argv[2] == "error E-214" and rows[0].split()[5] == "docs/reference/error-codes.md", rows
+    assert all(not re.search(r"score 0\.000\s+cosine 0\.000", row) for row in rows), rows
+
+
+def test_the_readme_asks_only_the_questions_checked_here() -> None:
+    assert _asked() == set(README_QUESTIONS)
 
 
 @pytest.mark.slow
@@ -211,6 +269,7 @@ def test_serve_examples_run_against_a_real_server(tmp_path: Path) -> None:
         code = client_code.replace("http://127.0.0.1:8000", base)
         printed = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
         assert printed.returncode == 0 and "Sources:" in printed.stdout, printed.stderr
+        _check_answer("How do I install it?", printed.stdout)
         commands = shlex.split(curls.replace("\\\n", " ").replace("http://127.0.0.1:8000", base))
         first, second = _split_commands(commands)
         stream = subprocess.run(first, capture_output=True, text=True, timeout=60)

@@ -26,8 +26,8 @@ def test_markdown_headings_and_title_lines_are_never_quoted() -> None:
 
 
 def test_list_items_and_sentences_without_a_full_stop_are_still_quoted() -> None:
-    passages = "[1] (source: steps.md)\n- run the upload server\n\n[2] (source: faq.md)\nIs the server up?"
+    passages = "[1] (source: steps.md)\n- run the upload server\n\n[2] (source: faq.md)\nThe server is up!"
     assert _answer(passages, "upload server") == [
         "- run the upload server [steps.md]",
-        "- Is the server up? [faq.md]",
+        "- The server is up! [faq.md]",
     ]

@@ -73,7 +73,8 @@ def _reference(store: NumpyVectorStore, request: SearchRequest) -> list[Hit]:
         weights = [2.0 * request.vector_weight, 2.0 * (1.0 - request.vector_weight)]
         rankings = [[i for i, _ in vector], [i for i, _ in lexical]]
         fused = reciprocal_rank_fusion(rankings, k=request.rrf_k, weights=weights)
-    return fused[: request.top_k]
+    evident = {i for i, _ in lexical} | {i for i, cosine in vector if cosine > 0.0}
+    return [hit for hit in fused if hit[0] in evident][: request.top_k]
 
 
 def _hits(store: NumpyVectorStore, request: SearchRequest) -> list[Hit]:

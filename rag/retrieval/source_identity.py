@@ -1,0 +1,75 @@
+"""A filter on `source` that names a file the way `rag query` and `rag info` show it, `ROOT/PATH`.
+
+A chunk carries its file's path inside the folder it was ingested from as `source`
+(`guide/install.md`) and that folder's label as `root` (`docs`); a file's identity, which `rag query`,
+`rag info` and `rag serve`'s search show, is `docs/guide/install.md`. Both names select the file:
+`widen_source_names` rewrites every `source == 'A/B'` and `source IN [...]` so that it also matches
+the chunks whose `root` and `source` make up that identity (a root's label is a folder's name, so
+the name splits at its first `/`):
+
+    source == 'docs/guide/install.md'
+    -> source == 'docs/guide/install.md' OR (root == 'docs' AND source == 'guide/install.md')
+
+A name without `/` is left as it is, and so is every other comparison (`!=`, `NOT IN`, `LIKE`);
+under `NOT` the widened comparison is negated whole, so `NOT source == 'docs/guide/install.md'`
+leaves that file out under either name. The advisors' and the commands' searches run their filters
+through it (`rag.retrieval.scope.scoped_filter`).
+
+Example:
+    >>> from rag.filters import key
+    >>> print(widen_source_names(key("source") == "docs/tides.md"))
+    (source == 'docs/tides.md') OR ((root == 'docs') AND (source == 'tides.md'))
+    >>> print(widen_source_names(key("lang") == "en/us"))
+    lang == 'en/us'
+"""
+
+from __future__ import annotations
+
+from rag.filters import Filter, key
+from rag.filters.tree import And, Comparison, Not, Op, Or
+
+__all__ = ["widen_source_names"]
+
+
+def _by_root(names: tuple[object, ...]) -> dict[str, list[str]]:
+    """The paths asked for under each root, for the names that read as `ROOT/PATH` (a root's label is
+    a folder's name, so it holds no `/`)."""
+    paths: dict[str, list[str]] = {}
+    for name in names:
+        if isinstance(name, str):
+            root, _, path = name.partition("/")
+            if root and path:
+                paths.setdefault(root, []).append(path)
+    return paths
+
+
+def _any(nodes: list[Filter]) -> Filter:
+    """The OR of `nodes` as a balanced tree, so a long list of names nests only logarithmically."""
+    if len(nodes) == 1:
+        return nodes[0]
+    middle = len(nodes) // 2
+    return Or(_any(nodes[:middle]), _any(nodes[middle:]))
+
+
+def _widened(node: Comparison) -> Filter:
+    if node.key != "source" or node.op not in (Op.EQ, Op.IN):
+        return node
+    names = node.value if isinstance(node.value, tuple) else (node.value,)
+    alternatives: list[Filter] = [node]
+    for root, paths in _by_root(names).items():
+        path: Filter = key("source") == paths[0] if len(paths) == 1 else key("source").in_(paths)
+        alternatives.append((key("root") == root) & path)
+    return _any(alternatives)
+
+
+def widen_source_names(node: Filter) -> Filter:
+    """`node` with each `source == NAME` / `source IN [...]` also matching `NAME` read as `ROOT/PATH`."""
+    if isinstance(node, Comparison):
+        return _widened(node)
+    if isinstance(node, And):
+        return And(widen_source_names(node.left), widen_source_names(node.right))
+    if isinstance(node, Or):
+        return Or(widen_source_names(node.left), widen_source_names(node.right))
+    if isinstance(node, Not):
+        return Not(widen_source_names(node.operand))
+    return node

@@ -1,0 +1,47 @@
+"""A file is found by the name `rag query` shows for it (`docs/guide/install.md`, its root and path) as
+by its path in the root (`guide/install.md`, what `rag ask` cites): in `--filter` and from Python."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import Result
+
+from rag import ChatClient, Document, ExtractiveChatModel, HashingEmbedding, QuestionAnswerAdvisor
+from stores import NumpyVectorStore
+
+Cli = Callable[..., Result]
+
+
+def test_the_shown_name_and_the_path_filter_the_same_file(cli: Cli, docs: Path) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    shown = json.loads(cli("query", "brass bolts", "--store", "numpy", "--json").stdout)[0]
+    assert (shown["source_id"], shown["source"]) == ("docs/guide/install.md", "guide/install.md")
+    for name in ("docs/guide/install.md", "guide/install.md"):
+        where = f"source == '{name}'"
+        hits = json.loads(cli("query", "tides keepers lantern", "--filter", where, "--json").stdout)
+        assert hits and {h["source_id"] for h in hits} == {"docs/guide/install.md"}, name
+        asked = cli("ask", "What do I tighten?", "--filter", where, "--json", "--no-stream")
+        assert asked.exit_code == 0, asked.stderr
+        assert [row["source"] for row in json.loads(asked.stdout)["sources"]] == ["guide/install.md"]
+    listed = "source IN ['docs/tides.md', 'docs/keepers.txt']"
+    hits = json.loads(cli("query", "tides keepers", "--filter", listed, "--json").stdout)
+    assert {h["source"] for h in hits} == {"tides.md", "keepers.txt"}
+    excluded = json.loads(cli("query", "tides", "--filter", "NOT source == 'docs/tides.md'", "--json").stdout)
+    assert "tides.md" not in {h["source"] for h in excluded}
+
+
+def test_an_advisor_filter_on_the_shown_name_finds_the_file() -> None:
+    store = NumpyVectorStore(HashingEmbedding())
+    store.add(
+        [
+            Document("i", "Tighten the brass bolts.", {"root": "docs", "source": "guide/install.md"}),
+            Document("o", "Tighten the brass bolts.", {"root": "other", "source": "guide/install.md"}),
+        ]
+    )
+    client = ChatClient(ExtractiveChatModel(), advisors=[QuestionAnswerAdvisor(store)])
+    only = QuestionAnswerAdvisor.Params(filter="source == 'docs/guide/install.md'")
+    reply = client.prompt("What do I tighten?").advisors(only).call()
+    assert [d.id for d in reply.response().documents] == ["i"]
