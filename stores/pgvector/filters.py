@@ -94,12 +94,29 @@ def _comparison(node: Comparison, params: list[Any]) -> str:
 
 
 def _compile(node: Filter, params: list[Any]) -> str:
-    if isinstance(node, Comparison):
-        return _comparison(node, params)
-    joiner = " AND " if isinstance(node, And) else " OR "
-    assert isinstance(node, And | Or)
-    # An explicit stack would also do; chains are walked flat by `operands`, so depth stays small.
-    return "(" + joiner.join(_compile(item, params) for item in operands(node)) + ")"
+    """The SQL text of `node` (no `Not` left in it), parameters appended in order.
+
+    Written with an explicit stack of nodes still to write and literal text, so a filter of any depth
+    compiles without recursion; chains of one operator are written flat (`operands`).
+    """
+    parts: list[str] = []
+    stack: list[Filter | str] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, Comparison):
+            parts.append(_comparison(item, params))
+        else:
+            assert isinstance(item, And | Or)
+            joiner = " AND " if isinstance(item, And) else " OR "
+            chain = operands(item)
+            parts.append("(")
+            stack.append(")")
+            for operand in reversed(chain[1:]):
+                stack += [operand, joiner]
+            stack.append(chain[0])
+    return "".join(parts)
 
 
 def compile_filter(tree: Filter | None) -> Condition:
