@@ -33,7 +33,11 @@ _LEAF = st.none() | st.booleans() | st.integers() | st.floats() | _TEXT
 _JSON = st.recursive(
     _LEAF, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3)
 )
-_FILTERS = st.sampled_from(["n == 1", "n IN [1, 2] AND NOT source == 'a.md'", "n = 1", "(", "a" * 3, ""])
+# Small filters, broken ones, and one of 90,000 clauses (990 KB: under the body limit, over the filter's).
+_HUGE_FILTER = " AND ".join(["n == 1"] * 90_000)
+_FILTERS = st.sampled_from(
+    ["n == 1", "n IN [1, 2] AND NOT source == 'a.md'", "n = 1", "(", "a" * 3, "", _HUGE_FILTER]
+)
 _MESSAGE = st.fixed_dictionaries(
     {"role": st.sampled_from(["user", "user", "assistant", "system", "tool", 7]), "content": _TEXT | _JSON}
 )
