@@ -26,6 +26,7 @@ import numpy as np
 
 from rag.documents import MetadataValue
 from rag.errors import InvalidRequestError
+from rag.valid_text import check_fields
 from stores.lexical.text import Vocabulary
 
 __all__ = ["check_text", "json_scalar", "metadata_json", "postings"]
@@ -64,7 +65,9 @@ def metadata_json(metadata: Mapping[str, MetadataValue]) -> str:
 
 
 def check_text(doc_id: str, text: str, metadata: Mapping[str, MetadataValue]) -> None:
-    """Refuse the NUL character, which PostgreSQL text and JSONB cannot hold, naming the document."""
+    """Refuse what PostgreSQL text and JSONB cannot hold, naming the document: the NUL character here,
+    and lone surrogates as every store does (`rag.valid_text`)."""
+    check_fields(doc_id, text, metadata)
     if "\x00" in doc_id or "\x00" in text:
         raise InvalidRequestError(
             f"document {doc_id!r}: PostgreSQL cannot store the NUL character in ids or texts"
