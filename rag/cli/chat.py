@@ -171,7 +171,7 @@ def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> N
     "--conversation", "conversation_id", metavar="ID", help="Conversation to continue [default: new]."
 )
 @click.option(
-    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages per turn."
+    "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="Passages per turn."
 )
 @click.option("--filter", "filter_text", metavar="EXPR", help="Metadata filter for the passages.")
 @click.option(

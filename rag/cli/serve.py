@@ -80,7 +80,7 @@ def build_service(
     help="Requests per minute per client address (more: 429); 0 turns the limit off.",
 )
 @click.option(
-    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages to retrieve."
+    "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="Passages to retrieve."
 )
 @click.option(
     "--history", type=click.IntRange(min=1), default=20, show_default=True, help="Messages remembered."
