@@ -217,7 +217,11 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         rag chat --conversation harbour-notes
         rag chat --mode hybrid --diversity 0.3
     """
-    cid = check_conversation_id(conversation_id) if conversation_id is not None else uuid.uuid4().hex[:12]
+    cid = (
+        check_conversation_id(conversation_id.strip())
+        if conversation_id is not None
+        else uuid.uuid4().hex[:12]
+    )
     settings = command_settings(ctx)
     search = settings.search_request(top_k=options["top_k"], filter=options["filter_text"])
     opened = open_store(settings)

@@ -107,3 +107,10 @@ def test_progress_goes_to_stderr_as_plain_lines_off_a_terminal(
     assert counts[0] == "eval: 1/6 searches (16%)" and counts[-1] == "eval: 6/6 searches (100%)"
     quiet = _rag(["ingest", str(docs)], {**fresh, "RAG_PROGRESS_INTERVAL": "60"})
     assert "ingest: [" not in quiet.stderr  # a run shorter than the interval prints no progress
+
+
+def test_a_conversation_id_is_trimmed_as_the_server_trims_it(cli: Callable[..., Result], docs: Path) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    result = cli("chat", "--store", "numpy", "--conversation", " café\t", input="/exit\n")
+    assert result.exit_code == 0, result.output
+    assert "conversation café (new; resume with --conversation café)" in result.stderr
