@@ -107,7 +107,7 @@ def _check_scalar(value: object, where: str) -> Scalar:
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
-        return _valid_text(str.__str__(value), f"filter value {value!r} for {where}")
+        return str.__str__(value)
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, float):
@@ -117,16 +117,6 @@ def _check_scalar(value: object, where: str) -> Scalar:
     raise FilterError(
         f"filter value {value!r} for {where} must be a str, int, float or bool, not {type(value).__name__}"
     )
-
-
-def _valid_text(text: str, what: str) -> str:
-    """`text`, refused if it holds a lone surrogate: no store holds one, and none can be sent to a server."""
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise FilterError(f"{what} is not valid Unicode text (it holds a lone surrogate)") from None
-    return text
 
 
 class _Node:
@@ -231,7 +221,7 @@ class Comparison(_Node):
     def __post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
             raise FilterError(f"filter key {self.key!r} must be a non-empty string")
-        object.__setattr__(self, "key", _valid_text(str.__str__(self.key), f"filter key {self.key!r}"))
+        object.__setattr__(self, "key", str.__str__(self.key))
         try:
             op = Op(self.op)
         except ValueError:

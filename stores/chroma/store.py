@@ -39,7 +39,6 @@ from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, unique_ids
-from rag.valid_text import check_valid_text
 from rag.vectorstore import AsyncStoreMixin
 from stores.chroma.answering import Answering
 from stores.chroma.client import connect, lock_key, open_collection, purger
@@ -261,7 +260,6 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
         docs = list({doc.id: doc for doc in self._documents(documents)}.values())
         if not docs:
             return
-        check_valid_text(docs)  # lone surrogates: refused by every store alike
         vectors = self._vectors(docs)
         metadatas: list[dict[str, Any]] = []
         opaque: set[str] = set()

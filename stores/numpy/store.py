@@ -39,7 +39,6 @@ from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.text import with_context
-from rag.valid_text import check_valid_text
 from rag.vectorstore import AsyncStoreMixin
 from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
@@ -139,7 +138,6 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         if not latest:
             return
         batch = list(latest.values())
-        check_valid_text(batch)  # lone surrogates: refused by every store alike
         vectors = self._vectors_for(batch)
         metadatas = [d.metadata for d in batch]  # packed on write: later changes to them do not leak in
         with self._lock.write():
