@@ -102,6 +102,11 @@ class RagGroup(click.Group):
                 raise
             click.echo("interrupted (the next run resumes where this one stopped)", err=True)
             ctx.exit(130)
+        except BrokenPipeError:
+            from rag.cli._pipes import quiet_broken_pipe
+
+            quiet_broken_pipe()  # `rag info | head -2`: the reader has all it wanted
+            ctx.exit(0)
 
 
 def require(module: str, extra: str, feature: str) -> None:

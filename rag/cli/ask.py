@@ -63,7 +63,7 @@ def _print_sources(
 @click.command("ask")
 @click.argument("question")
 @click.option(
-    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages to retrieve."
+    "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="Passages to retrieve."
 )
 @threshold_and_filter_options
 @exact_option

@@ -175,7 +175,7 @@ def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> N
     "--conversation", "conversation_id", metavar="ID", help="Conversation to continue [default: new]."
 )
 @click.option(
-    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages per turn."
+    "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="Passages per turn."
 )
 @click.option("--filter", "filter_text", metavar="EXPR", help="Metadata filter for the passages.")
 @click.option(
@@ -221,7 +221,11 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         rag chat --conversation harbour-notes
         rag chat --mode hybrid --diversity 0.3
     """
-    cid = check_conversation_id(conversation_id) if conversation_id is not None else uuid.uuid4().hex[:12]
+    cid = (
+        check_conversation_id(conversation_id.strip())
+        if conversation_id is not None
+        else uuid.uuid4().hex[:12]
+    )
     settings = command_settings(ctx)
     search = settings.search_request(top_k=options["top_k"], filter=options["filter_text"])
     opened = open_store(settings)

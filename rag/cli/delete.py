@@ -98,8 +98,11 @@ def delete(
             if count == 0:
                 click.echo("nothing matches; nothing deleted", err=True)
                 return
-            if not yes:
-                click.confirm(f"Delete {count} chunk(s) matching {str(selection)!r}?", abort=True, err=True)
+            question = f"Delete {count} chunk(s) matching {str(selection)!r}?"
+            if not yes and not click.confirm(question, err=True):
+                # Declining is an answer, not a failure: say what happened and exit 0.
+                click.echo("nothing deleted", err=True)
+                return
             removed, sources = delete_matching(opened, selection)
     finally:
         opened.close()

@@ -8,8 +8,10 @@ from typing import Any
 
 import click
 
+from ingest.progress import CountProgress
 from rag.chat.model import ChatModel
 from rag.cli._common import command_settings, common_options, open_store, require
+from rag.cli._eval_progress import CountedSearches, expected_searches
 from rag.cli._labels import check_labels
 from rag.cli._models import build_chat_model
 from rag.cli._options import search_options, store_options
@@ -255,17 +257,21 @@ def eval_command(
             f"mode(s) ({', '.join(chosen)}) against {opened.location}",
             err=True,
         )
+        base = settings.search_request()
+        total = expected_searches(len(qset), len(filter_settings), chosen, len(thresholds), base.diversity)
+        progress = CountProgress("eval", "searches", total)
         results = evaluate(
-            view,
+            CountedSearches(view, progress),  # a VectorStore by delegation
             qset,
             top_k=top_k,
             thresholds=thresholds,
             filters=filter_settings,
             modes=chosen,  # type: ignore[arg-type]  # checked by the --mode callback
-            search_request=settings.search_request(),
+            search_request=base,
             answerer=answerer,
             judge=judge,
         )
+        progress.close()
     finally:
         opened.close()
         for model in (answerer, judge.model if judge is not None else None):

@@ -16,7 +16,10 @@ from rag.memory.legacy_turns import count_legacy_turns
 from rag.retrieval.scope import MEMORY_MARKER
 from rag.vectorstore import VectorStore
 
-__all__ = ["chunking_in_effect", "describe", "info", "record_counts", "recorded_search"]
+__all__ = ["SHOWN_SOURCES", "chunking_in_effect", "describe", "info", "record_counts", "recorded_search"]
+
+SHOWN_SOURCES = 20
+"""How many sources `rag info` lists when neither --sources nor --no-sources is given."""
 
 
 def record_counts(store: VectorStore) -> dict[str, int]:
@@ -98,10 +101,18 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
 
 @click.command("info")
 @store_options()
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON (every source, always).")
+@click.option(
+    "--sources/--no-sources",
+    "list_sources",
+    default=None,
+    help=f"List every source, or none; by default the first {SHOWN_SOURCES} and how many more.",
+)
 @common_options
 @click.pass_context
-def info(ctx: click.Context, store: str | None, collection: str | None, as_json: bool) -> None:
+def info(
+    ctx: click.Context, store: str | None, collection: str | None, as_json: bool, list_sources: bool | None
+) -> None:
     """Show the collection, its record count, embedding model, search settings, roots and sources.
 
     Records are counted as documents and chat-memory turns apart (turns that Python code wrote into
@@ -113,7 +124,8 @@ def info(ctx: click.Context, store: str | None, collection: str | None, as_json:
     embedder, or `rag eval --tune` (the questions file and when).
 
     Sources are listed by identity: the label of the root they were ingested from, then their path
-    in it (`docs/guide/install.md`); each root's folder is listed under `roots`.
+    in it (`docs/guide/install.md`); each root's folder is listed under `roots`. A large home shows
+    its first sources and a count of the rest: --sources lists them all, --no-sources none.
 
     \b
     Example:
@@ -141,6 +153,10 @@ def info(ctx: click.Context, store: str | None, collection: str | None, as_json:
     click.echo(f"{'roots:':<17}{len(facts['roots'])}")
     for label, path in facts["roots"].items():
         click.echo(f"  {label}  {path}")
-    click.echo(f"{'sources:':<17}{len(facts['sources'])}")
-    for source, chunks in facts["sources"].items():
+    sources = list(facts["sources"].items())
+    click.echo(f"{'sources:':<17}{len(sources)}")
+    shown = len(sources) if list_sources else 0 if list_sources is False else SHOWN_SOURCES
+    for source, chunks in sources[:shown]:
         click.echo(f"  {source}  ({chunks} chunk{'' if chunks == 1 else 's'})")
+    if list_sources is None and len(sources) > shown:
+        click.echo(f"  ... and {len(sources) - shown:,} more (rag info --sources lists them all)")

@@ -70,7 +70,7 @@ def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[
 @click.command("query")
 @click.argument("text")
 @click.option(
-    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="How many chunks."
+    "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="How many chunks."
 )
 @threshold_and_filter_options
 @exact_option

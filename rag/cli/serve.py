@@ -8,14 +8,13 @@ from typing import Any
 
 import click
 
-from rag.cli._common import OpenedStore, command_settings, open_store
+from rag.cli._common import OpenedStore, command_settings, open_store, require
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
     answering_options,
     threshold_and_filter_options,
 )
 from rag.config import Settings
-from rag.errors import ConfigError
 from rag.secret import Secret
 from rag.serve.config import DEFAULT_MAX_BODY_BYTES, DEFAULT_RATE_LIMIT, ServeConfig, check_binding
 from rag.serve.service import RagService
@@ -60,6 +59,12 @@ def build_service(
     help="Bearer token every request must send; required to bind a non-loopback address "
     "[env RAG_SERVE_TOKEN].",
 )
+@click.option(
+    "--forwarded-allow-ips",
+    metavar="ADDRESSES",
+    help="Comma-separated proxy addresses or networks (or '*') whose X-Forwarded-For header names the "
+    "client; by default no one's is believed [env RAG_SERVE_FORWARDED_ALLOW_IPS].",
+)
 @click.option("--model-name", default="rag", show_default=True, help="The model id clients ask for.")
 @click.option(
     "--max-body",
@@ -76,7 +81,7 @@ def build_service(
     help="Requests per minute per client address (more: 429); 0 turns the limit off.",
 )
 @click.option(
-    "--top-k", "-k", type=click.IntRange(min=0), default=4, show_default=True, help="Passages to retrieve."
+    "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="Passages to retrieve."
 )
 @click.option(
     "--history", type=click.IntRange(min=1), default=20, show_default=True, help="Messages remembered."
@@ -97,6 +102,7 @@ def serve(
     host: str,
     port: int,
     token: str | None,
+    forwarded_allow_ips: str | None,
     model_name: str,
     max_body: int,
     rate_limit: int,
@@ -124,11 +130,18 @@ def serve(
         curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
           -d '{"model": "rag", "messages": [{"role": "user", "content": "How do I install it?"}]}'
     """
-    secret_text = token or os.environ.get("RAG_SERVE_TOKEN") or None
-    secret = Secret(secret_text) if secret_text else None
+    secret_text = token if token is not None else os.environ.get("RAG_SERVE_TOKEN")
+    secret = Secret(secret_text) if secret_text is not None else None
     check_binding(host, secret)  # before anything is opened: refusing is cheap
+    proxies = forwarded_allow_ips or os.environ.get("RAG_SERVE_FORWARDED_ALLOW_IPS") or None
     settings = command_settings(ctx)
-    config = ServeConfig(model_name=model_name, token=secret, max_body_bytes=max_body, rate_limit=rate_limit)
+    config = ServeConfig(
+        model_name=model_name,
+        token=secret,
+        max_body_bytes=max_body,
+        rate_limit=rate_limit,
+        forwarded_allow_ips=proxies,
+    )
     search = {
         "top_k": top_k,
         "threshold": threshold,
@@ -142,12 +155,12 @@ def serve(
 
 def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: dict[str, Any]) -> None:
     """Open the store, build the app and serve it until interrupted."""
-    try:
-        import uvicorn
+    require("uvicorn", "serve", "rag serve")
+    require("starlette", "serve", "rag serve")
+    import uvicorn
 
-        from rag.serve import create_app
-    except ImportError as exc:
-        raise ConfigError("rag serve needs the 'serve' extra: pip install 'rag-advisors[serve]'") from exc
+    from rag.serve import create_app
+
     opened = open_store(settings)
     config = dataclasses.replace(config, home_name=opened.location)
     app = create_app(build_service(settings, opened, **search), config)
@@ -158,6 +171,16 @@ def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: 
     )
     click.echo(f"ask from a browser: {where}/", err=True)
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+        # uvicorn believes X-Forwarded-For from 127.0.0.1 by default: only the proxies named here.
+        proxies = config.forwarded_allow_ips
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            access_log=False,
+            proxy_headers=proxies is not None,
+            forwarded_allow_ips=proxies,
+        )
     finally:
         opened.close()

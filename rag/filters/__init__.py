@@ -12,11 +12,14 @@ Example:
 from rag.filters.builder import Key, key
 from rag.filters.evaluate import holds, matches
 from rag.filters.normal import MAX_DEPTH, Junction, Normal, normalize
-from rag.filters.parser import as_filter, parse
+from rag.filters.parser import MAX_COMPARISONS, MAX_FILTER_LENGTH, MAX_LIST_VALUES, as_filter, parse
 from rag.filters.tree import And, Comparison, Filter, Not, Op, Or, Scalar, negate, push_not_down
 
 __all__ = [
+    "MAX_COMPARISONS",
     "MAX_DEPTH",
+    "MAX_FILTER_LENGTH",
+    "MAX_LIST_VALUES",
     "And",
     "Comparison",
     "Filter",

@@ -20,12 +20,18 @@ from rag.filters.lexer import Token, tokenize
 from rag.filters.normal import MAX_DEPTH
 from rag.filters.tree import And, Comparison, Filter, Not, Op, Or, Scalar
 
-__all__ = ["MAX_NESTING", "as_filter", "parse"]
+__all__ = ["MAX_COMPARISONS", "MAX_FILTER_LENGTH", "MAX_LIST_VALUES", "MAX_NESTING", "as_filter", "parse"]
 
 MAX_NESTING = MAX_DEPTH
 """How many NOT, AND and OR operators may wait for their right side at once: a bound on the depth of the
 tree, so that every tree the parser returns is within `rag.filters.normal.MAX_DEPTH` and every store
 answers it. Parentheses alone cost nothing and are not limited."""
+MAX_FILTER_LENGTH = 100_000
+"""The longest filter text, in characters, the parser reads; a longer one is refused before any work."""
+MAX_COMPARISONS = 5_000
+"""The most comparisons one filter text may hold (`a == 1 AND b == 2` holds two)."""
+MAX_LIST_VALUES = 10_000
+"""The most values one `IN [...]` / `NOT IN [...]` list in filter text may hold."""
 
 _COMPARE = {"==": Op.EQ, "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
 _SIMPLE_WORDS = {"in": Op.IN, "nin": Op.NIN, "contains": Op.CONTAINS}
@@ -57,6 +63,7 @@ class _Parser:
         self._tokens: Iterator[Token] = tokenize(text)
         self.token = next(self._tokens)
         self.previous: Token | None = None
+        self.comparisons = 0
 
     # -- tokens -------------------------------------------------------------------------------------
 
@@ -142,6 +149,11 @@ class _Parser:
     # -- comparisons --------------------------------------------------------------------------------
 
     def _comparison(self) -> Comparison:
+        self.comparisons += 1
+        if self.comparisons > MAX_COMPARISONS:
+            raise self.fail(
+                f"filter holds more than {MAX_COMPARISONS} comparisons; the limit is {MAX_COMPARISONS}"
+            )
         key_token = self._key()
         op = self._operator()
         value: Scalar | tuple[Scalar, ...] | None = None
@@ -223,6 +235,10 @@ class _Parser:
             if not self.is_op(","):
                 raise self.fail(f"expected ',' or ']'{self.after()}")
             self.advance()
+            if len(values) == MAX_LIST_VALUES:
+                raise self.fail(
+                    f"list holds more than {MAX_LIST_VALUES} values; the limit is {MAX_LIST_VALUES}"
+                )
             values.append(self._value())
         self.advance()
         return tuple(values)
@@ -245,12 +261,19 @@ def _fold(stack: list[_Pending], node: Filter) -> Filter:
 def parse(text: str) -> Filter:
     """Parse filter text (FILTERS.md) into a tree.
 
+    Text past the size limits (`MAX_FILTER_LENGTH` characters, `MAX_COMPARISONS` comparisons,
+    `MAX_LIST_VALUES` values in one list) is refused, so no input keeps a caller busy for long.
+
     Raises:
-        FilterSyntaxError: the text does not parse; the message points at the column.
+        FilterSyntaxError: the text does not parse, or passes a size limit (the message names it and
+            points at the column).
         FilterError: `text` is not a string.
     """
     if not isinstance(text, str):
         raise FilterError(f"filter text must be a str, got {text!r}")
+    if len(text) > MAX_FILTER_LENGTH:
+        reason = f"filter text is {len(text)} characters long; the limit is {MAX_FILTER_LENGTH}"
+        raise FilterSyntaxError(reason, text, MAX_FILTER_LENGTH + 1)
     if not text.strip():
         raise FilterSyntaxError("empty filter", text, 1)
     return _Parser(text).parse()

@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from rag.filters import Filter, as_filter, key
-from rag.filters.tree import And, Comparison, Not, Op, Or
+from rag.filters.tree import And, Comparison, Op, Or
 from rag.vectorstore import VectorStore
 
 __all__ = ["identity_paths", "source_filter_hint", "sources_found"]
@@ -46,18 +46,27 @@ def identity_paths(store: VectorStore, missing: set[str]) -> dict[str, str]:
 
 
 def _source_values(node: Filter) -> list[str]:
-    """The values a filter compares `source` with by `==` or `IN`, outside any NOT."""
-    if isinstance(node, And | Or):
-        return _source_values(node.left) + _source_values(node.right)
-    if isinstance(node, Not) or not isinstance(node, Comparison) or node.key != "source":
-        return []
-    if node.op == Op.EQ:
-        values: tuple[object, ...] = (node.value,)
-    elif node.op == Op.IN and isinstance(node.value, tuple):
-        values = node.value
-    else:
-        values = ()
-    return [v for v in values if isinstance(v, str)]
+    """The values a filter compares `source` with by `==` or `IN`, outside any NOT.
+
+    Walked with an explicit stack, so a filter of any length or depth is read without recursion.
+    """
+    found: list[str] = []
+    stack: list[Filter] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, And | Or):
+            stack += [current.right, current.left]
+            continue
+        if not isinstance(current, Comparison) or current.key != "source":
+            continue
+        if current.op == Op.EQ:
+            values: tuple[object, ...] = (current.value,)
+        elif current.op == Op.IN and isinstance(current.value, tuple):
+            values = current.value
+        else:
+            values = ()
+        found += [v for v in values if isinstance(v, str)]
+    return found
 
 
 def source_filter_hint(store: VectorStore, filter: str | Filter | None) -> str | None:

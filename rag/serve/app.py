@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -29,7 +28,9 @@ from rag.chat.messages import ChatResponse
 from rag.client.aspecs import AsyncStreamResponseSpec
 from rag.errors import RagError
 from rag.retrieval.source_names import source_filter_hint
-from rag.serve.config import ServeConfig
+from rag.serve.body import decode_body
+from rag.serve.config import FAILED_AUTH_LIMIT, ServeConfig
+from rag.serve.conversation import CONVERSATION_HEADER, conversation_id_of
 from rag.serve.limits import BodyTooLarge, RateLimiter, read_capped
 from rag.serve.page import page_routes
 from rag.serve.service import RagService
@@ -51,15 +52,18 @@ __all__ = ["CONVERSATION_HEADER", "create_app"]
 
 logger = logging.getLogger("rag.serve")
 
-CONVERSATION_HEADER = "x-conversation-id"
-"""The header naming the conversation whose memory a chat request uses (else the body's `user`)."""
-
 T = TypeVar("T")
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 class _ClientGone(Exception):
     """The client disconnected before the answer was ready."""
+
+
+def _too_many(message: str, wait: float) -> ApiError:
+    error = ApiError(message, status=429, type="rate_limit_error", code="rate_limit_exceeded")
+    error.retry_after = wait  # type: ignore[attr-defined]
+    return error
 
 
 def _error_response(error: ApiError) -> JSONResponse:
@@ -77,18 +81,33 @@ class _Server:
         self.service = service
         self.config = config
         self.limiter = RateLimiter(config.rate_limit)
+        self.failures = RateLimiter(FAILED_AUTH_LIMIT)
         self.created = int(time.time())
 
     # -- guards --------------------------------------------------------------------------------------
+
+    def _client(self, request: Request) -> str:
+        return request.client.host if request.client is not None else "unknown"
 
     def _check_token(self, request: Request) -> None:
         token = self.config.token
         if token is None:
             return
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        client = self._client(request)
+        wait = self.failures.wait(client)
+        if wait is not None:
+            # Too many wrong tokens from this address: no answer says whether the next one is right.
+            raise _too_many(f"too many failed token checks; retry in {wait:.1f} s", wait)
+        given = b""
+        for name, value in request.headers.raw:
+            if name.lower() == b"authorization":
+                given = value
+                break
+        scheme, _, sent = given.partition(b" ")
         # compare_digest: the time taken does not reveal how much of the token was right.
-        matches = hmac.compare_digest(given.strip().encode(), token.reveal().encode())
-        if scheme.lower() != "bearer" or not matches:
+        matches = hmac.compare_digest(sent.strip(), token.reveal().encode())
+        if scheme.lower() != b"bearer" or not matches:
+            self.failures.acquire(client)
             raise ApiError(
                 "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
                 status=401,
@@ -96,17 +115,10 @@ class _Server:
             )
 
     def _check_rate(self, request: Request) -> None:
-        client = request.client.host if request.client is not None else "unknown"
-        wait = self.limiter.acquire(client)
+        wait = self.limiter.acquire(self._client(request))
         if wait is not None:
-            error = ApiError(
-                f"rate limit of {self.config.rate_limit} requests per minute reached; retry in {wait:.1f} s",
-                status=429,
-                type="rate_limit_error",
-                code="rate_limit_exceeded",
-            )
-            error.retry_after = wait  # type: ignore[attr-defined]
-            raise error
+            limit = self.config.rate_limit
+            raise _too_many(f"rate limit of {limit} requests per minute reached; retry in {wait:.1f} s", wait)
 
     async def _json(self, request: Request) -> Any:
         limit = self.config.max_body_bytes
@@ -120,18 +132,16 @@ class _Server:
             raw = await read_capped(request.stream(), limit)
         except BodyTooLarge:
             raise too_large from None
-        try:
-            return json.loads(raw)
-        except ValueError as exc:
-            raise ApiError(f"the request body is not valid JSON: {exc}") from exc
+        # Decoding and checking a large body takes time: off the event loop, so /health never waits.
+        return await asyncio.to_thread(decode_body, raw)
 
     def guarded(self, endpoint: Endpoint) -> Endpoint:
         """`endpoint` behind the token and rate checks, its errors in OpenAI's shape."""
 
         async def run(request: Request) -> Response:
             try:
+                self._check_rate(request)  # first: failed token checks count too
                 self._check_token(request)
-                self._check_rate(request)
                 return await endpoint(request)
             except RagError as exc:
                 return _error_response(status_of(exc))
@@ -166,7 +176,8 @@ class _Server:
 
     async def search(self, request: Request) -> Response:
         body = await self._json(request)
-        documents = await _until_disconnected(request, self.service.search(body))
+        search = await asyncio.to_thread(self.service.search_request, body)  # a filter parses here
+        documents = await _until_disconnected(request, self.service.run_search(search))
         hits = [
             {"rank": rank, "id": d.id, "score": d.score, "text": d.text, "metadata": dict(d.metadata)}
             for rank, d in enumerate(documents, 1)
@@ -174,15 +185,17 @@ class _Server:
         reply: dict[str, Any] = {"object": "list", "query": body["query"], "data": hits}
         if not hits and body.get("filter") is not None:
             # A filter on `source` written as a file's identity (`ROOT/PATH`): say what to write.
-            hint = await asyncio.to_thread(source_filter_hint, self.service.documents(), body["filter"])
+            tree = search.request.filter
+            hint = await asyncio.to_thread(source_filter_hint, self.service.documents(), tree)
             if hint is not None:
                 reply["hint"] = hint
         return JSONResponse(reply)
 
     async def chat(self, request: Request) -> Response:
-        chat = parse_chat_request(await self._json(request))
+        body = await self._json(request)
+        chat = await asyncio.to_thread(parse_chat_request, body)  # a filter parses here
         self._check_model(chat.model)
-        conversation_id = request.headers.get(CONVERSATION_HEADER) or chat.user
+        conversation_id = conversation_id_of(request.headers.raw) or chat.user
         if chat.stream:
             return await self._chat_stream(request, chat, conversation_id)
         response = await _until_disconnected(request, self.service.answer(chat, conversation_id))

@@ -26,13 +26,15 @@ from rag.chat.model import ChatModel
 from rag.client import ChatClient, ChatClientResponse
 from rag.client.aspecs import AsyncStreamResponseSpec
 from rag.documents import Document, SearchRequest
+from rag.errors import RagError
 from rag.memory import ChatMemory, check_conversation_id
+from rag.params import did_you_mean
 from rag.retrieval.documents_view import DocumentsView
 from rag.retrieval.follow_up import ConversationQueryExpander
 from rag.serve.wire import ApiError, ChatRequest
 from rag.vectorstore import VectorStore, asimilarity_search
 
-__all__ = ["RagService"]
+__all__ = ["RagService", "Search"]
 
 
 @dataclass
@@ -102,34 +104,71 @@ class RagService:
         return stream
 
     async def search(self, body: Any) -> list[Document]:
-        """Retrieval alone: `query`, optional `top_k`, `filter`, `mode`, `similarity_threshold`, `exact`,
-        `keep_duplicates`, ...
+        """Retrieval alone: `search_request(body)`, then `run_search` (see them)."""
+        return await self.run_search(self.search_request(body))
+
+    def search_request(self, body: Any) -> Search:
+        """A `/v1/search` body checked: `query`, optional `top_k`, `filter`, `mode`,
+        `similarity_threshold`, `fusion`, `vector_weight`, `diversity`, `exact`, `keep_duplicates`.
+
+        Synchronous, and it parses the filter: the server calls it in a worker thread.
 
         Raises:
-            ApiError: a missing query or a field of the wrong kind; InvalidRequestError / FilterError for
-                values the search refuses.
+            ApiError: an unknown field, a missing query or a value the search refuses; `param` names it.
         """
         if not isinstance(body, dict):
             raise ApiError("the request body must be a JSON object")
+        unknown = sorted(set(body) - _SEARCH_FIELDS)
+        if unknown:
+            hint = did_you_mean(unknown[0], _SEARCH_FIELDS)
+            raise ApiError(
+                f"unknown field {unknown[0]!r}{hint}; a search takes {', '.join(sorted(_SEARCH_FIELDS))}",
+                param=unknown[0],
+            )
         query = body.get("query")
         if not isinstance(query, str) or not query.strip():
-            raise ApiError("'query' must be a non-empty string", param="query")
-        allowed = {
-            *("top_k", "filter", "mode", "similarity_threshold", "fusion", "vector_weight", "diversity"),
-            "exact",
-        }
-        unknown = sorted(set(body) - allowed - {"query", "keep_duplicates"})
-        if unknown:
-            expected = sorted({*allowed, "keep_duplicates"})
-            raise ApiError(f"unknown field(s) {unknown!r}; expected query and {expected!r}", param=unknown[0])
+            raise ApiError(f"'query' must be a non-empty string, got {query!r:.60}", param="query")
         keep = body.get("keep_duplicates")
         if keep is not None and not isinstance(keep, bool):
             raise ApiError(
                 f"'keep_duplicates' must be true or false, got {keep!r:.60}", param="keep_duplicates"
             )
-        changes = {name: body[name] for name in allowed if body.get(name) is not None}
-        request = self.search_defaults.replace(query=query, **changes)
-        return await asimilarity_search(self.documents(keep), request)
+        changes = {name: body[name] for name in sorted(_SEARCH_OPTIONS) if body.get(name) is not None}
+        try:
+            request = self.search_defaults.replace(query=query, **changes)
+        except RagError as exc:
+            culprit = self._culprit(changes)
+            code = "invalid_filter" if culprit == "filter" else None
+            raise ApiError(str(exc), param=culprit, code=code) from exc
+        return Search(request, keep)
+
+    def _culprit(self, changes: dict[str, Any]) -> str | None:
+        """The one field the search refuses on its own, if there is one."""
+        for name, value in changes.items():
+            try:
+                self.search_defaults.replace(**{name: value})
+            except RagError:
+                return name
+        return None
+
+    async def run_search(self, search: Search) -> list[Document]:
+        """The documents a checked search finds (the store's work runs in a worker thread)."""
+        return await asimilarity_search(self.documents(search.keep_duplicates), search.request)
+
+
+@dataclass(frozen=True)
+class Search:
+    """A checked `/v1/search` request: the search, and whether near-duplicate texts are kept (None:
+    the service's setting)."""
+
+    request: SearchRequest
+    keep_duplicates: bool | None = None
+
+
+_SEARCH_OPTIONS = frozenset(
+    {"top_k", "filter", "mode", "similarity_threshold", "fusion", "vector_weight", "diversity", "exact"}
+)
+_SEARCH_FIELDS = _SEARCH_OPTIONS | {"query", "keep_duplicates"}
 
 
 async def stream_chunks(spec: AsyncStreamResponseSpec) -> AsyncIterator[ChatResponse]:

@@ -29,7 +29,6 @@ __all__ = [
     "usage_body",
 ]
 
-_OPTION_FIELDS = ("temperature", "top_p", "seed")
 _RETRIEVAL_FIELDS = ("top_k", "filter", "mode", "similarity_threshold")
 
 
@@ -101,7 +100,10 @@ def _text_content(value: Any, index: int) -> str:
                 )
             parts.append(part["text"])
         return "".join(parts)
-    raise ApiError(f"messages[{index}].content must be a string, got {value!r:.100}", param="messages")
+    raise ApiError(
+        f"messages[{index}].content must be a string or a list of text parts, got {value!r:.100}",
+        param=f"messages[{index}].content",
+    )
 
 
 def _message(item: Any, index: int) -> Message:
@@ -121,18 +123,67 @@ def _message(item: Any, index: int) -> Message:
     )
 
 
-def _options(body: Mapping[str, Any]) -> ChatOptions:
-    values: dict[str, Any] = {name: body[name] for name in _OPTION_FIELDS if body.get(name) is not None}
-    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-    if max_tokens is not None:
-        values["max_tokens"] = max_tokens
+def _number(body: Mapping[str, Any], name: str, low: float, high: float) -> float | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ApiError(f"'{name}' must be a number from {low:g} to {high:g}, got {value!r:.60}", param=name)
+    return float(value)
+
+
+def _integer(body: Mapping[str, Any], name: str, low: int) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ApiError(f"'{name}' must be an integer >= {low}, got {value!r:.60}", param=name)
+    return value
+
+
+def _flag(body: Mapping[str, Any], name: str, path: str | None = None) -> bool:
+    value = body.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise ApiError(f"'{path or name}' must be true or false, got {value!r:.60}", param=path or name)
+    return bool(value)
+
+
+def _stop(body: Mapping[str, Any]) -> tuple[str, ...] | None:
     stop = body.get("stop")
-    if stop is not None:
-        values["stop"] = (stop,) if isinstance(stop, str) else tuple(stop)
-    try:
-        return ChatOptions(**values)
-    except (TypeError, ValueError) as exc:
-        raise ApiError(f"invalid sampling options: {exc}") from exc
+    if stop is None:
+        return None
+    if isinstance(stop, str):
+        return (stop,)
+    if isinstance(stop, list) and all(isinstance(item, str) for item in stop):
+        return tuple(stop)
+    raise ApiError(f"'stop' must be a string or a list of strings, got {stop!r:.60}", param="stop")
+
+
+def _options(body: Mapping[str, Any]) -> ChatOptions:
+    token_field = "max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens"
+    return ChatOptions(
+        temperature=_number(body, "temperature", 0.0, 2.0),
+        top_p=_number(body, "top_p", 0.0, 1.0),
+        seed=_integer(body, "seed", -(2**63)),
+        max_tokens=_integer(body, token_field, 1),
+        stop=_stop(body),
+    )
+
+
+def _retrieval(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The extension fields, checked as the QuestionAnswerAdvisor will read them (a filter is parsed
+    here, so the caller decides where that work runs); an error names the field."""
+    from rag.advisors.question_answer import QuestionAnswerAdvisor
+
+    retrieval = {name: body[name] for name in _RETRIEVAL_FIELDS if body.get(name) is not None}
+    for name, value in retrieval.items():
+        try:
+            params = QuestionAnswerAdvisor.Params(**{name: value})
+        except RagError as exc:
+            raise ApiError(str(exc), param=name, code="invalid_filter" if name == "filter" else None) from exc
+        if name == "filter":
+            retrieval[name] = params.filter  # the parsed tree: nothing parses it again
+    return retrieval
 
 
 def parse_chat_request(body: Any) -> ChatRequest:
@@ -151,15 +202,21 @@ def parse_chat_request(body: Any) -> ChatRequest:
     user = body.get("user")
     if user is not None and not isinstance(user, str):
         raise ApiError(f"'user' must be a string, got {user!r:.60}", param="user")
-    stream_options = body.get("stream_options") or {}
+    stream_options = body.get("stream_options")
+    if stream_options is None:
+        stream_options = {}
+    if not isinstance(stream_options, Mapping):
+        raise ApiError(
+            f"'stream_options' must be an object, got {stream_options!r:.60}", param="stream_options"
+        )
     return ChatRequest(
         model=model,
         messages=messages,
-        stream=bool(body.get("stream", False)),
-        include_usage=bool(isinstance(stream_options, Mapping) and stream_options.get("include_usage")),
-        user=user or None,
+        stream=_flag(body, "stream"),
+        include_usage=_flag(stream_options, "include_usage", "stream_options.include_usage"),
+        user=(user or "").strip() or None,  # as the X-Conversation-Id header: no surrounding whitespace
         options=_options(body),
-        retrieval={name: body[name] for name in _RETRIEVAL_FIELDS if body.get(name) is not None},
+        retrieval=_retrieval(body),
     )
 
 

@@ -63,18 +63,36 @@ def metadata_json(metadata: Mapping[str, MetadataValue]) -> str:
     return "{" + ", ".join(items) + "}"
 
 
+def unstorable(text: str) -> str | None:
+    """What in `text` PostgreSQL text and JSONB cannot hold, in words, or None when it can hold it all."""
+    if "\x00" in text:
+        return "the NUL character"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            where = f"{text[exc.start]!r} at index {exc.start}"
+            return f"a lone surrogate ({where}), which is not valid Unicode text"
+    return None
+
+
 def check_text(doc_id: str, text: str, metadata: Mapping[str, MetadataValue]) -> None:
-    """Refuse the NUL character, which PostgreSQL text and JSONB cannot hold, naming the document."""
-    if "\x00" in doc_id or "\x00" in text:
-        raise InvalidRequestError(
-            f"document {doc_id!r}: PostgreSQL cannot store the NUL character in ids or texts"
-        )
-    for name, value in metadata.items():
-        values = value if isinstance(value, list) else [value]
-        if "\x00" in name or any(isinstance(item, str) and "\x00" in item for item in values):
+    """Refuse what PostgreSQL text and JSONB cannot hold (the NUL character, lone surrogates), naming
+    the document and the field, before anything is written."""
+    for field, part in (("id", doc_id), ("text", text)):
+        problem = unstorable(part)
+        if problem is not None:
             raise InvalidRequestError(
-                f"metadata {name!r} of document {doc_id!r}: PostgreSQL cannot store the NUL character"
+                f"document {doc_id!r}: PostgreSQL cannot store {problem} in its {field}"
             )
+    for name, entry in metadata.items():
+        values = entry if isinstance(entry, list) else [entry]
+        for item in [name, *values]:
+            problem = unstorable(item) if isinstance(item, str) else None
+            if problem is not None:
+                raise InvalidRequestError(
+                    f"metadata {name!r} of document {doc_id!r}: PostgreSQL cannot store {problem}"
+                )
 
 
 def postings(texts: Sequence[str]) -> list[tuple[list[str], list[int], int]]:

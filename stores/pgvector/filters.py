@@ -11,6 +11,9 @@ The meaning is FILTERS.md's, the same as `rag.filters.matches` (the numpy store'
   `stores.pgvector.encoding`), strings as text in the "C" collation (code-point order); any other pair,
   and every boolean operand, is false.
 - `IS NULL` / `IS NOT NULL` test whether the key is present (`metadata ? k`).
+- A key or string value holding what PostgreSQL cannot store (NUL, a lone surrogate; `add` refuses
+  both) is answered exactly without sending it: no record has such a key or equals such a value, and
+  ordering compares with the value's storable prefix.
 
 Keys and values are always bound parameters; identifiers come from `psycopg.sql`. No value is ever part
 of the SQL text, so there is nothing to escape and nothing to inject.
@@ -54,11 +57,34 @@ def _entry(name: str, value: str) -> str:
     return "{" + json.dumps(name, ensure_ascii=False) + ": " + value + "}"
 
 
+def _first_unstorable(text: str) -> int | None:
+    """Where `text` first holds what PostgreSQL cannot store (NUL, a lone surrogate), or None."""
+    positions = [i for i in (text.find("\x00"),) if i >= 0]
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            positions.append(exc.start)
+    return min(positions) if positions else None
+
+
+def _storable(value: Any) -> bool:
+    return not isinstance(value, str) or _first_unstorable(value) is None
+
+
 def _ordered(node: Comparison, params: list[Any]) -> str:
     value = node.value
     if isinstance(value, bool):
         return "FALSE"
     symbol = _ORDER_SQL[node.op]
+    if isinstance(value, str) and not _storable(value):
+        # No stored string holds such a character, so none equals the value, and one orders below it
+        # exactly when it orders below the value's storable prefix followed by the next storable
+        # character (code-point order, as "C" collation orders UTF-8).
+        index = _first_unstorable(value)
+        assert index is not None
+        value = value[:index] + ("\x01" if value[index] == "\x00" else "\ue000")
+        symbol = "<" if node.op in (Op.LT, Op.LE) else ">="
     if isinstance(value, str):
         params += [node.key, node.key, value]
         return (
@@ -74,6 +100,9 @@ def _ordered(node: Comparison, params: list[Any]) -> str:
 
 def _comparison(node: Comparison, params: list[Any]) -> str:
     op = node.op
+    if not _storable(node.key):
+        # No stored record has such a key: the positive operators are false, the negative ones true.
+        return "FALSE" if op.is_positive else "TRUE"
     if op in _ORDER_SQL:
         return _ordered(node, params)
     if op in (Op.IS_NULL, Op.IS_NOT_NULL):
@@ -82,11 +111,14 @@ def _comparison(node: Comparison, params: list[Any]) -> str:
     negated = op in (Op.NE, Op.NIN, Op.NOT_CONTAINS)
     if op in (Op.IN, Op.NIN):
         assert isinstance(node.value, tuple)
-        if not node.value:
+        values = [v for v in node.value if _storable(v)]  # no stored value equals the others
+        if not values:
             return "TRUE" if negated else "FALSE"
-        params.append([_entry(node.key, json_scalar(v)) for v in node.value])
+        params.append([_entry(node.key, json_scalar(v)) for v in values])
         test = "(metadata @> ANY(%s::jsonb[]))"
     else:
+        if not _storable(node.value):
+            return "TRUE" if negated else "FALSE"
         value = json_scalar(node.value)
         params.append(_entry(node.key, f"[{value}]" if op in (Op.CONTAINS, Op.NOT_CONTAINS) else value))
         test = "(metadata @> %s::jsonb)"
@@ -94,12 +126,29 @@ def _comparison(node: Comparison, params: list[Any]) -> str:
 
 
 def _compile(node: Filter, params: list[Any]) -> str:
-    if isinstance(node, Comparison):
-        return _comparison(node, params)
-    joiner = " AND " if isinstance(node, And) else " OR "
-    assert isinstance(node, And | Or)
-    # An explicit stack would also do; chains are walked flat by `operands`, so depth stays small.
-    return "(" + joiner.join(_compile(item, params) for item in operands(node)) + ")"
+    """The SQL text of `node` (no `Not` left in it), parameters appended in order.
+
+    Written with an explicit stack of nodes still to write and literal text, so a filter of any depth
+    compiles without recursion; chains of one operator are written flat (`operands`).
+    """
+    parts: list[str] = []
+    stack: list[Filter | str] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+        elif isinstance(item, Comparison):
+            parts.append(_comparison(item, params))
+        else:
+            assert isinstance(item, And | Or)
+            joiner = " AND " if isinstance(item, And) else " OR "
+            chain = operands(item)
+            parts.append("(")
+            stack.append(")")
+            for operand in reversed(chain[1:]):
+                stack += [operand, joiner]
+            stack.append(chain[0])
+    return "".join(parts)
 
 
 def compile_filter(tree: Filter | None) -> Condition:

