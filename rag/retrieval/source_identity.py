@@ -63,13 +63,25 @@ def _widened(node: Comparison) -> Filter:
 
 
 def widen_source_names(node: Filter) -> Filter:
-    """`node` with each `source == NAME` / `source IN [...]` also matching `NAME` read as `ROOT/PATH`."""
-    if isinstance(node, Comparison):
-        return _widened(node)
-    if isinstance(node, And):
-        return And(widen_source_names(node.left), widen_source_names(node.right))
-    if isinstance(node, Or):
-        return Or(widen_source_names(node.left), widen_source_names(node.right))
-    if isinstance(node, Not):
-        return Not(widen_source_names(node.operand))
-    return node
+    """`node` with each `source == NAME` / `source IN [...]` also matching `NAME` read as `ROOT/PATH`.
+
+    The tree is rebuilt bottom-up with an explicit stack: a filter may nest thousands of levels deep.
+    """
+    built: list[Filter] = []
+    stack: list[tuple[Filter, bool]] = [(node, False)]
+    while stack:
+        current, children_done = stack.pop()
+        if isinstance(current, And | Or):
+            if children_done:
+                right, left = built.pop(), built.pop()
+                built.append(type(current)(left, right))
+            else:
+                stack += [(current, True), (current.right, False), (current.left, False)]
+        elif isinstance(current, Not):
+            if children_done:
+                built.append(Not(built.pop()))
+            else:
+                stack += [(current, True), (current.operand, False)]
+        else:
+            built.append(_widened(current) if isinstance(current, Comparison) else current)
+    return built[0]

@@ -36,3 +36,11 @@ def test_a_list_longer_than_the_limit_is_refused() -> None:
         parse(f"a IN [{values},2]")
     # The Python builder is not limited: code may select by a long list of ids.
     assert len(key("id").in_([str(i) for i in range(50_000)]).value) == 50_000  # type: ignore[arg-type]
+
+
+def test_source_names_are_widened_in_a_filter_nested_thousands_deep() -> None:
+    from rag.retrieval.source_identity import widen_source_names
+
+    tree = parse(" AND ".join(["source == 'docs/a.md'"] * 3000))
+    widened = widen_source_names(tree)
+    assert str(widened).count("root == 'docs'") == 3000
