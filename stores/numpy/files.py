@@ -173,9 +173,13 @@ class MappedFile:
         self._checked[block] = True
 
     def array(self) -> npt.NDArray[Any]:
-        """The `.npy` array the file holds, as a view of the mapping (its header is checked first)."""
+        """The `.npy` array the file holds, as a view of the mapping.
+
+        The header is not checked against its block's checksum here (that would read the block at
+        every open); it must describe exactly the file's size, and any read of the data checks the
+        blocks it uses.
+        """
         head = memoryview(self.buffer)[:BLOCK]
-        self.check(0, 1)
         try:
             stream = io.BytesIO(head)
             version = np.lib.format.read_magic(stream)
