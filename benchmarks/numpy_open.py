@@ -30,7 +30,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 DIMENSIONS = 384
-WORDS = "harbour lantern ledger signal tide fog keeper storm pump valve rotor gauge".split()
+WORDS = [
+    "harbour",
+    "lantern",
+    "ledger",
+    "signal",
+    "tide",
+    "fog",
+    "keeper",
+    "storm",
+    "pump",
+    "valve",
+    "rotor",
+    "gauge",
+]
 
 _TIMER = """
 import sys, time
@@ -55,6 +68,7 @@ def _texts(count: int, start: int) -> list[str]:
 
 def build(folder: Path, count: int) -> None:
     """A save of `count` chunks written directly by the saved-form writer."""
+    from rag.documents import MetadataValue
     from stores.numpy.persist import Contents, exists, write
     from stores.numpy.records import PackedRecords
 
@@ -68,7 +82,9 @@ def build(folder: Path, count: int) -> None:
         end = min(begin + step, count)
         block = rng.standard_normal((end - begin, DIMENSIONS)).astype(np.float32)
         vectors[begin:end] = block / np.linalg.norm(block, axis=1, keepdims=True)
-        metadatas = [{"source": f"file{i // 20}.md", "chunk": i % 20} for i in range(begin, end)]
+        metadatas: list[dict[str, MetadataValue]] = [
+            {"source": f"file{i // 20}.md", "chunk": i % 20} for i in range(begin, end)
+        ]
         records.write_parts(np.arange(begin, end), _texts(end - begin, begin), metadatas)
     ids = [f"id-{i:08d}" for i in range(count)]
     from rag.testing import FakeEmbedding
@@ -80,7 +96,8 @@ def build(folder: Path, count: int) -> None:
 def time_open(folder: Path, runs: int) -> tuple[float, float]:
     script = _TIMER.format(dims=DIMENSIONS)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    opens, firsts = [], []
+    opens: list[float] = []
+    firsts: list[float] = []
     for _ in range(runs):
         out = subprocess.run(
             [sys.executable, "-c", script, str(folder)], capture_output=True, text=True, env=env, check=True
@@ -91,8 +108,8 @@ def time_open(folder: Path, runs: int) -> tuple[float, float]:
 
 
 def build_home(folder: Path, count: int) -> None:
-    from rag import Document
     from ingest import open_home
+    from rag import Document
 
     if (folder / "stores.json").exists():
         return
@@ -109,7 +126,8 @@ def build_home(folder: Path, count: int) -> None:
 def time_cli(home: Path, runs: int) -> tuple[float, float]:
     rag = [str(Path(sys.executable).parent / "rag")]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAG_HOME": str(home)}
-    helps, queries = [], []
+    helps: list[float] = []
+    queries: list[float] = []
     for _ in range(runs):
         for command, out in ((["--help"], helps), (["query", "harbour lantern storm"], queries)):
             start = time.perf_counter()
@@ -119,7 +137,9 @@ def time_cli(home: Path, runs: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--home", type=Path, default=Path("/tmp/numpy-open"))
     parser.add_argument("--runs", type=int, default=5)

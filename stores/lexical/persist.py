@@ -69,7 +69,7 @@ def _decode(data: npt.NDArray[np.uint8]) -> str:
 def to_arrays(saved: Saved) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
     """The saved index as a small description (settings and sizes) and its arrays, as `write` saves
     them; `from_arrays` reads them back (a numpy store keeps them among its own files)."""
-    arrays = {
+    arrays: dict[str, npt.NDArray[Any]] = {
         "terms": saved.segment.terms.astype(np.int32),  # memory may hold them narrower (`narrow_terms`)
         "starts": saved.segment.starts.astype(np.int64),  # memory holds them narrower (`narrow_starts`)
         "rows": saved.segment.absolute_rows(),  # memory may hold them as narrower offsets
@@ -79,7 +79,7 @@ def to_arrays(saved: Saved) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]
         # Terms are runs of word characters: a newline never occurs inside one.
         "vocabulary": _encode("\n".join(saved.terms)),
     }
-    described = {
+    described: dict[str, Any] = {
         "settings": saved.settings,
         "documents": len(saved.ids),
         "terms": len(saved.terms),

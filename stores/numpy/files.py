@@ -76,7 +76,7 @@ def write_file(path: Path, content: npt.NDArray[Any] | bytes | Callable[[IO[byte
         summing = _Summing(handle)
         if isinstance(content, np.ndarray):
             # Not np.save: it would write a real file with `tofile`, around the checksums.
-            np.lib.format.write_array(summing, np.ascontiguousarray(content), allow_pickle=False)  # type: ignore[arg-type]
+            np.lib.format.write_array(summing, np.ascontiguousarray(content), allow_pickle=False)
         elif isinstance(content, bytes):
             summing.write(content)
         else:
@@ -191,6 +191,8 @@ class MappedFile:
             if fortran or dtype.hasobject or stream.tell() + count * dtype.itemsize != self.size:
                 raise ValueError("the header does not describe the file")
         except ValueError as exc:
-            raise StoreError(f"the saved store file {str(self.path)!r} is not a readable array: {exc}") from exc
+            raise StoreError(
+                f"the saved store file {str(self.path)!r} is not a readable array: {exc}"
+            ) from exc
         self.offset = stream.tell()
         return np.frombuffer(self.buffer, dtype, count, offset=self.offset).reshape(shape)

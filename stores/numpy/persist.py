@@ -63,7 +63,16 @@ from stores.numpy.files import BLOCK, FileEntry, MappedFile, write_file
 from stores.numpy.records import PackedRecords
 from stores.numpy.saved_ids import id_arrays
 
-__all__ = ["LOCK_FILE", "MANIFEST", "Contents", "OpenedSave", "exists", "open_save", "saved_generation", "write"]
+__all__ = [
+    "LOCK_FILE",
+    "MANIFEST",
+    "Contents",
+    "OpenedSave",
+    "exists",
+    "open_save",
+    "saved_generation",
+    "write",
+]
 
 MANIFEST = "manifest.json"
 LOCK_FILE = ".lock"
@@ -251,7 +260,9 @@ def _write_unlocked(folder: Path, contents: Contents) -> str:
     staged = folder / f".{MANIFEST}.{generation}.tmp"
     try:
         target.mkdir()
-        files: dict[str, FileEntry] = {name: write_file(target / name, array) for name, array in arrays.items()}
+        files: dict[str, FileEntry] = {
+            name: write_file(target / name, array) for name, array in arrays.items()
+        }
         sync_folder(target)
         body = {
             "format": _FORMAT,
@@ -317,7 +328,9 @@ def _open_unlocked(folder: Path, model: str, dimensions: int) -> OpenedSave:
     manifest = read_manifest(folder)
     check_model(folder, manifest, model, dimensions)
     if manifest["version"] != _VERSION:
-        raise StoreError(f"the store in {str(folder)!r} is of the first format: read it with stores.numpy.legacy")
+        raise StoreError(
+            f"the store in {str(folder)!r} is of the first format: read it with stores.numpy.legacy"
+        )
     try:
         target = folder / manifest["folder"]
         files = {name: MappedFile.open(target / name, entry) for name, entry in manifest["files"].items()}
@@ -343,4 +356,4 @@ def _open_unlocked(folder: Path, model: str, dimensions: int) -> OpenedSave:
 
 def is_legacy(path: str | os.PathLike[str]) -> bool:
     """Whether `path` holds a save of the first format."""
-    return read_manifest(Path(path))["version"] == LEGACY_VERSION
+    return bool(read_manifest(Path(path))["version"] == LEGACY_VERSION)

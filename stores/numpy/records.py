@@ -7,8 +7,8 @@ metadata's length in one byte (255, then eight bytes before it, for 255 bytes or
 the number of its key sequence in a table the records share (`_KeySets`, in LEB128) followed by its
 values serialised with `marshal` (exact for every metadata type: ints of any size, floats to the
 bit including -0.0 and NaN, bools, lists, and strings with lone surrogates); empty metadata takes no
-byte at all. Two offsets per row say where the record lies (uint32 until the buffer passes 4 GiB, then int64), and
-while the records lie back to back in row order (a store filled by adds of new ids, or just
+byte at all. Two offsets per row say where the record lies (uint32 until the buffer passes 4 GiB,
+then int64), and while the records lie back to back in row order (a store filled by adds of new ids, or just
 compacted) only the end offsets are kept: each record starts where the one before it ends.
 Reading a row decodes a fresh record (a microsecond for a chunk), so callers never share a dict with
 the store. Records are encoded a few thousand at a time: a bytes object per record for a whole large

@@ -410,4 +410,4 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         try:
             self.save(folder)
         except StoreError as exc:
-            _log.warning("the store in %r stays in the first format until it can be saved: %s", str(folder), exc)
+            _log.warning("the store in %r keeps the first format until it can be saved: %s", str(folder), exc)

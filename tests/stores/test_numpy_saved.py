@@ -53,7 +53,9 @@ def _file_holding(folder: Path, needle: bytes) -> tuple[Path, int]:
 def _store(folder: Path, count: int = 60) -> NumpyVectorStore:
     store = NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=folder)
     store.add(
-        Document(f"d{i:04d}", f"document {i} about harbour lanterns number{i}", {"n": i, "tags": ["a", str(i % 3)]})
+        Document(
+            f"d{i:04d}", f"document {i} about harbour lanterns number{i}", {"n": i, "tags": ["a", str(i % 3)]}
+        )
         for i in range(count)
     )
     store.save()
@@ -121,7 +123,7 @@ def test_a_save_killed_at_any_moment_leaves_one_whole_generation(tmp_path: Path,
     expected = {f"{generation}-{i}": f"generation {generation[1:]} text {i} " * 20 for i in range(count)}
     assert {d.id: d.text for d in documents} == expected
     vectors = HashingEmbedding(DIMENSIONS).embed([d.text for d in documents])
-    np.testing.assert_allclose(np.stack([d.embedding for d in documents]), vectors, atol=1e-6)
+    np.testing.assert_allclose(np.stack([np.asarray(d.embedding) for d in documents]), vectors, atol=1e-6)
     assert store.count("n >= 0") == count
     hits = store.similarity_search(SearchRequest(f"generation {generation[1:]} text 7", top_k=1))
     assert hits[0].id.startswith(generation)
