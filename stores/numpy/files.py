@@ -26,6 +26,7 @@ import mmap
 import os
 import zlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,6 +37,8 @@ from rag.errors import StoreError
 
 __all__ = ["BLOCK", "FileEntry", "MappedFile", "write_file"]
 
+_WORKERS = max(1, min(4, os.cpu_count() or 1))
+_PARALLEL_BLOCKS = 64  # a file of 16 MiB or more is checked by several threads
 BLOCK = 1 << 18  # 256 KiB: a record read checks a block or two; a 1M-chunk home has ~8k blocks
 FileEntry = dict[str, Any]  # {"size": bytes, "crc32": hex of one big-endian CRC-32 per block}
 
@@ -158,10 +161,25 @@ class MappedFile:
             self.check(first * BLOCK, last * BLOCK)
 
     def check_all(self) -> None:
-        """Check every block not yet checked."""
-        if not self._all:
-            self.check(0, self.size)
-            self._all = True
+        """Check every block not yet checked, large files in parallel (zlib releases the GIL)."""
+        if self._all:
+            return
+        todo = np.flatnonzero(~self._checked)
+        workers = min(_WORKERS, len(todo) // _PARALLEL_BLOCKS)
+        if workers > 1:
+            parts = np.array_split(todo, workers)
+            with ThreadPoolExecutor(max_workers=workers - 1) as pool:
+                futures = [pool.submit(self._check_blocks, part) for part in parts[1:]]
+                self._check_blocks(parts[0])
+                for future in futures:
+                    future.result()
+        else:
+            self._check_blocks(todo)
+        self._all = True
+
+    def _check_blocks(self, blocks: npt.NDArray[np.intp]) -> None:
+        for block in blocks.tolist():
+            self._check_block(block)
 
     def _check_block(self, block: int) -> None:
         view = memoryview(self.buffer)[block * BLOCK : (block + 1) * BLOCK]

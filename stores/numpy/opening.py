@@ -68,9 +68,11 @@ class SaveParts:
         return SavedIds(self.opened.files)
 
     def check_all(self) -> None:
-        """Check every block of every file (before a write builds on them)."""
-        for mapped in self.opened.files.values():
-            mapped.check_all()
+        """Check every block of the vectors, records and ids (before a write or a save copies them;
+        the derived parts are checked as they load, and rebuilt if damaged)."""
+        for name, mapped in self.opened.files.items():
+            if not name.startswith(("bm25.", "columns.")):
+                mapped.check_all()
 
     def columns(self, records: PackedRecords, count: int) -> MetadataColumns:
         """The saved filter columns, or columns built from `records` when they are damaged or absent."""

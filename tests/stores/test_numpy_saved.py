@@ -187,6 +187,10 @@ def test_a_damaged_lexical_index_is_rebuilt_from_the_records(tmp_path: Path) -> 
             path.write_bytes(b"\0" * path.stat().st_size)  # same size: caught by the checksums
     reopened = NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=tmp_path)
     assert [(d.id, d.score) for d in reopened.similarity_search(lexical)] == expected
+    reopened.add([Document("new", "number17 lanterns again")])  # writes and saves go on
+    reopened.save()
+    again = NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=tmp_path)
+    assert "new" in [d.id for d in again.similarity_search(lexical)]
 
 
 def test_damaged_filter_columns_are_rebuilt_from_the_records(tmp_path: Path) -> None:
@@ -197,6 +201,9 @@ def test_damaged_filter_columns_are_rebuilt_from_the_records(tmp_path: Path) -> 
     store = NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=tmp_path)
     assert store.count("n < 10") == 10
     assert store.count("tags contains '2'") == 20
+    store.delete(filter="n < 10")
+    store.save()
+    assert NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=tmp_path).count("n < 20") == 10
 
 
 # -- reads touch only what they need -----------------------------------------------------------
