@@ -371,8 +371,3 @@ class PackedRecords:
             self._starts = np.zeros(len(self._stops), self._stops.dtype)
             self._starts[: self._size] = self._starts_of(np.arange(self._size))
             self._in_order = False
-
-    def all(self) -> tuple[list[str], list[dict[str, MetadataValue]]]:
-        """Texts and metadata of every row, in row order (for saving)."""
-        records = self.read_many(range(self._size))
-        return [text for text, _ in records], [metadata for _, metadata in records]

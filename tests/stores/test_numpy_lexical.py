@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import stores.numpy.persist as numpy_persist
 from rag import HashingEmbedding, SearchRequest
 from stores.lexical import LexicalIndex
 from stores.numpy.store import NumpyVectorStore
@@ -33,16 +31,19 @@ def saved(tmp_path: Path) -> tuple[Path, list[list[tuple[str, float | None]]]]:
     return store.save(tmp_path / "store"), _answers(store)
 
 
-def _manifest(folder: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((folder / numpy_persist.MANIFEST).read_text())
-    return data
-
-
 def _no_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(self: LexicalIndex, ids: Any, texts: Any) -> None:
         raise AssertionError("the saved index should have been loaded, not rebuilt")
 
     monkeypatch.setattr(LexicalIndex, "add", refuse)
+
+
+def test_a_reopened_store_answers_from_its_saved_index(
+    saved: tuple[Path, list[list[tuple[str, float | None]]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder, answers = saved
+    _no_rebuild(monkeypatch)
+    assert _answers(NumpyVectorStore(MODEL, path=folder)) == answers
 
 
 def test_batched_search_mixes_modes_like_single_searches() -> None:
