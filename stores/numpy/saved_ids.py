@@ -13,6 +13,7 @@ The hash arrays are checked whole before the first lookup (a binary search reads
 Example:
     >>> import tempfile
     >>> from pathlib import Path
+    >>> from stores.numpy.files import write_file
     >>> folder = Path(tempfile.mkdtemp())
     >>> files = {name: MappedFile.open(folder / name, write_file(folder / name, array))
     ...          for name, array in id_arrays(["b", "a"]).items()}
