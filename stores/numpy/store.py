@@ -8,6 +8,12 @@ only the selected rows. Searches are in `stores.numpy.querying` (over the kernel
 A BM25 index (`stores.lexical`) over the same texts is written by the same `add` and `delete` calls
 and saved in the same atomic save; lexical and hybrid modes and MMR go through `stores.ranking`.
 
+Opening a saved folder maps its files and decodes nothing (`stores.numpy.opening`): the matrix and
+the records are views of the mapped files, ids are looked up in the save's own tables
+(`stores.numpy.saved_ids`), and the filter columns and the BM25 index load at their first use. Every
+read checks the saved blocks it touches. The first write checks the rest and loads every part; from
+then on the store works as one built in memory (the mappings are copy-on-write: the files never change).
+
 Memory: beside the vectors the store holds no Python object per document. Texts and metadata are
 packed records (`stores.numpy.records`); ids live once, packed, in the BM25 index, whose id map the
 store reads through `stores.numpy.rowmap` (which holds no array while both number rows alike). For
@@ -344,6 +350,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         """Write the store to the folder `path` (default: the constructor's `path`) atomically.
 
         A crash mid-save leaves the previous save loadable. Searches go on during a save; writes wait.
+        A save copies nothing it has not checked: a damaged saved file raises `StoreError` instead.
         The folder must still hold the save this copy was loaded from or last wrote there (or none):
         if another process or store object saved there since, nothing is written and `StoreError`
         says so, because this copy lacks that save's changes. `overwrite=True` replaces it anyway.
