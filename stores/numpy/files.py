@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from rag.errors import StoreError
 
-__all__ = ["BLOCK", "FileEntry", "MappedFile", "write_file"]
+__all__ = ["BLOCK", "FileEntry", "MappedFile", "MappedPart", "write_arrays", "write_file"]
 
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 _PARALLEL_BLOCKS = 64  # a file of 16 MiB or more is checked by several threads
@@ -67,6 +67,16 @@ class _Summing:
                 self._crc = 0
         return len(view)
 
+    def skip_to_block(self) -> None:
+        """Advance to the next block boundary, leaving a hole (read as zeros, taking no disk space)."""
+        gap = -self.size % BLOCK
+        if gap:
+            self._handle.seek(gap, os.SEEK_CUR)
+            self._crc = zlib.crc32(bytes(gap), self._crc)
+            self.size += gap
+            self.sums.append(self._crc)
+            self._crc = 0
+
     def finish(self) -> FileEntry:
         sums = self.sums + ([self._crc] if self.size % BLOCK else [])
         return {"size": self.size, "crc32": np.asarray(sums, ">u4").tobytes().hex()}
@@ -89,6 +99,26 @@ def write_file(path: Path, content: npt.NDArray[Any] | bytes | Callable[[IO[byte
     return summing.finish()
 
 
+def write_arrays(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> tuple[FileEntry, dict[str, list[int]]]:
+    """Create `path` with every array as a `.npy` image, one after the other, each starting on a block
+    boundary (so a damaged array never fails a read of another); flush it and return its size and
+    block checksums, and the byte span of each array.
+
+    One file for a whole save means one mapping, hence one file descriptor, per open store.
+    """
+    spans: dict[str, list[int]] = {}
+
+    def fill(handle: IO[bytes]) -> None:
+        summing: _Summing = handle  # type: ignore[assignment]  # `write_file` passes its summing handle
+        for name, array in arrays.items():
+            summing.skip_to_block()
+            start = summing.size
+            np.lib.format.write_array(summing, np.ascontiguousarray(array), allow_pickle=False)
+            spans[name] = [start, summing.size]
+
+    return write_file(path, fill), spans
+
+
 class MappedFile:
     """A saved file mapped into memory, each block checked against its CRC-32 before first use."""
 
@@ -98,7 +128,6 @@ class MappedFile:
         self._sums = sums
         self._checked = np.zeros(len(sums), np.bool_)
         self._all = not len(sums)
-        self.offset = 0  # where the array's data begins (after the `.npy` header), set by `array`
 
     @classmethod
     def open(cls, path: Path, entry: FileEntry) -> MappedFile:
@@ -161,10 +190,17 @@ class MappedFile:
             self.check(first * BLOCK, last * BLOCK)
 
     def check_all(self) -> None:
-        """Check every block not yet checked, large files in parallel (zlib releases the GIL)."""
-        if self._all:
+        """Check every block not yet checked."""
+        if not self._all:
+            self.check_span(0, self.size)
+            self._all = True
+
+    def check_span(self, start: int, stop: int) -> None:
+        """`check` for a long span: its blocks split between threads (zlib releases the GIL)."""
+        if self._all or stop <= start:
             return
-        todo = np.flatnonzero(~self._checked)
+        first, last = start // BLOCK, (stop - 1) // BLOCK + 1
+        todo = np.flatnonzero(~self._checked[first:last]) + first
         workers = min(_WORKERS, len(todo) // _PARALLEL_BLOCKS)
         if workers > 1:
             parts = np.array_split(todo, workers)
@@ -175,7 +211,12 @@ class MappedFile:
                     future.result()
         else:
             self._check_blocks(todo)
-        self._all = True
+
+    def part(self, name: str, start: int, stop: int) -> MappedPart:
+        """The array `name` stored in bytes `[start, stop)` (`write_arrays`)."""
+        if not 0 <= start <= stop <= self.size:
+            raise StoreError(f"the store manifest places {name!r} outside {str(self.path)!r}")
+        return MappedPart(self, name, start, stop)
 
     def _check_blocks(self, blocks: npt.NDArray[np.intp]) -> None:
         for block in blocks.tolist():
@@ -191,13 +232,35 @@ class MappedFile:
         self._checked[block] = True
 
     def array(self) -> npt.NDArray[Any]:
-        """The `.npy` array the file holds, as a view of the mapping.
+        """The `.npy` array the whole file holds, as a view of the mapping (see `MappedPart.array`)."""
+        return self.part(self.path.name, 0, self.size).array()
+
+
+class MappedPart:
+    """One array of a `MappedFile`: its bytes `[start, stop)`, checked through the file's blocks."""
+
+    def __init__(self, file: MappedFile, name: str, start: int, stop: int) -> None:
+        self.file = file
+        self.path = f"{file.path} ({name})"  # what errors name
+        self._start, self._stop = start, stop
+        self.offset = start  # where the array's data begins in the file (after the header), set by `array`
+
+    def check_blocks_of(self, starts: npt.NDArray[Any], stops: npt.NDArray[Any]) -> None:
+        """`MappedFile.check_blocks_of` (positions in the whole file: add `offset`)."""
+        self.file.check_blocks_of(starts, stops)
+
+    def check_all(self) -> None:
+        """Check every block of the array."""
+        self.file.check_span(self._start, self._stop)
+
+    def array(self) -> npt.NDArray[Any]:
+        """The array, as a view of the mapping.
 
         The header is not checked against its block's checksum here (that would read the block at
-        every open); it must describe exactly the file's size, and any read of the data checks the
+        every open); it must describe exactly the array's span, and any read of the data checks the
         blocks it uses.
         """
-        head = memoryview(self.buffer)[:BLOCK]
+        head = memoryview(self.file.buffer)[self._start : min(self._stop, self._start + BLOCK)]
         try:
             stream = io.BytesIO(head)
             version = np.lib.format.read_magic(stream)
@@ -206,11 +269,13 @@ class MappedFile:
             else:
                 shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
             count = int(np.prod(shape, dtype=np.int64))
-            if fortran or dtype.hasobject or stream.tell() + count * dtype.itemsize != self.size:
-                raise ValueError("the header does not describe the file")
+            if (
+                fortran
+                or dtype.hasobject
+                or stream.tell() + count * dtype.itemsize != self._stop - self._start
+            ):
+                raise ValueError("the header does not describe the array")
         except ValueError as exc:
-            raise StoreError(
-                f"the saved store file {str(self.path)!r} is not a readable array: {exc}"
-            ) from exc
-        self.offset = stream.tell()
-        return np.frombuffer(self.buffer, dtype, count, offset=self.offset).reshape(shape)
+            raise StoreError(f"the saved store file {self.path!r} is not a readable array: {exc}") from exc
+        self.offset = self._start + stream.tell()
+        return np.frombuffer(self.file.buffer, dtype, count, offset=self.offset).reshape(shape)

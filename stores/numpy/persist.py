@@ -1,18 +1,20 @@
 """Saving the numpy store to a folder and opening it again, crash-safely and in constant time.
 
 A folder holds `manifest.json` and one generation folder, `generation-<id>/`, that it names. The
-generation holds `.npy` arrays (`stores.numpy.files`): the vectors (float32, one row a document), the
-packed records (texts and metadata, `stores.numpy.records`) and their ends, the ids and their lookup
-tables (`stores.numpy.saved_ids`), the BM25 index's arrays (`bm25.*`, `stores.lexical.persist`) and the
-metadata's filter columns (`columns.*`, `stores.numpy.columns_file`). The manifest records the model,
-the count, the records' key sequences, and every file's size and a CRC-32 per 256 KiB block; it
-carries a CRC-32 of its own body.
+generation holds one file, `arrays.bin`, of `.npy` arrays one after the other (`stores.numpy.files`;
+one file, so an open store holds one mapping and one file descriptor): the vectors (float32, one
+row a document), the packed records (texts and metadata, `stores.numpy.records`) and their ends, the
+ids and their lookup tables (`stores.numpy.saved_ids`), the BM25 index's arrays (`bm25.*`,
+`stores.lexical.persist`) and the metadata's filter columns (`columns.*`,
+`stores.numpy.columns_file`). The manifest records the model, the count, the records' key sequences,
+where each array lies, and the file's size and a CRC-32 per 256 KiB block; it carries a CRC-32 of its
+own body.
 
-Opening reads the manifest, compares each file's size with it and maps every file (copy-on-write): a
+Opening reads the manifest, compares the file's size with it and maps the file (copy-on-write): a
 few system calls, whatever the size. Nothing is decoded or validated then; each read checks the
 blocks it touches against their checksums (`MappedFile.check`), so a damaged file is reported with a
-`StoreError` naming it, never answered from. Mapping every file at once means a later save by
-another process, which removes this generation's files, cannot pull them from under a reader.
+`StoreError` naming it, never answered from. The mapping outlives the file's removal, so a later
+save by another process, which removes this generation, cannot pull it from under a reader.
 
 A save writes a complete new generation folder, flushes every file and the folder, then replaces the
 manifest with one `os.replace` (flushed too): killed at any moment, the folder holds the previous
@@ -59,7 +61,7 @@ from stores.lexical.persist import to_arrays
 from stores.locking import FolderLock
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.columns_file import columns_to_arrays
-from stores.numpy.files import BLOCK, FileEntry, MappedFile, write_file
+from stores.numpy.files import BLOCK, MappedFile, MappedPart, write_arrays
 from stores.numpy.records import PackedRecords
 from stores.numpy.saved_ids import id_arrays
 
@@ -81,6 +83,7 @@ _FORMAT = "rag-advisors/inmemory-store"
 _VERSION = 2
 LEGACY_VERSION = 1
 _GENERATION_PREFIX = "generation-"
+_DATA = "arrays.bin"  # every array of a generation, one `.npy` image after another
 # Files of the first format, and staged manifests, removed once a save of this format is in place.
 _OLD_FILE_PREFIXES = ("vectors-", "documents-", "columns-", f".{MANIFEST}.")
 _OLD_FOLDER_PREFIX = "bm25-"
@@ -112,7 +115,7 @@ class OpenedSave:
     count: int
     generation: str
     keys: list[tuple[str, ...]]
-    files: dict[str, MappedFile]
+    files: dict[str, MappedPart]
     lexical: dict[str, Any] | None = None
     """The BM25 index's description (`stores.lexical.persist.to_arrays`), or None if not saved."""
     columns: list[str] = field(default_factory=list)
@@ -260,9 +263,7 @@ def _write_unlocked(folder: Path, contents: Contents) -> str:
     staged = folder / f".{MANIFEST}.{generation}.tmp"
     try:
         target.mkdir()
-        files: dict[str, FileEntry] = {
-            name: write_file(target / name, array) for name, array in arrays.items()
-        }
+        data, spans = write_arrays(target / _DATA, arrays)
         sync_folder(target)
         body = {
             "format": _FORMAT,
@@ -274,7 +275,8 @@ def _write_unlocked(folder: Path, contents: Contents) -> str:
             "folder": target.name,
             "block": BLOCK,
             **described,
-            "files": files,
+            "data": data,
+            "arrays": spans,
         }
         manifest = {**body, "check": _body_check(body)}
         write_new(staged, json.dumps(manifest, indent=1).encode("ascii"))
@@ -332,8 +334,8 @@ def _open_unlocked(folder: Path, model: str, dimensions: int) -> OpenedSave:
             f"the store in {str(folder)!r} is of the first format: read it with stores.numpy.legacy"
         )
     try:
-        target = folder / manifest["folder"]
-        files = {name: MappedFile.open(target / name, entry) for name, entry in manifest["files"].items()}
+        data = MappedFile.open(folder / manifest["folder"] / _DATA, manifest["data"])
+        files = {name: data.part(name, start, stop) for name, (start, stop) in manifest["arrays"].items()}
         keys = [tuple(names) for names in manifest["keys"]]
         opened = OpenedSave(
             folder,

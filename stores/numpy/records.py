@@ -45,7 +45,7 @@ import numpy.typing as npt
 
 from rag.documents import MetadataValue
 from stores.lexical.idmap import offsets_for
-from stores.numpy.files import MappedFile
+from stores.numpy.files import MappedPart
 
 __all__ = ["PackedRecords", "Record"]
 
@@ -182,7 +182,7 @@ class PackedRecords:
         self._stops: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
         self._in_order = True
         self._size = 0
-        self._files: tuple[MappedFile, MappedFile] | None = None  # (stops, data) while read from a save
+        self._files: tuple[MappedPart, MappedPart] | None = None  # (stops, data) while read from a save
 
     def __len__(self) -> int:
         return self._size
@@ -325,7 +325,7 @@ class PackedRecords:
         return np.frombuffer(blob, np.uint8), np.cumsum(stops - starts, dtype=np.int64)
 
     @classmethod
-    def saved(cls, data: MappedFile, stops: MappedFile, keys: list[tuple[str, ...]]) -> PackedRecords:
+    def saved(cls, data: MappedPart, stops: MappedPart, keys: list[tuple[str, ...]]) -> PackedRecords:
         """Records over a save's mapped files (`packed` wrote them), each checked as it is read."""
         records = cls()
         records._keys.keys = keys

@@ -13,10 +13,11 @@ The hash arrays are checked whole before the first lookup (a binary search reads
 Example:
     >>> import tempfile
     >>> from pathlib import Path
-    >>> from stores.numpy.files import write_file
-    >>> folder = Path(tempfile.mkdtemp())
-    >>> files = {name: MappedFile.open(folder / name, write_file(folder / name, array))
-    ...          for name, array in id_arrays(["b", "a"]).items()}
+    >>> from stores.numpy.files import MappedFile, write_arrays
+    >>> path = Path(tempfile.mkdtemp()) / "ids.bin"
+    >>> entry, spans = write_arrays(path, id_arrays(["b", "a"]))
+    >>> mapped = MappedFile.open(path, entry)
+    >>> files = {name: mapped.part(name, *span) for name, span in spans.items()}
     >>> ids = SavedIds(files)
     >>> ids.rows_of(["a", "x"]).tolist(), ids[0], ids.order().tolist()
     ([1, -1], 'b', [1, 0])
@@ -31,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stores.numpy.files import MappedFile
+from stores.numpy.files import MappedPart
 
 __all__ = ["ID_FILES", "SavedIds", "id_arrays"]
 
@@ -65,7 +66,7 @@ def id_arrays(ids: Sequence[str], order: IntArray | None = None) -> dict[str, np
 class SavedIds:
     """Ids by row and rows by id over a save's mapped id files (see the module docstring)."""
 
-    def __init__(self, files: Mapping[str, MappedFile]) -> None:
+    def __init__(self, files: Mapping[str, MappedPart]) -> None:
         self._data_file, self._stops_file = files["ids.npy"], files["id_stops.npy"]
         self._hash_files = (files["id_hashes.npy"], files["id_rows.npy"])
         self._order_file = files["id_order.npy"]

@@ -31,21 +31,28 @@ def _files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != ".lock")
 
 
-def _vectors_file(folder: Path, count: int) -> Path:
-    """The saved `.npy` file holding a (count, DIMENSIONS) float32 matrix."""
-    for path in _files(folder):
-        if path.suffix != ".npy":
-            continue
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-        if array.dtype == np.float32 and array.shape == (count, DIMENSIONS):
-            return path
-    raise AssertionError(f"no vectors file in {folder}")
+def _matrix_at(folder: Path, store: NumpyVectorStore) -> tuple[Path, int]:
+    """The saved file holding `store`'s vectors (rows in id order), and where they start in it."""
+    documents = store.get(include_embeddings=True)
+    matrix = np.stack([np.asarray(d.embedding, np.float32) for d in documents]).tobytes()
+    return _file_holding(folder, matrix)
+
+
+def _overwrite_arrays(folder: Path, prefix: str, byte: bytes) -> None:
+    """Overwrite, in place, every saved array whose name starts with `prefix` (from the manifest)."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    path = folder / manifest["folder"] / "arrays.bin"
+    with path.open("r+b") as handle:
+        for name, (start, stop) in manifest["arrays"].items():
+            if name.startswith(prefix):
+                handle.seek(start)
+                handle.write(byte * (stop - start))
 
 
 def _file_holding(folder: Path, needle: bytes) -> tuple[Path, int]:
     for path in _files(folder):
         at = path.read_bytes().find(needle)
-        if at >= 0 and "bm25" not in path.name:
+        if at >= 0:
             return path, at
     raise AssertionError(f"no file holds {needle!r}")
 
@@ -134,13 +141,12 @@ def test_a_save_killed_at_any_moment_leaves_one_whole_generation(tmp_path: Path,
 
 
 def test_zeroed_vector_rows_are_reported_never_answered_from(tmp_path: Path) -> None:
-    _store(tmp_path, count=60)
-    path = _vectors_file(tmp_path, 60)
-    vectors = np.load(path, allow_pickle=False)
-    vectors[::3] = 0.0  # a third of the rows
-    with path.open("r+b") as handle:  # in place, keeping the header and the size
-        handle.seek(path.stat().st_size - vectors.nbytes)
-        handle.write(vectors.tobytes())
+    path, at = _matrix_at(tmp_path, _store(tmp_path, count=60))
+    row = DIMENSIONS * 4
+    with path.open("r+b") as handle:  # a third of the rows zeroed in place, the size kept
+        for i in range(0, 60, 3):
+            handle.seek(at + i * row)
+            handle.write(b"\0" * row)
     with pytest.raises(StoreError, match="damaged") as info:
         # A small file is one block, checked when opened; a large one as its blocks are first read.
         NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=tmp_path).similarity_search("harbour lanterns")
@@ -148,8 +154,7 @@ def test_zeroed_vector_rows_are_reported_never_answered_from(tmp_path: Path) -> 
 
 
 def test_a_truncated_file_is_reported_by_name_at_open(tmp_path: Path) -> None:
-    _store(tmp_path)
-    path = _vectors_file(tmp_path, 60)
+    path, _ = _matrix_at(tmp_path, _store(tmp_path))
     with path.open("r+b") as handle:
         handle.truncate(path.stat().st_size - 100)
     with pytest.raises(StoreError, match="truncated") as info:
@@ -183,9 +188,7 @@ def test_a_damaged_lexical_index_is_rebuilt_from_the_records(tmp_path: Path) -> 
     store = _store(tmp_path)
     lexical = SearchRequest("number17 lanterns", top_k=3, mode="lexical")
     expected = [(d.id, d.score) for d in store.similarity_search(lexical)]
-    for path in _files(tmp_path):
-        if "bm25" in path.name:
-            path.write_bytes(b"\0" * path.stat().st_size)  # same size: caught by the checksums
+    _overwrite_arrays(tmp_path, "bm25.", b"\0")  # the size kept: caught by the checksums
     reopened = NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=tmp_path)
     assert [(d.id, d.score) for d in reopened.similarity_search(lexical)] == expected
     reopened.add([Document("new", "number17 lanterns again")])  # writes and saves go on
@@ -196,9 +199,7 @@ def test_a_damaged_lexical_index_is_rebuilt_from_the_records(tmp_path: Path) -> 
 
 def test_damaged_filter_columns_are_rebuilt_from_the_records(tmp_path: Path) -> None:
     _store(tmp_path)
-    for path in _files(tmp_path):
-        if path.name.startswith("columns."):
-            path.write_bytes(b"\xff" * path.stat().st_size)
+    _overwrite_arrays(tmp_path, "columns.", b"\xff")
     store = NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=tmp_path)
     assert store.count("n < 10") == 10
     assert store.count("tags contains '2'") == 20
