@@ -1,22 +1,22 @@
-"""The files of a saved generation: written with a CRC-32 per block, mapped into memory, checked on read.
+"""The file of a saved generation: written with a CRC-32 per block, mapped into memory, checked on read.
 
-Every file of a numpy store's save is a `.npy` array (or raw bytes) written through `write_file`, which
-records the CRC-32 of each `BLOCK` bytes as it writes and flushes the file to disk. Opening maps the
-file (`mmap`, copy-on-write: the store may change its arrays in memory, never the file) in constant
-time, whatever its size; `MappedFile.check` then verifies the blocks a read is about to use, each once
-per process, and raises `StoreError` naming the file when one does not match. So opening costs the
-same at 10k and 1M chunks; a read pays for the blocks it touches (zlib's CRC-32 runs at ~2 GB/s here:
-0.1 ms per block), and a full check of a file (the vectors, before the first search scans them) costs
-one pass at that speed.
+A numpy store's save is one file of `.npy` arrays (`write_arrays`), each starting on a `BLOCK`
+boundary; the writer records the CRC-32 of each `BLOCK` bytes as it goes and flushes the file to
+disk. Opening maps the file (`mmap`, copy-on-write: the store may change its arrays in memory, never
+the file) in constant time, whatever its size; `MappedFile.check` then verifies the blocks a read is
+about to use, each once per process, and raises `StoreError` naming the file when one does not
+match. So opening costs the same at 10k and 1M chunks; a read pays for the blocks it touches (zlib's
+CRC-32 runs at ~2 GB/s on one core here: 0.1 ms a block), and a full check of an array (the vectors,
+before the first search scans them) costs one pass at that speed, split between two threads.
 
 Example:
     >>> import tempfile
     >>> from pathlib import Path
-    >>> path = Path(tempfile.mkdtemp()) / "a.npy"
-    >>> entry = write_file(path, np.arange(3, dtype=np.int64))
+    >>> path = Path(tempfile.mkdtemp()) / "arrays.bin"
+    >>> entry, spans = write_arrays(path, {"a": np.arange(3), "b": np.ones(2, np.float32)})
     >>> mapped = MappedFile.open(path, entry)
-    >>> mapped.array().tolist()
-    [0, 1, 2]
+    >>> mapped.part("a", *spans["a"]).array().tolist(), spans["b"][0]
+    ([0, 1, 2], 262144)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy.typing as npt
 
 from rag.errors import StoreError
 
-__all__ = ["BLOCK", "FileEntry", "MappedFile", "MappedPart", "write_arrays", "write_file"]
+__all__ = ["BLOCK", "FileEntry", "MappedFile", "MappedPart", "write_arrays"]
 
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
 _PARALLEL_BLOCKS = 64  # a file of 16 MiB or more is checked by several threads
@@ -82,18 +82,12 @@ class _Summing:
         return {"size": self.size, "crc32": np.asarray(sums, ">u4").tobytes().hex()}
 
 
-def write_file(path: Path, content: npt.NDArray[Any] | bytes | Callable[[IO[bytes]], None]) -> FileEntry:
-    """Create `path` (it must not exist) with an array (as `.npy`), bytes, or what a function writes;
-    flush it to disk and return its size and block checksums."""
+def _write_file(path: Path, fill: Callable[[_Summing], None]) -> FileEntry:
+    """Create `path` (it must not exist) with what `fill` writes, flush it to disk, and return its size
+    and block checksums."""
     with open(path, "xb") as handle:
         summing = _Summing(handle)
-        if isinstance(content, np.ndarray):
-            # Not np.save: it would write a real file with `tofile`, around the checksums.
-            np.lib.format.write_array(summing, np.ascontiguousarray(content), allow_pickle=False)
-        elif isinstance(content, bytes):
-            summing.write(content)
-        else:
-            content(summing)  # type: ignore[arg-type]
+        fill(summing)
         handle.flush()
         os.fsync(handle.fileno())
     return summing.finish()
@@ -108,15 +102,14 @@ def write_arrays(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> tuple[FileE
     """
     spans: dict[str, list[int]] = {}
 
-    def fill(handle: IO[bytes]) -> None:
-        summing: _Summing = handle  # type: ignore[assignment]  # `write_file` passes its summing handle
+    def fill(summing: _Summing) -> None:
         for name, array in arrays.items():
             summing.skip_to_block()
             start = summing.size
             np.lib.format.write_array(summing, np.ascontiguousarray(array), allow_pickle=False)
             spans[name] = [start, summing.size]
 
-    return write_file(path, fill), spans
+    return _write_file(path, fill), spans
 
 
 class MappedFile:
@@ -230,10 +223,6 @@ class MappedFile:
                 f"{len(self._sums)} fails its checksum); restore the folder or rebuild the home"
             )
         self._checked[block] = True
-
-    def array(self) -> npt.NDArray[Any]:
-        """The `.npy` array the whole file holds, as a view of the mapping (see `MappedPart.array`)."""
-        return self.part(self.path.name, 0, self.size).array()
 
 
 class MappedPart:
