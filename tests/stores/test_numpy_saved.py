@@ -266,18 +266,5 @@ def test_a_home_of_the_first_format_opens_and_is_written_anew(tmp_path: Path) ->
     assert _vectors(again) == _vectors(first)
 
 
-def test_a_read_only_home_of_the_first_format_opens_from_memory(tmp_path: Path) -> None:
-    from rag.testing import FakeEmbedding
-
-    folder = shutil.copytree(DATA / "numpy_store_v1", tmp_path / "store")
-    recorded = json.loads((DATA / "numpy_store_v1.answers.json").read_text(encoding="utf-8"))
-    folder.chmod(0o555)
-    try:
-        store = NumpyVectorStore(FakeEmbedding(8), path=folder)
-        assert [[d.id, d.text, repr(d.metadata)] for d in store.get()] == recorded["get"]
-    finally:
-        folder.chmod(0o755)
-
-
 def _vectors(store: NumpyVectorStore) -> list[list[float]]:
     return [np.asarray(d.embedding).tolist() for d in store.get(include_embeddings=True)]
