@@ -233,6 +233,10 @@ class LexicalIndex(IndexSearch):
 
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write the index into `folder` atomically (a crash leaves the previous save loadable)."""
+        write(folder, self.saved())
+
+    def saved(self) -> Saved:
+        """What a save holds: the live documents renumbered from 0, their postings in one segment."""
         live = self._live[: self._ids.row_count]
         if self._segments:
             segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
@@ -241,7 +245,7 @@ class LexicalIndex(IndexSearch):
         ids = self._ids.live_ids()
         lengths = self._lengths[: live.size][live].astype(np.int64)
         settings = {"k1": self._settings.k1, "b": self._settings.b, "tokenizer": self._settings.tokenizer}
-        write(folder, Saved(settings, self._vocabulary.terms, ids, lengths, segment))
+        return Saved(settings, self._vocabulary.terms, ids, lengths, segment)
 
     @staticmethod
     def saved_settings(folder: str | os.PathLike[str]) -> LexicalSettings | None:
@@ -258,7 +262,11 @@ class LexicalIndex(IndexSearch):
             StoreError: an unreadable or inconsistent save, or one made with another tokenizer (whose
                 terms this version cannot match: rebuild the index from the documents' texts).
         """
-        saved = read(folder, TOKENIZER)
+        return cls.from_saved(read(folder, TOKENIZER), settings)
+
+    @classmethod
+    def from_saved(cls, saved: Saved, settings: LexicalSettings | None = None) -> LexicalIndex:
+        """The index `saved` describes (`saved()`, or `stores.lexical.persist.from_arrays`)."""
         chosen = settings or LexicalSettings(saved.settings["k1"], saved.settings["b"])
         if chosen.tokenizer != TOKENIZER:
             raise InvalidRequestError(

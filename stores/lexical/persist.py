@@ -25,6 +25,7 @@ import json
 import os
 import uuid
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from rag.errors import StoreError, StoreNotFoundError
 from stores.durable import sync_folder, write_new
 from stores.lexical.segments import Segment
 
-__all__ = ["MANIFEST", "Saved", "read", "read_settings", "write"]
+__all__ = ["MANIFEST", "Saved", "from_arrays", "read", "read_settings", "to_arrays", "write"]
 
 MANIFEST = "lexical.json"
 _FORMAT = "rag-advisors/lexical-index"
@@ -65,32 +66,37 @@ def _decode(data: npt.NDArray[np.uint8]) -> str:
     return data.tobytes().decode("utf-8", "surrogatepass")
 
 
+def to_arrays(saved: Saved) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
+    """The saved index as a small description (settings and sizes) and its arrays, as `write` saves
+    them; `from_arrays` reads them back (a numpy store keeps them among its own files)."""
+    arrays: dict[str, npt.NDArray[Any]] = {
+        "terms": saved.segment.terms.astype(np.int32),  # memory may hold them narrower (`narrow_terms`)
+        "starts": saved.segment.starts.astype(np.int64),  # memory holds them narrower (`narrow_starts`)
+        "rows": saved.segment.absolute_rows(),  # memory may hold them as narrower offsets
+        "tfs": saved.segment.tfs.astype(np.int32),  # memory may hold them narrower (`narrow_tfs`)
+        "lengths": saved.lengths.astype(np.int64),
+        "ids": _encode(json.dumps(saved.ids, ensure_ascii=False)),
+        # Terms are runs of word characters: a newline never occurs inside one.
+        "vocabulary": _encode("\n".join(saved.terms)),
+    }
+    described: dict[str, Any] = {
+        "settings": saved.settings,
+        "documents": len(saved.ids),
+        "terms": len(saved.terms),
+        "postings": saved.segment.size,
+    }
+    return described, arrays
+
+
 def write(path: str | os.PathLike[str], saved: Saved) -> None:
     """Save into the folder `path` (created if needed), replacing an earlier save atomically."""
     folder = Path(path)
     generation = uuid.uuid4().hex
     data_name = f"{_DATA_PREFIX}{generation}.npz"
+    described, arrays = to_arrays(saved)
     buffer = io.BytesIO()
-    np.savez(
-        buffer,
-        terms=saved.segment.terms.astype(np.int32),  # memory may hold them narrower (`narrow_terms`)
-        starts=saved.segment.starts.astype(np.int64),  # memory holds them narrower (`narrow_starts`)
-        rows=saved.segment.absolute_rows(),  # memory may hold them as narrower offsets
-        tfs=saved.segment.tfs.astype(np.int32),  # memory may hold them narrower (`narrow_tfs`)
-        lengths=saved.lengths.astype(np.int64),
-        ids=_encode(json.dumps(saved.ids, ensure_ascii=False)),
-        # Terms are runs of word characters: a newline never occurs inside one.
-        vocabulary=_encode("\n".join(saved.terms)),
-    )
-    manifest = {
-        "format": _FORMAT,
-        "version": _VERSION,
-        "settings": saved.settings,
-        "documents": len(saved.ids),
-        "terms": len(saved.terms),
-        "postings": saved.segment.size,
-        "data": data_name,
-    }
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
+    manifest = {"format": _FORMAT, "version": _VERSION, **described, "data": data_name}
     staged = folder / f"{_STAGED_PREFIX}{generation}.tmp"
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -145,29 +151,44 @@ def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
         raise StoreNotFoundError(
             f"no lexical index saved in {str(folder)!r} (no {MANIFEST})", path=str(folder)
         )
-    settings = manifest["settings"]
-    if settings.get("tokenizer") != tokenizer:
-        raise StoreError(
-            f"the lexical index in {str(folder)!r} was built with tokenizer {settings.get('tokenizer')!r}, "
-            f"not {tokenizer!r}: rebuild it from the documents"
-        )
     try:
         # Opened here, not by np.load, which leaves the file open when the zip cannot be read.
         with (folder / manifest["data"]).open("rb") as handle, np.load(handle, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+        raise StoreError(f"cannot read the lexical index saved in {str(folder)!r}: {exc}") from exc
+    return from_arrays(manifest, arrays, tokenizer, str(folder))
+
+
+def from_arrays(
+    described: dict[str, Any], arrays: Mapping[str, npt.NDArray[Any]], tokenizer: str, where: str
+) -> Saved:
+    """The index `to_arrays` described, which must have been analysed with `tokenizer`; `where` names
+    the save in errors.
+
+    Raises:
+        StoreError: another tokenizer, or arrays that do not fit together.
+    """
+    settings = described["settings"]
+    if settings.get("tokenizer") != tokenizer:
+        raise StoreError(
+            f"the lexical index in {where!r} was built with tokenizer {settings.get('tokenizer')!r}, "
+            f"not {tokenizer!r}: rebuild it from the documents"
+        )
+    try:
         ids = json.loads(_decode(arrays["ids"]))
         vocabulary = _decode(arrays["vocabulary"])
         terms = vocabulary.split("\n") if vocabulary else []
-        _check(folder, manifest, arrays, ids, terms)
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
-        raise StoreError(f"cannot read the lexical index saved in {str(folder)!r}: {exc}") from exc
+        _check(where, described, arrays, ids, terms)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"cannot read the lexical index saved in {where!r}: {exc}") from exc
     # Frequencies are packed only once the arrays are known to be consistent.
     segment = Segment.of(0, len(ids), arrays["terms"], arrays["starts"], arrays["rows"], arrays["tfs"])
     return Saved(settings, terms, ids, arrays["lengths"], segment)
 
 
 def _check(
-    folder: Path, manifest: dict[str, Any], arrays: dict[str, Any], ids: list[str], terms: list[str]
+    where: str, manifest: dict[str, Any], arrays: Mapping[str, Any], ids: list[str], terms: list[str]
 ) -> None:
     count = len(ids)
     held, starts, rows, tfs, lengths = (
@@ -185,4 +206,4 @@ def _check(
         bool(held.size) and int(held.max()) >= len(terms),
     ]
     if any(problems):
-        raise StoreError(f"the lexical index saved in {str(folder)!r} is inconsistent: rebuild it")
+        raise StoreError(f"the lexical index saved in {where!r} is inconsistent: rebuild it")

@@ -1,84 +1,134 @@
-"""Saving the numpy store to a folder and loading it back, crash-safely.
+"""Saving the numpy store to a folder and opening it again, crash-safely and in constant time.
 
-A folder holds `manifest.json` and the data it names: `vectors-<generation>.npy` (float32),
-`documents-<generation>.json` (ids, texts and metadata), the BM25 index in `bm25-<generation>/`
-(`stores.lexical`) and the metadata's filter columns, encoded, in `columns-<generation>.npz`
-(`stores.numpy.columns_file`), so a load does not encode every metadata value again. A save writes a
-new generation of all four, flushes them, then replaces the manifest in one `os.replace`: a crash at
-any point leaves the manifest naming one complete generation, old or new, so the vectors, the lexical
-index and the columns can never disagree. Other generations are removed after the switch. The index
-and the columns are derived data: a save without them (made before they were saved), one analysed
-with another tokenizer, or a damaged file loads with `Snapshot.lexical` or `Snapshot.columns` None,
-and the store rebuilds them from the texts and metadata.
+A folder holds `manifest.json` and one generation folder, `generation-<id>/`, that it names. The
+generation holds one file, `arrays.bin`, of `.npy` arrays one after the other (`stores.numpy.files`;
+one file, so an open store holds one mapping and one file descriptor): the vectors (float32, one
+row a document), the packed records (texts and metadata, `stores.numpy.records`) and their ends, the
+ids and their lookup tables (`stores.numpy.saved_ids`), the BM25 index's arrays (`bm25.*`,
+`stores.lexical.persist`) and the metadata's filter columns (`columns.*`,
+`stores.numpy.columns_file`). The manifest records the model, the count, the records' key sequences,
+where each array lies, and the file's size and a CRC-32 per 256 KiB block; it carries a CRC-32 of its
+own body.
 
-Across processes: a save holds an exclusive lock on `<folder>/.lock` (`stores.locking.FolderLock`), so
-saves to one folder never interleave, and it first checks that the folder still holds the generation
-the saving copy was loaded from (or last saved). When another process (or another store object) saved
-in between, the save raises `StoreError` naming the folder and writes nothing: a stale copy never
-replaces newer data silently.
+Opening reads the manifest, compares the file's size with it and maps the file (copy-on-write): a
+few system calls, whatever the size. Nothing is decoded or validated then; each read checks the
+blocks it touches against their checksums (`MappedFile.check`), so a damaged file is reported with a
+`StoreError` naming it, never answered from. The mapping outlives the file's removal, so a later
+save by another process, which removes this generation, cannot pull it from under a reader.
+
+A save writes a complete new generation folder, flushes every file and the folder, then replaces the
+manifest with one `os.replace` (flushed too): killed at any moment, the folder holds the previous
+generation or the next, never a mix. Older generations (and the files of the first format, below)
+are removed after the switch. Saves hold an exclusive lock on `<folder>/.lock`
+(`stores.locking.FolderLock`) and first check that the folder still holds the generation the saving
+copy was opened from (or last saved): a stale copy never replaces newer data silently.
+
+Folders saved by the first format (`version` 1: vectors, JSON documents, an `.npz` of columns) are
+read by `stores.numpy.legacy`; the store writes them again in this format when it opens them.
 
 Example:
-    >>> import tempfile, numpy as np
+    >>> import tempfile
+    >>> from stores.numpy.records import PackedRecords
+    >>> records = PackedRecords()
+    >>> records.write(np.arange(2), [("x", {}), ("y", {})])
     >>> folder = tempfile.mkdtemp()
-    >>> snapshot = Snapshot("m", 2, np.eye(2, dtype=np.float32), ["a", "b"], ["x", "y"], [{}, {}])
-    >>> generation = write(folder, snapshot)
-    >>> loaded = read(folder, "m", 2)
-    >>> loaded.ids, loaded.generation == generation
-    (['a', 'b'], True)
+    >>> contents = Contents("m", 2, np.eye(2, dtype=np.float32), records, ["a", "b"], None, None, None)
+    >>> generation = write(folder, contents)
+    >>> opened = open_save(folder, "m", 2)
+    >>> opened.count, opened.generation == generation
+    (2, True)
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import shutil
 import uuid
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import MetadataValue, check_metadata
 from rag.errors import EmbeddingModelMismatchError, StoreError, StoreNotFoundError
 from stores.durable import sync_folder, write_new
 from stores.lexical.index import LexicalIndex
-from stores.lexical.text import TOKENIZER
+from stores.lexical.persist import to_arrays
 from stores.locking import FolderLock
 from stores.numpy.columns import MetadataColumns
-from stores.numpy.columns_file import columns_from_arrays, columns_to_arrays, read_arrays, savez
+from stores.numpy.columns_file import columns_to_arrays
+from stores.numpy.files import BLOCK, MappedFile, MappedPart, write_arrays
+from stores.numpy.records import PackedRecords
+from stores.numpy.saved_ids import id_arrays
 
-__all__ = ["LOCK_FILE", "MANIFEST", "Snapshot", "exists", "read", "saved_generation", "write"]
+__all__ = [
+    "LOCK_FILE",
+    "MANIFEST",
+    "Contents",
+    "OpenedSave",
+    "exists",
+    "open_save",
+    "saved_generation",
+    "write",
+]
 
 MANIFEST = "manifest.json"
 LOCK_FILE = ".lock"
-# The store's name before it was `NumpyVectorStore`, kept in the format tag so every saved folder still loads.
+# The store's name before it was `NumpyVectorStore`, kept in the format tag so every saved folder opens.
 _FORMAT = "rag-advisors/inmemory-store"
-_VERSION = 1
-_COLUMNS_PREFIX = "columns-"
-_DATA_PREFIXES = ("vectors-", "documents-", _COLUMNS_PREFIX, f".{MANIFEST}.")
-_LEXICAL_PREFIX = "bm25-"
-_PLAIN = frozenset((str, int, bool))
+_VERSION = 2
+LEGACY_VERSION = 1
+_GENERATION_PREFIX = "generation-"
+_DATA = "arrays.bin"  # every array of a generation, one `.npy` image after another
+# Files of the first format, and staged manifests, removed once a save of this format is in place.
+_OLD_FILE_PREFIXES = ("vectors-", "documents-", "columns-", f".{MANIFEST}.")
+_OLD_FOLDER_PREFIX = "bm25-"
+IntArray = npt.NDArray[np.int64]
 
 
 @dataclass
-class Snapshot:
-    """Everything a saved store holds: the model it was embedded with, vectors, and documents by row."""
+class Contents:
+    """What a save writes: the model, the vectors and records by row, the ids, and the derived parts."""
 
     model: str
     dimensions: int
     vectors: npt.NDArray[np.float32]
+    records: PackedRecords
     ids: list[str]
-    texts: list[str]
-    metadatas: list[dict[str, MetadataValue]]
-    lexical: LexicalIndex | None = None
-    generation: str | None = None
-    """The save this snapshot was read from (None for one not read from a folder)."""
-    columns: MetadataColumns | None = None
-    """The metadata's filter columns (None: not saved, or unreadable; built from `metadatas`)."""
+    id_order: IntArray | None
+    """Rows sorted by id, if known (else sorted here)."""
+    lexical: LexicalIndex | None
+    columns: MetadataColumns | None
+
+
+@dataclass
+class OpenedSave:
+    """A generation mapped into memory: its files by name and what the manifest says about them."""
+
+    folder: Path
+    model: str
+    dimensions: int
+    count: int
+    generation: str
+    keys: list[tuple[str, ...]]
+    files: dict[str, MappedPart]
+    lexical: dict[str, Any] | None = None
+    """The BM25 index's description (`stores.lexical.persist.to_arrays`), or None if not saved."""
+    columns: list[str] = field(default_factory=list)
+    """Names of the saved filter-column arrays."""
+
+    def arrays(self, prefix: str, names: list[str]) -> dict[str, npt.NDArray[Any]]:
+        """The arrays `prefix.<name>.npy`, every block checked first."""
+        out = {}
+        for name in names:
+            mapped = self.files[f"{prefix}.{name}.npy"]
+            mapped.check_all()
+            out[name] = mapped.array()
+        return out
 
 
 def exists(path: str | os.PathLike[str]) -> bool:
@@ -86,36 +136,74 @@ def exists(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / MANIFEST).is_file()
 
 
-def _encode_documents(snapshot: Snapshot) -> bytes:
-    payload = {"ids": snapshot.ids, "texts": snapshot.texts, "metadata": snapshot.metadatas}
-    # surrogatepass keeps texts with lone surrogates (valid Python strings) round-tripping.
-    return json.dumps(payload, ensure_ascii=False).encode("utf-8", "surrogatepass")
-
-
 def saved_generation(path: str | os.PathLike[str]) -> str | None:
     """The generation of the save in `path` (None when nothing is saved there)."""
     folder = Path(path)
     if not exists(folder):
         return None
-    return _generation_of(_read_manifest(folder))
+    return generation_of(read_manifest(folder))
 
 
-def _generation_of(manifest: dict[str, Any]) -> str:
+def generation_of(manifest: dict[str, Any]) -> str:
+    """The generation a manifest names (saves of the first format name it only in their file names)."""
     generation = manifest.get("generation")
     if isinstance(generation, str):
         return generation
-    # Saves of earlier versions name their generation only in their file names.
     return str(manifest.get("vectors", "")).removeprefix("vectors-").removesuffix(".npy")
 
 
+def _body_check(body: dict[str, Any]) -> int:
+    return zlib.crc32(json.dumps(body, sort_keys=True).encode("ascii"))
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The folder's manifest, of either format.
+
+    Raises:
+        StoreNotFoundError: there is none.
+        StoreError: it is unreadable, damaged, or of another format.
+    """
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise StoreNotFoundError(f"no saved numpy store at {str(folder)!r} (no {MANIFEST})", path=str(folder))
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"cannot read the store manifest {str(path)!r}: {exc}") from exc
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("format") != _FORMAT
+        or manifest.get("version") not in (_VERSION, LEGACY_VERSION)
+    ):
+        raise StoreError(f"{str(path)!r} is not a numpy store manifest (format {_FORMAT!r})")
+    if manifest["version"] == _VERSION:
+        body = {name: value for name, value in manifest.items() if name != "check"}
+        if manifest.get("check") != _body_check(body):
+            raise StoreError(f"the store manifest {str(path)!r} is damaged (it fails its checksum)")
+    return manifest
+
+
+def check_model(folder: Path, manifest: dict[str, Any], model: str, dimensions: int) -> None:
+    """Raise `EmbeddingModelMismatchError` unless the save holds vectors of `model` and `dimensions`."""
+    if manifest["model"] != model or manifest["dimensions"] != dimensions:
+        raise EmbeddingModelMismatchError(
+            f"the store at {str(folder)!r} holds vectors of model {manifest['model']!r} "
+            f"({manifest['dimensions']} dimensions); it cannot be opened with model {model!r} "
+            f"({dimensions} dimensions)"
+        )
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
 def write(
-    path: str | os.PathLike[str], snapshot: Snapshot, *, expected: str | None = None, overwrite: bool = False
+    path: str | os.PathLike[str], contents: Contents, *, expected: str | None = None, overwrite: bool = False
 ) -> str:
-    """Save `snapshot` into the folder `path` (created if needed), replacing any earlier save atomically.
+    """Save `contents` into the folder `path` (created if needed), replacing any earlier save atomically.
 
     Args:
         path: The folder.
-        snapshot: What to save.
+        contents: What to save.
         expected: The generation the folder must still hold (None: it must hold no save yet).
         overwrite: Replace whatever the folder holds, without checking `expected`.
 
@@ -133,7 +221,7 @@ def write(
                 current = saved_generation(folder)
                 if current != expected:
                     raise StoreError(_stale_message(folder, current, expected))
-            return _write_unlocked(folder, snapshot)
+            return _write_unlocked(folder, contents)
     except OSError as exc:
         raise StoreError(f"could not save the store to {str(folder)!r}: {exc}") from exc
 
@@ -147,165 +235,127 @@ def _stale_message(folder: Path, current: str | None, expected: str | None) -> s
     )
 
 
-def _write_unlocked(folder: Path, snapshot: Snapshot) -> str:
-    generation = uuid.uuid4().hex
-    vectors_name = f"vectors-{generation}.npy"
-    documents_name = f"documents-{generation}.json"
-    manifest = {
-        "format": _FORMAT,
-        "version": _VERSION,
-        "model": snapshot.model,
-        "dimensions": snapshot.dimensions,
-        "count": len(snapshot.ids),
-        "generation": generation,
-        "vectors": vectors_name,
-        "documents": documents_name,
+def _arrays(contents: Contents) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Any]]:
+    """Every array of the save by file name, and what the manifest says of the derived parts."""
+    data, stops = contents.records.packed()
+    arrays: dict[str, npt.NDArray[Any]] = {
+        "vectors.npy": contents.vectors,
+        "records.npy": data,
+        "record_stops.npy": stops,
+        **id_arrays(contents.ids, contents.id_order),
     }
+    described: dict[str, Any] = {"keys": contents.records.key_sets(), "lexical": None, "columns": []}
+    if contents.lexical is not None:
+        lexical, lexical_arrays = to_arrays(contents.lexical.saved())
+        described["lexical"] = {**lexical, "arrays": sorted(lexical_arrays)}
+        arrays.update({f"bm25.{name}.npy": array for name, array in lexical_arrays.items()})
+    if contents.columns is not None:
+        columns = columns_to_arrays(contents.columns)
+        described["columns"] = sorted(columns)
+        arrays.update({f"columns.{name}.npy": array for name, array in columns.items()})
+    return arrays, described
+
+
+def _write_unlocked(folder: Path, contents: Contents) -> str:
+    generation = uuid.uuid4().hex
+    target = folder / f"{_GENERATION_PREFIX}{generation}"
+    arrays, described = _arrays(contents)
     staged = folder / f".{MANIFEST}.{generation}.tmp"
-    lexical_name = f"{_LEXICAL_PREFIX}{generation}"
-    columns_name = f"{_COLUMNS_PREFIX}{generation}.npz"
     try:
-        write_new(folder / vectors_name, lambda f: np.save(f, snapshot.vectors, allow_pickle=False))
-        write_new(folder / documents_name, lambda f: f.write(_encode_documents(snapshot)))
-        if snapshot.lexical is not None:
-            snapshot.lexical.save(folder / lexical_name)  # flushed before the manifest names it
-            manifest["lexical"] = lexical_name
-        if snapshot.columns is not None:
-            arrays = columns_to_arrays(snapshot.columns)
-            write_new(folder / columns_name, lambda f: savez(f, arrays))
-            manifest["columns"] = columns_name
-        write_new(staged, lambda f: f.write(json.dumps(manifest, indent=1).encode("utf-8")))
-        os.replace(staged, folder / MANIFEST)
+        target.mkdir()
+        data, spans = write_arrays(target / _DATA, arrays)
+        sync_folder(target)
+        body = {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "model": contents.model,
+            "dimensions": contents.dimensions,
+            "count": len(contents.ids),
+            "generation": generation,
+            "folder": target.name,
+            "block": BLOCK,
+            **described,
+            "data": data,
+            "arrays": spans,
+        }
+        manifest = {**body, "check": _body_check(body)}
+        write_new(staged, json.dumps(manifest, indent=1).encode("ascii"))
+        os.replace(staged, folder / MANIFEST)  # the switch: before it the old generation, after it the new
         sync_folder(folder)
     except OSError as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        staged.unlink(missing_ok=True)
         raise StoreError(f"could not save the store to {str(folder)!r}: {exc}") from exc
-    _remove_other_generations(folder, keep={vectors_name, documents_name, lexical_name, columns_name})
+    _remove_other_generations(folder, keep=target.name)
     return generation
 
 
-def _remove_other_generations(folder: Path, keep: set[str]) -> None:
+def _remove_other_generations(folder: Path, keep: str) -> None:
     for entry in folder.iterdir():
-        if entry.name in keep:
+        if entry.name == keep:
             continue
-        if entry.name.startswith(_DATA_PREFIXES) and entry.is_file():
+        if entry.name.startswith(_OLD_FILE_PREFIXES) and entry.is_file():
             with contextlib.suppress(OSError):  # a leftover file only costs disk space
                 entry.unlink()
-        elif entry.name.startswith(_LEXICAL_PREFIX) and entry.is_dir():
+        elif entry.name.startswith((_GENERATION_PREFIX, _OLD_FOLDER_PREFIX)) and entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def _read_manifest(folder: Path) -> dict[str, Any]:
-    manifest_path = folder / MANIFEST
-    if not manifest_path.is_file():
-        raise StoreNotFoundError(f"no saved numpy store at {str(folder)!r} (no {MANIFEST})", path=str(folder))
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"cannot read the store manifest {str(manifest_path)!r}: {exc}") from exc
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("format") != _FORMAT
-        or manifest.get("version") != _VERSION
-    ):
-        raise StoreError(f"{str(manifest_path)!r} is not a numpy store manifest (format {_FORMAT!r})")
-    return manifest
+# -- opening -------------------------------------------------------------------------------------
 
 
-def read(path: str | os.PathLike[str], model: str, dimensions: int) -> Snapshot:
-    """Load the store saved in `path`, checking it was embedded with `model` of `dimensions`.
+def open_save(path: str | os.PathLike[str], model: str, dimensions: int) -> OpenedSave:
+    """Map the generation saved in `path`, checking it was embedded with `model` of `dimensions`.
 
-    The folder's lock is held while reading, so a save by another process cannot remove the files of
-    the generation being read; a folder where no lock file can be made (read-only) is read without.
+    The folder's lock is held while mapping, so a save by another process cannot remove the files
+    half-way; a folder where no lock file can be made (read-only) is opened without.
+
+    Raises:
+        StoreNotFoundError: nothing is saved there.
+        EmbeddingModelMismatchError: another model's vectors.
+        StoreError: a damaged manifest, a missing or resized file, or a save of the first format
+            (`stores.numpy.legacy` reads those).
     """
     folder = Path(path)
-    if exists(folder):
-        try:
-            lock = FolderLock(folder, LOCK_FILE)
-            lock.acquire()
-        except OSError:
-            return _read_unlocked(folder, model, dimensions)
-        with lock:
-            return _read_unlocked(folder, model, dimensions)
-    return _read_unlocked(folder, model, dimensions)
+    try:
+        lock = FolderLock(folder, LOCK_FILE)
+        lock.acquire()
+    except OSError:
+        return _open_unlocked(folder, model, dimensions)
+    with lock:
+        return _open_unlocked(folder, model, dimensions)
 
 
-def _read_unlocked(folder: Path, model: str, dimensions: int) -> Snapshot:
-    manifest = _read_manifest(folder)
-    if manifest["model"] != model or manifest["dimensions"] != dimensions:
-        raise EmbeddingModelMismatchError(
-            f"the store at {str(folder)!r} holds vectors of model {manifest['model']!r} "
-            f"({manifest['dimensions']} dimensions); it cannot be opened with model {model!r} "
-            f"({dimensions} dimensions)"
+def _open_unlocked(folder: Path, model: str, dimensions: int) -> OpenedSave:
+    manifest = read_manifest(folder)
+    check_model(folder, manifest, model, dimensions)
+    if manifest["version"] != _VERSION:
+        raise StoreError(
+            f"the store in {str(folder)!r} is of the first format: read it with stores.numpy.legacy"
         )
     try:
-        vectors = np.load(folder / manifest["vectors"], allow_pickle=False)
-        raw = (folder / manifest["documents"]).read_bytes().decode("utf-8", "surrogatepass")
-        documents = json.loads(raw)
-        ids, texts, metadatas = documents["ids"], documents["texts"], documents["metadata"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"cannot read the store saved in {str(folder)!r}: {exc}") from exc
-    count = manifest["count"]
-    if (
-        vectors.dtype != np.float32
-        or vectors.shape != (count, dimensions)
-        or not len(ids) == len(texts) == len(metadatas) == count
-    ):
-        raise StoreError(f"the store saved in {str(folder)!r} is inconsistent: {count} documents expected")
-    checked = _checked_metadata(ids, metadatas)
-    lexical = _read_lexical(folder, manifest, ids)
-    generation = _generation_of(manifest)
-    columns = _read_columns(folder, manifest, count)
-    return Snapshot(model, dimensions, vectors, ids, texts, checked, lexical, generation, columns)
+        data = MappedFile.open(folder / manifest["folder"] / _DATA, manifest["data"])
+        files = {name: data.part(name, start, stop) for name, (start, stop) in manifest["arrays"].items()}
+        keys = [tuple(names) for names in manifest["keys"]]
+        opened = OpenedSave(
+            folder,
+            model,
+            dimensions,
+            int(manifest["count"]),
+            manifest["generation"],
+            keys,
+            files,
+            manifest.get("lexical"),
+            list(manifest.get("columns", [])),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StoreError(f"the store manifest in {str(folder)!r} is incomplete: {exc}") from exc
+    vectors = files["vectors.npy"].array()
+    if vectors.dtype != np.float32 or vectors.shape != (opened.count, dimensions):
+        raise StoreError(f"the saved store file {str(files['vectors.npy'].path)!r} does not hold the vectors")
+    return opened
 
 
-def _checked_metadata(ids: list[str], metadatas: list[Any]) -> list[dict[str, MetadataValue]]:
-    """Each record's metadata validated as `check_metadata` does, which it calls only for metadata
-    holding something besides str, int, bool and finite floats: validating every value through it
-    cost more than half a second per 100,000 records on each load."""
-    checked: list[dict[str, MetadataValue]] = []
-    for doc_id, metadata in zip(ids, metadatas, strict=True):
-        if type(metadata) is dict and "" not in metadata:
-            for value in metadata.values():
-                kind = type(value)
-                if kind not in _PLAIN and (kind is not float or not math.isfinite(value)):
-                    break
-            else:  # JSON object keys are always str
-                checked.append(metadata)
-                continue
-        checked.append(check_metadata(doc_id, metadata))
-    return checked
-
-
-def _read_columns(folder: Path, manifest: dict[str, Any], count: int) -> MetadataColumns | None:
-    """The saved filter columns of `count` rows, or None when absent or damaged (the store rebuilds
-    them from the metadata)."""
-    name = manifest.get("columns")
-    if not isinstance(name, str) or not name.startswith(_COLUMNS_PREFIX) or "/" in name or "\\" in name:
-        return None
-    arrays = read_arrays(folder / name)
-    if arrays is None:
-        return None
-    try:
-        return columns_from_arrays(arrays, count)
-    except (KeyError, ValueError):
-        return None
-
-
-def _read_lexical(folder: Path, manifest: dict[str, Any], ids: list[str]) -> LexicalIndex | None:
-    """The saved lexical index, or None when it is absent, of another tokenizer, or not these ids'.
-
-    The index is derived data: whatever is wrong with it, the store rebuilds it from the texts.
-    """
-    name = manifest.get("lexical")
-    if not isinstance(name, str) or not name.startswith(_LEXICAL_PREFIX) or "/" in name or "\\" in name:
-        return None
-    try:
-        settings = LexicalIndex.saved_settings(folder / name)
-        if settings is None or settings.tokenizer != TOKENIZER:
-            return None
-        index = LexicalIndex.load(folder / name)
-    except StoreError:
-        return None
-    if len(index) != len(ids) or index.ids() != sorted(ids):
-        return None
-    return index
+def is_legacy(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` holds a save of the first format."""
+    return bool(read_manifest(Path(path))["version"] == LEGACY_VERSION)

@@ -20,6 +20,7 @@ from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
 from stores.numpy.hybrid import NumpyCandidates
 from stores.numpy.rowmap import RowMap
+from stores.numpy.saved_ids import SavedIds
 from stores.numpy.search import rank_candidates, scan
 from stores.ranking import needs_ranking, rank, rank_keys
 
@@ -34,9 +35,14 @@ class StoreSearch:
     _size: int
     _batch_size: int
     _matrix: npt.NDArray[np.float32]  # live rows first, then spare capacity
-    _rows: RowMap
-    _lexical: LexicalIndex
+    _rows: RowMap | SavedIds
     _lock: ReadWriteLock
+
+    def _loaded_lexical(self) -> LexicalIndex:
+        raise NotImplementedError  # the store's
+
+    def _check_vectors(self) -> None:
+        raise NotImplementedError  # the store's
 
     def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         raise NotImplementedError  # the store's
@@ -89,6 +95,7 @@ class StoreSearch:
     ) -> None:
         if not self._size:
             return  # emptied by a delete since the queries were embedded
+        self._check_vectors()
         for tree, positions in groups.items():
             found = self._search_group(tree, [checked[active[p]] for p in positions], queries[positions])
             for position, documents in zip(positions, found, strict=True):
@@ -124,12 +131,13 @@ class StoreSearch:
         self, request: SearchRequest, query: npt.NDArray[np.float32], rows: IntArray | None
     ) -> list[Document]:
         """A lexical, hybrid or diversified search (`stores.ranking.rank`) over `rows` (None: all)."""
-        source = NumpyCandidates(
-            self._matrix[: self._size], query, request.query, rows, self._rows, self._lexical
-        )
+        lexical = self._loaded_lexical()  # first: it moves the store's ids onto the index's id map
+        row_map = self._rows
+        assert isinstance(row_map, RowMap)
+        source = NumpyCandidates(self._matrix[: self._size], query, request.query, rows, row_map, lexical)
         page = rank_keys(request, source)  # hybrid: index rows fused, only the page's ids decoded
         if page is not None:
-            return self._documents(self._rows.store_rows(page.keys).tolist(), page.scores, ids=page.ids)
+            return self._documents(row_map.store_rows(page.keys).tolist(), page.scores, ids=page.ids)
         hits = rank(request, source)
-        found = self._rows.rows_of([doc_id for doc_id, _ in hits]).tolist()
+        found = row_map.rows_of([doc_id for doc_id, _ in hits]).tolist()
         return self._documents(found, [score for _, score in hits])

@@ -7,9 +7,8 @@ metadata's length in one byte (255, then eight bytes before it, for 255 bytes or
 the number of its key sequence in a table the records share (`_KeySets`, in LEB128) followed by its
 values serialised with `marshal` (exact for every metadata type: ints of any size, floats to the
 bit including -0.0 and NaN, bools, lists, and strings with lone surrogates); empty metadata takes no
-byte at all. Two
-offsets per row say where the record lies (uint32 until the buffer passes 4 GiB, then int64), and
-while the records lie back to back in row order (a store filled by adds of new ids, or just
+byte at all. Two offsets per row say where the record lies (uint32 until the buffer passes 4 GiB,
+then int64), and while the records lie back to back in row order (a store filled by adds of new ids, or just
 compacted) only the end offsets are kept: each record starts where the one before it ends.
 Reading a row decodes a fresh record (a microsecond for a chunk), so callers never share a dict with
 the store. Records are encoded a few thousand at a time: a bytes object per record for a whole large
@@ -17,12 +16,15 @@ batch would spread over the allocator's arenas, which stay resident for as long 
 allocation shares them.
 
 Values of a subclass of str, int or float (a `numpy.float64`, an `enum.StrEnum` member) are stored
-as the plain value, as a save and load (JSON) or any other store gives them back: `marshal` would
-misread or refuse them.
+as the plain value, as any other store gives them back: `marshal` would misread or refuse them.
 
 Replaced and removed records leave their bytes behind as garbage; when garbage outweighs the live
-bytes the buffer is rewritten in row order (amortised O(1) per byte written). `marshal` is used only
-for this process's own memory: saved folders keep their JSON format.
+bytes the buffer is rewritten in row order (amortised O(1) per byte written).
+
+The buffer is also the saved form: a numpy store's save writes it in row order with the end offsets
+(`packed`), and `saved` reads records straight from those mapped files, checking the blocks each read
+touches (`stores.numpy.files`), so opening a save decodes nothing. `marshal` writes its format 4,
+which every Python since 3.4 reads.
 
 Example:
     >>> import numpy as np
@@ -43,6 +45,7 @@ import numpy.typing as npt
 
 from rag.documents import MetadataValue
 from stores.lexical.idmap import offsets_for
+from stores.numpy.files import MappedPart
 
 __all__ = ["PackedRecords", "Record"]
 
@@ -53,6 +56,7 @@ _ENCODE_BATCH = 2048  # records encoded at a time (see the module docstring)
 _LONG = 255  # trailer byte of metadata of 255 bytes or more: its length is in the 8 bytes before
 _MAX_KEY_SETS = 4096  # distinct key sequences numbered (see `_KeySets`)
 _BYTES = [bytes((i,)) for i in range(256)]
+_MARSHAL_VERSION = 4  # written by every Python >= 3.4 and read by all later ones: saves move between them
 
 
 _PLAIN = (str, int, float, bool)
@@ -135,7 +139,8 @@ class _KeySets:
         meta = b""
         if metadata:
             number = self.number(tuple(metadata))
-            meta = _varint(number) + marshal.dumps(tuple(metadata.values()) if number else metadata)
+            values = tuple(metadata.values()) if number else metadata
+            meta = _varint(number) + marshal.dumps(values, _MARSHAL_VERSION)
         size = len(meta)
         trailer = _BYTES[size] if size < _LONG else size.to_bytes(8, "little") + _BYTES[_LONG]
         return b"".join((text.encode("utf-8", "surrogatepass"), meta, trailer))
@@ -177,6 +182,7 @@ class PackedRecords:
         self._stops: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
         self._in_order = True
         self._size = 0
+        self._files: tuple[MappedPart, MappedPart] | None = None  # (stops, data) while read from a save
 
     def __len__(self) -> int:
         return self._size
@@ -188,6 +194,7 @@ class PackedRecords:
 
     def read(self, row: int) -> Record:
         """The text and a fresh metadata dict of `row`."""
+        self._check(np.array([row], np.int64))
         return self._keys.decode(self._view(), self._start(row), int(self._stops[row]))
 
     def _start(self, row: int) -> int:
@@ -198,6 +205,7 @@ class PackedRecords:
     def read_many(self, rows: Sequence[int]) -> list[Record]:
         """`read` for each of `rows`."""
         view, at = self._view(), np.fromiter(rows, np.int64)
+        self._check(at)
         starts, stops = self._starts_of(at).tolist(), self._stops[at].tolist()
         decode, keys, loads = self._keys.decode, self._keys.keys, marshal.loads
         out: list[Record] = []
@@ -299,15 +307,57 @@ class PackedRecords:
 
     def compact(self) -> None:
         """Rewrite the buffer with the live records only, in row order."""
-        view = self._view()
-        rows = np.arange(self._size)
-        starts, stops = self._starts_of(rows), self._stops[: self._size]
-        blob = b"".join([view[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
-        lengths = stops - starts
-        self._data = np.frombuffer(blob, np.uint8).copy()
-        self._stops[: self._size] = np.cumsum(lengths)
+        data, stops = self.packed()
+        self._data = data.copy()
+        self._stops[: self._size] = stops
         self._starts, self._in_order = np.zeros(0, self._stops.dtype), True  # back to back again
-        self._end = self._live_bytes = len(blob)
+        self._end = self._live_bytes = len(data)
+
+    def packed(self) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+        """The live records back to back in row order, and where each one stops (for saving)."""
+        self._check(np.arange(self._size))
+        stops = self._stops[: self._size].astype(np.int64)
+        if self._in_order:
+            return self._data[: int(stops[-1]) if self._size else 0], stops
+        view = self._view()
+        starts = self._starts_of(np.arange(self._size))
+        blob = b"".join([view[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
+        return np.frombuffer(blob, np.uint8), np.cumsum(stops - starts, dtype=np.int64)
+
+    @classmethod
+    def saved(cls, data: MappedPart, stops: MappedPart, keys: list[tuple[str, ...]]) -> PackedRecords:
+        """Records over a save's mapped files (`packed` wrote them), each checked as it is read."""
+        records = cls()
+        records._keys.keys = keys
+        records._keys._numbers = {names: i + 1 for i, names in enumerate(keys)}
+        records._data = data.array()
+        records._stops = stops.array()
+        records._end = records._live_bytes = len(records._data)
+        records._size = len(records._stops)
+        records._files = (stops, data)
+        return records
+
+    def key_sets(self) -> list[tuple[str, ...]]:
+        """The numbered key sequences the records refer to (saved beside them)."""
+        return list(self._keys.keys)
+
+    def check_all(self) -> None:
+        """Check every saved block the records lie in, then stop checking (before a write changes them)."""
+        if self._files is not None:
+            for mapped in self._files:
+                mapped.check_all()
+            self._files = None
+
+    def _check(self, rows: IntArray) -> None:
+        """Check the saved blocks holding the records of `rows` (while they are read from a save)."""
+        if self._files is None or not len(rows):
+            return
+        stops_file, data_file = self._files
+        item = self._stops.itemsize
+        before = np.maximum(rows - 1, 0)
+        stops_file.check_blocks_of(stops_file.offset + before * item, stops_file.offset + (rows + 1) * item)
+        base = data_file.offset
+        data_file.check_blocks_of(base + self._starts_of(rows), base + self._stops[rows])
 
     def _starts_of(self, rows: IntArray) -> npt.NDArray[np.integer[Any]]:
         """Where the records of `rows` start."""
@@ -321,8 +371,3 @@ class PackedRecords:
             self._starts = np.zeros(len(self._stops), self._stops.dtype)
             self._starts[: self._size] = self._starts_of(np.arange(self._size))
             self._in_order = False
-
-    def all(self) -> tuple[list[str], list[dict[str, MetadataValue]]]:
-        """Texts and metadata of every row, in row order (for saving)."""
-        records = self.read_many(range(self._size))
-        return [text for text, _ in records], [metadata for _, metadata in records]

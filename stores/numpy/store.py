@@ -8,6 +8,12 @@ only the selected rows. Searches are in `stores.numpy.querying` (over the kernel
 A BM25 index (`stores.lexical`) over the same texts is written by the same `add` and `delete` calls
 and saved in the same atomic save; lexical and hybrid modes and MMR go through `stores.ranking`.
 
+Opening a saved folder maps its files and decodes nothing (`stores.numpy.opening`): the matrix and
+the records are views of the mapped files, ids are looked up in the save's own tables
+(`stores.numpy.saved_ids`), and the filter columns and the BM25 index load at their first use. Every
+read checks the saved blocks it touches. The first write checks the rest and loads every part; from
+then on the store works as one built in memory (the mappings are copy-on-write: the files never change).
+
 Memory: beside the vectors the store holds no Python object per document. Texts and metadata are
 packed records (`stores.numpy.records`); ids live once, packed, in the BM25 index, whose id map the
 store reads through `stores.numpy.rowmap` (which holds no array while both number rows alike). For
@@ -23,6 +29,7 @@ lexical index of the same generation. Embedding happens before the lock is taken
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -45,13 +52,17 @@ from stores.locking import ReadWriteLock
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.compaction import compaction
 from stores.numpy.embed import document_vectors, embed_queries
+from stores.numpy.legacy import read_legacy
+from stores.numpy.opening import SaveParts
 from stores.numpy.querying import StoreSearch
 from stores.numpy.records import PackedRecords
 from stores.numpy.rowmap import RowMap
+from stores.numpy.saved_ids import SavedIds
 
 __all__ = ["NumpyVectorStore"]
 
 IntArray = npt.NDArray[np.int64]
+_log = logging.getLogger(__name__)
 PathLike = str | os.PathLike[str]
 
 
@@ -100,15 +111,17 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         self._size = 0
         self._matrix = np.zeros((0, self._dimensions), np.float32)
         self._records = PackedRecords()  # texts and metadata, packed (stores.numpy.records)
-        self._columns = MetadataColumns()
+        self._columns: MetadataColumns | None = MetadataColumns()  # None: in the save, not loaded yet
         self._id_order: IntArray | None = None  # rows sorted by id, rebuilt after a change
-        self._lexical = LexicalIndex()
-        self._rows = RowMap(self._lexical)  # id -> row through the index's own id map
+        self._lexical: LexicalIndex | None = LexicalIndex()  # None: in the save, not loaded yet
+        self._rows: RowMap | SavedIds = RowMap(self._lexical)  # id <-> row (the index's id map)
+        self._saved: SaveParts | None = None  # the save this store reads from until its first write
+        self._load_lock = threading.Lock()  # loads a part of the save once, whichever reader comes first
         self._lock = ReadWriteLock()
         self._save_lock = threading.Lock()  # one save at a time: each must see the last one's generation
         self._generations: dict[str, str] = {}  # folder (absolute) -> generation this copy holds
         if self._path is not None and numpy_persist.exists(self._path):
-            self._restore(numpy_persist.read(self._path, embedding.name, self._dimensions))
+            self._open(self._path)
 
     @property
     def embedding(self) -> EmbeddingModel:
@@ -141,6 +154,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         vectors = self._vectors_for(batch)
         metadatas = [d.metadata for d in batch]  # packed on write: later changes to them do not leak in
         with self._lock.write():
+            self._materialise()
             self._write([d.id for d in batch], [d.text for d in batch], metadatas, vectors)
 
     def _vectors_for(self, documents: list[Document]) -> npt.NDArray[np.float32]:
@@ -170,6 +184,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         metadatas: list[dict[str, MetadataValue]],
         vectors: npt.NDArray[np.float32],
     ) -> None:
+        assert self._lexical is not None and self._columns is not None and isinstance(self._rows, RowMap)
         rows = self._rows.rows_of(ids)  # `ids` are distinct
         new = rows < 0
         fresh = int(np.count_nonzero(new))
@@ -193,6 +208,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         wanted = unique_ids(ids) if ids is not None else None
         tree = as_filter(filter)
         with self._lock.write():
+            self._materialise()
             if wanted is not None:
                 rows = np.unique(self._rows.rows_of(wanted))
                 rows = rows[rows >= 0]
@@ -205,6 +221,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         """Remove `rows`, moving the last live rows into the holes so every row stays live."""
         if not len(rows):
             return
+        assert self._lexical is not None and self._columns is not None and isinstance(self._rows, RowMap)
         dead, holes, tails, new_size = compaction(self._size, rows)
         self._lexical.delete(self._rows.ids_of(rows.tolist()))
         self._matrix[holes] = self._matrix[tails]
@@ -222,13 +239,61 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
     def _mask(self, tree: Filter | None) -> npt.NDArray[np.bool_]:
         if tree is None:
             return np.ones(self._size, np.bool_)
-        return self._columns.mask(tree, self._size, self._records)
+        return self._loaded_columns().mask(tree, self._size, self._records)
 
     def _rows_by_id(self) -> IntArray:
         if self._id_order is None:
-            ids = _object_array(self._rows.all_ids())
-            self._id_order = np.argsort(ids, kind="stable").astype(np.int64)
+            if isinstance(self._rows, SavedIds):
+                self._id_order = self._rows.order()
+            else:
+                ids = _object_array(self._rows.all_ids())
+                self._id_order = np.argsort(ids, kind="stable").astype(np.int64)
         return self._id_order
+
+    # -- the parts of a save loaded on first use -------------------------------------------------
+
+    def _loaded_columns(self) -> MetadataColumns:
+        """The filter columns, loaded from the save at the first filtered request."""
+        columns = self._columns
+        if columns is None:
+            with self._load_lock:
+                if self._columns is None:
+                    assert self._saved is not None
+                    self._columns = self._saved.columns(self._records, self._size)
+                columns = self._columns
+        return columns
+
+    def _loaded_lexical(self) -> LexicalIndex:
+        """The BM25 index, loaded from the save at the first lexical or hybrid search (or write)."""
+        lexical = self._lexical
+        if lexical is None:
+            with self._load_lock:
+                if self._lexical is None:
+                    assert self._saved is not None
+                    ids = self._rows.all_ids()
+                    index = self._saved.lexical(ids, self._records)
+                    rows = RowMap(index)
+                    rows.relink(ids)
+                    self._rows = rows  # the same ids by row, now through the index's id map
+                    self._lexical = index
+                lexical = self._lexical
+        return lexical
+
+    def _check_vectors(self) -> None:
+        """Check the saved vectors (once) before anything reads them."""
+        saved = self._saved
+        if saved is not None:
+            saved.check_vectors()
+
+    def _materialise(self) -> None:
+        """Before the first write after opening a save: check all of it and load every part."""
+        if self._saved is None:
+            return
+        self._saved.check_all()
+        self._loaded_lexical()
+        self._loaded_columns()
+        self._records.check_all()
+        self._saved = None
 
     def _documents(
         self,
@@ -242,6 +307,8 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         ids = self._rows.ids_of(rows) if ids is None else ids
         records = self._records.read_many(rows)
         matrix = self._matrix
+        if with_embedding:
+            self._check_vectors()
         # Records were checked when added and `read_many` decodes them fresh: no need to check again.
         return [
             Document._trusted(
@@ -283,6 +350,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         """Write the store to the folder `path` (default: the constructor's `path`) atomically.
 
         A crash mid-save leaves the previous save loadable. Searches go on during a save; writes wait.
+        A save copies nothing it has not checked: a damaged saved file raises `StoreError` instead.
         The folder must still hold the save this copy was loaded from or last wrote there (or none):
         if another process or store object saved there since, nothing is written and `StoreError`
         says so, because this copy lacks that save's changes. `overwrite=True` replaces it anyway.
@@ -293,21 +361,21 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
             raise InvalidRequestError("save() needs a path: none was given here or to the constructor")
         key = os.path.abspath(target)
         with self._save_lock, self._lock.read():
-            size = self._size
-            texts, metadatas = self._records.all()
-            snapshot = numpy_persist.Snapshot(
+            if self._saved is not None:
+                self._saved.check_all()  # a save never copies damage into a generation of its own
+            contents = numpy_persist.Contents(
                 self._embedding.name,
                 self._dimensions,
-                self._matrix[:size],
+                self._matrix[: self._size],
+                self._records,
                 self._rows.all_ids(),
-                texts,
-                metadatas,
-                self._lexical,
-                columns=self._columns,
+                self._rows_by_id(),
+                self._loaded_lexical(),
+                self._loaded_columns(),
             )
             expected = self._generations.get(key)
             self._generations[key] = numpy_persist.write(
-                target, snapshot, expected=expected, overwrite=overwrite
+                target, contents, expected=expected, overwrite=overwrite
             )
         return target
 
@@ -319,33 +387,34 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
             StoreNotFoundError: nothing is saved there.
             EmbeddingModelMismatchError: it was saved with another embedding model.
         """
-        snapshot = numpy_persist.read(path, embedding.name, int(embedding.dimensions))
-        store = cls(embedding, batch_size=batch_size)
-        store._path = Path(path)
-        store._restore(snapshot)
-        return store
+        folder = Path(path)
+        if not numpy_persist.exists(folder):
+            numpy_persist.read_manifest(folder)  # raises StoreNotFoundError naming the folder
+        return cls(embedding, batch_size=batch_size, path=folder)
 
-    def _restore(self, snapshot: numpy_persist.Snapshot) -> None:
-        if self._path is not None and snapshot.generation is not None:
-            self._generations[os.path.abspath(self._path)] = snapshot.generation  # what save() expects
-        self._matrix = np.ascontiguousarray(snapshot.vectors, dtype=np.float32)
-        count = len(self._matrix)
-        if len(set(snapshot.ids)) != count:
-            raise StoreError(f"the saved store in {str(self._path)!r} repeats document ids")
-        self._size = count
-        every_row = np.arange(count, dtype=np.int64)
-        self._records = PackedRecords()
-        self._records.write_parts(every_row, snapshot.texts, snapshot.metadatas)
-        # Columns saved with the folder load as they are; an older or damaged save encodes them again.
-        columns = snapshot.columns
-        if columns is None:
-            columns = MetadataColumns()
-            columns.write(every_row, snapshot.metadatas)
-        self._columns = columns
-        self._id_order = None
-        # A save from before the lexical index (or of another tokenizer) gains one from its texts.
-        self._lexical = snapshot.lexical or LexicalIndex()
-        if snapshot.lexical is None:
-            self._lexical.add(snapshot.ids, list(map(with_context, snapshot.texts, snapshot.metadatas)))
-        self._rows = RowMap(self._lexical)
-        self._rows.relink(snapshot.ids)
+    def _open(self, folder: Path) -> None:
+        """Read the save in `folder`: mapped in place, or, for the first format, read and saved anew."""
+        if numpy_persist.is_legacy(folder):
+            self._migrate(folder)
+            return
+        saved = SaveParts(numpy_persist.open_save(folder, self._embedding.name, self._dimensions))
+        self._generations[os.path.abspath(folder)] = saved.generation  # what save() expects
+        self._saved = saved
+        self._matrix = saved.vectors()
+        self._size = len(self._matrix)
+        self._records = saved.records()
+        self._rows = saved.ids()
+        self._columns = None
+        self._lexical = None
+
+    def _migrate(self, folder: Path) -> None:
+        """Read a save of the first format and write it again in the current one (when the folder
+        can be written; otherwise the store works from memory and its next save converts it)."""
+        old = read_legacy(folder, self._embedding.name, self._dimensions)
+        self._generations[os.path.abspath(folder)] = old.generation
+        with self._lock.write():
+            self._write(old.ids, old.texts, old.metadatas, np.ascontiguousarray(old.vectors, np.float32))
+        try:
+            self.save(folder)
+        except StoreError as exc:
+            _log.warning("the store in %r keeps the first format until it can be saved: %s", str(folder), exc)

@@ -5,7 +5,6 @@ rebuilds from a damaged save instead of answering wrong."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +12,7 @@ import numpy as np
 import pytest
 
 from rag import Document, HashingEmbedding
-from rag.errors import InvalidRequestError
 from rag.filters import matches, parse
-from rag.testing import FakeEmbedding
 from stores import ChromaVectorStore, NumpyVectorStore
 from stores.chroma.columns import FILE, LEGACY_FILE, FilterColumns
 from stores.chroma.lexical import FOLDER, STATE_KEY
@@ -274,50 +271,6 @@ def _answers(store: NumpyVectorStore) -> list[list[str]]:
     return [sorted(d.id for d in store.get(filter=text)) for text in texts]
 
 
-def test_a_numpy_folder_loads_its_saved_columns_without_encoding(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = _numpy_store()
-    store.save(tmp_path)
-    manifest = json.loads((tmp_path / persist.MANIFEST).read_text())
-    assert (tmp_path / manifest["columns"]).is_file()
-    with monkeypatch.context() as patch:
-        _no_encoding(patch)
-        loaded = NumpyVectorStore.load(tmp_path, MODEL)
-        assert _answers(loaded) == _answers(store)
-    # Writes after the load grow, replace and remove rows of the loaded columns.
-    for changed in (store, loaded):
-        changed.add([Document("d0005", "again", {"bucket": 3}), *_docs(180)[150:]])
-        changed.delete(["d0007", "d0160"])
-    assert _answers(loaded) == _answers(store)
-
-
-@pytest.mark.parametrize("damage", ["previous version", "truncated"])
-def test_a_numpy_folder_without_usable_columns_builds_them(tmp_path: Path, damage: str) -> None:
-    store = _numpy_store()
-    store.save(tmp_path)
-    manifest_path = tmp_path / persist.MANIFEST
-    manifest = json.loads(manifest_path.read_text())
-    columns = tmp_path / manifest["columns"]
-    if damage == "previous version":  # that version's manifest names no columns file
-        del manifest["columns"]
-        manifest_path.write_text(json.dumps(manifest))
-        columns.unlink()
-    else:
-        columns.write_bytes(columns.read_bytes()[:100])
-    loaded = NumpyVectorStore.load(tmp_path, MODEL)
-    assert _answers(loaded) == _answers(store)
-    loaded.save()  # saved again with whole columns
-    assert persist.read(tmp_path, MODEL.name, MODEL.dimensions).columns is not None
-
-
-def test_the_old_numpy_folder_fixture_still_loads(tmp_path: Path) -> None:
-    folder = shutil.copytree(Path(__file__).parent / "data" / "numpy_store_v1", tmp_path / "store")
-    manifest = json.loads((folder / persist.MANIFEST).read_text())
-    assert "columns" not in manifest  # written before the columns were saved
-    assert persist.read(folder, FakeEmbedding(8).name, 8).columns is None
-
-
 def _edit_documents(folder: Path, raw: str) -> None:
     """Replace the first record's metadata in the saved documents file by the JSON text `raw`."""
     manifest = json.loads((folder / persist.MANIFEST).read_text())
@@ -325,38 +278,3 @@ def _edit_documents(folder: Path, raw: str) -> None:
     documents = json.loads(path.read_bytes().decode("utf-8", "surrogatepass"))
     documents["metadata"][0] = "<edited>"
     path.write_text(json.dumps(documents).replace('"<edited>"', raw), encoding="utf-8")
-
-
-@pytest.mark.parametrize(
-    ("raw", "message"),
-    [
-        ('{"n": NaN}', "metadata 'n' of document 'd0000' is not finite: nan"),
-        ('{"n": 1e400}', "metadata 'n' of document 'd0000' is not finite: inf"),
-        ('{"n": -Infinity}', "metadata 'n' of document 'd0000' is not finite: -inf"),
-        ('{"n": {"deep": 1}}', "metadata 'n' of document 'd0000' has unsupported type dict"),
-        ('{"n": [1, [2]]}', "metadata 'n' of document 'd0000' must be a list of str, int, float or bool"),
-        ('{"": 1}', "metadata key '' of document 'd0000' must be a non-empty str"),
-        ('["n"]', "metadata of document 'd0000' must be a mapping"),
-    ],
-)
-def test_a_hand_edited_saved_metadata_value_is_refused_by_name(
-    tmp_path: Path, raw: str, message: str
-) -> None:
-    _numpy_store(10).save(tmp_path)
-    _edit_documents(tmp_path, raw)
-    with pytest.raises(InvalidRequestError) as caught:
-        NumpyVectorStore.load(tmp_path, MODEL)
-    assert str(caught.value).startswith(message)
-
-
-def test_saved_metadata_loads_as_saved_with_none_values_dropped(tmp_path: Path) -> None:
-    store = NumpyVectorStore(MODEL)
-    kept = {"s": "é\ud800", "i": 2**70, "f": -0.0, "b": True, "l": [1, "a", 2.5, False], "e": []}
-    store.add([Document("a", "x", kept), Document("b", "y", {"n": 1})])
-    store.save(tmp_path)
-    edited = json.dumps({**kept, "gone": None})  # None is dropped, as `Document` drops it
-    _edit_documents(tmp_path, edited)
-    loaded = NumpyVectorStore.load(tmp_path, MODEL)
-    [document] = loaded.get(ids=["a"])
-    assert document.metadata == kept and list(document.metadata) == list(kept)
-    assert [type(value) for value in document.metadata.values()] == [type(value) for value in kept.values()]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import stores.numpy.persist as numpy_persist
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import EmbeddingError, InvalidRequestError, StoreError, StoreNotFoundError
@@ -117,39 +115,6 @@ def test_load_of_a_missing_path_names_it(tmp_path: Path) -> None:
     assert info.value.path == str(missing)
 
 
-@pytest.mark.parametrize("failing_call", [1, 2, 3, 4], ids=["vectors", "documents", "columns", "manifest"])
-def test_crash_mid_save_leaves_the_previous_copy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing_call: int
-) -> None:
-    store, _ = _random_store(50)
-    folder = store.save(tmp_path / "s")
-    before = _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS)))
-    store.delete(filter=key("bucket") < 5)
-    store.add([Document("new", "new one")])
-    real_write = numpy_persist.write_new
-    calls = []
-
-    def write_then_fail(path: Path, fill: Callable[[Any], Any]) -> None:
-        calls.append(path)
-        if len(calls) == failing_call:
-            path.write_bytes(b"half a fi")  # the disk filled up part way
-            raise OSError(28, "No space left on device")
-        real_write(path, fill)
-
-    monkeypatch.setattr(numpy_persist, "write_new", write_then_fail)
-    with pytest.raises(StoreError, match="No space left") as info:
-        store.save(folder)
-    assert str(folder) in str(info.value)
-    assert _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == before
-    monkeypatch.setattr(numpy_persist, "write_new", real_write)
-    store.save(folder)
-    assert _saved_state(NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))) == _saved_state(store)
-    # The lock file, the manifest and one generation (vectors, documents, the index, the filter
-    # columns): leftovers removed.
-    kinds = sorted(p.name.split("-")[0] for p in folder.iterdir())
-    assert kinds == [".lock", "bm25", "columns", "documents", "manifest.json", "vectors"]
-
-
 def test_crash_before_the_manifest_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store, _ = _random_store(20)
     folder = store.save(tmp_path / "s")
@@ -162,18 +127,6 @@ def test_crash_before_the_manifest_switch(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(StoreError):
         store.save(folder)
     assert NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS)).count() == 20
-
-
-def test_a_damaged_manifest_is_a_store_error(tmp_path: Path) -> None:
-    store, _ = _random_store(5)
-    folder = store.save(tmp_path / "s")
-    manifest = json.loads((folder / numpy_persist.MANIFEST).read_text())
-    (folder / manifest["vectors"]).write_bytes(b"not numpy")
-    with pytest.raises(StoreError, match=str(folder.name)):
-        NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))
-    (folder / numpy_persist.MANIFEST).write_text("{")
-    with pytest.raises(StoreError, match="manifest"):
-        NumpyVectorStore.load(folder, HashingEmbedding(DIMENSIONS))
 
 
 # -- filters against the reference evaluator -----------------------------------------------------

@@ -7,20 +7,18 @@ from __future__ import annotations
 import gc
 import pickle
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import stores.numpy.records as records_module
-from rag import Document, SearchRequest
+from rag import Document
 from rag.documents import MetadataValue
 from rag.filters import Filter, key, matches
 from stores.lexical import LexicalIndex, idmap
 from stores.lexical.frequencies import PackedFrequencies
 from stores.lexical.text import Vocabulary, analyze
 from stores.numpy.columns import MetadataColumns
-from stores.numpy.columns_file import columns_to_arrays
 from stores.numpy.records import PackedRecords
 from stores.numpy.store import NumpyVectorStore
 
@@ -160,19 +158,6 @@ def test_whole_number_columns_widen_as_values_need_and_filter_exactly() -> None:
         metadata[:] = rows
         for tree in filters:
             assert columns.mask(tree, len(rows), metadata).tolist() == [matches(tree, r) for r in rows], tree
-
-
-def test_saved_columns_keep_float64_and_load_narrow_again(tmp_path: Path) -> None:
-    store = NumpyVectorStore(_Ones())
-    store.add(
-        [Document(f"d{i}", "t", {"bucket": i % 9}, embedding=np.ones(8, np.float32)) for i in range(50)]
-    )
-    assert store._columns._columns["bucket"].values.num.dtype == np.int8  # type: ignore[union-attr]
-    saved = columns_to_arrays(store._columns)
-    assert saved["k0.values.num"].dtype == np.float64  # the saved format is unchanged
-    loaded = NumpyVectorStore.load(store.save(tmp_path / "s"), _Ones())
-    assert loaded._columns._columns["bucket"].values.num.dtype == np.int8  # type: ignore[union-attr]
-    assert loaded.count("bucket >= 4") == store.count("bucket >= 4") == 26
 
 
 def test_columns_that_gain_new_kinds_of_values_filter_like_the_reference() -> None:
@@ -335,32 +320,6 @@ def test_packed_frequencies_read_back_exactly() -> None:
         for begin, end in [(0, size), (size // 3, size), (1 if size else 0, size // 2), (size, size)]:
             assert packed.slice(begin, end).tolist() == tfs[begin:end].tolist(), (size, begin, end)
     assert PackedFrequencies.pack(np.array([1, 2, 3])).all().dtype == np.uint8
-
-
-def test_row_maps_appear_only_when_store_and_index_rows_differ(tmp_path: Path) -> None:
-    def doc(n: int, text: str = "") -> Document:
-        return Document(
-            f"d{n}", text or f"word{n} shared", {"n": n}, embedding=np.eye(8, dtype=np.float32)[n % 8]
-        )
-
-    store = NumpyVectorStore(_Ones())
-    store.add([doc(n) for n in range(6)])
-    store.delete(["d5"])  # the last row: the others keep their numbers
-    assert store._rows.identity and store._rows._index_row.size == 0
-    store.save(tmp_path / "s")
-    assert NumpyVectorStore.load(tmp_path / "s", _Ones())._rows.identity
-    store.add([doc(1, "replaced text"), doc(6)])  # an upsert: the index gives d1 a new row
-    assert not store._rows.identity
-    assert [d.id for d in store.get()] == ["d0", "d1", "d2", "d3", "d4", "d6"]
-    assert store.get(["d1"])[0].text == "replaced text"
-    hits = store.similarity_search(SearchRequest("replaced word6", top_k=3, mode="lexical"))
-    assert [d.id for d in hits] == ["d1", "d6"]
-    store.delete(["d0"])  # a hole, filled with the last row
-    assert sorted(d.id for d in store.get()) == ["d1", "d2", "d3", "d4", "d6"]
-    reloaded = NumpyVectorStore.load(store.save(tmp_path / "t"), _Ones())
-    assert sorted(d.id for d in reloaded.get()) == ["d1", "d2", "d3", "d4", "d6"]
-    found = reloaded.similarity_search(SearchRequest("replaced", top_k=3, mode="hybrid"))
-    assert found[0].id == "d1"
 
 
 def test_document_lengths_are_two_bytes_until_a_document_needs_more() -> None:
