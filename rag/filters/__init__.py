@@ -1,4 +1,4 @@
-"""The filter expression language of FILTERS.md: parse text, build trees, evaluate them.
+"""The filter expression language of docs/filters.md: parse text, build trees, evaluate them.
 
 Example:
     >>> from rag.filters import key, parse

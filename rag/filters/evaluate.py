@@ -21,12 +21,12 @@ ORDERING: dict[Op, Callable[[Any, Any], Any]] = {
 
 
 def is_number(value: object) -> bool:
-    """Whether a filter value is a number: an int or a float, never a bool (FILTERS.md)."""
+    """Whether a filter value is a number: an int or a float, never a bool (docs/filters.md)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _equal(a: object, b: object) -> bool:
-    """Equality as FILTERS.md says: numbers by value across int/float, a boolean is not a number."""
+    """Equality as docs/filters.md says: numbers by value across int/float, a boolean is not a number."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if is_number(a) and is_number(b):
@@ -69,7 +69,7 @@ def compare(node: Comparison, metadata: Mapping[str, object]) -> bool:
 def matches(node: Filter | None, metadata: Mapping[str, object]) -> bool:
     """Whether a document with this metadata satisfies `node` (None matches everything).
 
-    NOT is not plain boolean negation: `NOT a < 5` is `a >= 5`, false for a string `a` (FILTERS.md).
+    NOT is not plain boolean negation: `NOT a < 5` is `a >= 5`, false for a string `a` (docs/filters.md).
     To test many documents against one filter, `normalize` it once and call `holds`.
 
     Raises:

@@ -2,7 +2,7 @@
 
 `And`/`Or` nodes are binary, so a filter of 5,000 clauses is 5,000 levels deep however it was grouped
 (`a AND (b AND (c AND ...))` as much as `((a AND b) AND c) AND ...`). `normalize` flattens every chain
-of the same operator into one `Junction` and applies each NOT (FILTERS.md, "Meaning"), so only the
+of the same operator into one `Junction` and applies each NOT (docs/filters.md, "Meaning"), so only the
 alternations of AND and OR remain as depth. It and `rag.filters.evaluate.holds` work with explicit
 stacks: no filter, however deep, raises `RecursionError`.
 

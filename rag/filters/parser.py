@@ -1,4 +1,4 @@
-"""Filter text -> filter tree, following the grammar of FILTERS.md.
+"""Filter text -> filter tree, following the grammar of docs/filters.md.
 
 The parser keeps pending operators on an explicit stack instead of recursing, so a chain of thousands of
 clauses parses in linear time and no input can raise `RecursionError`. AND and OR build left-deep trees,
@@ -259,7 +259,7 @@ def _fold(stack: list[_Pending], node: Filter) -> Filter:
 
 
 def parse(text: str) -> Filter:
-    """Parse filter text (FILTERS.md) into a tree.
+    """Parse filter text (docs/filters.md) into a tree.
 
     Text past the size limits (`MAX_FILTER_LENGTH` characters, `MAX_COMPARISONS` comparisons,
     `MAX_LIST_VALUES` values in one list) is refused, so no input keeps a caller busy for long.

@@ -57,7 +57,7 @@ class Op(StrEnum):
 
     @property
     def opposite(self) -> Op:
-        """The operator that is true exactly where this one is false (FILTERS.md, "Meaning")."""
+        """The operator that is true exactly where this one is false (docs/filters.md, "Meaning")."""
         return _OPPOSITE[self]
 
     @property
@@ -326,7 +326,7 @@ def _chain(kind: type[And] | type[Or], items: list[Filter]) -> Filter:
 
 
 def negate(node: Filter) -> Filter:
-    """Push NOT down to the comparisons: the exact meaning of NOT in FILTERS.md.
+    """Push NOT down to the comparisons: the exact meaning of NOT in docs/filters.md.
 
     De Morgan's laws for AND/OR, and each comparison replaced by its opposite operator, so the
     result holds no `Not` node. `negate(parse("a == 1"))` is `parse("a != 1")`.

@@ -1,6 +1,6 @@
 """Filter trees compiled to a SQL condition over the store's JSONB metadata column, values bound.
 
-The meaning is FILTERS.md's, the same as `rag.filters.matches` (the numpy store's reference):
+The meaning is docs/filters.md's, the same as `rag.filters.matches` (the numpy store's reference):
 
 - `NOT` is pushed down first (`rag.filters.push_not_down`), so every comparison is compiled as its
   own operator and evaluates to true or false, never SQL NULL, even when the key is missing.

@@ -1,4 +1,4 @@
-"""The reference meaning of filters (FILTERS.md, "Meaning") that every store must reproduce."""
+"""The reference meaning of filters (docs/filters.md, "Meaning") that every store must reproduce."""
 
 from __future__ import annotations
 

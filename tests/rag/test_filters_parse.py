@@ -1,4 +1,4 @@
-"""The filter parser: the whole grammar of FILTERS.md, its errors, and robustness on arbitrary text."""
+"""The filter parser: the whole grammar of docs/filters.md, its errors, and robustness on arbitrary text."""
 
 from __future__ import annotations
 
