@@ -33,7 +33,7 @@ A, B, C, D = (key(name) == 1 for name in "abcd")
 
 
 def _reference(node: Filter, metadata: Mapping[str, object], negated: bool = False) -> bool:
-    """docs/filters.md's meaning, written recursively and independently of `normalize` (shallow trees only)."""
+    """The meaning in docs/filters.md, written recursively, independently of `normalize` (shallow trees)."""
     if isinstance(node, Comparison):
         op = node.op.opposite if negated else node.op
         return compare(Comparison(node.key, op, node.value), metadata)
