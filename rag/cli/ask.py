@@ -120,7 +120,7 @@ def ask(
             retrieved = response.documents
             if not as_json:
                 click.echo(response.text)
-        cosine = cosines(opened.store, question, retrieved)
+        cosine = cosines(retrieved)
         hint = None if retrieved else source_filter_hint(searched, search.filter)
     finally:
         opened.close()

@@ -121,7 +121,7 @@ def query(
     try:
         searched = DocumentsView(opened.store, distinct=not keep_duplicates)
         hits = traced_search(searched, request)
-        cosine = cosines(opened.store, text, hits)
+        cosine = cosines(hits)
         hint = None if hits else source_filter_hint(searched, request.filter)
     finally:
         opened.close()

@@ -43,7 +43,8 @@ from stores.chroma.reading import guarded_where
 from stores.chroma.records import decode_fields, decode_metadata, decode_text
 from stores.chroma.search import KeptRow, Row, query_vector
 from stores.locking import ReadWriteLock
-from stores.ranking import needs_ranking, rank
+from stores.query_vector import request_vector
+from stores.ranking import named_scores, needs_ranking, rank_scored
 
 __all__ = ["Answering"]
 
@@ -115,15 +116,21 @@ class Answering:
         req = request if isinstance(request, SearchRequest) else SearchRequest(request)
         if req.top_k == 0:
             return []
-        query = query_vector(self._embedding, req.query)
-        # The query was embedded outside: writers wait only for the search.
+        # Embedded once, outside the lock (writers wait only for the search), and only when the
+        # search needs the vector; a lexical search never reads it (`stores.ranking`).
+        vector = request_vector(req, self._embedding, query_vector)
+        query = vector if vector is not None else np.zeros(int(self._embedding.dimensions), np.float32)
         with self._lock.read():
             if req.filter is None and not req.exact and not needs_ranking(req):
                 # What `_search` does for a plain vector search, without its steps that do nothing
                 # here (no filter, no copy, no index; so no collection metadata read either).
-                return self._found(self._nearest.unfiltered(query, req))
-            with one_state_read():
-                return self._search(req, query)
+                found = self._found(self._nearest.unfiltered(query, req))
+            else:
+                with one_state_read():
+                    found = self._search(req, query)
+        if needs_ranking(req):
+            return found  # named by `_rank_once`
+        return [doc.with_scores(named_scores(req, doc.score or 0.0)) for doc in found]
 
     def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:
         if req.filter is not None and not self._local and not req.exact and not needs_ranking(req):
@@ -211,7 +218,10 @@ class Answering:
             background if self._conn.remote else None,
             lenient=lenient,
         ) as source:
-            return source.page(rank(req, source))
+            ranked = rank_scored(req, source)
+            named = {hit.id: hit.scores for hit in ranked}
+            found = source.page([(hit.id, hit.score) for hit in ranked])
+            return [doc.with_scores(named[doc.id]) for doc in found]
 
     def _vector_hits(
         self,
