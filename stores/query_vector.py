@@ -6,9 +6,10 @@ A store embeds a request's query at most once, and not at all when the search re
 Example:
     >>> from rag import HashingEmbedding, SearchRequest
     >>> model = HashingEmbedding(dimensions=8)
-    >>> request_vector(SearchRequest("pumps"), model).shape
+    >>> embed = lambda text: model.embed([text])[0]
+    >>> request_vector(SearchRequest("pumps"), model, embed).shape
     (8,)
-    >>> request_vector(SearchRequest("pumps", mode="lexical"), model) is None
+    >>> request_vector(SearchRequest("pumps", mode="lexical"), model, embed) is None
     True
 """
 
@@ -22,7 +23,6 @@ import numpy.typing as npt
 from rag.documents import SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import DimensionMismatchError
-from stores.numpy.embed import embed_queries
 
 __all__ = ["given_vector", "request_vector"]
 
@@ -48,16 +48,11 @@ def given_vector(request: SearchRequest, model: EmbeddingModel) -> Vector | None
 
 
 def request_vector(
-    request: SearchRequest,
-    model: EmbeddingModel,
-    embed: Callable[[EmbeddingModel, str], Vector] | None = None,
+    request: SearchRequest, model: EmbeddingModel, embed: Callable[[str], Vector]
 ) -> Vector | None:
-    """The query vector `request` needs: its own (`given_vector`), else `embed(model, query)` (by
-    default `embed_queries`), or None when the search needs none."""
+    """The query vector `request` needs: its own (`given_vector`), else `embed(query)` (the store's
+    embedding of one text), or None when the search needs none."""
     given = given_vector(request, model)
     if given is not None or not request.embeds_query:
         return given
-    if embed is not None:
-        return embed(model, request.query)
-    vector: Vector = embed_queries(model, [request.query])[0]
-    return vector
+    return embed(request.query)

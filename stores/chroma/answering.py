@@ -118,7 +118,7 @@ class Answering:
             return []
         # Embedded once, outside the lock (writers wait only for the search), and only when the
         # search needs the vector; a lexical search never reads it (`stores.ranking`).
-        vector = request_vector(req, self._embedding, query_vector)
+        vector = request_vector(req, self._embedding, lambda text: query_vector(self._embedding, text))
         query = vector if vector is not None else np.zeros(int(self._embedding.dimensions), np.float32)
         with self._lock.read():
             if req.filter is None and not req.exact and not needs_ranking(req):

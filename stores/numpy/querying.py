@@ -136,10 +136,10 @@ class StoreSearch:
                 ranked = rank_candidates(
                     self._matrix, candidates, queries[i], request.top_k, self._rows, threshold
                 )
-                found = self._documents([row for row, _ in ranked], [score for _, score in ranked])
+                hits = self._documents([row for row, _ in ranked], [score for _, score in ranked])
                 results[i] = [
                     doc.with_scores(named_scores(request, score))
-                    for doc, (_, score) in zip(found, ranked, strict=True)
+                    for doc, (_, score) in zip(hits, ranked, strict=True)
                 ]
         for i, request in enumerate(requests):
             if needs_ranking(request):
@@ -155,8 +155,8 @@ class StoreSearch:
         )
         page = rank_keys(request, source)  # hybrid: index rows fused, only the page's ids decoded
         if page is not None:
-            rows = self._rows.store_rows(page.keys).tolist()
-            found = self._documents(rows, page.scores, ids=page.ids)
+            kept = self._rows.store_rows(page.keys).tolist()
+            found = self._documents(kept, page.scores, ids=page.ids)
             return [doc.with_scores(named) for doc, named in zip(found, page.named, strict=True)]
         hits = rank_scored(request, source)
         found = self._documents(

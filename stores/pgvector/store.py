@@ -24,7 +24,7 @@ from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from stores.lexical.index import DEFAULT_B, DEFAULT_K1
 from stores.lexical.text import TOKENIZER
-from stores.numpy.embed import document_vectors
+from stores.numpy.embed import document_vectors, embed_queries
 from stores.pgvector.connection import Database
 from stores.pgvector.encoding import check_text
 from stores.pgvector.filters import compile_filter
@@ -237,7 +237,8 @@ class PgVectorStore(GetMixin):
         condition = compile_filter(req.filter)
         if req.top_k == 0 or condition.text == "FALSE":
             return []
-        query = request_vector(req, self._embedding)  # None for a lexical search: nothing to embed
+        # None for a lexical search without a threshold: nothing to embed.
+        query = request_vector(req, self._embedding, lambda text: embed_queries(self._embedding, [text])[0])
         with self._db.errors(f"search {self.table}"), self._db.transaction(read_only=True) as conn:
 
             def info() -> tables.StoreInfo:
