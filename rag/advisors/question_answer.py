@@ -17,7 +17,7 @@ from rag.errors import InvalidRequestError, TemplateError
 from rag.filters import Filter, as_filter
 from rag.observability.steps import traced_search
 from rag.retrieval.augmenter import format_document
-from rag.retrieval.follow_up import fuse_rankings, query_similarity
+from rag.retrieval.follow_up import fuse_rankings, query_similarity, query_vectors
 from rag.retrieval.params import SearchParams
 from rag.retrieval.scope import scoped_filter
 from rag.retrieval.stages import Query, QueryExpander
@@ -207,9 +207,15 @@ class QuestionAnswerAdvisor(BaseAdvisor):
             return traced_search(self.store, search)  # nothing to fuse: the one search as it is
         # A wider page per search, so a passage both find need not be in both first pages.
         pool = search.top_k * _POOL
-        rankings = [traced_search(self.store, search.replace(query=q.text, top_k=pool)) for q in queries]
+        # Every query embedded in one call, shared by its search and the fusion: nothing twice.
+        texts = [q.text for q in queries]
+        vectors = query_vectors(self.store, texts)
+        rankings = [
+            traced_search(self.store, search.replace(query=text, top_k=pool).with_query_vector(vector))
+            for text, vector in zip(texts, vectors, strict=True)
+        ]
         candidates = list({d.id: d for ranking in rankings for d in ranking}.values())
-        similarity = query_similarity(self.store, [q.text for q in queries], candidates)
+        similarity = query_similarity(self.store, texts, candidates, vectors)
         return fuse_rankings(rankings, similarity, search.top_k)
 
     def render(self, query: str, documents: Sequence[Document]) -> str:
