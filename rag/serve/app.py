@@ -163,7 +163,14 @@ class _Server:
         body = await self._json(request)
         documents = await _until_disconnected(request, self.service.search(body))
         hits = [
-            {"rank": rank, "id": d.id, "score": d.score, "text": d.text, "metadata": dict(d.metadata)}
+            {
+                "rank": rank,
+                "id": d.id,
+                "score": d.score,
+                "scores": dict(d.scores),
+                "text": d.text,
+                "metadata": dict(d.metadata),
+            }
             for rank, d in enumerate(documents, 1)
         ]
         reply: dict[str, Any] = {"object": "list", "query": body["query"], "data": hits}

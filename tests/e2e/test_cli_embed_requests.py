@@ -80,3 +80,30 @@ def test_lexical_query_with_a_threshold_embeds_once(
     assert found.exit_code == 0, found.stderr
     assert _embedded(embeddings_server) == [["fog signals"]]
     assert all(row["cosine"] >= 0.01 for row in json.loads(found.stdout))
+
+
+def test_serve_search_and_sources_carry_the_named_scores() -> None:
+    import httpx
+
+    from rag import Document, HashingEmbedding, SearchRequest
+    from rag.models import ExtractiveChatModel
+    from rag.serve import RagService, create_app
+    from stores import NumpyVectorStore
+    from tests.e2e.serve_helpers import ThreadServer
+
+    store = NumpyVectorStore(HashingEmbedding())
+    store.add([Document("d1", "The beacon is lit at dusk.", {"source": "beacon.md"})])
+    server = ThreadServer(create_app(RagService(store, ExtractiveChatModel(), SearchRequest("defaults"))))
+    try:
+        found = httpx.post(f"{server.base}/v1/search", json={"query": "beacon dusk", "mode": "hybrid"})
+        lexical = httpx.post(f"{server.base}/v1/search", json={"query": "beacon", "mode": "lexical"})
+        body = {"model": "rag", "messages": [{"role": "user", "content": "When is the beacon lit?"}]}
+        answered = httpx.post(f"{server.base}/v1/chat/completions", json=body, timeout=60)
+    finally:
+        server.stop()
+    [hit] = found.json()["data"]
+    assert set(hit["scores"]) == {"fused", "cosine", "bm25"} and hit["scores"]["fused"] == hit["score"]
+    [word] = lexical.json()["data"]
+    assert word["scores"] == {"bm25": word["score"]}
+    [source] = answered.json()["sources"]
+    assert source["scores"]["cosine"] > 0
