@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from rag.advisors.base import BaseAdvisor
 from rag.advisors.orders import QUESTION_ANSWER_ORDER
+from rag.advisors.query_vectors import shared_query_vectors, with_shared_vector
 from rag.advisors.request import RETRIEVED_DOCUMENTS, ChatClientRequest
 from rag.chat.messages import Prompt, UserMessage
 from rag.chat.template import PromptTemplate
@@ -17,7 +18,7 @@ from rag.errors import InvalidRequestError, TemplateError
 from rag.filters import Filter, as_filter
 from rag.observability.steps import traced_search
 from rag.retrieval.augmenter import format_document
-from rag.retrieval.follow_up import fuse_rankings, query_similarity, query_vectors
+from rag.retrieval.follow_up import fuse_rankings, query_similarity
 from rag.retrieval.params import SearchParams
 from rag.retrieval.scope import scoped_filter
 from rag.retrieval.stages import Query, QueryExpander
@@ -198,18 +199,19 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         advisor put into the prompt); every query is searched with the same settings and filter.
         """
         if self.expander is None:
-            return traced_search(self.store, search)
+            return traced_search(self.store, with_shared_vector(request.context, self.store, search))
         messages = request.prompt.messages
         last = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=0)
         query = Query(search.query, messages[:last], request.context, request.params)
         queries = self.expander.expand(query)
         if len(queries) == 1 and queries[0].text == search.query:
-            return traced_search(self.store, search)  # nothing to fuse: the one search as it is
+            # Nothing to fuse: the one search as it is.
+            return traced_search(self.store, with_shared_vector(request.context, self.store, search))
         # A wider page per search, so a passage both find need not be in both first pages.
         pool = search.top_k * _POOL
-        # Every query embedded in one call, shared by its search and the fusion: nothing twice.
+        # Every query embedded once, shared by its search and the fusion (and other advisors).
         texts = [q.text for q in queries]
-        vectors = query_vectors(self.store, texts)
+        vectors = shared_query_vectors(request.context, self.store, texts)
         rankings = [
             traced_search(self.store, search.replace(query=text, top_k=pool).with_query_vector(vector))
             for text, vector in zip(texts, vectors, strict=True)

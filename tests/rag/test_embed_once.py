@@ -94,3 +94,28 @@ def test_known_dimensions_spare_the_probe(openai_server: OpenAIServer) -> None:
         OpenAIEmbedding("m", known_dimensions=0)
     with pytest.raises(InvalidRequestError, match="disagree"):
         OpenAIEmbedding("m", dimensions=8, known_dimensions=4)
+
+
+def test_retrieval_and_long_term_memory_share_the_question_vector() -> None:
+    from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
+
+    model = FakeEmbedding(dimensions=16)
+    documents, memory = NumpyVectorStore(model), NumpyVectorStore(model)
+    documents.add([Document(name, text) for name, text in PAGES.items()])
+    advisors = [
+        MessageChatMemoryAdvisor(MessageWindowChatMemory()),
+        VectorStoreChatMemoryAdvisor(memory, top_k=2),
+        QuestionAnswerAdvisor(documents, top_k=2, mode="hybrid", expander=ConversationQueryExpander()),
+    ]
+    client = ChatClient(ExtractiveChatModel(), advisors=advisors)
+    first = client.prompt("How do I install valgrind?").advisors(conversation_id="c1").call().response()
+    assert first.documents and memory.count() == 2  # the turn was remembered
+    model.calls.clear()
+    second = client.prompt("And how do I run it?").advisors(conversation_id="c1").call().response()
+    # Each query text embedded once: the question (recall and retrieval share it), the follow-up joined
+    # to the question before; then the turn written to memory (question and answer, as documents).
+    queries = [text for batch in model.calls[:-1] for text in batch]
+    assert sorted(queries) == sorted(
+        ["And how do I run it?", "How do I install valgrind?\nAnd how do I run it?"]
+    )
+    assert model.calls[-1] == ["And how do I run it?", second.text]
