@@ -51,9 +51,16 @@ def shared_query_vectors(
 
 
 def with_shared_vector(
-    context: MutableMapping[str, Any], store: VectorStore, search: SearchRequest
+    context: MutableMapping[str, Any], store: VectorStore, search: SearchRequest, *, embed: bool = True
 ) -> SearchRequest:
-    """`search` carrying its query's shared vector, when the search needs one and carries none."""
+    """`search` carrying its query's shared vector, when the search needs one and carries none.
+
+    With `embed=False` only a vector an advisor of this request already embedded is used; else the
+    store embeds the query itself (inside its own search span when traced)."""
     if not search.embeds_query or search.query_vector is not None:
         return search
-    return search.with_query_vector(shared_query_vectors(context, store, [search.query])[0])
+    kept = context.get(QUERY_VECTORS, {}).get((str(store.embedding.name), search.query))
+    if kept is None and not embed:
+        return search
+    vector = kept if kept is not None else shared_query_vectors(context, store, [search.query])[0]
+    return search.with_query_vector(vector)

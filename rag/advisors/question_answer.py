@@ -198,15 +198,21 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         The expander sees the question with the messages before it (the conversation a chat memory
         advisor put into the prompt); every query is searched with the same settings and filter.
         """
+        # One search: with the question's vector if an advisor before this one embedded it (memory
+        # recall), else the store embeds it.
         if self.expander is None:
-            return traced_search(self.store, with_shared_vector(request.context, self.store, search))
+            return traced_search(
+                self.store, with_shared_vector(request.context, self.store, search, embed=False)
+            )
         messages = request.prompt.messages
         last = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=0)
         query = Query(search.query, messages[:last], request.context, request.params)
         queries = self.expander.expand(query)
         if len(queries) == 1 and queries[0].text == search.query:
             # Nothing to fuse: the one search as it is.
-            return traced_search(self.store, with_shared_vector(request.context, self.store, search))
+            return traced_search(
+                self.store, with_shared_vector(request.context, self.store, search, embed=False)
+            )
         # A wider page per search, so a passage both find need not be in both first pages.
         pool = search.top_k * _POOL
         # Every query embedded once, shared by its search and the fusion (and other advisors).
