@@ -119,3 +119,12 @@ def test_retrieval_and_long_term_memory_share_the_question_vector() -> None:
         ["And how do I run it?", "How do I install valgrind?\nAnd how do I run it?"]
     )
     assert model.calls[-1] == ["And how do I run it?", second.text]
+
+
+def test_the_retrieval_docs_example_runs() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "retrieval.md").read_text(encoding="utf-8")
+    section = text.split("## Every hit names its scores", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/retrieval.md", "exec"), {})  # its asserts are the check
