@@ -46,6 +46,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, cast
 
@@ -69,6 +70,7 @@ __all__ = [
     "rank",
     "rank_keys",
     "rank_scored",
+    "with_cosines",
 ]
 
 Hit = tuple[str, float]
@@ -303,9 +305,12 @@ def rank(request: SearchRequest, source: Candidates) -> list[Hit]:
     return [(hit.id, hit.score) for hit in rank_scored(request, source)]
 
 
-def rank_scored(request: SearchRequest, source: Candidates) -> list[ScoredHit]:
+def rank_scored(request: SearchRequest, source: Candidates, *, complete: bool = True) -> list[ScoredHit]:
     """The final hits for `request`, best (or, with diversity, first picked) first, each with its
-    named scores (see the module docstring)."""
+    named scores (see the module docstring).
+
+    `complete=False` leaves out the cosines no candidate list held (hybrid hits found by BM25 alone),
+    for a store that reads them with its final documents (`with_cosines`)."""
     if request.top_k == 0:
         return []
     keyed = rank_keys(request, source)
@@ -328,19 +333,31 @@ def rank_scored(request: SearchRequest, source: Candidates) -> list[ScoredHit]:
         bm25.update(lexical)
         ranked = _fuse(request, vector, lexical)[:depth]
     final = _diversify(request, source, ranked) if diverse else ranked[: request.top_k]
-    if request.embeds_query:
-        missing = [doc_id for doc_id, _ in final if doc_id not in cosines]
-        if missing:
-            cosines.update(zip(missing, source.cosines(missing).tolist(), strict=True))
     kind = {"vector": "cosine", "lexical": "bm25"}.get(request.mode, "fused")
-    return [ScoredHit(doc_id, score, _named(kind, doc_id, score, cosines, bm25)) for doc_id, score in final]
+    hits = [ScoredHit(doc_id, score, _named(kind, doc_id, score, cosines, bm25)) for doc_id, score in final]
+    return with_cosines(request, source, hits) if complete else hits
+
+
+def with_cosines(request: SearchRequest, source: Candidates, hits: list[ScoredHit]) -> list[ScoredHit]:
+    """`hits` with the cosine of those lacking one, when the request embedded its query; a cosine the
+    source cannot give (not finite: a document deleted meanwhile) is left out."""
+    missing = [hit.id for hit in hits if "cosine" not in hit.scores]
+    if not request.embeds_query or not missing:
+        return hits
+    found = dict(zip(missing, source.cosines(missing).tolist(), strict=True))
+    return [
+        hit._replace(scores={**hit.scores, "cosine": found[hit.id]})
+        if hit.id in found and math.isfinite(found[hit.id])
+        else hit
+        for hit in hits
+    ]
 
 
 def _named(
     kind: str, doc_id: str, score: float, cosines: dict[str, float], bm25: dict[str, float]
 ) -> dict[str, float]:
     named = {kind: score}
-    if kind != "cosine" and doc_id in cosines:
+    if kind != "cosine" and math.isfinite(cosines.get(doc_id, math.nan)):
         named["cosine"] = cosines[doc_id]
     if kind == "fused" and doc_id in bm25:
         named["bm25"] = bm25[doc_id]

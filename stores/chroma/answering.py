@@ -16,7 +16,7 @@ The store mixes this class in; it holds the state named below (set by `ChromaVec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, cast
 
@@ -44,7 +44,7 @@ from stores.chroma.records import decode_fields, decode_metadata, decode_text
 from stores.chroma.search import KeptRow, Row, query_vector
 from stores.locking import ReadWriteLock
 from stores.query_vector import request_vector
-from stores.ranking import named_scores, needs_ranking, rank_scored
+from stores.ranking import named_scores, needs_ranking, rank_scored, with_cosines
 
 __all__ = ["Answering"]
 
@@ -218,9 +218,14 @@ class Answering:
             background if self._conn.remote else None,
             lenient=lenient,
         ) as source:
-            ranked = rank_scored(req, source)
-            named = {hit.id: hit.scores for hit in ranked}
+            # The final documents first, then the cosines no candidate list held (which read vectors).
+            ranked = rank_scored(req, source, complete=False)
             found = source.page([(hit.id, hit.score) for hit in ranked])
+            kept = [hit for hit in ranked if hit.id in {doc.id for doc in found}]
+            # A document deleted since it was ranked has no vector left: its text stands alone.
+            with suppress(RowsLost):
+                kept = with_cosines(req, source, kept)
+            named = {hit.id: hit.scores for hit in kept}
             return [doc.with_scores(named[doc.id]) for doc in found]
 
     def _vector_hits(
