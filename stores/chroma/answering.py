@@ -96,16 +96,17 @@ class Answering:
 
     @classmethod
     def _found(cls, hits: list[tuple[Row, float]]) -> list[Document]:
-        """`_document` of each hit (rows without embeddings), in one loop: every search ends here."""
+        """`_document` of each vector hit (rows without embeddings), its score named `cosine`, in one
+        loop: every vector search ends here."""
         trusted = Document._trusted
         found: list[Document] = []
         for row, score in hits:
             # A kept row's metadata is the caller's own, whose keys may look like the stored layout's.
             fields = None if type(row) is KeptRow else decode_fields(row.document, row.record)
             if fields is None:  # another tool's record, or one the sidecar kept
-                found.append(cls._document(row, False, score))
+                found.append(cls._document(row, False, score).with_scores({"cosine": score}))
             else:
-                found.append(trusted(row.id, fields[0], fields[1], score))
+                found.append(trusted(row.id, fields[0], fields[1], score, None, {"cosine": score}))
         return found
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
@@ -128,9 +129,7 @@ class Answering:
             else:
                 with one_state_read():
                     found = self._search(req, query)
-        if needs_ranking(req):
-            return found  # named by `_rank_once`
-        return [doc.with_scores(named_scores(req, doc.score or 0.0)) for doc in found]
+        return found  # the scores named by `_found`, the exact copy's path or `_rank_once`
 
     def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:
         if req.filter is not None and not self._local and not req.exact and not needs_ranking(req):
@@ -144,7 +143,9 @@ class Answering:
         if not needs_ranking(req):
             if copy is not None:
                 found = copy.top(query, copy.rows(compiled.tree), req)
-                return [copy.document(row, score) for row, score in found]
+                return [
+                    copy.document(row, score).with_scores(named_scores(req, score)) for row, score in found
+                ]
             with self._renting(compiled):
                 hits = self._nearest.rows(query, compiled, req)
             return self._found(hits)

@@ -83,6 +83,8 @@ def _stored_cosines(store: VectorStore, hits: list[Document]) -> dict[str, float
 
 CASES = {
     "vector": ({}, "cosine", {"cosine"}),
+    "vector-filtered": ({"filter": "even == true"}, "cosine", {"cosine"}),
+    "vector-exact": ({"exact": True}, "cosine", {"cosine"}),
     "vector-filtered-mmr": ({"filter": "even == true", "diversity": 0.5}, "cosine", {"cosine"}),
     "lexical": ({"mode": "lexical"}, "bm25", {"bm25"}),
     "lexical-threshold": ({"mode": "lexical", "similarity_threshold": 0.05}, "bm25", {"bm25", "cosine"}),
