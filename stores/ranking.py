@@ -205,7 +205,8 @@ def _min_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 class KeyedPage(NamedTuple):
     """A final ranking from `rank_keys`: the keys, scores and ids of its documents, best first, and
-    the named scores of each (`ScoredHit.scores`)."""
+    the named scores of each (`ScoredHit.scores`) but the cosine, which the store reads from the rows
+    it holds for the keys (as `Candidates.cosines` would, without looking the ids up)."""
 
     keys: npt.NDArray[np.int64]
     scores: list[float]
@@ -272,10 +273,9 @@ def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> K
     scores = [-negated for negated, _, _ in page]
     ids = [doc_id for _, doc_id, _ in page]
     bm25 = dict(zip(lexical_keys.tolist(), lexical_scores.tolist(), strict=True))
-    cosines = source.cosines(ids).tolist()
     named = [
-        {"fused": score, "cosine": cosine, **({"bm25": bm25[key]} if key in bm25 else {})}
-        for key, score, cosine in zip(chosen.tolist(), scores, cosines, strict=True)
+        {"fused": score, **({"bm25": bm25[key]} if key in bm25 else {})}
+        for key, score in zip(chosen.tolist(), scores, strict=True)
     ]
     return KeyedPage(chosen, scores, ids, named)
 
@@ -315,7 +315,8 @@ def rank_scored(request: SearchRequest, source: Candidates, *, complete: bool = 
         return []
     keyed = rank_keys(request, source)
     if keyed is not None:
-        return list(map(ScoredHit, keyed.ids, keyed.scores, keyed.named))
+        hits = list(map(ScoredHit, keyed.ids, keyed.scores, keyed.named))
+        return with_cosines(request, source, hits)
     diverse = request.diversity > 0
     depth = candidate_depth(request.top_k) if diverse or request.mode == "hybrid" else request.top_k
     threshold = request.similarity_threshold

@@ -23,7 +23,7 @@ from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
 from stores.numpy.hybrid import NumpyCandidates
 from stores.numpy.rowmap import RowMap
-from stores.numpy.search import rank_candidates, scan
+from stores.numpy.search import exact_scores, rank_candidates, scan
 from stores.query_vector import given_vector
 from stores.ranking import named_scores, needs_ranking, rank_keys, rank_scored
 
@@ -155,9 +155,13 @@ class StoreSearch:
         )
         page = rank_keys(request, source)  # hybrid: index rows fused, only the page's ids decoded
         if page is not None:
-            kept = self._rows.store_rows(page.keys).tolist()
-            found = self._documents(kept, page.scores, ids=page.ids)
-            return [doc.with_scores(named) for doc, named in zip(found, page.named, strict=True)]
+            kept = self._rows.store_rows(page.keys)
+            cosines = exact_scores(self._matrix, kept, query).tolist()  # what `source.cosines` gives
+            found = self._documents(kept.tolist(), page.scores, ids=page.ids)
+            return [
+                doc.with_scores({**named, "cosine": cosine})
+                for doc, named, cosine in zip(found, page.named, cosines, strict=True)
+            ]
         hits = rank_scored(request, source)
         found = self._documents(
             self._rows.rows_of([hit.id for hit in hits]).tolist(), [h.score for h in hits]
