@@ -21,10 +21,14 @@ DEFAULT_EMBEDDER = "hashing"
 """The embedder spec of a new store when none is given (offline, nothing to download)."""
 
 
-def build_embedder(spec: str, settings: Settings | None = None) -> EmbeddingModel:
+def build_embedder(
+    spec: str, settings: Settings | None = None, *, known_dimensions: int | None = None
+) -> EmbeddingModel:
     """An embedding model from a spec: `hashing`, `hashing:2048`, `st:NAME_OR_PATH`, `openai:MODEL`.
 
     `settings` gives an `openai:` model its endpoint and key (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
+    `known_dimensions` is the vector length a home recorded for the spec: an `openai:` model then
+    sends no request to learn it (the other kinds know their length without asking anyone).
 
     Raises:
         ConfigError: an unknown or malformed spec.
@@ -45,7 +49,12 @@ def build_embedder(spec: str, settings: Settings | None = None) -> EmbeddingMode
         from rag.embeddings.openai import OpenAIEmbedding
 
         settings = settings or Settings()
-        return OpenAIEmbedding(arg, base_url=settings.openai_base_url, api_key=settings.openai_api_key)
+        return OpenAIEmbedding(
+            arg,
+            base_url=settings.openai_base_url,
+            api_key=settings.openai_api_key,
+            known_dimensions=known_dimensions,
+        )
     raise ConfigError(
         f"unknown embedder spec {spec!r}; use 'hashing', 'hashing:DIM', 'st:MODEL_OR_PATH' or 'openai:MODEL'"
     )

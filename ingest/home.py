@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -41,17 +42,16 @@ from ingest.records import (
     store_key,
 )
 from ingest.search_record import SearchRecord, resolve_search
+from ingest.store_factory import StorePlace, build_store
 from rag.config import Settings, default_vector_weight
-from rag.database_url import mask_url
 from rag.documents import SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import ConfigError
-from rag.vectorstore import VectorStore
 
 if TYPE_CHECKING:
     from ingest.pipeline import IngestPipeline
 
-__all__ = ["Home", "home_lock", "open_home"]
+__all__ = ["Home", "HomeRecord", "home_lock", "open_home", "resolve_home"]
 
 
 def home_lock(
@@ -59,6 +59,41 @@ def home_lock(
 ) -> HomeLock:
     """The lock one ingestion into the home folder `home` holds (`rag ingest`, `Home.lock`)."""
     return HomeLock(home / "ingest.lock", timeout_s=timeout_s, on_wait=on_wait)
+
+
+@dataclass(frozen=True)
+class HomeRecord:
+    """A home's store resolved once: the settings with the store kind decided, and the store's record
+    as `stores.json` holds it (None: the home holds no such store yet).
+
+    A command resolves the home once (`resolve_home`) and opens the store from it (`Home.open`), so
+    the records file is read once per command.
+    """
+
+    settings: Settings
+    record: StoreRecord | None
+
+    def names(self, settings: Settings) -> bool:
+        """Whether `settings` name this record's store (same home, kind, collection and server)."""
+        mine = self.settings
+        return (settings.home, settings.store, settings.collection) == (
+            mine.home,
+            mine.store,
+            mine.collection,
+        ) and (settings.chroma_url, settings.database_url) == (mine.chroma_url, mine.database_url)
+
+
+def resolve_home(settings: Settings) -> HomeRecord:
+    """The settings' store kind decided and its record, from one read of the home's `stores.json`.
+
+    Raises:
+        ConfigError: the records cannot be read, the home holds the collection in several stores and
+            none was chosen, or a pgvector store has no database URL.
+    """
+    records = load_records(settings)
+    settings = resolve_store(settings, records)
+    raw = records.get(store_key(settings))
+    return HomeRecord(settings, record_from(raw) if isinstance(raw, dict) else None)
 
 
 def open_home(
@@ -137,16 +172,20 @@ class Home:
         *,
         create: bool = False,
         wrap_model: Callable[[EmbeddingModel], EmbeddingModel] | None = None,
+        resolved: HomeRecord | None = None,
     ) -> Home:
         """Open the store `settings` name (see `open_home`); `wrap_model` wraps its embedder for this
-        opening (`rag eval` caches query vectors with it)."""
-        settings = resolve_store(settings)
+        opening (`rag eval` caches query vectors with it). `resolved` is the home as already resolved
+        for these settings (`resolve_home`): its record is used instead of reading `stores.json` again.
+        """
+        if resolved is None or not resolved.names(settings):
+            resolved = resolve_home(settings)
+            settings = resolved.settings  # the given settings with the store kind decided
         if settings.store == "chroma" and settings.chroma_url:
             from stores.chroma.client import reach_server
 
             reach_server(settings.chroma_url)  # else a server that is down reads as "no collection"
-        raw = load_records(settings).get(store_key(settings))
-        known = record_from(raw) if isinstance(raw, dict) else None
+        known = resolved.record
         if known is None and not create:
             raise not_found(settings)
         spec, model = _resolve_embedder(settings, known)
@@ -159,14 +198,14 @@ class Home:
         )
         if wrap_model is not None:
             model = wrap_model(model)
-        factory, location, needs_save = _factory(settings, model)
-        store = LazyStore(model, factory)
+        place = StorePlace.documents_of(settings)
+        store = LazyStore(model, lambda: build_store(place, model))
         if create and record != known:
             if known is None:
                 _ = store.real  # a new store exists before the home records it (a missing extra, a
                 # server that does not answer: nothing recorded, the next command is not misled)
             save_record(keyed, record)
-        return cls(store, settings, record, location, needs_save=needs_save)
+        return cls(store, settings, record, place.location, needs_save=place.needs_save)
 
     @property
     def path(self) -> Path:
@@ -264,7 +303,9 @@ class Home:
 
 def _resolve_embedder(settings: Settings, known: StoreRecord | None) -> tuple[str, EmbeddingModel]:
     spec = settings.embedder or (known.embedder if known else DEFAULT_EMBEDDER)
-    model = build_embedder(spec, settings)
+    # The recorded width spares an OpenAI-compatible model the request that would learn it; a model
+    # of another name is refused below before it is used.
+    model = build_embedder(spec, settings, known_dimensions=known.dimensions if known else None)
     if known is not None and model.name != known.model:
         raise ConfigError(
             f"collection {settings.collection!r} was built with embedder {known.embedder!r} (model "
@@ -285,35 +326,3 @@ def _record(settings: Settings, spec: str, model: EmbeddingModel, known: StoreRe
     # A new store records the weight that suits its embedder; an old home without one keeps none.
     search = known.search if known else SearchRecord(default_vector_weight(spec))
     return StoreRecord(spec, model.name, model.dimensions, size, overlap, search)
-
-
-def _factory(settings: Settings, model: EmbeddingModel) -> tuple[Callable[[], VectorStore], str, bool]:
-    """How to open the store, its location, and whether it must be saved to be durable."""
-    if settings.store == "numpy":
-        folder = settings.home / "numpy" / settings.collection
-
-        def numpy_store() -> VectorStore:
-            from stores import NumpyVectorStore
-
-            return NumpyVectorStore(model, path=folder)  # loads what an earlier run saved there
-
-        return numpy_store, str(folder), True
-    if settings.store == "pgvector":
-        url, table = database_url(settings), pg_table_name(settings.collection)
-
-        def pg_store() -> VectorStore:
-            from stores import PgVectorStore
-
-            return PgVectorStore(model, url=url, table=table)
-
-        return pg_store, f"{mask_url(url)} table {table}", False
-    location = settings.chroma_url or str(settings.home / "chroma")
-
-    def chroma_store() -> VectorStore:
-        from stores import ChromaVectorStore
-
-        if settings.chroma_url:
-            return ChromaVectorStore(model, collection=settings.collection, url=settings.chroma_url)
-        return ChromaVectorStore(model, collection=settings.collection, path=location)
-
-    return chroma_store, location, False

@@ -174,22 +174,25 @@ def record_search(settings: Settings, search: SearchRecord) -> StoreRecord:
     return record
 
 
-def recorded_stores(settings: Settings) -> list[str]:
-    """The keys of the stores the home holds for the settings' collection, sorted."""
+def recorded_stores(settings: Settings, records: dict[str, Any] | None = None) -> list[str]:
+    """The keys of the stores the home holds for the settings' collection, sorted (from `records`, the
+    home's records already read, or read now)."""
     return sorted(
         key
-        for key in load_records(settings)
+        for key in (load_records(settings) if records is None else records)
         if parse_key(key)[2] == settings.collection and parse_key(key)[0] in STORE_KINDS
     )
 
 
-def resolve_store(settings: Settings) -> Settings:
+def resolve_store(settings: Settings, records: dict[str, Any] | None = None) -> Settings:
     """`settings` with the store kind decided: the one given, else the one the home holds the collection in.
 
     A Chroma server URL alone means `chroma`. A home that holds the collection in one store gives its kind,
     and its server: the Chroma URL, or the database URL with the password left out (libpq then reads it
     from `~/.pgpass` or `PGPASSWORD`; a given `RAG_DATABASE_URL` wins). An empty home gets the default
     kind, `chroma`.
+
+    `records` are the home's records when already read (`load_records`); else they are read here.
 
     Raises:
         ConfigError: the home holds the collection in several stores and none was chosen.
@@ -198,7 +201,7 @@ def resolve_store(settings: Settings) -> Settings:
         return settings
     if settings.chroma_url:
         return settings.replace(store="chroma")
-    keys = recorded_stores(settings)
+    keys = recorded_stores(settings, records)
     if not keys:
         return settings.replace(store=DEFAULT_STORE)
     if len(keys) > 1:

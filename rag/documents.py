@@ -24,6 +24,7 @@ from rag.filters import Filter, as_filter
 
 __all__ = [
     "FUSIONS",
+    "SCORE_NAMES",
     "SEARCH_MODES",
     "Document",
     "Fusion",
@@ -35,6 +36,8 @@ __all__ = [
 
 MetadataScalar: TypeAlias = str | int | float | bool
 MetadataValue: TypeAlias = MetadataScalar | list[MetadataScalar]
+SCORE_NAMES: tuple[str, ...] = ("cosine", "bm25", "fused")
+"""The names a retrieved document's `scores` may hold (see `Document`)."""
 
 
 def _check_value(doc_id: str, name: str, value: object) -> MetadataValue | None:
@@ -59,6 +62,24 @@ def _check_value(doc_id: str, name: str, value: object) -> MetadataValue | None:
     )
 
 
+def _check_scores(doc_id: str, scores: object) -> dict[str, float]:
+    if not isinstance(scores, Mapping):
+        raise InvalidRequestError(f"scores of document {doc_id!r} must be a mapping, got {scores!r}")
+    checked: dict[str, float] = {}
+    for name, value in scores.items():
+        if name not in SCORE_NAMES:
+            raise InvalidRequestError(
+                f"score name {name!r} of document {doc_id!r} must be one of "
+                f"{', '.join(map(repr, SCORE_NAMES))}"
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise InvalidRequestError(
+                f"score {name!r} of document {doc_id!r} must be a finite number: {value!r}"
+            )
+        checked[name] = float(value)
+    return checked
+
+
 def check_metadata(doc_id: str, metadata: Mapping[str, object]) -> dict[str, MetadataValue]:
     """Validated metadata: str keys; str/int/float/bool values or lists of them; None values dropped."""
     if not isinstance(metadata, Mapping):
@@ -79,6 +100,11 @@ class Document:
 
     `score` is set on retrieved documents (None otherwise): the ranking score of the request's mode, higher
     is better: cosine similarity (vector), BM25 (lexical) or the fused score (hybrid); see `VectorStore`.
+    `scores` names the scores a search computed for the hit, so nothing is computed again to show them:
+    `cosine` (the similarity `SearchRequest.similarity_threshold` compares), `bm25` and `fused`. A store
+    sets what its search knew: `cosine` whenever the query was embedded (every mode but lexical, and
+    lexical with a threshold), `bm25` for a lexical hit and for a hybrid hit among the lexical
+    candidates, `fused` for a hybrid hit. `scores` takes no part in equality.
     `embedding`, when present, is a read-only float32 vector. Metadata keys whose value is None are
     dropped, as stores drop them.
 
@@ -86,6 +112,8 @@ class Document:
         >>> doc = Document("id-1", "text", {"source": "a.md", "tags": ["x", "y"]})
         >>> doc.with_score(0.8).score
         0.8
+        >>> dict(doc.with_scores({"cosine": 0.8}).scores)
+        {'cosine': 0.8}
     """
 
     id: str
@@ -93,6 +121,7 @@ class Document:
     metadata: dict[str, MetadataValue] = field(default_factory=dict)
     score: float | None = None
     embedding: npt.NDArray[np.float32] | None = field(default=None, compare=False, repr=False)
+    scores: Mapping[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -102,6 +131,7 @@ class Document:
                 f"text of document {self.id!r} must be a str, got {type(self.text).__name__}"
             )
         object.__setattr__(self, "metadata", check_metadata(self.id, self.metadata))
+        object.__setattr__(self, "scores", _check_scores(self.id, self.scores))
         if self.embedding is not None:
             vector = np.array(self.embedding, dtype=np.float32, copy=True)
             if vector.ndim != 1:
@@ -121,6 +151,7 @@ class Document:
         metadata: dict[str, MetadataValue],
         score: float | None = None,
         embedding: npt.NDArray[np.float32] | None = None,
+        scores: dict[str, float] | None = None,
     ) -> Document:
         """A document from fields a store validated when it wrote them: for stores only, not public API.
 
@@ -128,21 +159,37 @@ class Document:
         of a store's own time per query), so the caller promises what they would ensure: `id` a non-empty
         str, `text` a str, and `metadata` a fresh dict (the document owns it) of non-empty str keys to
         str, int, float or bool values or lists of them, no None, no non-finite float, as decoded from
-        what `check_metadata` returned at write time. The embedding is still copied read-only, because
-        stores pass views of their own buffers.
+        what `check_metadata` returned at write time, and `scores` a fresh dict of names from
+        `SCORE_NAMES` to finite floats. The embedding is still copied read-only, because stores pass
+        views of their own buffers.
         """
         document = object.__new__(cls)
         if embedding is not None:
             embedding = np.array(embedding, dtype=np.float32, copy=True)
             embedding.setflags(write=False)  # see `__post_init__`
         # One attribute dict instead of five frozen-dataclass `__setattr__` bypasses.
-        fields = {"id": id, "text": text, "metadata": metadata, "score": score, "embedding": embedding}
+        fields = {
+            "id": id,
+            "text": text,
+            "metadata": metadata,
+            "score": score,
+            "embedding": embedding,
+            "scores": {} if scores is None else scores,
+        }
         object.__setattr__(document, "__dict__", fields)
         return document
 
     def with_score(self, score: float | None) -> Document:
-        """A copy with `score` set."""
+        """A copy with `score` set (the named `scores` kept)."""
         return dataclasses.replace(self, score=score)
+
+    def with_scores(self, scores: Mapping[str, float]) -> Document:
+        """A copy with the named `scores` replaced (checked; the other fields, already valid, are shared)."""
+        document = object.__new__(type(self))
+        fields = dict(self.__dict__)
+        fields["scores"] = _check_scores(self.id, scores)
+        object.__setattr__(document, "__dict__", fields)
+        return document
 
     def with_embedding(self, embedding: Any) -> Document:
         """A copy with `embedding` set."""
@@ -153,6 +200,17 @@ SearchMode = Literal["vector", "lexical", "hybrid"]
 Fusion = Literal["rrf", "weighted"]
 SEARCH_MODES: tuple[str, ...] = ("vector", "lexical", "hybrid")
 FUSIONS: tuple[str, ...] = ("rrf", "weighted")
+
+
+def _check_vector(value: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    try:
+        vector = np.array(value, dtype=np.float32, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidRequestError(f"query_vector must be a vector of numbers, got {value!r:.80}") from exc
+    if vector.ndim != 1 or not len(vector) or not np.isfinite(vector).all():
+        raise InvalidRequestError(f"query_vector must be a non-empty finite vector, got {value!r:.80}")
+    vector.setflags(write=False)
+    return vector
 
 
 def _check_flag(name: str, value: object) -> bool:
@@ -192,6 +250,13 @@ class SearchRequest:
     HNSW beyond `ef_search` records) then score every eligible document instead, which is slower; the
     numpy store is always exact. Filters are exact either way (docs/exactness.md).
 
+    The query is embedded at most once per search, and only when the search needs its vector:
+    `embeds_query` is False for a lexical request without a threshold (BM25 reads the text alone).
+    `query_vector` hands the store the query's vector, already embedded by the store's model (unit
+    length, as `EmbeddingModel.embed` returns it), so stages that search and compare with the same
+    question share one embedding; it is dropped when `replace` changes the query, and takes no part
+    in equality.
+
     Example:
         >>> from rag.filters import key
         >>> SearchRequest("install", top_k=8, similarity_threshold=0.3, filter=key("lang") == "en").top_k
@@ -210,6 +275,7 @@ class SearchRequest:
     rrf_k: int = 60
     diversity: float = 0.0
     exact: bool = False
+    query_vector: npt.NDArray[np.float32] | None = field(default=None, compare=False, repr=False)
 
     def __init__(
         self,
@@ -224,6 +290,7 @@ class SearchRequest:
         rrf_k: int = 60,
         diversity: float = 0.0,
         exact: bool = False,
+        query_vector: npt.ArrayLike | None = None,
     ) -> None:
         if not isinstance(query, str) or not query.strip():
             raise InvalidRequestError(f"query text must be a non-empty string, got {query!r}")
@@ -255,6 +322,7 @@ class SearchRequest:
             if type(diversity) is float and 0.0 <= diversity <= 1.0
             else _check_unit_interval("diversity", diversity),
             "exact": exact if type(exact) is bool else _check_flag("exact", exact),
+            "query_vector": None if query_vector is None else _check_vector(query_vector),
         }
         # One attribute dict instead of ten frozen-dataclass `__setattr__` bypasses.
         object.__setattr__(self, "__dict__", values)
@@ -262,8 +330,24 @@ class SearchRequest:
     def replace(self, **changes: Any) -> SearchRequest:
         """A copy with some fields changed (validated again)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if changes.get("query", self.query) != self.query and "query_vector" not in changes:
+            values["query_vector"] = None  # the vector of another text
         values.update(changes)
         return SearchRequest(**values)
+
+    @property
+    def embeds_query(self) -> bool:
+        """Whether answering needs the query's vector: every mode but lexical, and a lexical request
+        with a threshold above 0 (the threshold compares the cosine)."""
+        return self.mode != "lexical" or self.similarity_threshold > 0.0
+
+    def with_query_vector(self, vector: npt.ArrayLike | None) -> SearchRequest:
+        """A copy carrying `vector` as the query's embedding (None: the store embeds the query)."""
+        values = dict(self.__dict__)
+        values["query_vector"] = None if vector is None else _check_vector(vector)
+        copy = object.__new__(SearchRequest)
+        object.__setattr__(copy, "__dict__", values)
+        return copy
 
     def accepts(self, score: float) -> bool:
         """Whether a hit with this cosine score passes the threshold (0 accepts every score)."""

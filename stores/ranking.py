@@ -28,6 +28,12 @@ and for tied scores. The results are
 identical, scores bit for bit (`tests/stores/test_hybrid_keys.py` checks them against a brute-force
 fusion); a Chroma or PostgreSQL source, without keys, takes the path above.
 
+Every final hit carries its named scores (`rank_scored`, `ScoredHit.scores`, which stores put in
+`Document.scores`): `cosine` wherever the request embedded the query (`SearchRequest.embeds_query`:
+every mode but lexical without a threshold), `bm25` for lexical hits and hybrid hits among the
+lexical candidates, `fused` for hybrid hits. They are the numbers the ranking read, so nothing needs
+computing again to show them; a cosine a list did not hold is read through `Candidates.cosines`.
+
 Ties always go to the smaller id (code points). With `diversity` > 0, maximal marginal relevance
 (`rag.retrieval.mmr`, relevance = the mode's score, similarity = cosine between stored vectors) picks
 `top_k` documents from the mode's best `candidate_depth(top_k)`, in selection order, each keeping its
@@ -41,6 +47,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, cast
 
@@ -57,10 +64,14 @@ __all__ = [
     "Keyed",
     "KeyedCandidates",
     "KeyedPage",
+    "ScoredHit",
     "candidate_depth",
+    "named_scores",
     "needs_ranking",
     "rank",
     "rank_keys",
+    "rank_scored",
+    "with_cosines",
 ]
 
 Hit = tuple[str, float]
@@ -135,8 +146,30 @@ class KeyedCandidates(Candidates, Protocol):
         ...
 
 
-def _lexical(request: SearchRequest, source: Candidates, depth: int) -> list[Hit]:
-    """The best `depth` lexical hits whose cosine passes the threshold, looking deeper while needed."""
+class ScoredHit(NamedTuple):
+    """A final hit: its id, the score it ranks by, and its named scores (`Document.scores`)."""
+
+    id: str
+    score: float
+    scores: dict[str, float]
+
+
+def named_scores(request: SearchRequest, score: float) -> dict[str, float]:
+    """The named scores of a plain vector hit (`needs_ranking` False), whose score is its cosine.
+
+    Example:
+        >>> named_scores(SearchRequest("q"), 0.5)
+        {'cosine': 0.5}
+    """
+    return {"cosine": score}
+
+
+def _lexical(
+    request: SearchRequest, source: Candidates, depth: int, cosines_of: dict[str, float]
+) -> list[Hit]:
+    """The best `depth` lexical hits whose cosine passes the threshold, looking deeper while needed.
+
+    The cosines read for the threshold go into `cosines_of`."""
     if request.similarity_threshold == 0.0:
         return source.lexical(depth)
     wanted = depth
@@ -146,6 +179,7 @@ def _lexical(request: SearchRequest, source: Candidates, depth: int) -> list[Hit
         passing = [hit for hit, cosine in zip(hits, cosines, strict=True) if request.accepts(cosine)]
         # Fewer hits than asked means the lexical ranking is exhausted.
         if len(passing) >= depth or len(hits) < wanted:
+            cosines_of.update(zip((doc_id for doc_id, _ in hits), cosines, strict=True))
             return passing[:depth]
         wanted *= 4
 
@@ -178,11 +212,14 @@ def _min_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 
 class KeyedPage(NamedTuple):
-    """A final ranking from `rank_keys`: the keys, scores and ids of its documents, best first."""
+    """A final ranking from `rank_keys`: the keys, scores and ids of its documents, best first, and
+    the named scores of each (`ScoredHit.scores`) but the cosine, which the store reads from the rows
+    it holds for the keys (as `Candidates.cosines` would, without looking the ids up)."""
 
     keys: npt.NDArray[np.int64]
     scores: list[float]
     ids: list[str]
+    named: Sequence[dict[str, float]] = ()
 
 
 @functools.lru_cache(maxsize=64)
@@ -242,7 +279,14 @@ def _fuse_keys(request: SearchRequest, source: KeyedCandidates, depth: int) -> K
     # ids are wanted anyway: decode them all and sort in Python.
     page = sorted(zip((-fused).tolist(), source.ids_of(keys), range(len(keys)), strict=True))[:top_k]
     chosen = keys[[position for _, _, position in page]]
-    return KeyedPage(chosen, [-negated for negated, _, _ in page], [doc_id for _, doc_id, _ in page])
+    scores = [-negated for negated, _, _ in page]
+    ids = [doc_id for _, doc_id, _ in page]
+    bm25 = dict(zip(lexical_keys.tolist(), lexical_scores.tolist(), strict=True))
+    named = [
+        {"fused": score, **({"bm25": bm25[key]} if key in bm25 else {})}
+        for key, score in zip(chosen.tolist(), scores, strict=True)
+    ]
+    return KeyedPage(chosen, scores, ids, named)
 
 
 def rank_keys(request: SearchRequest, source: Candidates) -> KeyedPage | None:
@@ -265,20 +309,66 @@ def _diversify(request: SearchRequest, source: Candidates, ranked: list[Hit]) ->
 
 
 def rank(request: SearchRequest, source: Candidates) -> list[Hit]:
-    """The final (id, score) list for `request`, best (or, with diversity, first picked) first."""
+    """The final (id, score) list for `request`, best (or, with diversity, first picked) first:
+    `rank_scored` without the named scores."""
+    return [(hit.id, hit.score) for hit in rank_scored(request, source)]
+
+
+def rank_scored(request: SearchRequest, source: Candidates, *, complete: bool = True) -> list[ScoredHit]:
+    """The final hits for `request`, best (or, with diversity, first picked) first, each with its
+    named scores (see the module docstring).
+
+    `complete=False` leaves out the cosines no candidate list held (hybrid hits found by BM25 alone),
+    for a store that reads them with its final documents (`with_cosines`)."""
     if request.top_k == 0:
         return []
     keyed = rank_keys(request, source)
     if keyed is not None:
-        return list(zip(keyed.ids, keyed.scores, strict=True))
+        hits = list(map(ScoredHit, keyed.ids, keyed.scores, keyed.named))
+        return with_cosines(request, source, hits)
     diverse = request.diversity > 0
     depth = candidate_depth(request.top_k) if diverse or request.mode == "hybrid" else request.top_k
     threshold = request.similarity_threshold
+    cosines: dict[str, float] = {}
+    bm25: dict[str, float] = {}
     if request.mode == "vector":
         ranked = source.vector(depth, threshold)
+        cosines.update(ranked)
     elif request.mode == "lexical":
-        ranked = _lexical(request, source, depth)
+        ranked = _lexical(request, source, depth, cosines)
+        bm25.update(ranked)
     else:
-        vector, lexical = source.vector(depth, threshold), _lexical(request, source, depth)
+        vector, lexical = source.vector(depth, threshold), _lexical(request, source, depth, cosines)
+        cosines.update(vector)
+        bm25.update(lexical)
         ranked = _with_evidence(_fuse(request, vector, lexical), vector, lexical)[:depth]
-    return _diversify(request, source, ranked) if diverse else ranked[: request.top_k]
+    final = _diversify(request, source, ranked) if diverse else ranked[: request.top_k]
+    kind = {"vector": "cosine", "lexical": "bm25"}.get(request.mode, "fused")
+    hits = [ScoredHit(doc_id, score, _named(kind, doc_id, score, cosines, bm25)) for doc_id, score in final]
+    return with_cosines(request, source, hits) if complete else hits
+
+
+def with_cosines(request: SearchRequest, source: Candidates, hits: list[ScoredHit]) -> list[ScoredHit]:
+    """`hits` with the cosine of those lacking one, when the request embedded its query; a cosine the
+    source cannot give (not finite: a document deleted meanwhile) is left out."""
+    missing = [hit.id for hit in hits if "cosine" not in hit.scores]
+    if not request.embeds_query or not missing:
+        return hits
+    found = dict(zip(missing, source.cosines(missing).tolist(), strict=True))
+    return [
+        hit._replace(scores={**hit.scores, "cosine": found[hit.id]})
+        if hit.id in found and math.isfinite(found[hit.id])
+        else hit
+        for hit in hits
+    ]
+
+
+def _named(
+    kind: str, doc_id: str, score: float, cosines: dict[str, float], bm25: dict[str, float]
+) -> dict[str, float]:
+    named = {kind: score}
+    if kind != "cosine" and math.isfinite(cosines.get(doc_id, math.nan)):
+        named["cosine"] = cosines[doc_id]
+    if kind == "fused" and doc_id in bm25:
+        named["bm25"] = bm25[doc_id]
+    return named

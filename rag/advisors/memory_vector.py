@@ -15,11 +15,12 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from rag.advisors.memory import ChatMemoryAdvisor, fenced_lines, memory_template, with_system_text
+from rag.advisors.query_vectors import with_shared_vector
 from rag.advisors.request import ChatClientRequest
 from rag.chat.messages import AssistantMessage, Message, UserMessage
 from rag.chat.template import PromptTemplate
@@ -141,10 +142,18 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         mine = MEMORY_MARKER & (key("conversation_id") == check_conversation_id(conversation_id))
         return mine if self.scope is None else self.scope & mine
 
-    def recall(self, conversation_id: str, question: str, top_k: int | None = None) -> list[Document]:
+    def recall(
+        self,
+        conversation_id: str,
+        question: str,
+        top_k: int | None = None,
+        *,
+        context: MutableMapping[str, Any] | None = None,
+    ) -> list[Document]:
         """The remembered turns most similar to `question`, oldest turn first (user before assistant).
 
-        `top_k` (None: the advisor's) is how many documents to recall.
+        `top_k` (None: the advisor's) is how many documents to recall. `context` is the request's: the
+        question's vector is shared through it with the other advisors that search with it.
         """
         if not question.strip():
             return []
@@ -152,6 +161,8 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         search = SearchRequest(
             question, count, self.similarity_threshold, filter=self.conversation_filter(conversation_id)
         )
+        if context is not None:
+            search = with_shared_vector(context, self.store, search)
         with self._lock:
             found = traced_search(self.store, search)
         # The filter already guarantees this; checking again costs nothing and keeps the promise local.
@@ -167,7 +178,8 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
 
     def augment(self, request: ChatClientRequest, conversation_id: str) -> ChatClientRequest:
         wanted = request.params.get(VectorStoreChatMemoryAdvisor.Params)
-        documents = self.recall(conversation_id, request.user_text, wanted.top_k if wanted else None)
+        top_k = wanted.top_k if wanted else None
+        documents = self.recall(conversation_id, request.user_text, top_k, context=request.context)
         request.context[MEMORY_DOCUMENTS] = documents
         if not documents:
             return request

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from rag.advisors.base import BaseAdvisor
 from rag.advisors.orders import QUESTION_ANSWER_ORDER
+from rag.advisors.query_vectors import shared_query_vectors, with_shared_vector
 from rag.advisors.request import RETRIEVED_DOCUMENTS, ChatClientRequest
 from rag.chat.messages import Prompt, UserMessage
 from rag.chat.template import PromptTemplate
@@ -197,19 +198,32 @@ class QuestionAnswerAdvisor(BaseAdvisor):
         The expander sees the question with the messages before it (the conversation a chat memory
         advisor put into the prompt); every query is searched with the same settings and filter.
         """
+        # One search: with the question's vector if an advisor before this one embedded it (memory
+        # recall), else the store embeds it.
         if self.expander is None:
-            return traced_search(self.store, search)
+            return traced_search(
+                self.store, with_shared_vector(request.context, self.store, search, embed=False)
+            )
         messages = request.prompt.messages
         last = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=0)
         query = Query(search.query, messages[:last], request.context, request.params)
         queries = self.expander.expand(query)
         if len(queries) == 1 and queries[0].text == search.query:
-            return traced_search(self.store, search)  # nothing to fuse: the one search as it is
+            # Nothing to fuse: the one search as it is.
+            return traced_search(
+                self.store, with_shared_vector(request.context, self.store, search, embed=False)
+            )
         # A wider page per search, so a passage both find need not be in both first pages.
         pool = search.top_k * _POOL
-        rankings = [traced_search(self.store, search.replace(query=q.text, top_k=pool)) for q in queries]
+        # Every query embedded once, shared by its search and the fusion (and other advisors).
+        texts = [q.text for q in queries]
+        vectors = shared_query_vectors(request.context, self.store, texts)
+        rankings = [
+            traced_search(self.store, search.replace(query=text, top_k=pool).with_query_vector(vector))
+            for text, vector in zip(texts, vectors, strict=True)
+        ]
         candidates = list({d.id: d for ranking in rankings for d in ranking}.values())
-        similarity = query_similarity(self.store, [q.text for q in queries], candidates)
+        similarity = query_similarity(self.store, texts, candidates, vectors)
         return fuse_rankings(rankings, similarity, search.top_k)
 
     def render(self, query: str, documents: Sequence[Document]) -> str:

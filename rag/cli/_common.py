@@ -4,7 +4,9 @@ This module and the command modules are the only code in `rag` that imports `sto
 Each store a command opens is recorded in `RAG_HOME/stores.json` with its kind, the embedder spec and
 chunk settings it was built with, so later commands reuse them and a different model is a clear error,
 and with its search settings (`ingest.search_record`), which every command's settings start from.
-Opening a store is the library's `ingest.open_home`: the CLI has no second way.
+Opening a store is the library's `ingest.open_home`: the CLI has no second way. The home is resolved
+once per command: `settings_from` reads the records (`ingest.home.resolve_home`) and keeps what it
+read in the command's context, and `open_store` opens the store from it instead of reading again.
 """
 
 from __future__ import annotations
@@ -17,14 +19,11 @@ from typing import Any, TypeVar
 import click
 
 from ingest.embedders import DEFAULT_EMBEDDER, build_embedder
-from ingest.home import Home
+from ingest.home import Home, HomeRecord, resolve_home
 from ingest.records import (
-    load_records,
     pg_table_name,
-    record_from,
     record_search,
     resolve_store,
-    store_key,
 )
 from ingest.search_record import resolve_search
 from rag.config import Settings
@@ -46,6 +45,7 @@ __all__ = [
 ]
 
 _USAGE_ERRORS = (ConfigError, FilterError, InvalidRequestError)
+_RESOLVED = "rag.resolved_home"  # ctx.meta key: the HomeRecord `settings_from` read
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -140,12 +140,15 @@ def settings_from(ctx: click.Context, **options: Any) -> Settings:
     settings = Settings.from_env().replace(
         home=ctx.meta.get("rag.home"), database_url=ctx.meta.get("rag.database_url"), **options
     )
-    settings = resolve_store(settings)
     try:
-        raw = load_records(settings).get(store_key(settings))
+        resolved: HomeRecord | None = resolve_home(settings)
     except ConfigError:
-        raw = None  # no database URL yet: opening the store says so, with the whole story
-    known = record_from(raw) if isinstance(raw, dict) else None
+        resolved = None  # no database URL yet, say: opening the store says so, with the whole story
+    ctx.meta[_RESOLVED] = resolved
+    if resolved is None:
+        settings, known = resolve_store(settings), None
+    else:
+        settings, known = resolved.settings, resolved.record
     return resolve_search(settings, known.embedder if known else None, known.search if known else None)
 
 
@@ -193,11 +196,15 @@ def open_store(
 ) -> Home:
     """Open the store the settings name, with the embedder it was built with (`ingest.open_home`).
 
-    `wrap_model` wraps that embedder for this opening (`rag eval` caches query vectors with it).
+    `wrap_model` wraps that embedder for this opening (`rag eval` caches query vectors with it). The
+    home's records are the ones `settings_from` read for the running command when they name the same
+    store; else they are read now.
 
     Raises:
         StoreNotFoundError: `create` is False and no store was built for these settings.
         ConfigError: the embedder given is not the one the store was built with.
         StoreConnectionError: the settings name a Chroma server that does not answer (or a bad URL).
     """
-    return Home.open(settings, create=create, wrap_model=wrap_model)
+    ctx = click.get_current_context(silent=True)
+    resolved = ctx.meta.get(_RESOLVED) if ctx is not None else None
+    return Home.open(settings, create=create, wrap_model=wrap_model, resolved=resolved)

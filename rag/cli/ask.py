@@ -97,7 +97,8 @@ def ask(
     """Answer QUESTION from the ingested documents and list the sources used.
 
     Each source shows its rank score (BM25 or fused in lexical and hybrid mode) and its cosine
-    similarity, the number --threshold compares.
+    similarity, the number --threshold compares (none in lexical mode without --threshold, which
+    never embeds the question).
 
     With no endpoint configured (OPENAI_BASE_URL, OPENAI_API_KEY, RAG_CHAT_MODEL, --model, --base-url) the
     answer quotes the most relevant passages, offline, and says that no language model was used.
@@ -136,7 +137,7 @@ def ask(
             retrieved, answer = response.documents, response.text or ""
             if not as_json:
                 click.echo(response.text)
-        cosine = cosines(opened.store, question, retrieved)
+        cosine = cosines(retrieved)
         hint = None if retrieved else source_filter_hint(searched, search.filter)
     finally:
         opened.close()

@@ -16,11 +16,12 @@ from typing import Any, cast
 
 import click
 
+from ingest.store_factory import StorePlace, build_store
 from rag.advisors.memory_message import MessageChatMemoryAdvisor
 from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.model import ChatModel
-from rag.cli._common import OpenedStore, command_settings, open_store, pg_table_name
+from rag.cli._common import OpenedStore, command_settings, open_store
 from rag.cli._models import build_chat_model
 from rag.cli._options import answering_options
 from rag.cli._scores import cosines
@@ -59,7 +60,6 @@ class _Session:
     long_term: VectorStoreChatMemoryAdvisor
     persist: Callable[[], None]
     stream: bool = True
-    documents: VectorStore | None = None  # the ingested documents, for the cosines /sources shows
     last_sources: Sequence[Document] = ()
     last_cosines: Sequence[float | None] = ()
     last_answer: str = ""
@@ -82,28 +82,18 @@ def _repository(settings: Settings) -> SQLiteChatMemoryRepository | PostgresChat
 
 def chat_memory_store(settings: Settings, opened: OpenedStore) -> tuple[VectorStore, Callable[[], None]]:
     """The long-term memory store of `rag chat`: same kind and embedder as the documents, in
-    `RAG_HOME/chat/` (`rag memory mark-legacy --chat` repairs it too); and what saves it."""
-    embedding = opened.store.embedding
-    folder = settings.home / "chat"
-    name = f"memory-{settings.collection}"
-    if settings.store == "numpy":
-        from stores import NumpyVectorStore
+    `RAG_HOME/chat/` (`rag memory mark-legacy --chat` repairs it too), or in the documents' database
+    for pgvector; and what saves it."""
+    url = settings.database_url if settings.store == "pgvector" else None
+    place = StorePlace(str(settings.store), settings.home / "chat", f"memory-{settings.collection}", url)
+    store = build_store(place, opened.store.embedding)
+    saver = getattr(store, "save", None) if place.needs_save else None
 
-        store = NumpyVectorStore(embedding, path=folder / "numpy" / name)
+    def save() -> None:
+        if callable(saver):
+            saver()  # the numpy folder, atomically: a crash keeps the previous save
 
-        def save() -> None:
-            store.save()  # atomic: a crash keeps the previous save
-
-        return store, save
-    if settings.store == "pgvector" and settings.database_url:
-        from stores import PgVectorStore
-
-        table = pg_table_name(f"memory-{settings.collection}")
-        return PgVectorStore(embedding, url=settings.database_url, table=table), lambda: None
-    from stores import ChromaVectorStore
-
-    chroma = ChromaVectorStore(embedding, collection=name, path=str(folder / "chroma"))
-    return chroma, lambda: None
+    return store, save
 
 
 def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None], answer: str) -> None:
@@ -131,9 +121,7 @@ def _turn(session: _Session, question: str) -> None:
         sources, answer = response.documents, response.text or ""
     session.persist()
     session.last_sources, session.last_answer = sources, answer
-    store = session.documents
-    cosine = cosines(store, question, session.last_sources) if store is not None else []
-    session.last_cosines = cosine or [None] * len(session.last_sources)
+    session.last_cosines = cosines(session.last_sources)
 
 
 def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> None:
@@ -246,7 +234,6 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         advisors = [MessageChatMemoryAdvisor(memory), long_term, retrieval]
         session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
         session.stream = sys.stdout.isatty() if stream is None else stream
-        session.documents = opened.store
         told = "continuing" if memory.get(cid) else "new"
         click.echo(f"conversation {cid} ({told}; resume with --conversation {cid}). {_HELP}", err=True)
         _loop(session, sys.stdin.readline, prompt=sys.stdin.isatty())

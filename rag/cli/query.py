@@ -100,7 +100,8 @@ def query(
     Two numbers per hit: `score` ranks the hits in the search mode (cosine in vector mode, BM25 in
     lexical mode, the fused score in hybrid mode, where the top hit often scores 1.000), and `cosine`
     is the cosine similarity that --threshold compares in every mode. JSON output names the first
-    one's kind in `score_kind`.
+    one's kind in `score_kind`. A lexical search without --threshold never embeds TEXT, so its hits
+    show no cosine (`-`).
 
     The source column is the file's identity, `root/path` (filter on `source` for the path and
     `root` for the root's label). A chunk whose text nearly repeats a better-ranked hit (a page copied
@@ -121,7 +122,7 @@ def query(
     try:
         searched = DocumentsView(opened.store, distinct=not keep_duplicates)
         hits = traced_search(searched, request)
-        cosine = cosines(opened.store, text, hits)
+        cosine = cosines(hits)
         hint = None if hits else source_filter_hint(searched, request.filter)
     finally:
         opened.close()

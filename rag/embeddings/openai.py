@@ -28,8 +28,11 @@ class OpenAIEmbedding(AsyncOpenAIEmbedding):
 
     `dimensions`, when given, is sent with each request (text-embedding-3 models shorten their vectors to
     it) and every response is checked against it; it then also appears in `name`, since it changes the
-    vectors. When not given, it is learnt from the first response; reading `dimensions` before any call
-    makes one small probe request. Base URL and key default to `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
+    vectors. `known_dimensions` is the length the model is known to return (a home records it), sent
+    nowhere and not part of `name`: reading `dimensions` then costs no request, and every response is
+    checked against it. When neither is given, the length is learnt from the first response; reading
+    `dimensions` before any call makes one small probe request. Base URL and key default to
+    `OPENAI_BASE_URL` / `OPENAI_API_KEY`.
     In async code, `await model.aembed(texts)` sends the batches concurrently on an `httpx.AsyncClient`.
 
     `timeout` (seconds) bounds each request (one batch), retries and their waits included, however slowly
@@ -50,16 +53,20 @@ class OpenAIEmbedding(AsyncOpenAIEmbedding):
         base_url: str | None = None,
         api_key: str | None = None,
         dimensions: int | None = None,
+        known_dimensions: int | None = None,
         client: httpx.Client | None = None,
         batch_size: int = 128,
         max_retries: int = 3,
         timeout: float = 60.0,
         retry_policy: RetryPolicy | None = None,
     ) -> None:
-        if dimensions is not None and (
-            isinstance(dimensions, bool) or not isinstance(dimensions, int) or dimensions < 1
-        ):
-            raise InvalidRequestError(f"dimensions must be a positive integer or None, got {dimensions!r}")
+        for label, size in (("dimensions", dimensions), ("known_dimensions", known_dimensions)):
+            if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+                raise InvalidRequestError(f"{label} must be a positive integer or None, got {size!r}")
+        if dimensions is not None and known_dimensions is not None and dimensions != known_dimensions:
+            raise InvalidRequestError(
+                f"dimensions={dimensions!r} and known_dimensions={known_dimensions!r} disagree"
+            )
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidRequestError(f"batch_size must be a positive integer, got {batch_size!r}")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
@@ -68,7 +75,7 @@ class OpenAIEmbedding(AsyncOpenAIEmbedding):
         self._endpoint = Endpoint(base_url, api_key)
         self._url = self._endpoint.url("embeddings")
         self._requested_dimensions = dimensions
-        self._dimensions = dimensions
+        self._dimensions = dimensions if dimensions is not None else known_dimensions
         self._owns_client = client is None
         self._client = client if client is not None else httpx.Client()
         self._timeout = float(timeout)
@@ -82,7 +89,8 @@ class OpenAIEmbedding(AsyncOpenAIEmbedding):
 
     @property
     def dimensions(self) -> int:
-        """The vector length: as given, or learnt from the first response (probing once if needed)."""
+        """The vector length: as given or known, else learnt from the first response (probing once if
+        needed)."""
         if self._dimensions is None:
             self._embed_batch(["dimension probe"])
         assert self._dimensions is not None  # set by every successful batch

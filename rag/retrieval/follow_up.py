@@ -24,11 +24,18 @@ import numpy.typing as npt
 
 from rag.chat.messages import Message, UserMessage
 from rag.documents import Document
+from rag.embeddings.base import normalize_rows
 from rag.errors import InvalidRequestError
 from rag.retrieval.stages import Query
 from rag.vectorstore import VectorStore
 
-__all__ = ["ConversationQueryExpander", "earlier_questions", "fuse_rankings", "query_similarity"]
+__all__ = [
+    "ConversationQueryExpander",
+    "earlier_questions",
+    "fuse_rankings",
+    "query_similarity",
+    "query_vectors",
+]
 
 
 def earlier_questions(history: Sequence[Message], count: int) -> list[str]:
@@ -115,23 +122,43 @@ def fuse_rankings(
     return [candidates[i] for i in order[:top_k]]
 
 
+def query_vectors(store: VectorStore, queries: Sequence[str]) -> npt.NDArray[np.float32]:
+    """The queries embedded by the store's model in one call, as unit rows: what the store computes
+    for each, so searches given them (`SearchRequest.with_query_vector`) embed nothing again.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from rag import HashingEmbedding
+        >>> store = SimpleNamespace(embedding=HashingEmbedding(dimensions=8))  # any store's model
+        >>> query_vectors(store, ["a", "b"]).shape
+        (2, 8)
+    """
+    model = store.embedding
+    return normalize_rows(model.embed(list(queries)), model=model.name)
+
+
 def query_similarity(
-    store: VectorStore, queries: Sequence[str], candidates: Sequence[Document]
+    store: VectorStore,
+    queries: Sequence[str],
+    candidates: Sequence[Document],
+    vectors: npt.NDArray[np.float32] | None = None,
 ) -> npt.NDArray[np.float32]:
     """The cosine similarity of each candidate (rows) with each query (columns), from the stored vectors.
 
-    One read of the candidates' vectors and one embedding call for the queries. A candidate the store
-    no longer holds gets 0.
+    One read of the candidates' vectors, and one embedding call for the queries unless their
+    `vectors` are given (`query_vectors`, one row per query). A candidate the store no longer holds
+    gets 0.
     """
     model = store.embedding
     stored = store.get([d.id for d in candidates], include_embeddings=True)
-    vectors = {d.id: d.embedding for d in stored if d.embedding is not None}
+    held = {d.id: d.embedding for d in stored if d.embedding is not None}
     matrix = np.zeros((len(candidates), int(model.dimensions)), np.float32)
     for i, document in enumerate(candidates):
-        vector = vectors.get(document.id)
+        vector = held.get(document.id)
         if vector is not None:
             matrix[i] = _unit(np.asarray(vector, np.float32))
-    asked = np.stack([_unit(row) for row in np.asarray(model.embed(list(queries)), np.float32)])
+    embedded = model.embed(list(queries)) if vectors is None else vectors
+    asked = np.stack([_unit(row) for row in np.asarray(embedded, np.float32)])
     return matrix @ asked.T
 
 

@@ -179,7 +179,14 @@ class _Server:
         search = await asyncio.to_thread(self.service.search_request, body)  # a filter parses here
         documents = await _until_disconnected(request, self.service.run_search(search))
         hits = [
-            {"rank": rank, "id": d.id, "score": d.score, "text": d.text, "metadata": dict(d.metadata)}
+            {
+                "rank": rank,
+                "id": d.id,
+                "score": d.score,
+                "scores": dict(d.scores),
+                "text": d.text,
+                "metadata": dict(d.metadata),
+            }
             for rank, d in enumerate(documents, 1)
         ]
         reply: dict[str, Any] = {"object": "list", "query": body["query"], "data": hits}

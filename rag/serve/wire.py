@@ -222,7 +222,8 @@ def parse_chat_request(body: Any) -> ChatRequest:
 
 def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
     """The documents behind an answer, numbered as the citations: rank, id, source, citation (the source
-    with `#record id` for a JSON Lines record, `rag.citations`), page, score, text."""
+    with `#record id` for a JSON Lines record, `rag.citations`), page, score, the named scores
+    (`Document.scores`: cosine, bm25, fused), text."""
     return [
         {
             "index": rank,
@@ -231,6 +232,7 @@ def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
             "citation": citation(doc),
             "page": doc.metadata.get("page"),
             "score": doc.score,
+            "scores": dict(doc.scores),
             "text": doc.text,
         }
         for rank, doc in enumerate(documents, 1)

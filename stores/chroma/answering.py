@@ -16,7 +16,7 @@ The store mixes this class in; it holds the state named below (set by `ChromaVec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, cast
 
@@ -43,7 +43,8 @@ from stores.chroma.reading import guarded_where
 from stores.chroma.records import decode_fields, decode_metadata, decode_text
 from stores.chroma.search import KeptRow, Row, query_vector
 from stores.locking import ReadWriteLock
-from stores.ranking import needs_ranking, rank
+from stores.query_vector import request_vector
+from stores.ranking import named_scores, needs_ranking, rank_scored, with_cosines
 
 __all__ = ["Answering"]
 
@@ -95,16 +96,17 @@ class Answering:
 
     @classmethod
     def _found(cls, hits: list[tuple[Row, float]]) -> list[Document]:
-        """`_document` of each hit (rows without embeddings), in one loop: every search ends here."""
+        """`_document` of each vector hit (rows without embeddings), its score named `cosine`, in one
+        loop: every vector search ends here."""
         trusted = Document._trusted
         found: list[Document] = []
         for row, score in hits:
             # A kept row's metadata is the caller's own, whose keys may look like the stored layout's.
             fields = None if type(row) is KeptRow else decode_fields(row.document, row.record)
             if fields is None:  # another tool's record, or one the sidecar kept
-                found.append(cls._document(row, False, score))
+                found.append(cls._document(row, False, score).with_scores({"cosine": score}))
             else:
-                found.append(trusted(row.id, fields[0], fields[1], score))
+                found.append(trusted(row.id, fields[0], fields[1], score, None, {"cosine": score}))
         return found
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
@@ -115,15 +117,19 @@ class Answering:
         req = request if isinstance(request, SearchRequest) else SearchRequest(request)
         if req.top_k == 0:
             return []
-        query = query_vector(self._embedding, req.query)
-        # The query was embedded outside: writers wait only for the search.
+        # Embedded once, outside the lock (writers wait only for the search), and only when the
+        # search needs the vector; a lexical search never reads it (`stores.ranking`).
+        vector = request_vector(req, self._embedding, lambda text: query_vector(self._embedding, text))
+        query = vector if vector is not None else np.zeros(int(self._embedding.dimensions), np.float32)
         with self._lock.read():
             if req.filter is None and not req.exact and not needs_ranking(req):
                 # What `_search` does for a plain vector search, without its steps that do nothing
                 # here (no filter, no copy, no index; so no collection metadata read either).
-                return self._found(self._nearest.unfiltered(query, req))
-            with one_state_read():
-                return self._search(req, query)
+                found = self._found(self._nearest.unfiltered(query, req))
+            else:
+                with one_state_read():
+                    found = self._search(req, query)
+        return found  # the scores named by `_found`, the exact copy's path or `_rank_once`
 
     def _search(self, req: SearchRequest, query: npt.NDArray[np.float32]) -> list[Document]:
         if req.filter is not None and not self._local and not req.exact and not needs_ranking(req):
@@ -137,7 +143,9 @@ class Answering:
         if not needs_ranking(req):
             if copy is not None:
                 found = copy.top(query, copy.rows(compiled.tree), req)
-                return [copy.document(row, score) for row, score in found]
+                return [
+                    copy.document(row, score).with_scores(named_scores(req, score)) for row, score in found
+                ]
             with self._renting(compiled):
                 hits = self._nearest.rows(query, compiled, req)
             return self._found(hits)
@@ -211,7 +219,15 @@ class Answering:
             background if self._conn.remote else None,
             lenient=lenient,
         ) as source:
-            return source.page(rank(req, source))
+            # The final documents first, then the cosines no candidate list held (which read vectors).
+            ranked = rank_scored(req, source, complete=False)
+            found = source.page([(hit.id, hit.score) for hit in ranked])
+            kept = [hit for hit in ranked if hit.id in {doc.id for doc in found}]
+            # A document deleted since it was ranked has no vector left: its text stands alone.
+            with suppress(RowsLost):
+                kept = with_cosines(req, source, kept)
+            named = {hit.id: hit.scores for hit in kept}
+            return [doc.with_scores(named[doc.id]) for doc in found]
 
     def _vector_hits(
         self,

@@ -1,9 +1,11 @@
 """Searching a `NumpyVectorStore`: vector, lexical and hybrid requests, in batches that share scans.
 
 This is the search half of `stores.numpy.store.NumpyVectorStore` (which holds the state, the writes,
-`get` and saving). Queries are embedded before the read lock is taken; requests that share a filter
-share its mask and one scan of the selected rows; lexical, hybrid and diversified requests go
-through `stores.ranking` over `stores.numpy.hybrid.NumpyCandidates`.
+`get` and saving). Queries are embedded before the read lock is taken, in one batch, and only those
+whose request needs a vector and carries none (`SearchRequest.embeds_query`, `query_vector`);
+requests that share a filter share its mask and one scan of the selected rows; lexical, hybrid and
+diversified requests go through `stores.ranking` over `stores.numpy.hybrid.NumpyCandidates`. Every
+hit carries its named scores (`Document.scores`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import Document, SearchRequest
+from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter
 from stores.lexical.index import LexicalIndex
@@ -21,8 +24,9 @@ from stores.locking import ReadWriteLock
 from stores.numpy.hybrid import NumpyCandidates
 from stores.numpy.rowmap import RowMap
 from stores.numpy.saved_ids import SavedIds
-from stores.numpy.search import rank_candidates, scan
-from stores.ranking import needs_ranking, rank, rank_keys
+from stores.numpy.search import exact_scores, rank_candidates, scan
+from stores.query_vector import given_vector
+from stores.ranking import named_scores, needs_ranking, rank_keys, rank_scored
 
 __all__ = ["StoreSearch"]
 
@@ -37,6 +41,10 @@ class StoreSearch:
     _matrix: npt.NDArray[np.float32]  # live rows first, then spare capacity
     _rows: RowMap | SavedIds
     _lock: ReadWriteLock
+
+    @property
+    def embedding(self) -> EmbeddingModel:
+        raise NotImplementedError  # the store's
 
     def _loaded_lexical(self) -> LexicalIndex:
         raise NotImplementedError  # the store's
@@ -73,10 +81,7 @@ class StoreSearch:
         active = [i for i, r in enumerate(checked) if r.top_k > 0 and self._size > 0]
         if not active:
             return results
-        texts = [checked[i].query for i in active]
-        queries = np.concatenate(
-            [self._embed(texts[s : s + self._batch_size]) for s in range(0, len(texts), self._batch_size)]
-        )
+        queries = self._query_vectors([checked[i] for i in active])
         # Requests that share a filter share its mask and one scan of the selected rows.
         groups: dict[Filter | None, list[int]] = {}
         for position, index in enumerate(active):
@@ -84,6 +89,23 @@ class StoreSearch:
         with self._lock.read():  # queries were embedded outside: writers wait only for the scans
             self._search_groups(groups, checked, active, queries, results)
         return results
+
+    def _query_vectors(self, requests: list[SearchRequest]) -> npt.NDArray[np.float32]:
+        """One row per request: its `query_vector`, the model's embedding of its query (embedded
+        together, in batches), or zeros when the request needs no vector (a lexical one)."""
+        queries = np.zeros((len(requests), self._matrix.shape[1]), np.float32)
+        embedded: list[int] = []
+        for i, request in enumerate(requests):
+            given = given_vector(request, self.embedding)
+            if given is not None:
+                queries[i] = given
+            elif request.embeds_query:
+                embedded.append(i)
+        texts = [requests[i].query for i in embedded]
+        for start in range(0, len(texts), self._batch_size):
+            chosen = embedded[start : start + self._batch_size]
+            queries[chosen] = self._embed(texts[start : start + self._batch_size])
+        return queries
 
     def _search_groups(
         self,
@@ -121,7 +143,11 @@ class StoreSearch:
                 ranked = rank_candidates(
                     self._matrix, candidates, queries[i], request.top_k, self._rows, threshold
                 )
-                results[i] = self._documents([row for row, _ in ranked], [score for _, score in ranked])
+                hits = self._documents([row for row, _ in ranked], [score for _, score in ranked])
+                results[i] = [
+                    doc.with_scores(named_scores(request, score))
+                    for doc, (_, score) in zip(hits, ranked, strict=True)
+                ]
         for i, request in enumerate(requests):
             if needs_ranking(request):
                 results[i] = self._ranked(request, queries[i], rows)
@@ -137,7 +163,13 @@ class StoreSearch:
         source = NumpyCandidates(self._matrix[: self._size], query, request.query, rows, row_map, lexical)
         page = rank_keys(request, source)  # hybrid: index rows fused, only the page's ids decoded
         if page is not None:
-            return self._documents(row_map.store_rows(page.keys).tolist(), page.scores, ids=page.ids)
-        hits = rank(request, source)
-        found = row_map.rows_of([doc_id for doc_id, _ in hits]).tolist()
-        return self._documents(found, [score for _, score in hits])
+            kept = row_map.store_rows(page.keys)
+            cosines = exact_scores(self._matrix, kept, query).tolist()  # what `source.cosines` gives
+            found = self._documents(kept.tolist(), page.scores, ids=page.ids)
+            return [
+                doc.with_scores({**named, "cosine": cosine})
+                for doc, named, cosine in zip(found, page.named, cosines, strict=True)
+            ]
+        hits = rank_scored(request, source)
+        found = self._documents(row_map.rows_of([hit.id for hit in hits]).tolist(), [h.score for h in hits])
+        return [doc.with_scores(hit.scores) for doc, hit in zip(found, hits, strict=True)]

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rag.errors import InvalidRequestError
 from stores.lexical.text import analyze
 from stores.numpy.search import TOLERANCE, exact_scores
 from stores.pgvector.filters import Condition
@@ -77,7 +78,8 @@ class PgCandidates:
         conn: A connection inside a REPEATABLE READ transaction.
         names: The store's tables.
         condition: The compiled filter.
-        query: The query's unit vector.
+        query: The query's unit vector; None for a search that reads text alone (lexical without a
+            threshold), which asks for no cosine.
         text: The query text, for BM25.
         info: Reads the store's info row in this transaction (statistics, k1, b); called once, and
             only by lexical search, so a plain vector search costs one query.
@@ -89,7 +91,7 @@ class PgCandidates:
         conn: Any,
         names: TableNames,
         condition: Condition,
-        query: npt.NDArray[np.float32],
+        query: npt.NDArray[np.float32] | None,
         text: str,
         info: Callable[[], StoreInfo],
         settings: SearchSettings,
@@ -97,12 +99,18 @@ class PgCandidates:
         self._conn = conn
         self._names = names
         self._condition = condition
-        self._query = query
+        self._query_given = query
         self._text = text
         self._read_info = info
         self._info_row: StoreInfo | None = None
         self._settings = settings
         self._rows: dict[str, Row] = {}
+
+    @property
+    def _query(self) -> npt.NDArray[np.float32]:
+        if self._query_given is None:
+            raise InvalidRequestError("this search has no query vector: a lexical search without a threshold")
+        return self._query_given
 
     # -- vector ---------------------------------------------------------------------------------------
 

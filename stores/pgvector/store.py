@@ -30,7 +30,8 @@ from stores.pgvector.encoding import check_text
 from stores.pgvector.filters import compile_filter
 from stores.pgvector.search import PgCandidates, SearchSettings, vector_array
 from stores.pgvector.writes import delete_rows, rebuild_lexical, write_rows
-from stores.ranking import rank
+from stores.query_vector import request_vector
+from stores.ranking import rank_scored
 
 __all__ = ["PgVectorStore"]
 
@@ -236,7 +237,8 @@ class PgVectorStore(GetMixin):
         condition = compile_filter(req.filter)
         if req.top_k == 0 or condition.text == "FALSE":
             return []
-        query = embed_queries(self._embedding, [req.query])[0]
+        # None for a lexical search without a threshold: nothing to embed.
+        query = request_vector(req, self._embedding, lambda text: embed_queries(self._embedding, [text])[0])
         with self._db.errors(f"search {self.table}"), self._db.transaction(read_only=True) as conn:
 
             def info() -> tables.StoreInfo:
@@ -246,11 +248,11 @@ class PgVectorStore(GetMixin):
                 return found
 
             source = PgCandidates(conn, self._names, condition, query, req.query, info, self._settings)
-            ranked = rank(req, source)
-            rows = source.rows([doc_id for doc_id, _ in ranked])
+            ranked = rank_scored(req, source)
+            rows = source.rows([hit.id for hit in ranked])
         return [
-            Document(row.id, row.text, row.metadata, score=score)
-            for row, (_, score) in zip(rows, ranked, strict=True)
+            Document(row.id, row.text, row.metadata, score=hit.score, scores=hit.scores)
+            for row, hit in zip(rows, ranked, strict=True)
         ]
 
 

@@ -139,8 +139,10 @@ def test_call_with_qa_memory_and_a_tool_round(
     )
     assert traces.children(root) == ["advisor VectorStoreChatMemoryAdvisor"]
     memory_span = traces.one("advisor VectorStoreChatMemoryAdvisor")
-    # Recall (a store query embedding the question), the rest of the chain, then the turn written back.
+    # The question embedded once for recall and retrieval, recall (a store query), the rest of the
+    # chain, then the turn written back.
     assert traces.children(memory_span) == [
+        f"embeddings {memory.embedding.name}",
         "query numpy",
         "advisor QuestionAnswerAdvisor",
         f"embeddings {memory.embedding.name}",
@@ -179,7 +181,7 @@ def test_call_with_qa_memory_and_a_tool_round(
     )
     # Memory recall reads only the turns the memory advisor marked, of this conversation.
     assert memory_query["rag.search.filter"] == "('rag:kind' == 'chat_memory') AND (conversation_id == 'c1')"
-    assert traces.children(qa_query[0]) == [f"embeddings {docs.embedding.name}"]
+    assert traces.children(qa_query[0]) == []  # the question's vector came from the memory advisor
 
     # No prompt, reply, query or document text, and no key, unless the user opts in.
     every = _every_value(traces.spans())
