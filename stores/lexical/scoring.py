@@ -32,7 +32,7 @@ TermPostings = tuple[list[Rows], list[npt.NDArray[np.integer[Any]]], list[float]
 
 def term_postings(
     segments: Sequence[Segment],
-    term_counts: Mapping[int, int],
+    term_counts: Mapping[int, float],
     live: npt.NDArray[np.bool_] | None,
     count: int,
     k1: float,

@@ -15,8 +15,10 @@ import numpy.typing as npt
 
 import stores.lexical.scoring as scoring
 from rag.errors import InvalidRequestError
+from stores.lexical.fields import language_marker
 from stores.lexical.idmap import PackedIds
-from stores.lexical.segments import Segment
+from stores.lexical.languages import SNOWBALL
+from stores.lexical.segments import Segment, postings_of
 from stores.lexical.settings import LexicalSettings, LexicalStats
 from stores.lexical.text import Vocabulary
 from stores.ties import best_first
@@ -34,6 +36,7 @@ class IndexSearch:
     _segments: list[Segment]
     _total_length: int
     _norm: npt.NDArray[np.float64] | None  # BM25's length normalisation per row, until the next write
+    _held_languages: list[str] | None  # the languages of live documents, until the next write
 
     @property
     def _live(self) -> npt.NDArray[np.bool_]:
@@ -44,6 +47,20 @@ class IndexSearch:
     def stats(self) -> LexicalStats:
         """N and the total length of live documents."""
         return LexicalStats(len(self._ids), self._total_length)
+
+    def languages(self) -> list[str]:
+        """The languages (`lang` codes with a stemmer, `stores.lexical.languages`) of the live documents,
+        each of which a query is analysed in."""
+        if self._held_languages is None:
+            codes = sorted(SNOWBALL)  # the order every store analyses a query in
+            markers = self._vocabulary.ids_of([language_marker(code) for code in codes])
+            held = [(code, term) for code, term in zip(codes, markers.tolist(), strict=True) if term >= 0]
+            found = postings_of(self._segments, [term for _, term in held])
+            live = self._live
+            self._held_languages = [
+                code for (code, _), (rows, _) in zip(held, found, strict=True) if live[rows].any()
+            ]
+        return self._held_languages
 
     def rows_of(self, ids: Iterable[str]) -> npt.NDArray[np.int64]:
         """Row of each id (-1 where unknown); valid until the next write. See `search(row_mask=...)`."""
@@ -64,9 +81,7 @@ class IndexSearch:
         the number of terms found; None without any hit (`stores.lexical.scoring`)."""
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
-        term_counts: dict[int, int] = {}
-        for term in self._vocabulary.encode_query(query):  # a dict: Counter costs more for a few terms
-            term_counts[term] = term_counts.get(term, 0) + 1
+        term_counts = self._vocabulary.encode_query(query, self.languages())
         count = len(self._ids)
         if not term_counts or not count:
             return None

@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +26,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from stores.lexical.text import analyze
+from stores.lexical.fields import MARKER_PREFIX
+from stores.lexical.text import query_weights
 from stores.numpy.search import TOLERANCE, exact_scores
 from stores.pgvector.filters import Condition
 from stores.pgvector.schema import StoreInfo, TableNames
@@ -168,19 +168,30 @@ class PgCandidates:
     # -- lexical --------------------------------------------------------------------------------------
 
     def _weights(self) -> tuple[list[str], list[float]]:
-        """Query terms held by some document, in order of first appearance, with qtf * idf * (k1 + 1)."""
+        """Query terms held by some document, in order of first appearance, with qtf * idf * (k1 + 1);
+        the query is analysed in each language the store holds (`stores.lexical.text.query_weights`)."""
         from psycopg import sql
 
-        counts = Counter(analyze(self._text))
-        if not counts or not self._info.documents:
+        if not self._info.documents:
             return [], []
-        rows = self._conn.execute(
-            sql.SQL("SELECT term, df FROM {} WHERE term = ANY(%s) AND df > 0").format(self._names.terms),
-            (list(counts),),
+        table = self._names.terms
+        held = self._conn.execute(
+            sql.SQL("SELECT term FROM {} WHERE starts_with(term, %s) AND df > 0").format(table),
+            (MARKER_PREFIX,),
         ).fetchall()
-        df = dict(rows)
+        languages = [term[len(MARKER_PREFIX) :] for (term,) in held]
+        df: dict[str, int] = {}
+
+        def known(terms: list[str]) -> list[bool]:
+            rows = self._conn.execute(
+                sql.SQL("SELECT term, df FROM {} WHERE term = ANY(%s) AND df > 0").format(table), (terms,)
+            ).fetchall()
+            df.update(rows)
+            return [term in df for term in terms]
+
+        counts = query_weights(self._text, sorted(languages), known)
         n, k1 = self._info.documents, self._info.k1
-        terms = [term for term in counts if term in df]
+        terms = list(counts)
         weights = [counts[t] * math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (k1 + 1.0) for t in terms]
         return terms, weights
 
