@@ -114,7 +114,7 @@ class LexicalIndex(IndexSearch):
         self._segments: list[Segment] = []
         self._total_length = 0
         self._norm: npt.NDArray[np.float64] | None = None
-        self._held_languages: list[str] | None = None
+        self._held_languages: dict[str, tuple[npt.NDArray[np.bool_] | None, int]] | None = None
         self._renumberings += 1
         self._renumbered: npt.NDArray[np.int64] | None = None
 

@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -140,34 +140,19 @@ def analyze(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
     return [term for term in analyser.terms(words(text)) if term is not None]
 
 
-def query_weights(
-    text: str, languages: Iterable[str], known: Callable[[list[str]], list[bool]]
-) -> dict[str, float]:
-    """The terms of a query and their weights (qtf), for an index holding documents in `languages`.
+def query_weights(text: str, language: str = DEFAULT_LANGUAGE) -> dict[str, float]:
+    """The terms of a query analysed in `language`, with their frequency in it (BM25's qtf).
 
-    Each document's terms were analysed in its own language, so each query word is analysed in every
-    language the index holds; the distinct terms it gives that some document holds (`known` tells,
-    one flag per term) share the word's weight of 1, so a word counts once whatever the number of
-    languages. With one language this is BM25's plain query term frequency.
+    An index holding several languages scores each document with the query analysed in the document's
+    own language (`stores.lexical.searching`), so the query terms match the way its terms were made.
 
     Example:
-        >>> query_weights("Häuser houses", ["de", "en"], lambda terms: [True] * len(terms))
-        {'haus': 0.5, 'hauser': 0.5, 'hous': 1.0}
+        >>> query_weights("Die Häuser, das Haus", "de"), query_weights("the houses", "en")
+        ({'haus': 2.0}, {'hous': 1.0})
     """
-    analysers = list(dict.fromkeys(map(analyser_for, languages))) or [analyser_for(DEFAULT_LANGUAGE)]
-    found = words(text)
-    options: list[list[str]] = [[] for _ in found]
-    for analyser in analysers:
-        for option, term in zip(options, analyser.terms(found), strict=True):
-            if term is not None and term not in option:
-                option.append(term)
-    distinct = list(dict.fromkeys(term for option in options for term in option))
-    held = {term for term, flag in zip(distinct, known(distinct), strict=True) if flag}
     weights: dict[str, float] = {}
-    for option in options:
-        kept = [term for term in option if term in held]
-        for term in kept:
-            weights[term] = weights.get(term, 0.0) + 1.0 / len(kept)
+    for term in analyze(text, language):
+        weights[term] = weights.get(term, 0.0) + 1.0
     return weights
 
 
@@ -372,17 +357,13 @@ class Vocabulary:
             np.concatenate([owners, extra_owners]),
         )
 
-    def encode_query(self, text: str, languages: Iterable[str] = (DEFAULT_LANGUAGE,)) -> dict[int, float]:
-        """The query's terms that some document holds, by id, with their weights (`query_weights`)."""
-
-        def known(terms: list[str]) -> list[bool]:
-            return [bool(at >= 0) for at in self.ids_of(terms).tolist()]
-
-        weights = query_weights(text, languages, known)
+    def encode_query(self, text: str, language: str = DEFAULT_LANGUAGE) -> dict[int, float]:
+        """The query's terms in `language` that some document holds, by id, with their frequency."""
+        weights = query_weights(text, language)
         if not weights:
             return {}
         ids = self.ids_of(list(weights)).tolist()
-        return dict(zip(ids, weights.values(), strict=True))
+        return {index: weight for index, weight in zip(ids, weights.values(), strict=True) if index >= 0}
 
 
 Positions = npt.NDArray[np.intp]

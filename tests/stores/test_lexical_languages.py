@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -60,14 +61,17 @@ def test_each_document_keeps_its_own_language_in_one_index() -> None:
     assert index.languages() == ["de", "en"]
 
 
-def test_a_word_analysed_in_several_languages_counts_once() -> None:
-    # "die" is a German stop word and an English word; "house" stems alike in both analyses.
-    weights = query_weights("die houses", ["de", "en"], lambda terms: [True] * len(terms))
-    assert weights == {"die": 1.0, "hous": 1.0}
-    # Of the terms a word gives, only those some document holds share its weight.
-    held = {"haus"}
-    weights = query_weights("Häuser", ["de", "en"], lambda terms: [t in held for t in terms])
-    assert weights == {"haus": 1.0}
+def test_each_document_is_scored_with_the_query_in_its_own_language() -> None:
+    # "Häuser" is "haus" to the German analysis and "hauser" to the English one; each document meets
+    # the query word at full weight in its own language, with BM25 over its language's documents (one
+    # each: idf = ln(1 + 0.5 / 1.5); length 2 each, so K(d) = k1 and the score is idf).
+    index = LexicalIndex()
+    index.add(["de", "en"], ["Die Häuser am Fluss", "Hauser river"], [{"lang": "de"}, {"lang": "en"}])
+    found = dict(index.search("Häuser", 5))
+    assert found == pytest.approx({"de": math.log(4 / 3), "en": math.log(4 / 3)})
+    # The German stop word "die" is an English word: it counts for English documents only.
+    assert query_weights("die Häuser", "de") == {"haus": 1.0}
+    assert query_weights("die Häuser", "en") == {"die": 1.0, "hauser": 1.0}
 
 
 def test_an_index_without_lang_metadata_analyses_english() -> None:
