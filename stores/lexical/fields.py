@@ -7,10 +7,10 @@ count in the names, saturated once by BM25's k1; the length that b normalises co
 once, so a long title does not make its chunks "long". The stored postings are these combined
 frequencies, so every store scores the fields the same way with the same formula.
 
-Each document also gets a marker term naming its language's analyser (`language_marker`): the index
-counts live documents by language through it (an ordinary posting list), to analyse a query in each
-language it holds (`stores.lexical.text.query_weights`). Markers never reach the lengths, and no query
-word can spell one (they contain a space).
+Each document also gets a marker term naming its language's analyser (`language_marker`): its posting
+list tells which rows hold each language, so a search scores each document with the query analysed in
+that document's language, by BM25 over that language's documents (`stores.lexical.searching`).
+Markers never reach the lengths, and no query word can spell one (they contain a space).
 
 Example:
     >>> field_text({"title": "Guide", "headings": ["Install", "Linux"], "source": "docs/setup-linux.md"})
@@ -47,7 +47,7 @@ __all__ = [
 
 # How much more a term in the title, headings or path counts than one in the text. Chosen on the
 # docs-tree sets of `benchmarks/quality.py`, fitted on half of each set's questions (docs/retrieval.md).
-FIELD_WEIGHT = 3
+FIELD_WEIGHT = 2
 MARKER_PREFIX = " lang:"
 _EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 _PATH_SEPARATORS = re.compile(r"[/\\_.\-]+")

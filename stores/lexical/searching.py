@@ -3,6 +3,7 @@
 This is the read half of `stores.lexical.index.LexicalIndex` (which holds the state and the writes):
 a query's terms are looked up in every segment, weighed (`stores.lexical.scoring`), summed per row,
 and the best rows kept, equal scores in ascending id order. Searches only read, and run side by side.
+Each language the live documents use is searched with the query analysed in it, over its own rows.
 """
 
 from __future__ import annotations
