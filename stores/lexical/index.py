@@ -11,8 +11,9 @@ appears in the query, and N, df and avgdl describe the live documents exactly af
 adds and deletes. `tf(t, d)` counts the term in the text plus `FIELD_WEIGHT` times in the names field
 (title, headings, path: `stores.lexical.fields`). In an index holding several languages, a document
 is scored with the query analysed in its own language, N and df counted among that language's
-documents (`stores.lexical.searching`). Every hit has at least one query term, so every score is > 0. (Lucene >= 8 drops the
-constant `k1 + 1` factor; rankings are the same.) Text analysis is described in `stores.lexical.text`.
+documents (`stores.lexical.searching`). Every hit has at least one query term, so every score is
+> 0. (Lucene >= 8 drops the constant `k1 + 1` factor; rankings are the same.) Text analysis is
+described in `stores.lexical.text`.
 
 Layout: rows are assigned in order of arrival; postings live in immutable term-major segments
 (`stores.lexical.segments`) whose sizes stay geometric, so an add costs the size of its batch plus
