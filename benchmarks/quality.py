@@ -1,5 +1,11 @@
-"""Retrieval quality on two BEIR sets, with each embedder: nDCG@10 and recall@100 per mode, a weight sweep,
-and what `rag eval --tune` picks.
+"""Retrieval quality on BEIR sets and docs-tree sets, with each embedder: per mode, a weight sweep, and what
+`rag eval --tune` picks, fitted and held out.
+
+Docs-tree sets (`cmake`, `man-en`, and the non-English `man-de`, `man-fr`; built on first use into
+--trees by `benchmarks/datasets/docs_trees.py` from documentation installed on this machine) are
+measured by `benchmarks/quality_trees.py`: hit@1, hit@4 and nDCG@10 by mode, the default weight
+against the best one, the held-out `--tune`, the extractive answerer's answer column, and with
+`--bm25s` the lexical ranking beside bm25s with the set's Snowball stemmer.
 
 The sets: BEIR SciFact (300 test queries over 5,183 abstracts) and Python FAQ, a known-item set built
 from the Python manual in Debian's `python3-doc` by `benchmarks/datasets/python_faq.py` (question
@@ -19,7 +25,8 @@ For each set and embedder the corpus goes through the real CLI into a numpy stor
   same way, and against the shipped default.
 
 Usage:
-    python benchmarks/quality.py [--sets scifact,python-faq] [--embedders hashing,st:FOLDER]
+    python benchmarks/quality.py [--sets scifact,python-faq,cmake,man-en,man-de,man-fr] [--bm25s]
+        [--embedders hashing,st:FOLDER]
         [--scifact PATH] [--python-faq PATH] [--weights W,...] [--modes MODE,...]
         [--fusion rrf|weighted] [--vector-weight W] [--embed-context]
 
