@@ -52,7 +52,7 @@ def _plain_rst(text: str) -> str:
     return re.sub(r"``([^`]+)``", r"\1", _ROLE.sub(r"\1", text)).strip()
 
 
-def _cmake_summary(lines: list[str]) -> tuple[int, int, str] | None:
+def cmake_summary(lines: list[str]) -> tuple[int, int, str] | None:
     """The first paragraph after the title that is prose: (first line, end line, its first sentence)."""
     i = 2 if len(lines) > 1 and _ADORNMENT.match(lines[1]) else 0
     while i < len(lines):
@@ -88,7 +88,7 @@ def build_cmake(out: Path, sample: int, seed: int = 7) -> int:
     docs = out / "docs"
     for path in pages:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        summary = _cmake_summary(lines)
+        summary = cmake_summary(lines)
         target = docs / path.relative_to(help_root)
         target.parent.mkdir(parents=True, exist_ok=True)
         if summary is None:
@@ -148,7 +148,7 @@ def _man_sections(text: str) -> Iterator[tuple[str, list[str]]]:
         yield heading, body
 
 
-def _man_page(path: Path) -> tuple[str, str, str] | None:
+def man_page(path: Path) -> tuple[str, str, str] | None:
     """(name, NAME description, Markdown without the NAME section) of one man page."""
     opener = gzip.open if path.suffix == ".gz" else open
     try:
@@ -183,7 +183,7 @@ def build_man(name: str, out: Path, sample: int, seed: int = 7) -> int:
         for path in sorted(root.rglob("*")):
             if not path.is_file():
                 continue
-            page = _man_page(path)
+            page = man_page(path)
             if page is None:
                 continue
             _, description, markdown = page
