@@ -37,7 +37,7 @@ def test_a_cmake_page_gives_its_first_prose_sentence(trees: ModuleType) -> None:
     ]
     first, end, question = trees.cmake_summary(lines)
     assert question == "Add a widget to the WIDGETS list of a target."
-    assert lines[:first] + lines[end:] == lines[:5] + ["", "More text."]
+    assert lines[:first] + lines[end:] == [*lines[:5], "", "More text."]
     assert trees.cmake_summary(["x", "-", "", "Too short here."]) is None
 
 
