@@ -130,6 +130,12 @@ class SearchModeConformance:
             found = store.similarity_search(SearchRequest(query, top_k=5, mode="lexical"))
             _assert_hits(found, reference.search(query, 5))
         assert store.similarity_search(SearchRequest("Haus", mode="lexical"))[0].id == "de"
+        store.delete(["ru", "en"])  # the languages held, and their statistics, follow deletes
+        kept = [d for d in docs if d.id not in {"ru", "en"}]
+        reference = _reference({d.id: d.text for d in kept}, [d.metadata for d in kept])
+        for query in ("Haus", "house rivers", "дом"):
+            found = store.similarity_search(SearchRequest(query, top_k=5, mode="lexical"))
+            _assert_hits(found, reference.search(query, 5))
 
     @pytest.mark.parametrize(("query", "expected"), [("東京", "l7"), ("cafe zurich", "l6")])
     def test_lexical_matches_accents_and_other_scripts(
