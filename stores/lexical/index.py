@@ -8,8 +8,12 @@ Scoring is Okapi BM25 with Lucene's idf:
 
 where `|d|` counts the document's terms after analysis (stopwords dropped), `qtf` is how often the term
 appears in the query, and N, df and avgdl describe the live documents exactly after any sequence of
-adds and deletes. Every hit has at least one query term, so every score is > 0. (Lucene >= 8 drops the
-constant `k1 + 1` factor; rankings are the same.) Text analysis is described in `stores.lexical.text`.
+adds and deletes. `tf(t, d)` counts the term in the text plus `FIELD_WEIGHT` times in the names field
+(title, headings, path: `stores.lexical.fields`). In an index holding several languages, a document
+is scored with the query analysed in its own language, N and df counted among that language's
+documents (`stores.lexical.searching`). Every hit has at least one query term, so every score is
+> 0. (Lucene >= 8 drops the constant `k1 + 1` factor; rankings are the same.) Text analysis is
+described in `stores.lexical.text`.
 
 Layout: rows are assigned in order of arrival; postings live in immutable term-major segments
 (`stores.lexical.segments`) whose sizes stay geometric, so an add costs the size of its batch plus
@@ -26,14 +30,16 @@ Thread safety: searches only read, and may run concurrently with each other; wri
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 import stores.lexical.segments as segments_module
+from rag.documents import MetadataValue
 from rag.errors import InvalidRequestError
+from stores.lexical.fields import encode_documents, is_marker
 from stores.lexical.idmap import PackedIds
 from stores.lexical.persist import Saved, read, read_settings, write
 from stores.lexical.searching import IndexSearch
@@ -47,18 +53,28 @@ _COMPACT_MIN_DEAD = 1024  # renumber rows once this many are dead and they outnu
 _MERGE_RATIO = 2  # merge the newest segment into its neighbour while that neighbour is at most 2x larger
 
 
-def _check_batch(ids: Sequence[str], texts: Sequence[str]) -> dict[str, str]:
+_NO_METADATA: Mapping[str, MetadataValue] = {}
+
+
+def _check_batch(
+    ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, MetadataValue]] | None
+) -> dict[str, tuple[str, Mapping[str, MetadataValue]]]:
     if isinstance(ids, str) or isinstance(texts, str):
         raise InvalidRequestError(f"ids and texts must be sequences of str, got {ids!r} and {texts!r}")
     if len(ids) != len(texts):
         raise InvalidRequestError(f"got {len(ids)} ids but {len(texts)} texts")
-    batch: dict[str, str] = {}
-    for doc_id, text in zip(ids, texts, strict=True):
+    if metadatas is not None and len(metadatas) != len(ids):
+        raise InvalidRequestError(f"got {len(ids)} ids but {len(metadatas)} metadata mappings")
+    batch: dict[str, tuple[str, Mapping[str, MetadataValue]]] = {}
+    for at, (doc_id, text) in enumerate(zip(ids, texts, strict=True)):
         if not isinstance(doc_id, str) or not doc_id:
             raise InvalidRequestError(f"document id must be a non-empty str, got {doc_id!r}")
         if not isinstance(text, str):
             raise InvalidRequestError(f"text of document {doc_id!r} must be a str, got {text!r}")
-        batch[doc_id] = text  # a repeated id keeps its last text, as an upsert would
+        metadata = _NO_METADATA if metadatas is None else metadatas[at]
+        if not isinstance(metadata, Mapping):
+            raise InvalidRequestError(f"metadata of document {doc_id!r} must be a mapping, got {metadata!r}")
+        batch[doc_id] = (text, metadata)  # a repeated id keeps its last text, as an upsert would
     return batch
 
 
@@ -102,6 +118,7 @@ class LexicalIndex(IndexSearch):
         self._segments: list[Segment] = []
         self._total_length = 0
         self._norm: npt.NDArray[np.float64] | None = None
+        self._held_languages: dict[str, tuple[npt.NDArray[np.bool_] | None, int]] | None = None
         self._renumberings += 1
         self._renumbered: npt.NDArray[np.int64] | None = None
 
@@ -158,17 +175,29 @@ class LexicalIndex(IndexSearch):
             terms = np.repeat(segment.terms, np.diff(segment.starts))
             counts += np.bincount(terms[live], minlength=counts.size)
         names = self._vocabulary.terms
-        return {names[index]: int(counts[index]) for index in np.flatnonzero(counts)}
+        found = ((names[index], int(counts[index])) for index in np.flatnonzero(counts))
+        return {term: df for term, df in found if not is_marker(term)}
 
     # ----- writes ------------------------------------------------------------------------------------
 
-    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
-        """Index `texts` under `ids`, replacing documents with the same ids."""
-        batch = _check_batch(ids, texts)
+    def add(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        metadatas: Sequence[Mapping[str, MetadataValue]] | None = None,
+    ) -> None:
+        """Index `texts` under `ids`, replacing documents with the same ids.
+
+        `metadatas` (the documents' metadata, default none) give each text's language (`lang`) and its
+        names field: `title`, `headings` and the `source` path (`stores.lexical.fields`).
+        """
+        batch = _check_batch(ids, texts, metadatas)
         if not batch:
             return
         self._kill(batch)
-        term_ids, owners, lengths = self._vocabulary.encode_many(list(batch.values()))
+        pairs = list(batch.values())
+        encoded = encode_documents(self._vocabulary, [text for text, _ in pairs], [meta for _, meta in pairs])
+        term_ids, owners, lengths = encoded.ids, encoded.owners, encoded.lengths
         first_row = self._ids.row_count
         self._grow(first_row + len(batch))
         self._ids.append(list(batch))  # live from now on
@@ -178,6 +207,7 @@ class LexicalIndex(IndexSearch):
         self._segments.extend(split(build(term_ids, owners, len(batch), first_row)))
         self._merge_tail()
         self._norm = None
+        self._held_languages = None
         self._maybe_compact()
 
     def delete(self, ids: Iterable[str]) -> int:
@@ -187,6 +217,7 @@ class LexicalIndex(IndexSearch):
         removed = self._kill(ids)
         if removed:
             self._norm = None
+            self._held_languages = None
             self._maybe_compact()
         return removed
 
@@ -283,3 +314,5 @@ class LexicalIndex(IndexSearch):
         self._lengths = _narrow_lengths(saved.lengths)
         self._total_length = int(self._lengths.sum())
         self._segments = split(saved.segment)  # every array narrowed, as `add` builds them
+        self._norm = None
+        self._held_languages = None

@@ -32,13 +32,15 @@ TermPostings = tuple[list[Rows], list[npt.NDArray[np.integer[Any]]], list[float]
 
 def term_postings(
     segments: Sequence[Segment],
-    term_counts: Mapping[int, int],
+    term_counts: Mapping[int, float],
     live: npt.NDArray[np.bool_] | None,
     count: int,
     k1: float,
+    within: npt.NDArray[np.bool_] | None = None,
 ) -> TermPostings:
     """The rows and frequencies of each query term held by a live row (`live`: None when all rows
-    are), and each such term's `qtf * idf * (k1 + 1)`, over `count` live documents."""
+    are), and each such term's `qtf * idf * (k1 + 1)`, over `count` live documents. With `within`,
+    only those rows count, for df as for the postings kept (`count` is then how many are live)."""
     row_parts: list[Rows] = []
     tf_parts: list[npt.NDArray[np.integer[Any]]] = []
     factors: list[float] = []
@@ -46,6 +48,9 @@ def term_postings(
     for query_tf, (rows, tfs) in zip(term_counts.values(), found, strict=True):
         if live is not None and rows.size:
             kept = live[rows]
+            rows, tfs = rows[kept], tfs[kept]
+        if within is not None and rows.size:
+            kept = within[rows]
             rows, tfs = rows[kept], tfs[kept]
         if not rows.size:
             continue

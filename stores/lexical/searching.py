@@ -3,6 +3,7 @@
 This is the read half of `stores.lexical.index.LexicalIndex` (which holds the state and the writes):
 a query's terms are looked up in every segment, weighed (`stores.lexical.scoring`), summed per row,
 and the best rows kept, equal scores in ascending id order. Searches only read, and run side by side.
+Each language the live documents use is searched with the query analysed in it, over its own rows.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import numpy.typing as npt
 
 import stores.lexical.scoring as scoring
 from rag.errors import InvalidRequestError
+from stores.lexical.fields import language_marker
 from stores.lexical.idmap import PackedIds
-from stores.lexical.segments import Segment
+from stores.lexical.languages import DEFAULT_LANGUAGE, SNOWBALL
+from stores.lexical.segments import Segment, postings_of
 from stores.lexical.settings import LexicalSettings, LexicalStats
 from stores.lexical.text import Vocabulary
 from stores.ties import best_first
@@ -34,6 +37,7 @@ class IndexSearch:
     _segments: list[Segment]
     _total_length: int
     _norm: npt.NDArray[np.float64] | None  # BM25's length normalisation per row, until the next write
+    _held_languages: dict[str, tuple[npt.NDArray[np.bool_] | None, int]] | None  # `_language_rows`
 
     @property
     def _live(self) -> npt.NDArray[np.bool_]:
@@ -44,6 +48,34 @@ class IndexSearch:
     def stats(self) -> LexicalStats:
         """N and the total length of live documents."""
         return LexicalStats(len(self._ids), self._total_length)
+
+    def languages(self) -> list[str]:
+        """The languages (`lang` codes with a stemmer, `stores.lexical.languages`) of the live documents."""
+        return list(self._language_rows())
+
+    def _language_rows(self) -> dict[str, tuple[npt.NDArray[np.bool_] | None, int]]:
+        """Each language of the live documents, which rows hold it (None: every row, one language) and
+        how many live documents."""
+        if self._held_languages is None:
+            codes = sorted(SNOWBALL)  # the order every store analyses a query in
+            markers = self._vocabulary.ids_of([language_marker(code) for code in codes])
+            held = [(code, term) for code, term in zip(codes, markers.tolist(), strict=True) if term >= 0]
+            found = postings_of(self._segments, [term for _, term in held])
+            live = self._live
+            rows_by_language = {
+                code: rows for (code, _), (rows, _) in zip(held, found, strict=True) if live[rows].any()
+            }
+            masks: dict[str, tuple[npt.NDArray[np.bool_] | None, int]] = {}
+            for code, rows in rows_by_language.items():
+                if len(rows_by_language) == 1:
+                    masks[code] = (None, len(self._ids))
+                else:
+                    mask = np.zeros(self._ids.row_count, np.bool_)
+                    mask[rows] = True
+                    mask &= live[: mask.size]
+                    masks[code] = (mask, int(np.count_nonzero(mask)))
+            self._held_languages = masks
+        return self._held_languages
 
     def rows_of(self, ids: Iterable[str]) -> npt.NDArray[np.int64]:
         """Row of each id (-1 where unknown); valid until the next write. See `search(row_mask=...)`."""
@@ -64,17 +96,30 @@ class IndexSearch:
         the number of terms found; None without any hit (`stores.lexical.scoring`)."""
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
-        term_counts: dict[int, int] = {}
-        for term in self._vocabulary.encode_query(query):  # a dict: Counter costs more for a few terms
-            term_counts[term] = term_counts.get(term, 0) + 1
         count = len(self._ids)
-        if not term_counts or not count:
+        if not count:
             return None
         live = self._live if count < self._ids.row_count else None
-        found = scoring.term_postings(self._segments, term_counts, live, count, self._settings.k1)
-        if not found[0]:
+        rows: list[npt.NDArray[np.integer[Any]]] = []
+        tfs: list[npt.NDArray[np.integer[Any]]] = []
+        factors: list[float] = []
+        # Each document is scored with the query analysed in its own language, by BM25 over the
+        # documents of that language (N and df counted among them): a stop word of one language, never
+        # indexed there, would otherwise look rare to the documents of another.
+        held = self._language_rows() or {DEFAULT_LANGUAGE: (None, count)}
+        for language, (rows_of_language, documents) in held.items():
+            term_counts = self._vocabulary.encode_query(query, language)
+            if not term_counts:
+                continue
+            found = scoring.term_postings(
+                self._segments, term_counts, live, documents, self._settings.k1, rows_of_language
+            )
+            rows += found[0]
+            tfs += found[1]
+            factors += found[2]
+        if not rows:
             return None
-        return (*scoring.weights(found, self._norms()), len(found[0]))
+        return (*scoring.weights((rows, tfs, factors), self._norms()), len(rows))
 
     def _scores(self, query: str) -> npt.NDArray[np.float64] | None:
         """BM25 of every row (0 for dead rows and rows without a query term), or None without any hit."""

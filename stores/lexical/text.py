@@ -1,17 +1,19 @@
 """Text analysis for the lexical index: words to term ids, with a cache so each distinct word is stemmed once.
 
-The words are `rag.embeddings.tokenize.terms`: Unicode case folding, accent stripping, overlapping
-character bigrams for scripts written without spaces (CJK, Thai); then two words joined by one hyphen
-or slash are added joined (`compounds`: "IL-10" also gives "il10"), and words written with symbols are
-added spelt out (`symbol_words`: "C++" also gives "cpp", "C#" "csharp"). English stopwords are dropped and
-the rest reduced with Porter's stemmer (`rag.embeddings.porter`), which leaves words of other scripts
-(Arabic, Cyrillic, Greek, Hindi) whole, so a document in any script matches on its own words or
-character pairs. `TOKENIZER` names this analysis; an index saved under another name must be rebuilt
-from its texts (every store does so when it opens one).
+The words are `rag.embeddings.tokenize.split_words`: Unicode case folding, overlapping character bigrams
+for scripts written without spaces (CJK, Thai); then two words joined by one hyphen or slash are added
+joined (`compounds`: "IL-10" also gives "il10"), and words written with symbols are added spelt out
+(`symbol_words`: "C++" also gives "cpp", "C#" "csharp"). Each word then goes through the `Analyser` of
+its text's language (`stores.lexical.languages`: Snowball stemmer and stop words, accents stripped after
+stemming), so a document in any language matches on its own words' stems. `TOKENIZER` names this
+analysis; an index saved under another name must be rebuilt from its texts (every store does so when
+it opens one).
 
 Example:
     >>> analyze("The Cafés were RUNNING")
     ['cafe', 'run']
+    >>> analyze("Die Häuser am See", "de")
+    ['haus', 'see']
     >>> vocabulary = Vocabulary()
     >>> ids, owners, lengths = vocabulary.encode_many(["running cafés", "a café runs"])
     >>> sorted(zip(owners.tolist(), ids.tolist())), lengths.tolist(), vocabulary.terms
@@ -22,20 +24,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.embeddings.porter import porter_stem, porter_stem_uncached
-from rag.embeddings.tokenize import STOPWORDS, fold, terms
+from rag.embeddings.tokenize import fold, split_words
 from stores.lexical.idmap import PackedIds
+from stores.lexical.languages import DEFAULT_LANGUAGE, Analyser, analyser_for
 
-__all__ = ["TOKENIZER", "Vocabulary", "analyze", "compounds", "symbol_words", "words"]
+__all__ = ["TOKENIZER", "Vocabulary", "analyze", "compounds", "query_weights", "symbol_words", "words"]
 
 # "rag-en-1": the light stemmer of `rag.embeddings.tokenize`, no compounds. "rag-en-2": Porter's stemmer
-# and joined compounds, +0.02 nDCG@10 on BEIR SciFact (docs/retrieval.md). Stores rebuild an index saved
-# under another name from their stored texts when they open it. "rag-en-3": "C++" and "C#" spelt out.
-TOKENIZER = "rag-en-3"
+# and joined compounds, +0.02 nDCG@10 on BEIR SciFact (docs/retrieval.md). "rag-en-3": "C++" and "C#"
+# spelt out. "rag-4": Snowball stemmers and stop words by each text's language, titles, headings and
+# file path as a weighted field (`stores.lexical.fields`), a marker term per document naming its
+# language. Stores rebuild an index saved under another name from their stored texts when they open it.
+TOKENIZER = "rag-4"
 _STOP = -1  # cached id of a word that is dropped (a stopword)
 _MISSING = -3  # a word not seen yet
 _ALNUM = np.zeros(256, dtype=np.bool_)
@@ -120,21 +125,45 @@ def symbol_words(text: str) -> list[str]:
 
 
 def words(text: str) -> list[str]:
-    """The words the lexical index analyses: `rag.embeddings.tokenize.terms`, the `compounds`, then the
-    `symbol_words`."""
-    found = terms(text)
+    """The words the lexical index analyses: `rag.embeddings.tokenize.split_words` (case-folded, accents
+    kept for the stemmers), the `compounds`, then the `symbol_words`."""
+    found = split_words(text)
     found.extend(compounds(text))
     found.extend(symbol_words(text))
     return found
 
 
-def _term_of(word: str) -> str | None:
-    return None if word in STOPWORDS else porter_stem(word)
+def analyze(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
+    """The index terms of `text` in `language` (a `lang` value) as the lexical index sees them: words in
+    order, then compounds."""
+    analyser = analyser_for(language)
+    return [term for term in analyser.terms(words(text)) if term is not None]
 
 
-def analyze(text: str) -> list[str]:
-    """The index terms of `text` as the lexical index sees them: words in order, then compounds."""
-    return [term for term in map(_term_of, words(text)) if term is not None]
+def query_weights(text: str, language: str = DEFAULT_LANGUAGE) -> dict[str, float]:
+    """The terms of a query analysed in `language`, with their frequency in it (BM25's qtf).
+
+    An index holding several languages scores each document with the query analysed in the document's
+    own language (`stores.lexical.searching`), so the query terms match the way its terms were made.
+
+    Example:
+        >>> query_weights("Die Häuser, das Haus", "de"), query_weights("the houses", "en")
+        ({'haus': 2.0}, {'hous': 1.0})
+    """
+    weights: dict[str, float] = {}
+    for term in analyze(text, language):
+        weights[term] = weights.get(term, 0.0) + 1.0
+    return weights
+
+
+@dataclass
+class _WordCache:
+    """Word hash -> term id or _STOP for one analyser (sorted keys, aligned ids); words over
+    _MAX_HASHED bytes, rare, sit in a dict."""
+
+    keys: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    ids: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    long_words: dict[str, int] = field(default_factory=dict)
 
 
 class Vocabulary:
@@ -143,13 +172,13 @@ class Vocabulary:
     Memory: no Python object per term or word. Terms are packed UTF-8 with a sorted hash map
     (`stores.lexical.idmap.PackedIds`, a term's id is its row); each word seen maps to its term id (or to
     "stopword") through sorted arrays of 64-bit word hashes (`_word_hashes` of its UTF-8 bytes), 12 bytes
-    a word. Only words over 64 bytes, rare, sit in a dict. About 40 bytes a term in all, where a dict
-    and a list of `str` took ~230.
+    a word, one map per language seen. Only words over 64 bytes, rare, sit in a dict. About 40 bytes a
+    term in all, where a dict and a list of `str` took ~230.
 
     Example:
         >>> vocabulary = Vocabulary(["run"])
         >>> vocabulary.encode_query("running runs fast")
-        [0, 0]
+        {0: 2.0}
     """
 
     def __init__(self, known: Sequence[str] = ()) -> None:
@@ -159,11 +188,8 @@ class Vocabulary:
             if len(set(terms)) != len(terms):
                 raise ValueError("vocabulary terms must be distinct")
             self._terms.append(terms)
-        # Word hash -> term id or _STOP (sorted keys, aligned ids): stemming in Python is the slow step
-        # of indexing, and the same words recur across documents.
-        self._hash_keys = np.zeros(0, dtype=np.uint64)
-        self._hash_ids = np.zeros(0, dtype=np.int32)
-        self._long_words: dict[str, int] = {}  # the same for words of more than _MAX_HASHED bytes
+        # Stemming in Python is the slow step of indexing, and the same words recur across documents.
+        self._caches: dict[str, _WordCache] = {}
 
     def __len__(self) -> int:
         return self._terms.row_count
@@ -177,24 +203,37 @@ class Vocabulary:
         """The term of id `index`."""
         return self._terms.id_at(index)
 
-    def _learn_many(self, new_words: list[str]) -> npt.NDArray[np.int32]:
+    def ids_of(self, terms: Sequence[str], add: bool = False) -> npt.NDArray[np.int64]:
+        """The id of each of `terms` (-1 for one not held, unless `add` adds it)."""
+        found = self._terms.rows_of(list(terms)) if terms else np.zeros(0, np.int64)
+        if add and (found < 0).any():
+            pairs = list(zip(terms, found.tolist(), strict=True))
+            fresh = list(dict.fromkeys(term for term, at in pairs if at < 0))
+            first = self._terms.row_count
+            self._terms.append(fresh)
+            index = dict(zip(fresh, range(first, first + len(fresh)), strict=True))
+            found = np.array([index.get(term, at) for term, at in pairs], np.int64)
+        return found
+
+    def _learn_many(self, analyser: Analyser, new_words: list[str]) -> npt.NDArray[np.int32]:
         """Term ids (or _STOP) of words not cached yet, adding the terms they bring in order of first use."""
-        stems = [None if word in STOPWORDS else porter_stem_uncached(word) for word in new_words]
+        stems = analyser.terms(new_words)
         wanted = list(dict.fromkeys(stem for stem in stems if stem is not None))
-        found = dict(zip(wanted, self._terms.rows_of(wanted).tolist(), strict=True))
-        fresh = [term for term, index in found.items() if index < 0]
-        first = self._terms.row_count
-        self._terms.append(fresh)
-        found.update(zip(fresh, range(first, first + len(fresh)), strict=True))
+        found = dict(zip(wanted, self.ids_of(wanted, add=True).tolist(), strict=True))
         return np.array([_STOP if stem is None else found[stem] for stem in stems], dtype=np.int32)
 
     def _resolve(
-        self, hashes: npt.NDArray[np.uint64], words_at: Callable[[IntArray], list[str]], by_first_use: bool
+        self,
+        analyser: Analyser,
+        hashes: npt.NDArray[np.uint64],
+        words_at: Callable[[IntArray], list[str]],
+        by_first_use: bool,
     ) -> npt.NDArray[np.int32]:
         """Term ids of words given by hash; `words_at(positions)` spells the words at those positions
         when they are new. New terms are numbered in hash order, or in order of first use."""
+        cache = self._caches.setdefault(analyser.name, _WordCache())
         distinct, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-        keys, values = self._hash_keys, self._hash_ids
+        keys, values = cache.keys, cache.ids
         at = np.searchsorted(keys, distinct)
         if keys.size:
             clipped = np.minimum(at, keys.size - 1)
@@ -205,38 +244,51 @@ class Vocabulary:
         new = np.flatnonzero(~known)
         if new.size:
             learned = new[np.argsort(first[new], kind="stable")] if by_first_use else new
-            ids[learned] = self._learn_many(words_at(first[learned]))
+            ids[learned] = self._learn_many(analyser, words_at(first[learned]))
             # `distinct` is sorted, so inserting its new hashes at their search positions keeps order.
-            self._hash_keys = np.insert(keys, at[new], distinct[new])
-            self._hash_ids = np.insert(values, at[new], ids[new])
+            cache.keys = np.insert(keys, at[new], distinct[new])
+            cache.ids = np.insert(values, at[new], ids[new])
         return ids[inverse.reshape(-1)]
 
-    def _long_word_id(self, word: str) -> int:
-        index = self._long_words.get(word)
+    def _long_word_id(self, analyser: Analyser, word: str) -> int:
+        cache = self._caches.setdefault(analyser.name, _WordCache())
+        index = cache.long_words.get(word)
         if index is None:
-            index = self._long_words[word] = int(self._learn_many([word])[0])
+            index = cache.long_words[word] = int(self._learn_many(analyser, [word])[0])
         return index
 
     def encode_many(
-        self, texts: Sequence[str]
+        self, texts: Sequence[str], languages: Sequence[str] | None = None
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Term ids of all `texts` (in no particular order), the text each belongs to, and each text's length.
 
-        Plain ASCII texts, the common case, are split and hashed word by word in numpy; others go
-        through `rag.embeddings.tokenize.terms`. Both give the same terms (a test holds them equal).
-        Texts are taken ~8 MB at a time, which bounds the temporary arrays and word lists.
+        `languages` gives each text's `lang` (default: English for all). Plain ASCII texts, the common
+        case, are split and hashed word by word in numpy; others go through `words`. Both give the same
+        terms (a test holds them equal). Texts are taken ~8 MB at a time, which bounds the temporary
+        arrays and word lists.
         """
+        if languages is not None and len(languages) != len(texts):
+            raise ValueError(f"got {len(texts)} texts but {len(languages)} languages")
+        by_language: dict[Analyser, list[int]] = {}
+        if languages is None:
+            by_language[analyser_for(DEFAULT_LANGUAGE)] = list(range(len(texts)))
+        else:
+            for row, code in enumerate(languages):
+                by_language.setdefault(analyser_for(code), []).append(row)
         plain = np.fromiter(map(str.isascii, texts), np.bool_, len(texts))
         sizes = np.fromiter(map(len, texts), np.int64, len(texts)) + 1
         id_parts, owner_parts = [], []
-        for chunk in _chunks(np.flatnonzero(plain), sizes):
-            ids, owners = self._encode_ascii(_texts_of(texts, chunk))
-            id_parts.append(ids)
-            owner_parts.append(chunk[owners])
-        for chunk in _chunks(np.flatnonzero(~plain), sizes):
-            ids, owners = self._encode_words([words(text) for text in _texts_of(texts, chunk)])
-            id_parts.append(ids)
-            owner_parts.append(chunk[owners])
+        for analyser, members in by_language.items():
+            rows = np.array(members, np.int64)
+            for chunk in _chunks(rows[plain[rows]], sizes):
+                ids, owners = self._encode_ascii(analyser, _texts_of(texts, chunk))
+                id_parts.append(ids)
+                owner_parts.append(chunk[owners])
+            for chunk in _chunks(rows[~plain[rows]], sizes):
+                word_lists = [words(text) for text in _texts_of(texts, chunk)]
+                ids, owners = self._encode_words(analyser, word_lists)
+                id_parts.append(ids)
+                owner_parts.append(chunk[owners])
         ids = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int32)
         owners = np.concatenate(owner_parts) if owner_parts else np.zeros(0, np.int64)
         kept = ids >= 0  # stopwords drop out, and out of the lengths
@@ -244,14 +296,14 @@ class Vocabulary:
         return ids, owners, np.bincount(owners, minlength=len(texts)).astype(np.int64)
 
     def _encode_words(
-        self, word_lists: Sequence[list[str]]
+        self, analyser: Analyser, word_lists: Sequence[list[str]]
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
         found = [word for words_of_text in word_lists for word in words_of_text]
-        ids = self._ids_of_words(found)
+        ids = self._ids_of_words(analyser, found)
         sizes = np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists))
         return ids, np.repeat(np.arange(len(word_lists), dtype=np.int64), sizes)
 
-    def _ids_of_words(self, found: Sequence[str]) -> npt.NDArray[np.int32]:
+    def _ids_of_words(self, analyser: Analyser, found: Sequence[str]) -> npt.NDArray[np.int32]:
         """Term ids (or _STOP) of words given as `str`, hashed over their UTF-8 bytes like ASCII words."""
         position: dict[str, int] = {}
         index = np.fromiter((position.setdefault(w, len(position)) for w in found), np.int64, len(found))
@@ -263,16 +315,19 @@ class Vocabulary:
         ids = np.empty(len(distinct), np.int32)
         short = np.flatnonzero(lengths <= _MAX_HASHED)
         ids[short] = self._resolve(
+            analyser,
             _word_hashes(data, starts[short], lengths[short]),
             lambda at: [distinct[i] for i in short[at].tolist()],
             by_first_use=True,
         )
         for i in np.flatnonzero(lengths > _MAX_HASHED).tolist():
-            ids[i] = self._long_word_id(distinct[i])
+            ids[i] = self._long_word_id(analyser, distinct[i])
         return ids[index]
 
-    def _encode_ascii(self, texts: list[str]) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
-        # For ASCII, casefold is lower() and the words of `terms` are the runs of [a-z0-9].
+    def _encode_ascii(
+        self, analyser: Analyser, texts: list[str]
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
+        # For ASCII, casefold is lower() and the words of `split_words` are the runs of [a-z0-9].
         joined = "\n".join(texts).lower()
         data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
         edges = np.diff(_ALNUM[data].view(np.int8), prepend=np.int8(0), append=np.int8(0))
@@ -287,23 +342,28 @@ class Vocabulary:
         def spelt(at: IntArray) -> list[str]:
             return _spelt(data, short_starts[at], short_lengths[at])
 
-        ids[short] = self._resolve(_word_hashes(data, short_starts, short_lengths), spelt, by_first_use=False)
+        hashes = _word_hashes(data, short_starts, short_lengths)
+        ids[short] = self._resolve(analyser, hashes, spelt, by_first_use=False)
         for position in np.flatnonzero(~short).tolist():  # rare: very long tokens (URLs, blobs)
-            ids[position] = self._long_word_id(joined[starts[position] : ends[position]])
+            ids[position] = self._long_word_id(analyser, joined[starts[position] : ends[position]])
         compound_names, pairs = _compound_names(joined, data, starts, ends)
         symbol_names, marked = _symbol_names(joined, data, starts, ends)
         names = compound_names + symbol_names
         if not names:
             return ids, owners
         extra_owners = owners[np.concatenate([pairs, marked])]
-        return np.concatenate([ids, self._ids_of_words(names)]), np.concatenate([owners, extra_owners])
+        return (
+            np.concatenate([ids, self._ids_of_words(analyser, names)]),
+            np.concatenate([owners, extra_owners]),
+        )
 
-    def encode_query(self, text: str) -> list[int]:
-        """Term ids of a query in order, repeats kept; stopwords and terms no document holds dropped."""
-        found = [term for term in map(_term_of, words(text)) if term is not None]
-        if not found:
-            return []
-        return [index for index in self._terms.rows_of(found).tolist() if index >= 0]
+    def encode_query(self, text: str, language: str = DEFAULT_LANGUAGE) -> dict[int, float]:
+        """The query's terms in `language` that some document holds, by id, with their frequency."""
+        weights = query_weights(text, language)
+        if not weights:
+            return {}
+        ids = self.ids_of(list(weights)).tolist()
+        return {index: weight for index, weight in zip(ids, weights.values(), strict=True) if index >= 0}
 
 
 Positions = npt.NDArray[np.intp]

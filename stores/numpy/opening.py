@@ -27,7 +27,6 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.errors import StoreError
-from rag.text import with_context
 from stores.lexical.index import LexicalIndex
 from stores.lexical.persist import from_arrays
 from stores.lexical.text import TOKENIZER
@@ -100,6 +99,6 @@ class SaveParts:
                 if described.get("settings", {}).get("tokenizer") == TOKENIZER:
                     _log.warning("rebuilding the lexical index of %r: %s", str(self.opened.folder), exc)
         index = LexicalIndex()
-        texts = [with_context(text, metadata) for text, metadata in records.read_many(range(len(ids)))]
-        index.add(ids, texts)
+        rows = records.read_many(range(len(ids)))
+        index.add(ids, [text for text, _ in rows], [metadata for _, metadata in rows])
         return index

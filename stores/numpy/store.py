@@ -45,7 +45,6 @@ from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
-from rag.text import with_context
 from rag.vectorstore import AsyncStoreMixin
 from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
@@ -189,7 +188,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
         new = rows < 0
         fresh = int(np.count_nonzero(new))
         rows[new] = np.arange(self._size, self._size + fresh)
-        self._lexical.add(ids, list(map(with_context, texts, metadatas)))  # titles and headings too
+        self._lexical.add(ids, texts, metadatas)  # titles, headings, path and language too
         self._reserve(self._size + fresh)
         replaced = rows[~new]
         self._columns.clear(replaced, [self._records.metadata(row) for row in replaced.tolist()])

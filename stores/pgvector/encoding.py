@@ -6,14 +6,15 @@ PostgreSQL `numeric`, compared exactly, so a float is written as its exact decim
 compares them, whatever their size, and reading the text back yields the same float. An integral
 float keeps a ".0" so it reads back as a float. (PostgreSQL has no negative zero: -0.0 reads back 0.0.)
 
-Lexical terms come from the same analysis as `stores.lexical.LexicalIndex` (`Vocabulary.encode_many`),
-so the BM25 statistics kept in PostgreSQL equal the in-memory index's.
+Lexical terms come from the same analysis as `stores.lexical.LexicalIndex`
+(`stores.lexical.fields.encode_documents`: the text, the weighted names field and a language marker), so
+the BM25 statistics kept in PostgreSQL equal the in-memory index's.
 
 Example:
     >>> metadata_json({"year": 2020, "ratio": 0.5, "tags": ["a", True]})
     '{"year": 2020, "ratio": 0.5, "tags": ["a", true]}'
-    >>> postings(["the running cats run"])
-    [(['run', 'cat'], [2, 1], 3)]
+    >>> postings(["the running cats run"], [{"lang": "en"}])
+    [(['run', 'cat', ' lang:en'], [2, 1, 1], 3)]
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import numpy as np
 
 from rag.documents import MetadataValue
 from rag.errors import InvalidRequestError
+from stores.lexical.fields import encode_documents
 from stores.lexical.text import Vocabulary
 
 __all__ = ["check_text", "json_scalar", "metadata_json", "postings"]
@@ -95,10 +97,13 @@ def check_text(doc_id: str, text: str, metadata: Mapping[str, MetadataValue]) ->
                 )
 
 
-def postings(texts: Sequence[str]) -> list[tuple[list[str], list[int], int]]:
-    """For each text: its distinct terms, each term's frequency, and its length in terms."""
+def postings(
+    texts: Sequence[str], metadatas: Sequence[Mapping[str, MetadataValue]]
+) -> list[tuple[list[str], list[int], int]]:
+    """For each text (with its metadata): its distinct terms, each term's frequency, and its length."""
     vocabulary = Vocabulary()
-    ids, owners, lengths = vocabulary.encode_many(texts)
+    encoded = encode_documents(vocabulary, texts, metadatas)
+    ids, owners, lengths = encoded.ids, encoded.owners, encoded.lengths
     result: list[tuple[list[str], list[int], int]] = [([], [], int(n)) for n in lengths.tolist()]
     if ids.size:
         pairs = owners * (len(vocabulary) + 1) + ids.astype(np.int64)

@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +27,9 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.errors import InvalidRequestError
-from stores.lexical.text import analyze
+from stores.lexical.fields import MARKER_PREFIX, language_marker
+from stores.lexical.languages import DEFAULT_LANGUAGE
+from stores.lexical.text import query_weights
 from stores.numpy.search import TOLERANCE, exact_scores
 from stores.pgvector.filters import Condition
 from stores.pgvector.schema import StoreInfo, TableNames
@@ -175,25 +176,56 @@ class PgCandidates:
 
     # -- lexical --------------------------------------------------------------------------------------
 
-    def _weights(self) -> tuple[list[str], list[float]]:
-        """Query terms held by some document, in order of first appearance, with qtf * idf * (k1 + 1)."""
+    def _weights(self) -> tuple[list[str], list[float], list[str]]:
+        """Query terms held by some document, with qtf * idf * (k1 + 1) and the language marker of the
+        documents each counts for: the query is analysed in each language the store holds, in the
+        order of `stores.lexical.searching` (languages by code, terms by first appearance)."""
         from psycopg import sql
 
-        counts = Counter(analyze(self._text))
-        if not counts or not self._info.documents:
-            return [], []
-        rows = self._conn.execute(
-            sql.SQL("SELECT term, df FROM {} WHERE term = ANY(%s) AND df > 0").format(self._names.terms),
-            (list(counts),),
+        if not self._info.documents:
+            return [], [], []
+        table = self._names.terms
+        held = self._conn.execute(
+            sql.SQL("SELECT term, df FROM {} WHERE starts_with(term, %s) AND df > 0").format(table),
+            (MARKER_PREFIX,),
         ).fetchall()
-        df = dict(rows)
-        n, k1 = self._info.documents, self._info.k1
-        terms = [term for term in counts if term in df]
-        weights = [counts[t] * math.log(1.0 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (k1 + 1.0) for t in terms]
-        return terms, weights
+        held_df = {term[len(MARKER_PREFIX) :]: int(df) for term, df in held}
+        languages = sorted(held_df) or [DEFAULT_LANGUAGE]
+        analysed = [(language, query_weights(self._text, language)) for language in languages]
+        pairs = [(term, language) for language, counts in analysed for term in counts]
+        if not pairs:
+            return [], [], []
+        if len(languages) == 1:  # every document: the kept document frequencies
+            documents = {languages[0]: self._info.documents}
+            statement = sql.SQL("SELECT term, df FROM {} WHERE term = ANY(%s) AND df > 0").format(table)
+            found = dict(self._conn.execute(statement, ([t for t, _ in pairs],)).fetchall())
+            df = {(term, language): found[term] for term, language in pairs if term in found}
+        else:  # BM25 over each language's documents, as `stores.lexical.searching` scores them
+            documents = held_df
+            statement = sql.SQL(
+                "SELECT u.t, u.m, (SELECT count(*) FROM {} l WHERE l.terms @> ARRAY[u.t, u.m]) "
+                "FROM unnest(%s::text[], %s::text[]) AS u(t, m)"
+            ).format(self._names.lexical)
+            markers_of = [language_marker(language) for _, language in pairs]
+            rows = self._conn.execute(statement, ([t for t, _ in pairs], markers_of)).fetchall()
+            df = {(t, m[len(MARKER_PREFIX) :]): int(c) for t, m, c in rows if c}
+        k1 = self._info.k1
+        terms: list[str] = []
+        weights: list[float] = []
+        markers: list[str] = []
+        for language, counts in analysed:
+            n = documents[language]
+            for term, count in counts.items():
+                if (term, language) in df:
+                    frequency = df[(term, language)]
+                    terms.append(term)
+                    idf = math.log(1.0 + (n - frequency + 0.5) / (frequency + 0.5))
+                    weights.append(count * idf * (k1 + 1.0))
+                    markers.append(language_marker(language))
+        return terms, weights, markers
 
     def _lexical_query(
-        self, terms: list[str], weights: list[float], limit: int
+        self, terms: list[str], weights: list[float], markers: list[str], limit: int
     ) -> list[tuple[str, int, list[int], float]]:
         from psycopg import sql
 
@@ -205,15 +237,27 @@ class PgCandidates:
             "SELECT array_agg(x.tf ORDER BY x.o) AS tfs, "
             "sum(CASE WHEN x.tf > 0 THEN x.w * x.tf / (x.tf + %s * (1.0 - %s + %s * l.length / %s)) "
             "ELSE 0 END)"
-            " AS score FROM (SELECT coalesce(l.tfs[array_position(l.terms, u.t)], 0)::float8 AS tf, u.w, u.o "
-            "FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS u(t, w, o)) x) s "
+            " AS score FROM (SELECT CASE WHEN array_position(l.terms, u.m) IS NULL THEN 0 "
+            "ELSE coalesce(l.tfs[array_position(l.terms, u.t)], 0) END::float8 AS tf, u.w, u.o "
+            "FROM unnest(%s::text[], %s::float8[], %s::text[]) WITH ORDINALITY AS u(t, w, m, o)) x) s "
             "WHERE l.terms && %s::text[] AND {condition} ORDER BY s.score DESC, l.id LIMIT %s"
         ).format(
             lexical=self._names.lexical,
             docs=self._names.documents,
             condition=sql.SQL(self._condition.text),
         )
-        params = [info.k1, info.b, info.b, average, terms, weights, terms, *self._condition.params, limit]
+        params = [
+            info.k1,
+            info.b,
+            info.b,
+            average,
+            terms,
+            weights,
+            markers,
+            terms,
+            *self._condition.params,
+            limit,
+        ]
         rows = self._conn.execute(statement, params).fetchall()
         return [(r[0], int(r[1]), [int(tf) for tf in r[2]], float(r[3])) for r in rows]
 
@@ -233,12 +277,12 @@ class PgCandidates:
         """The best `depth` (id, BM25) among filter matches holding at least one query term."""
         if depth == 0:
             return []
-        terms, weights = self._weights()
+        terms, weights, markers = self._weights()
         if not terms:
             return []
         asked = depth + _EXTRA
         while True:
-            found = self._lexical_query(terms, weights, asked)
+            found = self._lexical_query(terms, weights, markers, asked)
             keys = [-score for _, _, _, score in found]
             margin = _LEXICAL_EPSILON * max(1.0, abs(keys[depth - 1]) if len(keys) >= depth else 1.0)
             if not _needs_more(keys, depth, len(found), asked, margin):

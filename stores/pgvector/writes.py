@@ -17,7 +17,6 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import Document
-from rag.text import with_context
 from stores.pgvector.encoding import metadata_json, postings
 from stores.pgvector.filters import Condition
 from stores.pgvector.schema import TableNames
@@ -79,7 +78,7 @@ def write_rows(
     frequencies: Counter[str] = Counter()
     old_documents, old_length = _forget(conn, names, ids, frequencies)
     conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(names.documents), (ids,))
-    lexical = postings([with_context(doc.text, doc.metadata) for doc in documents])  # titles, headings too
+    lexical = postings([doc.text for doc in documents], [doc.metadata for doc in documents])
     with conn.cursor() as cursor:
         statement = sql.SQL("COPY {} (id, text, metadata, embedding) FROM STDIN (FORMAT BINARY)")
         with cursor.copy(statement.format(names.documents)) as copy:
@@ -119,7 +118,9 @@ def delete_rows(conn: Any, names: TableNames, ids: list[str] | None, condition: 
     return len(deleted)
 
 
-def _copy_lexical(conn: Any, names: TableNames, ids: list[str], texts: list[str]) -> tuple[Counter[str], int]:
+def _copy_lexical(
+    conn: Any, names: TableNames, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]]
+) -> tuple[Counter[str], int]:
     """Write the lexical rows of these documents; returns their term counts and total length."""
     from psycopg import sql
 
@@ -128,7 +129,7 @@ def _copy_lexical(conn: Any, names: TableNames, ids: list[str], texts: list[str]
     statement = sql.SQL("COPY {} (id, length, terms, tfs) FROM STDIN (FORMAT BINARY)").format(names.lexical)
     with conn.cursor() as cursor, cursor.copy(statement) as copy:
         copy.set_types(["text", "int4", "text[]", "int4[]"])
-        for doc_id, (terms, tfs, length) in zip(ids, postings(texts), strict=True):
+        for doc_id, (terms, tfs, length) in zip(ids, postings(texts, metadatas), strict=True):
             copy.write_row((doc_id, length, terms, tfs))
             frequencies.update(terms)
             total += length
@@ -146,8 +147,9 @@ def rebuild_lexical(conn: Any, names: TableNames, tokenizer: str, batch: int = 5
     with conn.cursor(name="rag_rebuild") as reader:  # server-side: the texts never all sit in memory
         reader.execute(sql.SQL("SELECT id, text, metadata FROM {} ORDER BY id").format(names.documents))
         while rows := reader.fetchmany(batch):
-            texts = [with_context(text, metadata or {}) for _, text, metadata in rows]
-            counted, length = _copy_lexical(conn, names, [r[0] for r in rows], texts)
+            texts = [text for _, text, _ in rows]
+            metadatas = [metadata or {} for _, _, metadata in rows]
+            counted, length = _copy_lexical(conn, names, [r[0] for r in rows], texts, metadatas)
             frequencies.update(counted)
             documents, total = documents + len(rows), total + length
     conn.execute(

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from stores.testing._extra import missing
 
@@ -23,7 +24,6 @@ except ImportError as exc:  # the suite is pytest tests: say which extra brings 
 from rag.documents import Document, SearchRequest
 from rag.filters import key
 from rag.retrieval import reciprocal_rank_fusion, weighted_fusion
-from rag.text import with_context
 from rag.vectorstore import VectorStore
 from stores.lexical.index import LexicalIndex
 from stores.ranking import candidate_depth
@@ -52,9 +52,9 @@ def _assert_hits(found: list[Document], expected: Sequence[tuple[str, float]]) -
     assert [d.score for d in found] == pytest.approx([score for _, score in expected], abs=1e-9)
 
 
-def _reference(texts: dict[str, str]) -> LexicalIndex:
+def _reference(texts: dict[str, str], metadatas: list[dict[str, Any]] | None = None) -> LexicalIndex:
     index = LexicalIndex()
-    index.add(list(texts), list(texts.values()))
+    index.add(list(texts), list(texts.values()), metadatas)
     return index
 
 
@@ -106,7 +106,7 @@ class SearchModeConformance:
         found = store.similarity_search(SearchRequest("validators", top_k=5, mode="lexical"))
         assert [d.id for d in found] == ["sec"]  # the word is only in its heading path
         assert found[0].text == _TITLED[0].text and found[0].metadata == _TITLED[0].metadata
-        reference = _reference({d.id: with_context(d.text, d.metadata) for d in _TITLED})
+        reference = _reference({d.id: d.text for d in _TITLED}, [d.metadata for d in _TITLED])
         _assert_hits(
             store.similarity_search(SearchRequest(_TITLED_QUERY, top_k=5, mode="lexical")),
             reference.search(_TITLED_QUERY, 5),
@@ -116,6 +116,26 @@ class SearchModeConformance:
             again.similarity_search(SearchRequest(_TITLED_QUERY, top_k=5, mode="lexical")),
             reference.search(_TITLED_QUERY, 5),
         )
+
+    def test_lexical_analyses_each_document_in_its_language(self, store: VectorStore) -> None:
+        docs = [
+            Document("de", "Die Häuser am Fluss", {"lang": "de"}),
+            Document("en", "The houses by the river", {"lang": "en"}),
+            Document("ru", "Дома у реки", {"lang": "ru"}),
+            Document("doc", "Release notes", {"title": "Houses", "source": "guide/river-house.md"}),
+        ]
+        store.add(docs)
+        reference = _reference({d.id: d.text for d in docs}, [d.metadata for d in docs])
+        for query in ("Haus", "house rivers", "дом", "die Flüsse"):
+            found = store.similarity_search(SearchRequest(query, top_k=5, mode="lexical"))
+            _assert_hits(found, reference.search(query, 5))
+        assert store.similarity_search(SearchRequest("Haus", mode="lexical"))[0].id == "de"
+        store.delete(["ru", "en"])  # the languages held, and their statistics, follow deletes
+        kept = [d for d in docs if d.id not in {"ru", "en"}]
+        reference = _reference({d.id: d.text for d in kept}, [d.metadata for d in kept])
+        for query in ("Haus", "house rivers", "дом"):
+            found = store.similarity_search(SearchRequest(query, top_k=5, mode="lexical"))
+            _assert_hits(found, reference.search(query, 5))
 
     @pytest.mark.parametrize(("query", "expected"), [("東京", "l7"), ("cafe zurich", "l6")])
     def test_lexical_matches_accents_and_other_scripts(

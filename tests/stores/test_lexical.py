@@ -253,7 +253,7 @@ def test_words_written_with_symbols_are_also_indexed_spelt_out() -> None:
     assert [doc_id for doc_id, _ in index.search("cpp", 3)] == ["cxx"]
 
 
-def test_porter_stems_word_families_together() -> None:
+def test_english_stemmer_puts_word_families_together() -> None:
     index = LexicalIndex()
     index.add(["g", "o"], ["Generalization of connections", "a general remark"])
     for query in ("generalize", "connected", "connecting"):
@@ -263,10 +263,8 @@ def test_porter_stems_word_families_together() -> None:
 def test_query_analysis_drops_stopwords_and_unknown_terms() -> None:
     vocabulary = Vocabulary()
     vocabulary.encode_many(["running quickly"])
-    assert [vocabulary.terms[i] for i in vocabulary.encode_query("The runners? RUNNING, running!")] == [
-        "run",
-        "run",
-    ]
+    found = vocabulary.encode_query("The runners? RUNNING, running!")
+    assert {vocabulary.terms[i]: weight for i, weight in found.items()} == {"run": 2.0}
 
 
 def test_bad_input_raises_invalid_request_error_naming_it() -> None:

@@ -1,0 +1,56 @@
+"""benchmarks/datasets/docs_trees.py on pages the test writes: the question each page gives, and the
+page left without it."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "datasets" / "docs_trees.py"
+
+
+@pytest.fixture(scope="module")
+def trees() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_trees_under_test", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_cmake_page_gives_its_first_prose_sentence(trees: ModuleType) -> None:
+    lines = [
+        "add_widget",
+        "----------",
+        "",
+        ".. versionadded:: 3.1",
+        "",
+        "Add a widget to the :prop_tgt:`WIDGETS` list of a target.  It is kept there.",
+        "",
+        "More text.",
+    ]
+    first, end, question = trees.cmake_summary(lines)
+    assert question == "Add a widget to the WIDGETS list of a target."
+    assert lines[:first] + lines[end:] == [*lines[:5], "", "More text."]
+    assert trees.cmake_summary(["x", "-", "", "Too short here."]) is None
+
+
+def test_a_man_page_becomes_markdown_without_its_name_line(trees: ModuleType, tmp_path: Path) -> None:
+    source = tmp_path / "widget.8.gz"
+    troff = (
+        '.TH WIDGET 8\n.SH NAME\nwidget \\- Widgets f\\(:ur die Verwaltung\n.SH "DESCRIPTION"\n'
+        ".B widget\nmanages \\fBwidgets\\fR.\n.SS Options\nNone.\n"
+    )
+    with gzip.open(source, "wt", encoding="utf-8") as handle:
+        handle.write(troff)
+    name, question, markdown = trees.man_page(source)
+    assert (name, question) == ("widget", "Widgets für die Verwaltung")
+    assert markdown.startswith("# widget\n\n## Description\n")
+    assert "manages widgets." in markdown and "### Options" in markdown
+    assert "Verwaltung" not in markdown
