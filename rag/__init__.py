@@ -48,7 +48,7 @@ from rag.memory import (
 )
 from rag.models import ExtractiveChatModel
 from rag.tools import ToolContext
-from rag.vectorstore import VectorStore
+from rag.vectorstore import Capabilities, VectorStore
 
 if TYPE_CHECKING:
     from rag.advisors import ToolCallAdvisor
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AssistantMessage",
     "BaseAdvisor",
+    "Capabilities",
     "ChatClient",
     "ChatClientRequest",
     "ChatClientResponse",

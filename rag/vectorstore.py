@@ -8,13 +8,32 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.filters import Filter
 
-__all__ = ["AsyncStoreMixin", "VectorStore", "aadd", "asimilarity_search"]
+__all__ = ["AsyncStoreMixin", "Capabilities", "VectorStore", "aadd", "asimilarity_search"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a store's backend is, declared on every store as its `capabilities` attribute.
+
+    `exact`: vector top-k is exact (every eligible document scored); False means an approximate index
+    (Chroma's HNSW), which refuses `SearchRequest(exact=True)`. `lexical`: BM25 runs inside the
+    backend, always in step with the vectors; False means an index kept beside it by this toolkit.
+
+    Example:
+        >>> from stores import ChromaVectorStore, NumpyVectorStore
+        >>> NumpyVectorStore.capabilities.exact, ChromaVectorStore.capabilities.exact
+        (True, False)
+    """
+
+    exact: bool
+    lexical: bool
 
 
 @runtime_checkable
