@@ -176,6 +176,8 @@ def _comparison(node: Comparison) -> _Part:
         return _with_encoded(key, _ALL)  # Chroma refuses string orderings: Python decides
     if op in (Op.IS_NULL, Op.IS_NOT_NULL):
         return _ALL  # Chroma has no $exists
+    if op is Op.IN and not value:
+        return _NONE
     native = _native_clause(node) if native_key(key) else (_NONE if op.is_positive else _ALL)
     return _with_encoded(key, native) if op.is_positive else native
 
