@@ -31,7 +31,8 @@ __all__ = ["ChromaCandidates", "Found", "Query", "nearest"]
 Found = tuple[str, float, str, dict[str, Any]]
 """A hit: id, cosine, text and metadata."""
 Query = Callable[[npt.NDArray[np.float32], int, "dict[str, Any] | None"], tuple[list[str], list[float], list[Any]]]
-"""Chroma's query: (vector, n_results, where) -> ids, distances, raw metadata, nearest first."""
+"""Chroma's query: (vector, n_results, where) -> ids, distances, (document, raw metadata) pairs,
+nearest first."""
 
 
 def _cosine(distance: float) -> float:
@@ -54,7 +55,7 @@ def nearest(
             deepest = min(deepest, score)
             if threshold and score < threshold:
                 continue
-            text, metadata = decode(None, record)
+            text, metadata = decode(*record)
             if condition.accepts(metadata):
                 hits.append((doc_id, score, text, metadata))
         hits.sort(key=lambda hit: (-hit[1], hit[0]))

@@ -41,6 +41,7 @@ _LAYOUT_KEY = "rag:layout"
 _LAYOUT = 3
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
+_READ = ["documents", "metadatas"]
 _indexes: weakref.WeakValueDictionary[tuple[str, ...], BesideIndex] = weakref.WeakValueDictionary()
 
 
@@ -53,6 +54,12 @@ def _check_options(collection: object, batch_size: int | None, ef_search: int) -
     for name, value in (("batch_size", batch_size), ("ef_search", ef_search)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _pairs(page: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """(document, raw metadata) of each record of a `get` page (None where not included)."""
+    none = [None] * len(page["ids"])
+    return list(zip(page.get("documents") or none, page.get("metadatas") or none, strict=True))
 
 
 class ChromaVectorStore(GetMixin, AsyncStoreMixin):
@@ -133,12 +140,11 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         if marks.get(_LAYOUT_KEY) == _LAYOUT:
             return
         with self._lock.write(), self._conn.errors(f"upgrade the collection {self._name!r}"):
-            for ids, records in self._raw_pages(["metadatas"]):
-                old = [(i, r) for i, r in zip(ids, records, strict=True) if r and LEGACY_META in r]
+            for ids, pairs in self._raw_pages(_READ):
+                old = [(i, pair) for i, pair in zip(ids, pairs, strict=True) if LEGACY_META in (pair[1] or {})]
                 if old:
-                    self._collection.update(
-                        ids=[i for i, _ in old], metadatas=[self._replacing(r, encode(*decode(None, r))) for _, r in old]
-                    )
+                    records = [self._replacing(pair[1], encode(*decode(*pair))) for _, pair in old]
+                    self._collection.update(ids=[i for i, _ in old], metadatas=records)
             self._collection.modify(metadata={**marks, _LAYOUT_KEY: _LAYOUT})
             if self._home is not None:
                 remove_old_files(self._home, self._name)
@@ -201,17 +207,17 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
 
     # -- reading Chroma -------------------------------------------------------------------------------
 
-    def _raw_pages(self, include: list[str]) -> Iterator[tuple[list[str], list[Any]]]:
-        """Every record, a page at a time: ids and the first included field."""
+    def _raw_pages(self, include: list[str]) -> Iterator[tuple[list[str], list[tuple[Any, Any]]]]:
+        """Every record, a page at a time: ids and (document, raw metadata) pairs (None unless included)."""
         for start in range(0, int(self._collection.count()), self._batch_size):
             page = self._collection.get(limit=self._batch_size, offset=start, include=include)
-            yield page["ids"], page[include[0]] if include else [None] * len(page["ids"])
+            yield page["ids"], _pairs(page)
 
     def _pages(self) -> Iterator[tuple[list[str], list[str], list[Mapping[str, Any]]]]:
         """Ids, texts and metadata of every record (what the BM25 index is built from)."""
         with self._conn.errors(f"read the collection {self._name!r}"):
-            for ids, records in self._raw_pages(["metadatas"]):
-                decoded = [decode(None, record) for record in records]
+            for ids, page in self._raw_pages(_READ):
+                decoded = [decode(document, record) for document, record in page]
                 yield ids, [text for text, _ in decoded], [meta for _, meta in decoded]
 
     def _fetch(self, ids: Sequence[str], include: list[str]) -> dict[str, tuple[Any, Any]]:
@@ -220,9 +226,8 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         with self._conn.errors(f"read the collection {self._name!r}"):
             for start in range(0, len(ids), self._batch_size):
                 page = self._collection.get(ids=list(ids[start : start + self._batch_size]), include=include)
-                records = page["metadatas"] if "metadatas" in include else [None] * len(page["ids"])
                 vectors = page["embeddings"] if "embeddings" in include else [None] * len(page["ids"])
-                found.update(zip(page["ids"], zip(records, vectors, strict=True), strict=True))
+                found.update(zip(page["ids"], zip(_pairs(page), vectors, strict=True), strict=True))
         return found
 
     def _matching(self, condition: ChromaFilter) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -230,10 +235,10 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         if condition.matches_nothing:
             return {}
         with self._conn.errors(f"filter the collection {self._name!r}"):
-            page = self._collection.get(where=condition.where, include=["metadatas"])
+            page = self._collection.get(where=condition.where, include=_READ)
         matches: dict[str, tuple[str, dict[str, Any]]] = {}
-        for doc_id, record in zip(page["ids"], page["metadatas"], strict=True):
-            text, metadata = decode(None, record)
+        for doc_id, pair in zip(page["ids"], _pairs(page), strict=True):
+            text, metadata = decode(*pair)
             if condition.accepts(metadata):
                 matches[doc_id] = (text, metadata)
         return matches
@@ -243,9 +248,10 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
     ) -> tuple[list[str], list[float], list[Any]]:
         with self._conn.errors(f"search the collection {self._name!r}"):
             found = self._collection.query(
-                query_embeddings=vector[None, :], n_results=n, where=where, include=["metadatas", "distances"]
+                query_embeddings=vector[None, :], n_results=n, where=where, include=[*_READ, "distances"]
             )
-        return found["ids"][0], found["distances"][0], found["metadatas"][0]
+        pairs = list(zip(found["documents"][0], found["metadatas"][0], strict=True))
+        return found["ids"][0], found["distances"][0], pairs
 
     def _embeddings(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         rows = self._fetch(ids, ["embeddings"])
@@ -275,7 +281,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                     # chromadb's upsert merges metadata: keys the new record lacks are set to None.
                     stale = self._fetch(ids, ["metadatas"])
                     metadatas = [
-                        self._replacing(stale[i][0], record) if i in stale else record
+                        self._replacing(stale[i][0][1], record) if i in stale else record
                         for i, record in zip(ids, records[start:stop], strict=True)
                     ]
                     self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=metadatas)
@@ -315,8 +321,8 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         embeddings = ["embeddings"] if request.include_embeddings else []
         with self._lock.read():
             if request.ids is not None:
-                rows = self._fetch(request.ids, ["metadatas", *embeddings])
-                chosen = [(i, *decode(None, rows[i][0]), rows[i][1]) for i in request.ids if i in rows]
+                rows = self._fetch(request.ids, [*_READ, *embeddings])
+                chosen = [(i, *decode(*rows[i][0]), rows[i][1]) for i in request.ids if i in rows]
                 chosen = [row for row in chosen if condition.accepts(row[2])][: request.limit]
             elif condition.normal is not None or request.limit is None:
                 if condition.normal is None:
@@ -329,8 +335,8 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             else:
                 with self._conn.errors(f"read the collection {self._name!r}"):
                     ids = sorted(self._collection.get(include=[])["ids"])[: request.limit]
-                rows = self._fetch(ids, ["metadatas", *embeddings])
-                chosen = [(i, *decode(None, rows[i][0]), rows[i][1]) for i in ids if i in rows]
+                rows = self._fetch(ids, [*_READ, *embeddings])
+                chosen = [(i, *decode(*rows[i][0]), rows[i][1]) for i in ids if i in rows]
         return [
             Document(i, text, meta, embedding=None if vector is None else np.asarray(vector, np.float32))
             for i, text, meta, vector in chosen
@@ -338,8 +344,8 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
 
     def _fetch_all(self) -> dict[str, tuple[str, dict[str, Any]]]:
         with self._conn.errors(f"read the collection {self._name!r}"):
-            page = self._collection.get(include=["metadatas"])
-        return {i: decode(None, record) for i, record in zip(page["ids"], page["metadatas"], strict=True)}
+            page = self._collection.get(include=_READ)
+        return {i: decode(*pair) for i, pair in zip(page["ids"], _pairs(page), strict=True)}
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request (see `VectorStore`); vector top-k is approximate.
@@ -382,13 +388,13 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
 
     def _documents(self, ranked: list[tuple[str, float]], found: dict[str, Found]) -> list[Document]:
         missing = [doc_id for doc_id, _ in ranked if doc_id not in found]
-        rows = self._fetch(missing, ["metadatas"]) if missing else {}
+        rows = self._fetch(missing, _READ) if missing else {}
         documents = []
         for doc_id, score in ranked:
             if doc_id in found:
                 text, metadata = found[doc_id][2], found[doc_id][3]
             elif doc_id in rows:
-                text, metadata = decode(None, rows[doc_id][0])
+                text, metadata = decode(*rows[doc_id][0])
             else:
                 continue  # in the BM25 index but no longer in the collection
             documents.append(Document._trusted(doc_id, text, metadata, score))
