@@ -49,9 +49,10 @@ class BesideIndex:
     in several readers at once and builds the index once.
     """
 
-    def __init__(self, folder: Path | None, texts: Texts) -> None:
+    def __init__(self, folder: Path | None, texts: Texts | None = None) -> None:
         self._folder = folder
-        self._texts = texts
+        self.texts = texts
+        """Where a build reads the collection from (set by each store that opens the collection)."""
         self._index: LexicalIndex | None = None
         self._unsaved = False
         self._mutex = threading.Lock()
@@ -74,7 +75,8 @@ class BesideIndex:
 
     def _build(self) -> LexicalIndex:
         index = LexicalIndex()
-        for ids, texts, metadatas in self._texts():
+        assert self.texts is not None, "a store sets `texts` before the index is used"
+        for ids, texts, metadatas in self.texts():
             index.add(ids, list(map(with_context, texts, metadatas)))
         self._changed()
         return index

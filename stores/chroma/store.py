@@ -26,9 +26,9 @@ from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin, Capabilities
-from stores.chroma.client import connect, lock_key, open_collection, purger
+from stores.chroma.client import Connection, connect, lock_key, open_collection, purger
 from stores.chroma.filters import ChromaFilter, compile_filter
-from stores.chroma.lexical import FOLDER, BesideIndex, remove_old_files
+from stores.chroma.lexical import FOLDER, BesideIndex, Texts, remove_old_files
 from stores.chroma.records import LEGACY_META, decode, encode
 from stores.chroma.search import ChromaCandidates, Found, nearest
 from stores.locking import shared_lock
@@ -54,6 +54,28 @@ def _check_options(collection: object, batch_size: int | None, ef_search: int) -
     for name, value in (("batch_size", batch_size), ("ef_search", ef_search)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def _every(collection: Any, batch: int, include: list[str]) -> Iterator[tuple[list[str], list[tuple[Any, Any]]]]:
+    """Every record, a page at a time: ids and (document, raw metadata) pairs (None unless included)."""
+    for start in range(0, int(collection.count()), batch):
+        page = collection.get(limit=batch, offset=start, include=include)
+        yield page["ids"], _pairs(page)
+
+
+def _texts(conn: Connection, collection: Any, batch: int) -> Texts:
+    """What the BM25 index is built from: ids, texts and metadata of every record, a page at a time.
+
+    Bound to the collection, not to a store, so an index shared by the stores of one collection
+    never keeps a store alive."""
+
+    def pages() -> Iterator[tuple[list[str], list[str], list[Mapping[str, Any]]]]:
+        with conn.errors(f"read the collection {collection.name!r}"):
+            for ids, pairs in _every(collection, batch, _READ):
+                decoded = [decode(*pair) for pair in pairs]
+                yield ids, [text for text, _ in decoded], [meta for _, meta in decoded]
+
+    return pages
 
 
 def _pairs(page: Mapping[str, Any]) -> list[tuple[Any, Any]]:
@@ -124,9 +146,10 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             folder = Path(index_path) if index_path is not None else self._home
             index = _indexes.get(key) if key is not None else None
             if index is None:
-                index = BesideIndex(None if folder is None else folder / FOLDER / collection, self._pages)
+                index = BesideIndex(None if folder is None else folder / FOLDER / collection)
                 if key is not None:
                     _indexes[key] = index
+            index.texts = _texts(self._conn, self._collection, self._batch_size)  # the latest open store's
             self._index = index
             self._conn.cleanups.append(index.save)  # runs before the client closes (last in, first out)
             self._upgrade()
@@ -208,17 +231,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
     # -- reading Chroma -------------------------------------------------------------------------------
 
     def _raw_pages(self, include: list[str]) -> Iterator[tuple[list[str], list[tuple[Any, Any]]]]:
-        """Every record, a page at a time: ids and (document, raw metadata) pairs (None unless included)."""
-        for start in range(0, int(self._collection.count()), self._batch_size):
-            page = self._collection.get(limit=self._batch_size, offset=start, include=include)
-            yield page["ids"], _pairs(page)
-
-    def _pages(self) -> Iterator[tuple[list[str], list[str], list[Mapping[str, Any]]]]:
-        """Ids, texts and metadata of every record (what the BM25 index is built from)."""
-        with self._conn.errors(f"read the collection {self._name!r}"):
-            for ids, page in self._raw_pages(_READ):
-                decoded = [decode(document, record) for document, record in page]
-                yield ids, [text for text, _ in decoded], [meta for _, meta in decoded]
+        return _every(self._collection, self._batch_size, include)
 
     def _fetch(self, ids: Sequence[str], include: list[str]) -> dict[str, tuple[Any, Any]]:
         """The records of these ids that exist: id -> (raw metadata, embedding or None)."""
