@@ -51,6 +51,8 @@ class BesideIndex:
 
     def __init__(self, folder: Path | None, texts: Texts | None = None) -> None:
         self._folder = folder
+        self.users = 0
+        """How many open stores share this index."""
         self.texts = texts
         """Where a build reads the collection from (set by each store that opens the collection)."""
         self._index: LexicalIndex | None = None
@@ -110,8 +112,7 @@ class BesideIndex:
     def rebuild(self) -> None:
         """Build the index afresh from the collection, and save it."""
         with self._mutex:
-            self._index = None
-        self.current()
+            self._index = self._build()
         self.save()
 
     def save(self) -> None:

@@ -12,6 +12,7 @@ Chroma). chromadb is imported when the first store is constructed.
 from __future__ import annotations
 
 import re
+import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -42,7 +43,29 @@ _LAYOUT = 3
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 _READ = ["documents", "metadatas"]
-_indexes: weakref.WeakValueDictionary[tuple[str, ...], BesideIndex] = weakref.WeakValueDictionary()
+_indexes: dict[tuple[str, ...], BesideIndex] = {}
+"""The BM25 index of each collection open in this process, shared by its open stores."""
+_indexes_lock = threading.Lock()
+
+
+def _open_index(key: tuple[str, ...] | None, folder: Path | None) -> BesideIndex:
+    with _indexes_lock:
+        index = _indexes.get(key) if key is not None else None
+        if index is None:
+            index = BesideIndex(folder)
+            if key is not None:
+                _indexes[key] = index
+        index.users += 1
+        return index
+
+
+def _release_index(key: tuple[str, ...] | None, index: BesideIndex) -> None:
+    """Save the index; the last store of a collection to close forgets it (a later open loads it)."""
+    index.save()
+    with _indexes_lock:
+        index.users -= 1
+        if index.users == 0 and key is not None and _indexes.get(key) is index:
+            del _indexes[key]
 
 
 def _check_options(collection: object, batch_size: int | None, ef_search: int) -> None:
@@ -144,14 +167,9 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                 self._conn.cleanups.append(purger(self._collection, self._batch_size))
             self._home = None if path is None else Path(path)
             folder = Path(index_path) if index_path is not None else self._home
-            index = _indexes.get(key) if key is not None else None
-            if index is None:
-                index = BesideIndex(None if folder is None else folder / FOLDER / collection)
-                if key is not None:
-                    _indexes[key] = index
-            index.texts = _texts(self._conn, self._collection, self._batch_size)  # the latest open store's
-            self._index = index
-            self._conn.cleanups.append(index.save)  # runs before the client closes (last in, first out)
+            index = self._index = _open_index(key, None if folder is None else folder / FOLDER / collection)
+            index.texts = _texts(self._conn, self._collection, self._batch_size)  # the latest store's
+            self._conn.cleanups.append(lambda: _release_index(key, index))  # before the client closes
             self._upgrade()
         except BaseException:
             self.close()  # a refused store must not keep the folder's files open
