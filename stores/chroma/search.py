@@ -2,10 +2,10 @@
 
 `nearest` asks Chroma for the `k` nearest records among a filter's superset (`stores.chroma.filters`),
 checks each candidate's metadata, and asks again four times deeper while fewer than `k` candidates
-pass (or the `k`-th ties with the deepest fetched), until Chroma has no more. The scores are
-`1 - distance` of the collection's inner-product space over unit vectors, rounded as the engine
-rounds cosines. HNSW is approximate: a true neighbour can be missed (docs/stores.md gives the
-measured recall).
+pass (or the `k`-th ties with the deepest fetched), until Chroma has no more. HNSW chooses the
+candidates; their scores are the cosines of their stored vectors computed as the engine computes
+them (`exact_scores`), so a score, the threshold and the order of ties are the engine's. HNSW is
+approximate: a true neighbour can be missed (docs/stores.md gives the measured recall).
 
 `ChromaCandidates` feeds `stores.ranking.rank` for lexical, hybrid, threshold and MMR requests:
 vector lists from `nearest`, lexical lists from the BM25 index beside the collection, and cosines and
@@ -24,19 +24,18 @@ import numpy.typing as npt
 from stores.chroma.filters import ChromaFilter
 from stores.chroma.records import decode
 from stores.lexical import LexicalIndex
-from stores.numpy.search import SCORE_DECIMALS, exact_scores
+from stores.numpy.search import exact_scores
 
 __all__ = ["ChromaCandidates", "Found", "Query", "nearest"]
 
 Found = tuple[str, float, str, dict[str, Any]]
 """A hit: id, cosine, text and metadata."""
-Query = Callable[[npt.NDArray[np.float32], int, "dict[str, Any] | None"], tuple[list[str], list[float], list[Any]]]
-"""Chroma's query: (vector, n_results, where) -> ids, distances, (document, raw metadata) pairs,
-nearest first."""
-
-
-def _cosine(distance: float) -> float:
-    return round(min(1.0, max(-1.0, 1.0 - distance)), SCORE_DECIMALS) + 0.0
+Query = Callable[
+    [npt.NDArray[np.float32], int, "dict[str, Any] | None"],
+    tuple[list[str], npt.NDArray[np.float32], list[Any]],
+]
+"""Chroma's query: (vector, n_results, where) -> ids, their stored vectors, (document, raw metadata)
+pairs, nearest first."""
 
 
 def nearest(
@@ -47,12 +46,11 @@ def nearest(
         return []
     wanted = k + 1  # one more, to see whether the k-th ties with the next
     while True:
-        ids, distances, records = query(vector, wanted, condition.where)
+        ids, vectors, records = query(vector, wanted, condition.where)
+        scores = exact_scores(vectors, np.arange(len(ids)), vector).tolist() if ids else []
         hits: list[Found] = []
-        deepest = 1.0
-        for doc_id, distance, record in zip(ids, distances, records, strict=True):
-            score = _cosine(distance)
-            deepest = min(deepest, score)
+        deepest = min(scores, default=1.0)
+        for doc_id, score, record in zip(ids, scores, records, strict=True):
             if threshold and score < threshold:
                 continue
             text, metadata = decode(*record)

@@ -276,13 +276,13 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
 
     def _query(
         self, vector: npt.NDArray[np.float32], n: int, where: dict[str, Any] | None
-    ) -> tuple[list[str], list[float], list[Any]]:
+    ) -> tuple[list[str], npt.NDArray[np.float32], list[Any]]:
         with self._conn.errors(f"search the collection {self._name!r}"):
             found = self._collection.query(
-                query_embeddings=vector[None, :], n_results=n, where=where, include=[*_READ, "distances"]
+                query_embeddings=vector[None, :], n_results=n, where=where, include=[*_READ, "embeddings"]
             )
         pairs = list(zip(found["documents"][0], found["metadatas"][0], strict=True))
-        return found["ids"][0], found["distances"][0], pairs
+        return found["ids"][0], np.asarray(found["embeddings"][0], np.float32), pairs
 
     def _embeddings(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         rows = self._fetch(ids, ["embeddings"])
