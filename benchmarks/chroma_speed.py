@@ -5,7 +5,8 @@ a sentence of text; metadata `source`, `page`, `lang`), written in batches of 5,
 
 - add: `ChromaVectorStore.add` of documents that carry their vectors (then `close()`, which saves
   the BM25 index) vs raw `collection.upsert(ids, embeddings, documents, metadatas)` of the same
-  records into a fresh embedded folder; and the two folders' sizes on disk;
+  records into a fresh embedded folder, its collection configured as the store configures its own
+  (inner product, `ef_search` 400, `ef_construction` 200); and the two folders' sizes on disk;
 - unfiltered top-10: `similarity_search` (a lookup embedder hands back the query's vector, so no
   embedding is timed) vs raw `collection.query(n_results=10)` with its default fields, timed in
   alternation, median of the per-pair ratios;
@@ -74,7 +75,7 @@ def _raw_add(folder: Path, vectors: npt.NDArray[np.float32], texts: list[str], m
     client = _raw_client(folder)
     start = time.perf_counter()
     collection = client.create_collection(
-        "rag", embedding_function=None, configuration={"hnsw": {"space": "ip", "ef_search": 400}}
+        "rag", embedding_function=None, configuration={"hnsw": {"space": "ip", "ef_search": 400, "ef_construction": 200}}
     )
     ids = [f"id{i}" for i in range(len(texts))]
     for at in range(0, len(ids), BATCH):

@@ -89,6 +89,11 @@ class BesideIndex:
             (self._folder / _DIRTY).touch()
         self._unsaved = True
 
+    def prepare(self) -> None:
+        """Before a write to the collection: load or build the index (so the write is not read back
+        and indexed twice) and mark its save stale (so a crash during the write leaves the mark)."""
+        self._writable()
+
     def _writable(self) -> LexicalIndex | None:
         """The index to write to; None when it is built in memory and not yet (it will see the write)."""
         if self._index is None and self._folder is None:

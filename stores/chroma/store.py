@@ -305,6 +305,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         vectors = document_vectors(batch, self._embedding, _EMBED_BATCH)
         records = [encode(doc.text, doc.metadata) for doc in batch]
         with self._lock.write():
+            self._index.prepare()
             with self._conn.errors(f"write documents to the collection {self._name!r}"):
                 for start in range(0, len(batch), self._batch_size):
                     stop = start + self._batch_size
@@ -332,6 +333,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             targets = list(self._matching(condition) if unique is None else self._fetch(unique, []))
             if not targets:
                 return 0
+            self._index.prepare()
             with self._conn.errors(f"delete documents from the collection {self._name!r}"):
                 for start in range(0, len(targets), self._batch_size):
                     self._collection.delete(ids=targets[start : start + self._batch_size])
