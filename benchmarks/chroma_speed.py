@@ -34,7 +34,7 @@ from stores import ChromaVectorStore
 
 DIM = 384
 BATCH = 5000
-WORDS = "tide river granite harbour lamp valve probe signal copper meadow".split()
+WORDS = ["tide", "river", "granite", "harbour", "lamp", "valve", "probe", "signal", "copper", "meadow"]
 
 
 class Lookup:
@@ -56,7 +56,9 @@ def _data(n: int, seed: int = 1) -> tuple[npt.NDArray[np.float32], list[str], li
     vectors = centres[rng.integers(0, 200, n)] + 0.6 * rng.standard_normal((n, DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     texts = [" ".join(WORDS[j] for j in rng.integers(0, len(WORDS), 12)) + f" {i}" for i in range(n)]
-    metas = [{"source": f"doc{i // 20}.md", "page": i % 20, "lang": "en" if i % 3 else "nl"} for i in range(n)]
+    metas = [
+        {"source": f"doc{i // 20}.md", "page": i % 20, "lang": "en" if i % 3 else "nl"} for i in range(n)
+    ]
     return vectors, texts, metas
 
 
@@ -71,22 +73,30 @@ def _raw_client(folder: Path) -> Any:
     return chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
 
 
-def _raw_add(folder: Path, vectors: npt.NDArray[np.float32], texts: list[str], metas: list[dict[str, Any]]) -> float:
+def _raw_add(
+    folder: Path, vectors: npt.NDArray[np.float32], texts: list[str], metas: list[dict[str, Any]]
+) -> float:
     client = _raw_client(folder)
     start = time.perf_counter()
     collection = client.create_collection(
-        "rag", embedding_function=None, configuration={"hnsw": {"space": "ip", "ef_search": 400, "ef_construction": 200}}
+        "rag",
+        embedding_function=None,
+        configuration={"hnsw": {"space": "ip", "ef_search": 400, "ef_construction": 200}},
     )
     ids = [f"id{i}" for i in range(len(texts))]
     for at in range(0, len(ids), BATCH):
         end = at + BATCH
-        collection.upsert(ids=ids[at:end], embeddings=vectors[at:end], documents=texts[at:end], metadatas=metas[at:end])
+        collection.upsert(
+            ids=ids[at:end], embeddings=vectors[at:end], documents=texts[at:end], metadatas=metas[at:end]
+        )
     elapsed = time.perf_counter() - start
     client.close()
     return elapsed
 
 
-def _store_add(folder: Path, vectors: npt.NDArray[np.float32], texts: list[str], metas: list[dict[str, Any]]) -> float:
+def _store_add(
+    folder: Path, vectors: npt.NDArray[np.float32], texts: list[str], metas: list[dict[str, Any]]
+) -> float:
     docs = [Document(f"id{i}", texts[i], metas[i], embedding=vectors[i]) for i in range(len(texts))]
     start = time.perf_counter()
     store = ChromaVectorStore(Lookup(), path=folder)  # type: ignore[arg-type]
@@ -98,11 +108,15 @@ def _store_add(folder: Path, vectors: npt.NDArray[np.float32], texts: list[str],
 
 def _queries(vectors: npt.NDArray[np.float32], count: int, seed: int = 2) -> npt.NDArray[np.float32]:
     rng = np.random.default_rng(seed)
-    picked = vectors[rng.integers(0, len(vectors), count)] + 0.3 * rng.standard_normal((count, DIM)).astype(np.float32) / np.sqrt(DIM)
+    picked = vectors[rng.integers(0, len(vectors), count)] + 0.3 * rng.standard_normal((count, DIM)).astype(
+        np.float32
+    ) / np.sqrt(DIM)
     return (picked / np.linalg.norm(picked, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _query_times(store_folder: Path, raw_folder: Path, queries: npt.NDArray[np.float32]) -> tuple[float, float, float]:
+def _query_times(
+    store_folder: Path, raw_folder: Path, queries: npt.NDArray[np.float32]
+) -> tuple[float, float, float]:
     lookup = Lookup()
     store = ChromaVectorStore(lookup, path=store_folder)  # type: ignore[arg-type]
     raw_client = _raw_client(raw_folder)
@@ -112,7 +126,7 @@ def _query_times(store_folder: Path, raw_folder: Path, queries: npt.NDArray[np.f
         lookup.vectors[f"q{i}"] = q
         request = SearchRequest(f"q{i}", top_k=10)
         pair = []
-        for which in ((0, 1) if i % 2 else (1, 0)):
+        for which in (0, 1) if i % 2 else (1, 0):
             start = time.perf_counter()
             if which == 0:
                 store.similarity_search(request)
@@ -148,7 +162,9 @@ def _recall(n: int, queries: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", type=int, default=20000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--recall-sizes", default="10000,50000")
@@ -167,7 +183,9 @@ def main() -> None:
     print("|---|---|---|---|")
     print(f"| add (upsert) | {store_s:.1f} s | {raw_s:.1f} s | {store_s / raw_s:.2f}x |")
     print(f"| folder size | {store_mb:.0f} MB | {raw_mb:.0f} MB | {store_mb / raw_mb:.2f}x |")
-    print(f"| unfiltered top-10 query (median) | {store_q * 1e3:.2f} ms | {raw_q * 1e3:.2f} ms | {ratio:.2f}x |")
+    print(
+        f"| unfiltered top-10 query (median) | {store_q * 1e3:.2f} ms | {raw_q * 1e3:.2f} ms | {ratio:.2f}x |"
+    )
     print()
     print("| records | HNSW recall@10 vs exact |")
     print("|---|---|")

@@ -79,7 +79,9 @@ def _check_options(collection: object, batch_size: int | None, ef_search: int) -
             raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-def _every(collection: Any, batch: int, include: list[str]) -> Iterator[tuple[list[str], list[tuple[Any, Any]]]]:
+def _every(
+    collection: Any, batch: int, include: list[str]
+) -> Iterator[tuple[list[str], list[tuple[Any, Any]]]]:
     """Every record, a page at a time: ids and (document, raw metadata) pairs (None unless included)."""
     for start in range(0, int(collection.count()), batch):
         page = collection.get(limit=batch, offset=start, include=include)
@@ -182,7 +184,9 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             return
         with self._lock.write(), self._conn.errors(f"upgrade the collection {self._name!r}"):
             for ids, pairs in self._raw_pages(_READ):
-                old = [(i, pair) for i, pair in zip(ids, pairs, strict=True) if LEGACY_META in (pair[1] or {})]
+                old = [
+                    (i, pair) for i, pair in zip(ids, pairs, strict=True) if LEGACY_META in (pair[1] or {})
+                ]
                 if old:
                     records = [self._replacing(pair[1], encode(*decode(*pair))) for _, pair in old]
                     self._collection.update(ids=[i for i, _ in old], metadatas=records)
@@ -358,10 +362,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                 chosen = [(i, *decode(*rows[i][0]), rows[i][1]) for i in request.ids if i in rows]
                 chosen = [row for row in chosen if condition.accepts(row[2])][: request.limit]
             elif condition.normal is not None or request.limit is None:
-                if condition.normal is None:
-                    every = self._fetch_all()
-                else:
-                    every = self._matching(condition)
+                every = self._fetch_all() if condition.normal is None else self._matching(condition)
                 ids = sorted(every)[: request.limit]
                 vectors = self._fetch(ids, embeddings) if embeddings else {}
                 chosen = [(i, *every[i], vectors[i][1] if i in vectors else None) for i in ids]
@@ -405,7 +406,9 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
 
         with self._lock.read():
             if not needs_ranking(request):
-                hits = nearest(self._query, query_vector(), request.top_k, condition, request.similarity_threshold)
+                hits = nearest(
+                    self._query, query_vector(), request.top_k, condition, request.similarity_threshold
+                )
                 return [Document._trusted(i, text, meta, score) for i, score, text, meta in hits]
             source = ChromaCandidates(
                 request.query,

@@ -200,7 +200,9 @@ def test_metadata_round_trips_exactly_and_hides_reserved_keys(store: ChromaVecto
     store.add(_tricky_docs())
     for doc in store.get():
         assert doc.metadata == TRICKY[doc.id]
-        assert {k: type(v) for k, v in doc.metadata.items()} == {k: type(v) for k, v in TRICKY[doc.id].items()}
+        assert {k: type(v) for k, v in doc.metadata.items()} == {
+            k: type(v) for k, v in TRICKY[doc.id].items()
+        }
 
 
 def test_text_chroma_cannot_store_round_trips(store: ChromaVectorStore) -> None:
@@ -223,7 +225,9 @@ def test_compiled_where_rewrites() -> None:
     assert compile_filter(parse("a < true AND b == 1")).matches_nothing
     # A fractional operand is widened to whole numbers: Chroma truncates it against integer values.
     assert compile_filter(parse("a < 1.5")).where == {"$or": [{"a": {"$lte": 2}}, enc]}
-    assert compile_filter(parse("a CONTAINS 2")).where == {"$or": [{"a": {"$contains": 2}}, {"a": {"$contains": 2.0}}, enc]}
+    assert compile_filter(parse("a CONTAINS 2")).where == {
+        "$or": [{"a": {"$contains": 2}}, {"a": {"$contains": 2.0}}, enc]
+    }
     assert compile_filter(parse("a < 'm'")).where is None  # Chroma refuses string orderings: Python decides
     assert compile_filter(parse("a IS NULL")).where is None
     assert compile_filter(key("a").not_in([])).where is None
