@@ -11,7 +11,7 @@ a sentence of text; metadata `source`, `page`, `lang`), written in batches of 5,
   embedding is timed) vs raw `collection.query(n_results=10)` with its default fields, timed in
   alternation, median of the per-pair ratios;
 - recall@10 of the store's vector search (Chroma's HNSW, `ef_search` 400) against the exact top 10
-  (numpy, brute force) over 200 queries near the data, at each of `--recall-sizes`.
+  (numpy, brute force) over 200 fresh points drawn like the data, at each of `--recall-sizes`.
 
     python benchmarks/chroma_speed.py --size 20000 --recall-sizes 10000,50000
 """
@@ -143,8 +143,8 @@ def _query_times(
 
 
 def _recall(n: int, queries: int) -> float:
-    vectors, texts, metas = _data(n, seed=3)
-    qs = _queries(vectors, queries, seed=4)
+    every, texts, metas = _data(n + queries, seed=3)
+    vectors, qs = every[:n], every[n:]  # queries: fresh points of the same distribution, not stored ones
     with tempfile.TemporaryDirectory() as tmp:
         lookup = Lookup()
         store = ChromaVectorStore(lookup, path=Path(tmp))  # type: ignore[arg-type]

@@ -362,7 +362,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                 chosen = [(i, *decode(*rows[i][0]), rows[i][1]) for i in request.ids if i in rows]
                 chosen = [row for row in chosen if condition.accepts(row[2])][: request.limit]
             elif condition.normal is not None or request.limit is None:
-                every = self._fetch_all() if condition.normal is None else self._matching(condition)
+                every = self._matching(condition)
                 ids = sorted(every)[: request.limit]
                 vectors = self._fetch(ids, embeddings) if embeddings else {}
                 chosen = [(i, *every[i], vectors[i][1] if i in vectors else None) for i in ids]
@@ -375,11 +375,6 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             Document(i, text, meta, embedding=None if vector is None else np.asarray(vector, np.float32))
             for i, text, meta, vector in chosen
         ]
-
-    def _fetch_all(self) -> dict[str, tuple[str, dict[str, Any]]]:
-        with self._conn.errors(f"read the collection {self._name!r}"):
-            page = self._collection.get(include=_READ)
-        return {i: decode(*pair) for i, pair in zip(page["ids"], _pairs(page), strict=True)}
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request (see `VectorStore`); vector top-k is approximate.
