@@ -2,8 +2,8 @@
 
 Its contract, in one sentence: the index reflects the writes made through this toolkit; a write made
 to the collection by other means (raw chromadb) is not in it until `ChromaVectorStore.reindex()`
-(`rag reindex`) rebuilds it from the collection, and `ChromaVectorStore.lexical_current()` (shown by
-`rag info`) says whether it holds exactly the collection's ids.
+(`rag reindex`) rebuilds it from the collection, and `ChromaVectorStore.lexical_current()` says
+whether it holds exactly the collection's ids.
 
 An embedded store saves the index in `<folder>/rag-bm25/<collection>/` when it closes (or on
 `flush()`); the first write after a save leaves a `dirty` mark there until the next save, so a
