@@ -49,7 +49,7 @@ from rag.memory import (
 )
 from rag.models import ExtractiveChatModel
 from rag.tools import ToolContext
-from rag.vectorstore import VectorStore
+from rag.vectorstore import Capabilities, VectorStore
 
 if TYPE_CHECKING:
     from rag.advisors import ToolCallAdvisor
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AssistantMessage",
     "BaseAdvisor",
+    "Capabilities",
     "ChatClient",
     "ChatClientRequest",
     "ChatClientResponse",

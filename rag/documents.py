@@ -246,9 +246,9 @@ class SearchRequest:
     dropped.
     `diversity` turns on maximal marginal relevance over the candidates: 0 ranks by relevance only,
     1 by novelty only (Spring AI and LangChain call 1 - diversity "lambda").
-    `exact=True` asks for the exact vector top-k on every store: stores with an approximate index (Chroma's
-    HNSW beyond `ef_search` records) then score every eligible document instead, which is slower; the
-    numpy store is always exact. Filters are exact either way (docs/exactness.md).
+    `exact=True` asks for the exact vector top-k: the exact stores (numpy, pgvector) always answer it, a
+    store with an approximate index (Chroma's HNSW, `capabilities.exact` False) refuses it. Filters are
+    exact either way (docs/exactness.md).
 
     The query is embedded at most once per search, and only when the search needs its vector:
     `embeds_query` is False for a lexical request without a threshold (BM25 reads the text alone).

@@ -8,13 +8,32 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.filters import Filter
 
-__all__ = ["AsyncStoreMixin", "VectorStore", "aadd", "asimilarity_search"]
+__all__ = ["AsyncStoreMixin", "Capabilities", "VectorStore", "aadd", "asimilarity_search"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a store's backend is, declared on every store as its `capabilities` attribute.
+
+    `exact`: vector top-k is exact (every eligible document scored); False means an approximate index
+    (Chroma's HNSW), which refuses `SearchRequest(exact=True)`. `lexical`: BM25 runs inside the
+    backend, always in step with the vectors; False means an index kept beside it by this toolkit.
+
+    Example:
+        >>> from stores import ChromaVectorStore, NumpyVectorStore
+        >>> NumpyVectorStore.capabilities.exact, ChromaVectorStore.capabilities.exact
+        (True, False)
+    """
+
+    exact: bool
+    lexical: bool
 
 
 @runtime_checkable
@@ -43,10 +62,12 @@ class VectorStore(Protocol):
       `score` is the fused score. With `diversity` > 0, maximal marginal relevance over the mode's
       best `max(top_k, 100)` candidates (cosine between their stored vectors) chooses and orders the
       results; each keeps its mode's score. The pool being fixed up to 100, a shorter page of hybrid
-      or MMR results is exactly a prefix of a longer one. Search is exact: the same documents, ids,
-      order and scores on every store. A `str` request means `SearchRequest(str)`.
-    - The lexical index is written by the same `add` and `delete` calls as the vectors, so the two
-      never disagree; a store opened without one (older data) builds it from the stored texts.
+      or MMR results is exactly a prefix of a longer one. A `str` request means `SearchRequest(str)`.
+    - `capabilities` (a `Capabilities`) says what the store is. An exact store (`exact` True) gives
+      the same documents, ids, order and scores as every other exact store; an approximate one
+      (Chroma's HNSW) may miss a true neighbour and refuses `SearchRequest(exact=True)`.
+    - The lexical index is written by the same `add` and `delete` calls as the vectors; a store
+      opened without one (older data) builds it from the stored texts.
     - Filters follow FILTERS.md exactly, given as text or trees. A filter a store cannot evaluate
       raises `FilterError` before any query runs; nothing is silently dropped.
     - A store records the embedding model (name and dimensions) its vectors came from, and refuses

@@ -200,6 +200,7 @@ def test_public_names_are_pinned() -> None:
         "PgVectorStore",
     ]
     assert {"Document", "SearchRequest", "VectorStore", "RagError", "HashingEmbedding"} <= set(rag.__all__)
+    assert "Capabilities" in rag.__all__
     assert "PostgresChatMemoryRepository" in rag.__all__
     assert rag.mcp.__all__ == ["McpTool", "McpTools", "create_mcp_server"]
     assert {"Media", "McpTools"} <= set(rag.__all__) and "Media" in rag.chat.__all__
@@ -251,6 +252,7 @@ def test_store_family_exports_are_pinned() -> None:
         ("pgvector", stores.PgVectorStore),
     ):
         assert cls.kind == family and cls.__module__ == f"stores.{family}.store"
+        assert cls.capabilities == rag.Capabilities(exact=family != "chroma", lexical=family != "chroma")
     from rag.config import STORE_KINDS
 
     assert STORE_KINDS == ("chroma", "numpy", "pgvector")

@@ -17,6 +17,7 @@ from rag.cli.ingest import ingest
 from rag.cli.mcp import mcp
 from rag.cli.memory import memory
 from rag.cli.query import query
+from rag.cli.reindex import reindex
 from rag.cli.serve import serve
 from rag.observability.setup import tracing_from_env
 
@@ -52,3 +53,4 @@ main.add_command(chat)
 main.add_command(serve)
 main.add_command(mcp)
 main.add_command(memory)
+main.add_command(reindex)

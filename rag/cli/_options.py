@@ -122,9 +122,9 @@ def exact_option(func: F) -> F:
     return click.option(
         "--exact",
         is_flag=True,
-        help="Exact vector top-k: every matching vector is scored, so no near neighbour is missed. On a "
-        "large Chroma collection the first exact search reads every vector (seconds at 100,000 chunks); "
-        "without it the search uses Chroma's approximate index (docs/exactness.md).",
+        help="Exact vector top-k: every matching vector is scored, so no near neighbour is missed. The "
+        "numpy and pgvector stores answer it; a Chroma home (an approximate index) refuses it "
+        "(docs/exactness.md).",
     )(func)
 
 

@@ -5,18 +5,13 @@ chromadb is imported inside these functions only, so importing `stores` stays li
 
 from __future__ import annotations
 
-import contextvars
 import os
-import sys
-import threading
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 from rag.embeddings.base import EmbeddingModel
@@ -31,7 +26,6 @@ from rag.errors import (
 
 __all__ = [
     "Connection",
-    "background",
     "close_client",
     "connect",
     "lock_key",
@@ -43,26 +37,6 @@ __all__ = [
 
 _MODEL = "rag:embedding_model"
 _DIMENSIONS = "rag:dimensions"
-_T = TypeVar("_T")
-_WORKERS = 8
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def background(call: Callable[[], _T]) -> Future[_T]:
-    """Run `call` on a worker thread shared by every store of the process; its future holds the result.
-
-    For requests to a Chroma server that do not depend on each other: each waits mostly for the
-    server, so two in flight take about as long as one. The workers never wait for each other, so a
-    full pool only queues calls, it cannot deadlock. chromadb's `HttpClient` sends through one
-    `httpx.Client`, which is safe to share between threads.
-    """
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=_WORKERS, thread_name_prefix="rag-chroma")
-        # The worker runs in the caller's context (`stores.chroma.lexical.one_state_read` among others).
-        return _pool.submit(contextvars.copy_context().run, call)
 
 
 @dataclass
@@ -88,15 +62,6 @@ class Connection:
                     url=self.url,
                 ) from exc
             raise StoreError(f"cannot {action} in Chroma at {self.location}: {exc}") from exc
-
-    @cached_property
-    def remote(self) -> bool:
-        """Whether calls travel over HTTP (a server URL, or a given chromadb `HttpClient`)."""
-        if self.url is not None:
-            return True
-        # Not imported here (70 ms): no HTTP client can exist unless chromadb has imported it already.
-        fastapi = sys.modules.get("chromadb.api.fastapi")
-        return fastapi is not None and isinstance(getattr(self.client, "_server", None), fastapi.FastAPI)
 
     def close(self) -> None:
         """Release the client (and an ephemeral store's data); safe to call twice."""

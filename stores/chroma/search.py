@@ -1,139 +1,108 @@
-"""Rows of Chroma's answers, scored exactly as the numpy store scores, and merged across partial results.
+"""Vector search on Chroma's HNSW index with an exact filter finish, and the `Candidates` for ranking.
 
-Chroma returns columns (ids, documents, metadatas, embeddings, distances); `rows_from_get` and
-`rows_from_query` turn them into `Row`s, `scores` computes cosines with the numpy store's own
-`exact_scores` (so exact paths agree with it to the last bit), and `merge` combines partial top-k lists
-(ties by id). `query_vector` embeds a search's query.
+`nearest` asks Chroma for the `k` nearest records among a filter's superset (`stores.chroma.filters`),
+checks each candidate's metadata, and asks again four times deeper while fewer than `k` candidates
+pass (or the `k`-th ties with the deepest fetched), until Chroma has no more. HNSW chooses the
+candidates; their scores are the cosines of their stored vectors computed as the engine computes
+them (`exact_scores`), so a score, the threshold and the order of ties are the engine's. HNSW is
+approximate: a true neighbour can be missed (docs/stores.md gives the measured recall).
+
+`ChromaCandidates` feeds `stores.ranking.rank` for lexical, hybrid, threshold and MMR requests:
+vector lists from `nearest`, lexical lists from the BM25 index beside the collection, and cosines and
+vectors by id from the stored embeddings.
 """
 
 from __future__ import annotations
 
-import math
-import struct
-from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
-from typing import Any, NamedTuple
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.embeddings import EmbeddingModel, normalize_rows
-from rag.errors import EmbeddingError
+from stores.chroma.filters import ChromaFilter
+from stores.chroma.records import decode
+from stores.lexical import LexicalIndex
 from stores.numpy.search import exact_scores
 
-_new = tuple.__new__
-_FLOAT32 = struct.Struct("f")
+__all__ = ["ChromaCandidates", "Found", "Query", "nearest"]
 
-__all__ = ["KeptRow", "Row", "merge", "query_vector", "rows_from_get", "rows_from_query", "scores"]
-
-
-class Row(NamedTuple):
-    """One record as Chroma returned it (metadata still in the stored layout).
-
-    A named tuple, not a dataclass: a search builds one per hit, and a tuple is built about three
-    times faster.
-    """
-
-    id: str
-    document: str | None
-    record: Mapping[str, Any] | None
-    embedding: npt.NDArray[np.float32] | None = None
+Found = tuple[str, float, str, dict[str, Any]]
+"""A hit: id, cosine, text and metadata."""
+Query = Callable[
+    [npt.NDArray[np.float32], int, "dict[str, Any] | None"],
+    tuple[list[str], npt.NDArray[np.float32], list[Any]],
+]
+"""Chroma's query: (vector, n_results, where) -> ids, their stored vectors, (document, raw metadata)
+pairs, nearest first."""
 
 
-class KeptRow(Row):
-    """A hit whose text (`document`) and metadata (`record`, decoded: the caller's own dict, not the
-    stored layout) come from the records the sidecar keeps (`stores.chroma.kept`), not from Chroma.
-
-    Only records this store's layout wrote are kept, so they were checked when written: a search
-    turns one into a `Document` as it is, and never checks its metadata against a filter again (the
-    filter columns of the same sidecar chose it).
-    """
-
-    __slots__ = ()
-
-
-def _rows(
-    ids: Sequence[str],
-    documents: Sequence[str | None] | None,
-    records: Sequence[Mapping[str, Any] | None] | None,
-    vectors: Sequence[Any] | None,
-) -> list[Row]:
-    """Rows from Chroma's columns (a column Chroma did not return is None)."""
-    docs: Iterable[str | None] = repeat(None) if documents is None else documents
-    metas: Iterable[Mapping[str, Any] | None] = repeat(None) if records is None else records
-    if vectors is None:
-        # `tuple.__new__` directly: `Row(...)` runs a Python `__new__` per row.
-        return [_new(Row, (i, d, m, None)) for i, d, m in zip(ids, docs, metas)]  # noqa: B905
-    return [
-        Row(i, d, m, None if v is None else np.asarray(v, dtype=np.float32))
-        for i, d, m, v in zip(ids, docs, metas, vectors)  # noqa: B905  # docs, metas may repeat forever
-    ]
+def nearest(
+    query: Query, vector: npt.NDArray[np.float32], k: int, condition: ChromaFilter, threshold: float
+) -> list[Found]:
+    """The best `k` records that match `condition` and whose cosine passes `threshold` (0: any)."""
+    if k == 0 or condition.matches_nothing:
+        return []
+    wanted = k + 1  # one more, to see whether the k-th ties with the next
+    while True:
+        ids, vectors, records = query(vector, wanted, condition.where)
+        scores = exact_scores(vectors, np.arange(len(ids)), vector).tolist() if ids else []
+        hits: list[Found] = []
+        deepest = min(scores, default=1.0)
+        for doc_id, score, record in zip(ids, scores, records, strict=True):
+            if threshold and score < threshold:
+                continue
+            text, metadata = decode(*record)
+            if condition.accepts(metadata):
+                hits.append((doc_id, score, text, metadata))
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        exhausted = len(ids) < wanted or (threshold > 0 and deepest < threshold)
+        if exhausted or (len(hits) > k and hits[k - 1][1] > deepest):
+            return hits[:k]
+        wanted *= 4
 
 
-def rows_from_get(result: Mapping[str, Any]) -> list[Row]:
-    """Rows of a `collection.get` answer."""
-    return _rows(result["ids"], result.get("documents"), result.get("metadatas"), result.get("embeddings"))
+@dataclass
+class ChromaCandidates:
+    """`stores.ranking.Candidates` over a Chroma collection for one request."""
 
+    text: str
+    condition: ChromaFilter
+    query_vector: Callable[[], npt.NDArray[np.float32]]
+    """The query's unit vector (embedded on first need: lexical requests without threshold never ask)."""
+    query: Query
+    embeddings: Callable[[Sequence[str]], dict[str, npt.NDArray[np.float32]]]
+    matching: Callable[[ChromaFilter], set[str]]
+    index: Callable[[], LexicalIndex]
+    found: dict[str, Found] = field(default_factory=dict)
+    _stored: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
+    _eligible: set[str] | None = None
 
-def rows_from_query(result: Mapping[str, Any]) -> list[Row]:
-    """Rows of a one-query `collection.query` answer."""
-    documents, records, vectors = result.get("documents"), result.get("metadatas"), result.get("embeddings")
-    return _rows(
-        result["ids"][0],
-        None if documents is None else documents[0],
-        None if records is None else records[0],
-        None if vectors is None else vectors[0],
-    )
+    def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
+        hits = nearest(self.query, self.query_vector(), depth, self.condition, threshold)
+        self.found.update((hit[0], hit) for hit in hits)
+        return [(hit[0], hit[1]) for hit in hits]
 
+    def lexical(self, depth: int) -> list[tuple[str, float]]:
+        if self.condition.matches_nothing:
+            return []
+        if self.condition.normal is not None and self._eligible is None:
+            self._eligible = self.matching(self.condition)
+        return self.index().search(self.text, depth, allowed=self._eligible)
 
-def scores(rows: Sequence[Row], query: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
-    """Cosine scores of rows with unit (or zero) embeddings, computed exactly as the numpy store does."""
-    if not rows:
-        return np.zeros(0, dtype=np.float64)
-    matrix = np.stack([row.embedding for row in rows if row.embedding is not None]).astype(np.float32)
-    return exact_scores(matrix, np.arange(len(rows)), query)
+    def _vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        missing = [doc_id for doc_id in ids if doc_id not in self._stored]
+        if missing:
+            self._stored.update(self.embeddings(missing))
+        rows = [self._stored.get(doc_id) for doc_id in ids]
+        dimensions = len(self.query_vector())
+        zero = np.zeros(dimensions, np.float32)  # an id the collection lost since the index saw it
+        return np.array([zero if row is None else row for row in rows], np.float32).reshape(-1, dimensions)
 
+    def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
+        matrix = self._vectors(ids)
+        return exact_scores(matrix, np.arange(len(ids)), self.query_vector())
 
-def merge(parts: Sequence[list[tuple[Row, float]]], top_k: int) -> list[tuple[Row, float]]:
-    """The best `top_k` of several exact partial results (ties by id)."""
-    combined = [hit for part in parts for hit in part]
-    combined.sort(key=lambda hit: (-hit[1], hit[0].id))
-    return combined[:top_k]
-
-
-def query_vector(model: EmbeddingModel, text: str) -> npt.NDArray[np.float32]:
-    """`text` embedded by `model` as a unit float32 vector, bit for bit what `embed_queries` returns.
-
-    A search embeds one text, and `normalize_rows`'s general path (a finiteness pass, `np.linalg.norm`,
-    a masked divide) was a third of a store's own time per query. For the usual answer (one writable
-    float32 row of the right length) the norm is computed as `np.linalg.norm(axis=1)` computes it (the
-    same pairwise sum of squares, the same float32 square root and division), so the vector, and every
-    score, is unchanged. A sum of squares that is not finite (NaN, infinity, or float32 overflow) and
-    any other answer take the general path, which raises its usual errors.
-    """
-    vectors = model.embed([text])
-    dimensions = int(model.dimensions)
-    if (
-        type(vectors) is np.ndarray
-        and vectors.dtype == np.float32
-        and vectors.shape == (1, dimensions)
-        and vectors.flags.writeable
-    ):
-        row: npt.NDArray[np.float32] = vectors[0]
-        square = float(np.add.reduce(row * row))
-        if math.isfinite(square):
-            # The float64 root rounded to float32 is the float32 root (double rounding is harmless
-            # for sqrt). Models return unit rows, whose root is mostly exactly 1: dividing by it
-            # would change no bit, and a numpy call costs a search some 15 us with cold caches.
-            root = math.sqrt(square)
-            if square > 0 and _FLOAT32.unpack(_FLOAT32.pack(root))[0] != 1.0:
-                # A Python float divides a float32 array in float32 (NEP 50), as the root rounded.
-                np.divide(row, root, out=row)  # in place, as `normalize_rows` divides
-            return row
-    shape = getattr(vectors, "shape", None)
-    if shape != (1, dimensions):
-        raise EmbeddingError(
-            f"embedding model {model.name!r} returned shape {shape!r} for 1 texts, expected (1, {dimensions})"
-        )
-    unit: npt.NDArray[np.float32] = normalize_rows(vectors, model=model.name)[0]
-    return unit
+    def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self._vectors(ids)

@@ -1,115 +1,130 @@
-"""`ChromaVectorStore`: the `VectorStore` protocol on Chroma, embedded, in-process or on a server.
+"""`ChromaVectorStore`: the `VectorStore` port on a Chroma collection, embedded, in-process or on a server.
 
-Filters are decided by the filter columns beside the collection (`stores.chroma.columns`) or by
-Chroma `where` clauses (`stores.chroma.reading` says which), records use the layout of
-`stores.chroma.records`, and requests are answered as `stores.chroma.answering` says: filters exact
-always; vector top-k exact on small collections and with `SearchRequest(exact=True)` (through the
-exact copy of `stores.chroma.mirror`), from Chroma's HNSW graph otherwise; lexical and hybrid modes
-and MMR rank through `stores.ranking` over a BM25 index beside the collection (`stores.chroma.lexical`),
-which also holds the filter columns.
-chromadb is imported when the first store is constructed.
-
-Two chromadb 1.5.9 behaviours shape the writes: `upsert` merges metadata into the stored record (keys
-absent from the new metadata survive), so `add` sets every stale key to None, which removes it; and a
-"cosine" collection returns vectors altered in the last bit, so collections use the "ip" space over
-unit vectors (the same distance, 1 - cosine) and keep the exact vectors the numpy store scores.
-
-Threads: every call holds a `stores.locking.ReadWriteLock` (searches, `get` and `count` for reading,
-`add` and `delete` for writing), shared by every store object of the process over the same folder and
-collection, server and collection, or client and collection. Chroma's records, the collection size
-memo, the exact copy and the lexical index therefore change together and are read together: without
-it a search could see a write half done (the lexical index ahead of the records) and two rebuilds of
-the lexical index could delete each other's files. Embedding and encoding happen before the lock.
+Chroma holds everything: vectors, texts and metadata (laid out by `stores.chroma.records`). Filters
+compile to a `where` that selects a superset and are finished in Python (`stores.chroma.filters`), so
+`get`, `count` and eligibility are exact. Vector search is Chroma's HNSW index: approximate
+(`CAPABILITIES.exact` is False; `exact=True` is refused). Lexical, hybrid, threshold and MMR requests
+rank through `stores.ranking` over `stores.chroma.search.ChromaCandidates`, whose lexical lists come
+from the BM25 index kept beside the collection (`stores.chroma.lexical`, the only thing kept outside
+Chroma). chromadb is imported when the first store is constructed.
 """
 
 from __future__ import annotations
 
-import json
 import re
+import threading
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import Document
+from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
-from rag.store_get import GetMixin, unique_ids
-from rag.vectorstore import AsyncStoreMixin
-from stores.chroma.answering import Answering
-from stores.chroma.client import connect, lock_key, open_collection, purger
-from stores.chroma.lexical import ChromaLexical, CollectionAccess
-from stores.chroma.mirror import shared_mirror
-from stores.chroma.mirror_files import FOLDER as COPY_FOLDER
-from stores.chroma.mirror_files import CopySaver
-from stores.chroma.nearest import Nearest
-from stores.chroma.opaque import shared_opaque
-from stores.chroma.reading import Reading
-from stores.chroma.records import META, TEXT, encode_record, encode_text
+from rag.store_get import GetMixin, GetRequest, unique_ids
+from rag.vectorstore import AsyncStoreMixin, Capabilities
+from stores.chroma.client import Connection, connect, lock_key, open_collection, purger
+from stores.chroma.filters import ChromaFilter, compile_filter
+from stores.chroma.lexical import FOLDER, BesideIndex, Texts, remove_old_files
+from stores.chroma.records import LEGACY_META, decode, encode
+from stores.chroma.search import ChromaCandidates, Found, nearest
 from stores.locking import shared_lock
 from stores.numpy.embed import document_vectors, embed_queries
+from stores.query_vector import given_vector
+from stores.ranking import ScoredHit, named_scores, needs_ranking, rank_scored
 
 __all__ = ["ChromaVectorStore"]
 
-_OPAQUE_KEYS = "rag:opaque_keys"
-# Set on collections created empty by this version: every record flags its keys (no `KEYS` list).
-_LAYOUT = "rag:layout"
-_CURRENT_LAYOUT = 2
-# Set on collections created empty during issue 17: every record holds `order_code` for its strings.
-_ORDERED = "rag:ordered"
-# Set on collections created empty since: every record holds the two exact `order_codes` instead.
-_EXACT_ORDER = "rag:exact_order"
+_LAYOUT_KEY = "rag:layout"
+_LAYOUT = 3
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
+_READ = ["documents", "metadatas"]
+_indexes: dict[tuple[str, ...], BesideIndex] = {}
+"""The BM25 index of each collection open in this process, shared by its open stores."""
+_indexes_lock = threading.Lock()
 
 
-def _check_positive(name: str, value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
+def _open_index(key: tuple[str, ...] | None, folder: Path | None) -> BesideIndex:
+    with _indexes_lock:
+        index = _indexes.get(key) if key is not None else None
+        if index is None:
+            index = BesideIndex(folder)
+            if key is not None:
+                _indexes[key] = index
+        index.users += 1
+        return index
 
 
-def _check_options(collection: object, batch_size: int | None, ef_search: int, exact_copy: object) -> None:
+def _release_index(key: tuple[str, ...] | None, index: BesideIndex) -> None:
+    """Save the index; the last store of a collection to close forgets it (a later open loads it)."""
+    index.save()
+    with _indexes_lock:
+        index.users -= 1
+        if index.users == 0 and key is not None and _indexes.get(key) is index:
+            del _indexes[key]
+
+
+def _check_options(collection: object, batch_size: int | None, ef_search: int) -> None:
     if not isinstance(collection, str) or not _NAME.match(collection) or ".." in collection:
         raise InvalidRequestError(
             f"collection name must be 3-512 characters of letters, digits, '.', '_' or '-', starting and "
             f"ending with a letter or digit, got {collection!r}"
         )
-    _check_positive("batch_size", batch_size)
-    _check_positive("ef_search", ef_search)
-    if exact_copy is not None and not isinstance(exact_copy, bool):
-        raise InvalidRequestError(f"exact_copy must be True, False or None, got {exact_copy!r}")
+    for name, value in (("batch_size", batch_size), ("ef_search", ef_search)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
-    """Documents in a Chroma collection of unit vectors, searched by cosine, filtered exactly like numpy.
+def _every(
+    collection: Any, batch: int, include: list[str]
+) -> Iterator[tuple[list[str], list[tuple[Any, Any]]]]:
+    """Every record, a page at a time: ids and (document, raw metadata) pairs (None unless included)."""
+    for start in range(0, int(collection.count()), batch):
+        page = collection.get(limit=batch, offset=start, include=include)
+        yield page["ids"], _pairs(page)
+
+
+def _texts(conn: Connection, collection: Any, batch: int) -> Texts:
+    """What the BM25 index is built from: ids, texts and metadata of every record, a page at a time.
+
+    Bound to the collection, not to a store, so an index shared by the stores of one collection
+    never keeps a store alive."""
+
+    def pages() -> Iterator[tuple[list[str], list[str], list[Mapping[str, Any]]]]:
+        with conn.errors(f"read the collection {collection.name!r}"):
+            for ids, pairs in _every(collection, batch, _READ):
+                decoded = [decode(*pair) for pair in pairs]
+                yield ids, [text for text, _ in decoded], [meta for _, meta in decoded]
+
+    return pages
+
+
+def _pairs(page: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """(document, raw metadata) of each record of a `get` page (None where not included)."""
+    none = [None] * len(page["ids"])
+    return list(zip(page.get("documents") or none, page.get("metadatas") or none, strict=True))
+
+
+class ChromaVectorStore(GetMixin, AsyncStoreMixin):
+    """Documents in a Chroma collection, searched by cosine on Chroma's (approximate) HNSW index.
 
     `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR
-    --port N`); `client` uses a chromadb client you made (the store does not close it); none of them, a
-    private in-process store that lives until `close()`. `ef_search` sets how widely Chroma's HNSW graph
-    is searched (fixed when the collection is created: more is slower and finds more true neighbours);
-    collections of up to `ef_search` records are searched exactly. Beyond that, vector top-k is
-    approximate unless a request says `exact=True` (docs/exactness.md gives measured recall).
+    --port N`); `client` a chromadb client you made (the store does not close it); none of them, a
+    private in-process store that lives until `close()`. `ef_search` sets how widely the HNSW graph
+    is searched (fixed when the collection is created: more is slower and finds more true
+    neighbours). `index_path` is the folder for the BM25 index of a server or client store (default:
+    built in memory at first use); an embedded store keeps it in its own folder.
 
-    Filters are decided on numpy columns of every record's metadata kept beside the collection
-    (`stores.chroma.columns`, in the same sidecar as the BM25 index): `count`, `get` and deletes by
-    filter make no `where`, and a filtered search asks Chroma only among the matching ids. Embedded and
-    in-process stores always use them; server and client stores when they are current, else `where`.
-
-    `exact_copy` decides when the store keeps an exact copy of the vectors and metadata in memory
-    (`stores.chroma.mirror`: about the vectors' size in RAM, one full read to build, dropped by writes),
-    which answers exact requests and filters at numpy speed: None (the default) builds it for the first
-    `exact=True` request, or (server and client stores) once Chroma's filtering has cost as much as the
-    read; True at the first exact or filtered request; False never (exact requests then read every
-    vector from Chroma).
-
-    Safe to share between threads: searches run side by side, each write runs alone, and stores over
-    the same collection in one process share the lock. Across processes: an embedded folder belongs to
-    one process at a time (Chroma's rule for its persistent client); for several, run a Chroma server
-    and give its `url` (writes by other processes are then seen through the collection's state token).
+    Filters are exact on every call (a Chroma `where` narrows, Python decides); vector top-k is
+    approximate: `SearchRequest(exact=True)` is refused (the exact stores are numpy and pgvector).
+    Safe to share between threads (searches side by side, writes one at a time, one lock per
+    collection in a process). An embedded folder belongs to one process at a time; for several, run
+    a Chroma server.
 
     Example:
         >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -117,11 +132,15 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
         >>> store.add([Document("a", "Chroma keeps vectors", {"lang": "en"})])
         >>> [d.id for d in store.similarity_search(SearchRequest("vectors", filter="lang == 'en'"))]
         ['a']
+        >>> store.capabilities.exact
+        False
         >>> store.close()
     """
 
     kind = "chroma"
     """The store's name in the CLI (`--store chroma`), in a home's records and in traces."""
+    capabilities = Capabilities(exact=False, lexical=False)
+    """HNSW search is approximate; BM25 runs on an index beside the collection, not in Chroma."""
 
     def __init__(
         self,
@@ -133,13 +152,11 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
         batch_size: int | None = None,
         ef_search: int = 400,
         client: Any = None,
-        exact_copy: bool | None = None,
+        index_path: str | Path | None = None,
     ) -> None:
-        _check_options(collection, batch_size, ef_search, exact_copy)
-        self._keep_copy = exact_copy
+        _check_options(collection, batch_size, ef_search)
         self._embedding = embedding
         self._name = collection
-        self._shared = path is not None or url is not None or client is not None
         key = lock_key(collection, path, url, client)
         self._lock = shared_lock(key)
         self._conn = connect(path, url, client)
@@ -149,59 +166,34 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
                 limit = int(self._conn.client.get_max_batch_size())
             self._batch_size = min(batch_size or limit, limit)
             self._collection = open_collection(self._conn, collection, embedding, ef_search)
-            if not self._shared:
+            if path is None and url is None and client is None:
                 self._conn.cleanups.append(purger(self._collection, self._batch_size))
+            self._home = None if path is None else Path(path)
+            folder = Path(index_path) if index_path is not None else self._home
+            index = self._index = _open_index(key, None if folder is None else folder / FOLDER / collection)
+            index.texts = _texts(self._conn, self._collection, self._batch_size)  # the latest store's
+            self._conn.cleanups.append(lambda: _release_index(key, index))  # before the client closes
+            self._upgrade()
         except BaseException:
             self.close()  # a refused store must not keep the folder's files open
             raise
-        # Embedded folders belong to this process: its stores share the set and never re-read it.
-        self._local = url is None and client is None
-        self._opaque = shared_opaque(key if path is not None else None)
-        self._opaque.add(set(json.loads((self._collection.metadata or {}).get(_OPAQUE_KEYS, "[]"))))
-        self._access = CollectionAccess(
-            self._conn, self._collection, collection, self._batch_size, self._shared
-        )
-        self._legacy, self._ordered, self._exact_order = self._layout()
-        self._nearest = Nearest(
-            self._conn,
-            self._collection,
-            collection,
-            ef_search,
-            self._batch_size,
-            lambda ids, fields: self._fetch(ids, None, include=fields),
-            self._matching_ids,
-            self._selection,
-            verify=not self._local,
-        )
-        self._nearest.forget = lambda: self._lexical.forget()
-        self._mirror = shared_mirror(key)
-        # Weak: neither the store nor the copy's memory is kept alive by the lexical index.
-        mirror = weakref.ref(self._mirror)
-        self._lexical = ChromaLexical(
-            self._access,
-            Path(path) if path is not None else None,
-            key,
-            (lambda: getattr(mirror(), "generation", -2)) if path is not None else None,
-        )
-        # Runs before the client closes (cleanups run last-in first-out), also at interpreter exit.
-        self._conn.cleanups.append(self._lexical.close)
-        self._copy_root = None if path is None else Path(path) / COPY_FOLDER / collection
-        self._saver: CopySaver | None = None
-        if self._copy_root is not None:
-            self._saver = CopySaver(self._access, self._copy_root, self._mirror)
-            self._conn.cleanups.append(self._saver)
 
-    def _layout(self) -> tuple[bool, bool, bool]:
-        """(records of older versions possible, single order codes, exact order codes): the record
-        layout every record of the collection follows (see `stores.chroma.records`)."""
-        marks = self._access.metadata()
-        legacy, ordered = marks.get(_LAYOUT) != _CURRENT_LAYOUT, marks.get(_ORDERED) is True
-        exact_order = marks.get(_EXACT_ORDER) is True
-        if (legacy or not exact_order) and self._access.count() == 0:
-            # An empty collection takes the current layout: no record can contradict it.
-            self._access.update_metadata({_LAYOUT: _CURRENT_LAYOUT, _ORDERED: False, _EXACT_ORDER: True})
-            return False, False, True
-        return legacy, ordered, exact_order
+    def _upgrade(self) -> None:
+        """Rewrite the records of the previous layout (once), and drop the files it kept beside them."""
+        marks = dict(self._collection.metadata or {})
+        if marks.get(_LAYOUT_KEY) == _LAYOUT:
+            return
+        with self._lock.write(), self._conn.errors(f"upgrade the collection {self._name!r}"):
+            for ids, pairs in self._raw_pages(_READ):
+                old = [
+                    (i, pair) for i, pair in zip(ids, pairs, strict=True) if LEGACY_META in (pair[1] or {})
+                ]
+                if old:
+                    records = [self._replacing(pair[1], encode(*decode(*pair))) for _, pair in old]
+                    self._collection.update(ids=[i for i, _ in old], metadatas=records)
+            self._collection.modify(metadata={**marks, _LAYOUT_KEY: _LAYOUT})
+            if self._home is not None:
+                remove_old_files(self._home, self._name)
 
     @property
     def embedding(self) -> EmbeddingModel:
@@ -229,19 +221,25 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
         return self._collection
 
     def flush(self) -> None:
-        """Save the lexical index and the exact copy of an embedded store now (`close()` and interpreter
-        exit also do)."""
+        """Save the BM25 index of an embedded store now (`close()` and interpreter exit also do)."""
         with self._lock.read():
-            self._lexical.save()
-            if self._saver is not None:
-                self._saver()
+            self._index.save()
+
+    def reindex(self) -> None:
+        """Rebuild the BM25 index from the collection (after writes made without this toolkit)."""
+        with self._lock.write():
+            self._index.rebuild()
+
+    def lexical_current(self) -> bool:
+        """Whether the BM25 index holds exactly the collection's ids (False: run `reindex()`)."""
+        with self._lock.read():
+            held = set(self._index.current().ids())
+            return held == {doc_id for ids, _ in self._raw_pages([]) for doc_id in ids}
 
     def close(self) -> None:
-        """Save the lexical index, release the client; an in-process store's data is dropped."""
+        """Save the BM25 index, release the client; an in-process store's data is dropped."""
         with self._lock.write():  # calls under way end first
             self._finalizer()
-            # The shared copy's memory goes with the last open store over the collection.
-            self._mirror, self._saver = shared_mirror(None), None
 
     def __enter__(self) -> ChromaVectorStore:
         return self
@@ -253,107 +251,189 @@ class ChromaVectorStore(Reading, GetMixin, Answering, AsyncStoreMixin):
         where = self._conn.location
         return f"ChromaVectorStore(collection={self._name!r}, location={where}, model={self._embedding!r})"
 
-    # -- writing --------------------------------------------------------------------------------------
+    # -- reading Chroma -------------------------------------------------------------------------------
+
+    def _raw_pages(self, include: list[str]) -> Iterator[tuple[list[str], list[tuple[Any, Any]]]]:
+        return _every(self._collection, self._batch_size, include)
+
+    def _fetch(self, ids: Sequence[str], include: list[str]) -> dict[str, tuple[Any, Any]]:
+        """The records of these ids that exist: id -> (raw metadata, embedding or None)."""
+        found: dict[str, tuple[Any, Any]] = {}
+        with self._conn.errors(f"read the collection {self._name!r}"):
+            for start in range(0, len(ids), self._batch_size):
+                page = self._collection.get(ids=list(ids[start : start + self._batch_size]), include=include)
+                vectors = page["embeddings"] if "embeddings" in include else [None] * len(page["ids"])
+                found.update(zip(page["ids"], zip(_pairs(page), vectors, strict=True), strict=True))
+        return found
+
+    def _matching(self, condition: ChromaFilter) -> dict[str, tuple[str, dict[str, Any]]]:
+        """The records matching a filter: id -> (text, metadata)."""
+        if condition.matches_nothing:
+            return {}
+        with self._conn.errors(f"filter the collection {self._name!r}"):
+            page = self._collection.get(where=condition.where, include=_READ)
+        matches: dict[str, tuple[str, dict[str, Any]]] = {}
+        for doc_id, pair in zip(page["ids"], _pairs(page), strict=True):
+            text, metadata = decode(*pair)
+            if condition.accepts(metadata):
+                matches[doc_id] = (text, metadata)
+        return matches
+
+    def _query(
+        self, vector: npt.NDArray[np.float32], n: int, where: dict[str, Any] | None
+    ) -> tuple[list[str], npt.NDArray[np.float32], list[Any]]:
+        with self._conn.errors(f"search the collection {self._name!r}"):
+            found = self._collection.query(
+                query_embeddings=vector[None, :], n_results=n, where=where, include=[*_READ, "embeddings"]
+            )
+        pairs = list(zip(found["documents"][0], found["metadatas"][0], strict=True))
+        return found["ids"][0], np.asarray(found["embeddings"][0], np.float32), pairs
+
+    def _embeddings(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        rows = self._fetch(ids, ["embeddings"])
+        return {doc_id: np.asarray(vector, np.float32) for doc_id, (_, vector) in rows.items()}
+
+    # -- the port -------------------------------------------------------------------------------------
 
     def add(self, documents: Iterable[Document]) -> None:
         """Upsert documents by id (the last of repeated ids wins); a bad batch writes nothing."""
-        docs = list({doc.id: doc for doc in self._documents(documents)}.values())
-        if not docs:
-            return
-        vectors = self._vectors(docs)
-        metadatas: list[dict[str, Any]] = []
-        opaque: set[str] = set()
-        for doc in docs:
-            record, unindexed = encode_record(doc.metadata, exact_order=self._exact_order)
-            record[TEXT] = encode_text(doc.text)  # not in `documents`: see chroma_records
-            opaque.update(unindexed)
-            metadatas.append(record)
-        with self._lock.write():
-            self._write(docs, vectors, metadatas, opaque)
-
-    def _write(
-        self,
-        docs: list[Document],
-        vectors: npt.NDArray[np.float32],
-        metadatas: list[dict[str, Any]],
-        opaque: set[str],
-    ) -> None:
-        # Recorded before the records exist, so a filter never misses one of them.
-        self._remember_opaque(opaque)
-        with self._lexical.writing() as index:
-            with self._mirror.writing():
-                for start in range(0, len(docs), self._batch_size):
-                    stop = start + self._batch_size
-                    ids = [doc.id for doc in docs[start:stop]]
-                    batch = self._replacing(ids, metadatas[start:stop])
-                    with self._conn.errors(f"write documents to the collection {self._name!r}"):
-                        self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=batch)
-            if index is not None:
-                texts = [doc.text for doc in docs]  # the index adds the context (`Sidecar.add`)
-                encoded = [record[META] for record in metadatas]  # the columns keep the same JSON
-                index.add([doc.id for doc in docs], texts, [doc.metadata for doc in docs], encoded)
-
-    def _replacing(self, ids: list[str], metadatas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Metadata that replaces the stored records': Chroma's upsert merges keys, None removes one."""
-        stale = {row.id: row.record or {} for row in self._fetch(ids, None, include=["metadatas"])}
-        return [
-            {**{name: None for name in stale.get(doc_id, {}) if name not in record}, **record}
-            for doc_id, record in zip(ids, metadatas, strict=True)
-        ]
-
-    @staticmethod
-    def _documents(documents: Iterable[Document]) -> Iterable[Document]:
         if isinstance(documents, Document | str):
             raise InvalidRequestError(f"add() takes an iterable of Documents, got {documents!r}")
+        docs: dict[str, Document] = {}
         for doc in documents:
             if not isinstance(doc, Document):
                 raise InvalidRequestError(f"add() takes Documents, got {doc!r}")
-            yield doc
-
-    def _vectors(self, docs: Sequence[Document]) -> npt.NDArray[np.float32]:
-        # The numpy store's own code, so both stores hold bit-identical vectors.
-        return document_vectors(docs, self._embedding, _EMBED_BATCH)
-
-    def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        return embed_queries(self._embedding, texts)
-
-    def _remember_opaque(self, keys: set[str]) -> None:
-        """Record in the collection the keys holding values Chroma cannot index (see chroma_records)."""
-        current = self._current_opaque()
-        if keys <= current:
+            docs[doc.id] = doc
+        if not docs:
             return
-        whole = self._opaque.add(keys)
-        self._access.update_metadata({_OPAQUE_KEYS: json.dumps(sorted(whole))})
+        batch = list(docs.values())
+        vectors = document_vectors(batch, self._embedding, _EMBED_BATCH)
+        records = [encode(doc.text, doc.metadata) for doc in batch]
+        with self._lock.write():
+            self._index.prepare()
+            with self._conn.errors(f"write documents to the collection {self._name!r}"):
+                for start in range(0, len(batch), self._batch_size):
+                    stop = start + self._batch_size
+                    ids = [doc.id for doc in batch[start:stop]]
+                    # chromadb's upsert merges metadata: keys the new record lacks are set to None.
+                    stale = self._fetch(ids, ["metadatas"])
+                    metadatas = [
+                        self._replacing(stale[i][0][1], record) if i in stale else record
+                        for i, record in zip(ids, records[start:stop], strict=True)
+                    ]
+                    self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=metadatas)
+            self._index.add(list(docs), [doc.text for doc in batch], [doc.metadata for doc in batch])
 
-    def _current_opaque(self) -> frozenset[str]:
-        if not self._local:
-            # Another process may have written to the same collection since.
-            self._opaque.add(set(json.loads(self._access.metadata().get(_OPAQUE_KEYS, "[]"))))
-        return self._opaque.current
+    @staticmethod
+    def _replacing(old: Mapping[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
+        return {**{name: None for name in old or {} if name not in record}, **record}
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids or by filter; returns how many documents were removed."""
         if (ids is None) == (filter is None):
             raise InvalidRequestError("delete() takes ids or filter=..., exactly one of them")
         unique = None if ids is None else unique_ids(ids)
-        tree = as_filter(filter)
+        condition = compile_filter(as_filter(filter))
         with self._lock.write():
-            return self._delete(unique, tree)
-
-    def _delete(self, ids: list[str] | None, tree: Filter | None) -> int:
-        if ids is not None:
-            targets = [row.id for row in self._fetch(ids, None, include=())]
-        else:
-            # The filter columns when they decide, else Chroma's `where`; never a copy the write drops.
-            targets = self._matching_ids(self._compile(tree), build=False)
-        if not targets:
-            return 0
-        with self._lexical.writing() as index:
-            with self._mirror.writing():
+            targets = list(self._matching(condition) if unique is None else self._fetch(unique, []))
+            if not targets:
+                return 0
+            self._index.prepare()
+            with self._conn.errors(f"delete documents from the collection {self._name!r}"):
                 for start in range(0, len(targets), self._batch_size):
-                    with self._conn.errors(f"delete documents from the collection {self._name!r}"):
-                        self._collection.delete(ids=targets[start : start + self._batch_size])
-            if index is not None:
-                index.delete(targets)
-        self._nearest.forget_size()
-        return len(targets)
+                    self._collection.delete(ids=targets[start : start + self._batch_size])
+            self._index.delete(targets)
+            return len(targets)
+
+    def count(self, filter: str | Filter | None = None) -> int:
+        """How many documents (match the filter)."""
+        condition = compile_filter(as_filter(filter))
+        with self._lock.read():
+            if condition.normal is None:
+                with self._conn.errors(f"count the collection {self._name!r}"):
+                    return int(self._collection.count())
+            return len(self._matching(condition))
+
+    def _get_documents(self, request: GetRequest) -> list[Document]:
+        condition = compile_filter(request.filter)
+        embeddings = ["embeddings"] if request.include_embeddings else []
+        with self._lock.read():
+            if request.ids is not None:
+                rows = self._fetch(request.ids, [*_READ, *embeddings])
+                chosen = [(i, *decode(*rows[i][0]), rows[i][1]) for i in request.ids if i in rows]
+                chosen = [row for row in chosen if condition.accepts(row[2])][: request.limit]
+            elif condition.normal is not None or request.limit is None:
+                every = self._matching(condition)
+                ids = sorted(every)[: request.limit]
+                vectors = self._fetch(ids, embeddings) if embeddings else {}
+                chosen = [(i, *every[i], vectors[i][1] if i in vectors else None) for i in ids]
+            else:
+                with self._conn.errors(f"read the collection {self._name!r}"):
+                    ids = sorted(self._collection.get(include=[])["ids"])[: request.limit]
+                rows = self._fetch(ids, [*_READ, *embeddings])
+                chosen = [(i, *decode(*rows[i][0]), rows[i][1]) for i in ids if i in rows]
+        return [
+            Document(i, text, meta, embedding=None if vector is None else np.asarray(vector, np.float32))
+            for i, text, meta, vector in chosen
+        ]
+
+    def similarity_search(self, request: SearchRequest | str) -> list[Document]:
+        """The best `top_k` documents for the request (see `VectorStore`); vector top-k is approximate.
+
+        Raises:
+            InvalidRequestError: `exact=True` (Chroma's index is approximate; use numpy or pgvector).
+        """
+        if isinstance(request, str):
+            request = SearchRequest(request)
+        if request.exact:
+            raise InvalidRequestError(
+                "exact=True: ChromaVectorStore searches Chroma's approximate HNSW index; exact vector "
+                "search needs an exact store: numpy (NumpyVectorStore) or pgvector (PgVectorStore)"
+            )
+        condition = compile_filter(request.filter)
+        if request.top_k == 0 or condition.matches_nothing:
+            return []
+        vector: list[npt.NDArray[np.float32]] = []
+
+        def query_vector() -> npt.NDArray[np.float32]:
+            if not vector:
+                given = given_vector(request, self._embedding)
+                vector.append(
+                    given if given is not None else embed_queries(self._embedding, [request.query])[0]
+                )
+            return vector[0]
+
+        with self._lock.read():
+            if not needs_ranking(request):
+                hits = nearest(
+                    self._query, query_vector(), request.top_k, condition, request.similarity_threshold
+                )
+                return [
+                    Document._trusted(i, text, meta, score).with_scores(named_scores(request, score))
+                    for i, score, text, meta in hits
+                ]
+            source = ChromaCandidates(
+                request.query,
+                condition,
+                query_vector,
+                self._query,
+                self._embeddings,
+                lambda c: set(self._matching(c)),
+                self._index.current,
+            )
+            ranked = rank_scored(request, source)
+            return self._documents(ranked, source.found)
+
+    def _documents(self, ranked: list[ScoredHit], found: dict[str, Found]) -> list[Document]:
+        missing = [hit.id for hit in ranked if hit.id not in found]
+        rows = self._fetch(missing, _READ) if missing else {}
+        documents = []
+        for hit in ranked:
+            if hit.id in found:
+                text, metadata = found[hit.id][2], found[hit.id][3]
+            elif hit.id in rows:
+                text, metadata = decode(*rows[hit.id][0])
+            else:
+                continue  # in the BM25 index but no longer in the collection
+            documents.append(Document._trusted(hit.id, text, metadata, hit.score).with_scores(hit.scores))
+        return documents

@@ -45,7 +45,7 @@ from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
-from rag.vectorstore import AsyncStoreMixin
+from rag.vectorstore import AsyncStoreMixin, Capabilities
 from stores.lexical.index import LexicalIndex
 from stores.locking import ReadWriteLock
 from stores.numpy.columns import MetadataColumns
@@ -97,6 +97,7 @@ class NumpyVectorStore(StoreSearch, GetMixin, AsyncStoreMixin):
 
     kind = "numpy"
     """The store's name in the CLI (`--store numpy`), in a home's records and in traces."""
+    capabilities = Capabilities(exact=True, lexical=True)
 
     def __init__(
         self, embedding: EmbeddingModel, *, batch_size: int = 256, path: PathLike | None = None

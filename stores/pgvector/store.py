@@ -22,6 +22,7 @@ from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
+from rag.vectorstore import Capabilities
 from stores.lexical.index import DEFAULT_B, DEFAULT_K1
 from stores.lexical.text import TOKENIZER
 from stores.numpy.embed import document_vectors, embed_queries
@@ -69,6 +70,7 @@ class PgVectorStore(GetMixin):
 
     kind = "pgvector"
     """The store's name in the CLI (`--store pgvector`), in a home's records and in traces."""
+    capabilities = Capabilities(exact=True, lexical=True)
 
     def __init__(
         self,

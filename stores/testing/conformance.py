@@ -31,7 +31,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.errors import DimensionMismatchError, EmbeddingModelMismatchError, InvalidRequestError
 from rag.filters import Filter, key
-from rag.vectorstore import VectorStore
+from rag.vectorstore import Capabilities, VectorStore
 from stores.testing.cases import (
     FILTER_CASES,
     CountingEmbedding,
@@ -52,6 +52,11 @@ def _ids(documents: list[Document]) -> list[str]:
 
 def _query_vector(store: VectorStore, text: str) -> npt.NDArray[np.float32]:
     return query_vector(store.embedding, text)
+
+
+def _capabilities(store: VectorStore) -> Capabilities:
+    capabilities: Capabilities = getattr(store, "capabilities", Capabilities(exact=True, lexical=True))
+    return capabilities
 
 
 def _scored(store: VectorStore, cosines: dict[str, float], query: str = "alpha beta") -> None:
@@ -325,16 +330,26 @@ class VectorStoreConformance(SearchModeConformance):
         assert _ids(store.similarity_search(request)) == ["q", "r"]
         assert store.similarity_search(request.replace(filter="n > 100")) == []
 
+    def test_declares_its_capabilities(self, store: VectorStore) -> None:
+        capabilities = getattr(store, "capabilities", None)
+        assert isinstance(capabilities, Capabilities), "a store declares `capabilities`"
+        if not capabilities.exact:
+            # An approximate store refuses exact requests, naming the stores that answer them.
+            with pytest.raises(InvalidRequestError, match=r"numpy.*pgvector"):
+                store.similarity_search(SearchRequest("alpha beta", exact=True))
+
     def test_exact_requests_rank_every_match_exactly(self, store: VectorStore) -> None:
-        # The exactness contract (docs/exactness.md): `exact=True` is exact on every store, filtered or not,
-        # with ties by id, zero vectors included.
+        # An exact store ranks every match exactly with `exact=True`, filtered or not, with ties by id,
+        # zero vectors included; an approximate one (`capabilities.exact` False) gives the same result
+        # set and order at this size, where its index finds every neighbour.
+        exact = _capabilities(store).exact
         q = _query_vector(store, "alpha beta")
         cosines = {f"c{i:02d}": round(0.9 - 0.05 * i, 2) for i in range(20)}
         _scored(store, cosines)
         store.add([Document("z0", "", {"n": 0}), Document("z1", "", {"n": 1})])  # zero vectors: cosine 0
         store.add([Document("tie", "t", {"n": 2}, embedding=vector_with_cosine(q, 0.5, seed=5))])
         for text_filter, eligible in ((None, lambda n: True), ("n >= 2", lambda n: n >= 2)):
-            request = SearchRequest("alpha beta", top_k=25, filter=text_filter, exact=True)
+            request = SearchRequest("alpha beta", top_k=25, filter=text_filter, exact=exact)
             every = store.get(filter=text_filter, include_embeddings=True)
             expected = sorted(
                 ((float(np.dot(d.embedding, q)), d.id) for d in every if d.embedding is not None),
@@ -343,7 +358,8 @@ class VectorStoreConformance(SearchModeConformance):
             found = store.similarity_search(request)
             assert _ids(found) == [doc_id for _, doc_id in expected][:25]
             assert all(eligible(int(str(d.metadata["n"]))) for d in found)
-            assert store.similarity_search(request.replace(exact=False)) == found  # small: exact anyway
+            if exact:
+                assert store.similarity_search(request.replace(exact=False)) == found  # small: exact anyway
 
     def test_search_on_empty_store(self, store: VectorStore) -> None:
         assert store.similarity_search("anything") == [] and store.count() == 0

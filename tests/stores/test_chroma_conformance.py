@@ -50,6 +50,15 @@ class TestEphemeralConformance(_ChromaConformance):
             yield store
 
 
+def _drop(store: ChromaVectorStore) -> None:
+    """Delete the collection, its records first: chromadb 1.5.9 leaves a dropped collection's metadata
+    rows behind, and records written later to another collection can inherit them."""
+    ids = store.chroma_collection.get(include=[])["ids"]
+    if ids:
+        store.chroma_collection.delete(ids=ids)
+    store.chroma_client.delete_collection(store.collection_name)
+
+
 def _fresh_name() -> str:
     return f"conformance-{uuid.uuid4().hex[:12]}"
 
@@ -67,7 +76,7 @@ class TestPersistentConformance(VectorStoreConformance):
     def store(self, embedding: EmbeddingModel, chroma_folder: Path) -> Iterator[ChromaVectorStore]:
         with ChromaVectorStore(embedding, collection=_fresh_name(), path=chroma_folder) as store:
             yield store
-            store.chroma_client.delete_collection(store.collection_name)
+            _drop(store)
 
     @pytest.fixture
     def reopen(self, chroma_folder: Path) -> Iterator[Reopen]:
@@ -101,4 +110,4 @@ class TestServerConformance(_ChromaConformance):
     def store(self, embedding: EmbeddingModel, server_client: Any) -> Iterator[ChromaVectorStore]:
         with ChromaVectorStore(embedding, collection=_fresh_name(), client=server_client) as store:
             yield store
-            server_client.delete_collection(store.collection_name)
+            _drop(store)

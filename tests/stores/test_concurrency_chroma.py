@@ -51,7 +51,9 @@ def test_writers_and_readers_end_like_a_serial_replay(store: ChromaVectorStore, 
     for query in ("alpha beta", "vector search index", "omega"):
         for mode in ("vector", "hybrid"):
             request = SearchRequest(query, top_k=6, mode=mode)
-            assert store.similarity_search(request) == serial.similarity_search(request)
+            found, expected = store.similarity_search(request), serial.similarity_search(request)
+            assert [d.id for d in found] == [d.id for d in expected]  # HNSW finds all at this size
+            assert [d.score for d in found] == pytest.approx([d.score for d in expected], abs=1e-5)
         found = store.similarity_search(SearchRequest(query, top_k=10, mode="lexical"))
         assert [(d.id, d.score) for d in found] == lexical_scores(final, query, 10)
 

@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from rag import Document, HashingEmbedding, SearchRequest
-from rag.errors import DimensionMismatchError
+from rag.errors import DimensionMismatchError, InvalidRequestError
 from rag.vectorstore import VectorStore
 from stores import ChromaVectorStore, NumpyVectorStore, PgVectorStore
 from stores.numpy.embed import embed_queries
@@ -98,6 +98,10 @@ CASES = {
 def test_hits_carry_named_scores(store: tuple[VectorStore, CountingEmbedding], case: str) -> None:
     opened, model = store
     options, kind, names = CASES[case]
+    if options.get("exact") and not opened.capabilities.exact:
+        with pytest.raises(InvalidRequestError, match="exact store"):
+            opened.similarity_search(SearchRequest(QUERY, top_k=6, exact=True))
+        return
     hits = opened.similarity_search(SearchRequest(QUERY, top_k=6, **options))  # type: ignore[arg-type]
     assert hits
     # The query was embedded once, or not at all for a lexical search that reads text alone.

@@ -20,7 +20,7 @@ from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.errors import InvalidRequestError
 from stores import ChromaVectorStore, NumpyVectorStore
-from stores.chroma.records import decode_fields, decode_metadata
+from stores.chroma.records import decode
 
 MODEL = HashingEmbedding(dimensions=32)
 
@@ -82,17 +82,15 @@ def _assert_same(found: list[Document], expected: dict[str, Document]) -> None:
         assert doc == checked
         assert type(doc.text) is str and doc.text == checked.text
         assert _typed(doc.metadata) == _typed(checked.metadata)
-        assert list(doc.metadata) == list(checked.metadata)  # key order kept
 
 
-@pytest.fixture(params=["chroma", "chroma-hnsw", "numpy"])
+@pytest.fixture(params=["chroma", "numpy"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """Each store holding `_documents()`; "chroma-hnsw" answers vector searches from Chroma's graph."""
+    """Each store holding `_documents()`."""
     if request.param == "numpy":
         yield NumpyVectorStore(MODEL)
         return
-    ef_search = 1 if request.param == "chroma-hnsw" else 400
-    with ChromaVectorStore(MODEL, path=tmp_path, ef_search=ef_search, exact_copy=False) as chroma:
+    with ChromaVectorStore(MODEL, path=tmp_path) as chroma:
         yield chroma
 
 
@@ -106,7 +104,8 @@ def test_stored_documents_equal_checked_ones_with_the_same_types(store: Any) -> 
         found = store.similarity_search(SearchRequest("lone surrogate text 漢字", top_k=3, mode=mode))
         assert {doc.id for doc in found} == set(TEXTS)
         _assert_same(found, expected)
-    _assert_same(store.similarity_search(SearchRequest("rivers", top_k=3, exact=True)), expected)
+    exact = store.capabilities.exact
+    _assert_same(store.similarity_search(SearchRequest("rivers", top_k=3, exact=exact)), expected)
 
 
 def test_a_returned_document_owns_its_metadata(store: Any) -> None:
@@ -171,13 +170,12 @@ def test_records_another_tool_wrote_are_still_checked(tmp_path: Path) -> None:
         ('{"k":"\\ud800"}', {"k": "\ud800"}),
     ],
 )
-def test_decoding_reads_any_json_layout_of_the_metadata(stored: str, decoded: dict[str, Any]) -> None:
+def test_decoding_reads_any_json_layout_of_the_previous_records(stored: str, decoded: dict[str, Any]) -> None:
     record = {"_rag_meta": stored, "_rag_text": ' "the text" '}
-    assert decode_fields(None, record) == ("the text", decoded)
-    assert decode_metadata(record) == decoded
+    assert decode(None, record) == ("the text", decoded)
 
 
 @pytest.mark.parametrize("stored", ['{"a":1} trailing', '{"a":', ""])
 def test_decoding_malformed_json_raises_the_json_error(stored: str) -> None:
     with pytest.raises(json.JSONDecodeError):
-        decode_metadata({"_rag_meta": stored})
+        decode(None, {"_rag_meta": stored})
