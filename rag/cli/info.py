@@ -40,6 +40,9 @@ def record_counts(store: VectorStore) -> dict[str, int]:
     }
 
 
+_STALE = "stale: the collection changed outside this toolkit; `rag reindex` rebuilds it"
+
+
 def _records_line(counts: dict[str, int]) -> str:
     """`1,204 (1,200 documents, 4 chat-memory turns)`, and a hint when unmarked turns are left."""
     documents, turns = counts["documents"], counts["chat_memory_turns"]
@@ -96,7 +99,16 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
         "search": recorded_search(opened),
         "roots": roots,
         "sources": sources,
+        "lexical_index_current": _lexical_current(opened),
     }
+
+
+def _lexical_current(opened: OpenedStore) -> bool | None:
+    """Whether a BM25 index kept beside the collection (Chroma) holds exactly the collection's records;
+    None for a store that keeps BM25 with its vectors."""
+    real = getattr(opened.store, "real", opened.store)  # a home's store opens on first use
+    check = getattr(real, "lexical_current", None)
+    return bool(check()) if callable(check) else None
 
 
 @click.command("info")
@@ -150,6 +162,9 @@ def info(
     search = facts["search"]
     weight = f", vector weight {search['vector_weight']:g}" if search["mode"] == "hybrid" else ""
     click.echo(f"{'search:':<17}{search['mode']}{weight} ({search['origin']})")
+    if facts["lexical_index_current"] is not None:
+        state = "current" if facts["lexical_index_current"] else _STALE
+        click.echo(f"{'lexical index:':<17}{state}")
     click.echo(f"{'roots:':<17}{len(facts['roots'])}")
     for label, path in facts["roots"].items():
         click.echo(f"  {label}  {path}")

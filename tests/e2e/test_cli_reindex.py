@@ -28,6 +28,12 @@ def test_reindex_picks_up_a_record_written_with_raw_chromadb(cli: RunCli, rag_ho
         raw: Any = store.chroma_collection
         raw.add(ids=["raw"], embeddings=model.embed(["zeppelin hangar"]), documents=["zeppelin hangar"])
     assert _lexical(cli, "zeppelin") == []  # the index reflects this toolkit's writes only
+    stale = cli("info")
+    assert stale.exit_code == 0, stale.stderr
+    assert "lexical index:   stale: the collection changed outside this toolkit" in stale.stdout
+    assert json.loads(cli("info", "--json").stdout)["lexical_index_current"] is False
     result = cli("reindex")
-    assert result.exit_code == 0, result.stderr and "rebuilt the BM25 index" in result.stdout
+    assert result.exit_code == 0, result.stderr
+    assert "rebuilt the BM25 index" in result.stdout
     assert _lexical(cli, "zeppelin") == ["zeppelin hangar"]
+    assert "lexical index:   current" in cli("info").stdout
