@@ -151,7 +151,7 @@ def add_beside_upsert(corpus: Path, limit: int | None, repeats: int = 3) -> dict
     from rag.cli.ingest import make_splitter
     from rag.embeddings import HashingEmbedding
     from stores import ChromaVectorStore, NumpyVectorStore
-    from stores.chroma.records import TEXT, encode_record, encode_text
+    from stores.chroma.records import encode
 
     model = HashingEmbedding()
     # The pipeline's own chunks (ids, texts, metadata), embedded once through a numpy store.
@@ -164,10 +164,7 @@ def add_beside_upsert(corpus: Path, limit: int | None, repeats: int = 3) -> dict
     vectors = np.stack([d.embedding for d in docs if d.embedding is not None])
     records = []
     for doc in docs:
-        # The layout the store writes into collections it creates (exact string-order codes).
-        record, _ = encode_record(doc.metadata, exact_order=True)
-        record[TEXT] = encode_text(doc.text)
-        records.append(record)
+        records.append(encode(doc.text, doc.metadata))  # the layout the store writes
     ids = [d.id for d in docs]
     best = {"store": float("inf"), "raw": float("inf")}
     with tempfile.TemporaryDirectory(prefix="rag-bench-") as tmp:

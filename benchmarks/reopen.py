@@ -1,7 +1,7 @@
-"""The first filtered query after opening a saved home, in a fresh process (issue 17).
+"""The first filtered query after opening a saved home, in a fresh process.
 
 Every `rag query --filter ...` is a new process: what it pays before its first answer is the open plus
-whatever the first filtered query loads (the filter columns, the BM25 index). For each size this
+whatever the first filtered query loads (the numpy store's filter columns; Chroma's own collection). For each size this
 builds, once, an embedded Chroma home and a saved numpy store of the same records (random unit
 vectors, d=384, no model: `Lookup` maps query texts to prepared vectors) with metadata of every kind:
 
@@ -15,9 +15,6 @@ then starts fresh Python processes, each timing one sequence on one store:
 - `warmed` (Chroma): open, an unfiltered `count()` (Chroma's own first call, which loads the
   collection: shown in the count column), then the first filtered search and warm ones. Chroma's
   first call costs the same with or without a filter, so this row shows what filtering adds.
-
-Then, in this process, the filter columns' load alone: from a save of the first version (JSON texts,
-every value encoded again, as every load did before) and from the saved arrays, alternating.
 
 The "x warm" column is the first filtered search over the warm one. Homes are kept in `--home`
 (built when missing) so a before/after comparison reads the same folders; the first fresh process
@@ -117,7 +114,7 @@ def build(home: Path, count: int) -> None:
             store.add(batch)
             exact.add(batch)
         exact.save(numpy_folder)
-        # The sidecar (BM25 index and filter columns) is built and saved now, as after any use.
+        # Chroma's BM25 index beside the collection is built and saved now, as after any use.
         store.count(FILTER)
     print(f"N={count:,}: homes built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
 
@@ -183,33 +180,6 @@ def fresh(kind: str, folder: Path, sequence: str, code: Path = _HERE.parent) -> 
     return figures
 
 
-def columns_load(count: int, repeats: int = 5) -> tuple[float, float]:
-    """Median ms to load the filter columns of `count` records from a first-version save (JSON texts,
-    every value encoded again) and from this version's arrays, alternating in this process."""
-    from stores.chroma.columns import LEGACY_FILE, FilterColumns
-
-    columns = FilterColumns()
-    for batch in documents(count):
-        columns.write([d.id for d in batch], [d.metadata for d in batch])
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        columns.save(folder)
-        legacy = folder / "first-version"
-        legacy.mkdir()
-        body = {
-            "format": "rag-chroma-filter-columns",
-            "version": 1,
-            "ids": columns._ids,
-            "metadata": columns._texts,
-        }
-        (legacy / LEGACY_FILE).write_text(json.dumps(body), encoding="utf-8")
-        times: dict[str, list[float]] = {"json": [], "arrays": []}
-        for _ in range(repeats):
-            times["json"].append(_timed(lambda: FilterColumns._load_json(legacy / LEGACY_FILE)))
-            times["arrays"].append(_timed(lambda: FilterColumns.load(folder)))
-    return statistics.median(times["json"]), statistics.median(times["arrays"])
-
-
 def median(runs: list[dict[str, float]]) -> dict[str, float]:
     """Each figure's median over `runs`."""
     return {name: statistics.median(run[name] for run in runs) for name in runs[0]}
@@ -268,11 +238,6 @@ def main() -> int:
                         runs[label].append(fresh(kind, folder / f"{kind}-{count}", sequence, code))
                 for label, held in runs.items():
                     print(_row(label, kind, count, sequence, median(held[1:] or held)), flush=True)
-    print("\nfilter columns load alone, in one process (first-version JSON save vs arrays):")
-    for count in sizes:
-        paired = columns_load(count)
-        ratio = paired[0] / paired[1]
-        print(f"  N={count:>9,}: json {paired[0]:8.1f} ms   arrays {paired[1]:7.1f} ms   x {ratio:.1f}")
     print(f"homes kept in {home}", file=sys.stderr)
     return 0
 
