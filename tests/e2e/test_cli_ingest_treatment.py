@@ -59,7 +59,7 @@ def test_only_files_whose_reading_changes_are_read_again(cli: Cli, tmp_path: Pat
     assert _by_status(markdown, "changed") == ["notes.md"]
     assert _by_status(markdown, "unchanged") == ["README", "guide.txt", "log.jsonl"]
 
-    found = cli("query", "lantern hinges tides", "--store", "numpy", "--top-k", "10", "--json")
+    found = cli("query", "lantern hinges tides wick", "--store", "numpy", "--top-k", "10", "--json")
     assert found.exit_code == 0, found.stderr
     hits = {h["source"]: h["text"] for h in json.loads(found.stdout)}
     assert set(hits) == {"README", "guide.txt", "log.jsonl", "notes.md"}

@@ -53,7 +53,7 @@ def test_links_out_of_the_folder_are_skipped_and_never_returned(
         hits = _json(
             cli(
                 "query",
-                "zebracorn quasar private key quokka",
+                "zebracorn quasar private key quokka spring tides",
                 "--mode",
                 mode,
                 "--store",
