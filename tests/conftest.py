@@ -20,13 +20,17 @@ pytest.register_assert_rewrite("stores.testing")
 
 # The `fast` subset (`python -m pytest -m fast`) is the edit-test loop: every test outside tests/e2e that
 # starts no process, server or database. A test is left out when it is marked `slow` or `server`, uses a
-# fixture that starts a server, or lives in a module that starts processes or loads a neural model.
-_SERVER_FIXTURES = frozenset({"chroma_server", "postgres_server_url", "receiver"})
+# fixture that starts a server, names Chroma or PostgreSQL in its id, or lives in a module that starts
+# processes, loads a neural model, or opens Chroma or PostgreSQL.
+_SERVER_FIXTURES = frozenset({"chroma_server", "postgres_server_url", "receiver", "hostile"})
 _SLOW_MODULE = re.compile(
     r"^\s*(?:import|from) (?:subprocess|multiprocessing|concurrent\.futures|torch|sentence_transformers)\b"
-    r"|\b(?:start_chroma_server|tiny_bert|tiny_cross_encoder|SentenceTransformerEmbedding)\b",
+    r"|\b(?:start_chroma_server|tiny_bert|tiny_cross_encoder|SentenceTransformerEmbedding"
+    r"|chromadb|ChromaVectorStore|PgVectorStore|McpTools|sys\.executable)\b",
     re.MULTILINE,
 )
+
+_DATABASE_ID = re.compile(r"chroma|postgres|pgvector", re.IGNORECASE)
 
 
 @cache
@@ -39,6 +43,8 @@ def _is_fast(item: pytest.Item) -> bool:
     if "e2e" in path.parts or item.get_closest_marker("slow") or item.get_closest_marker("server"):
         return False
     if _SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return False
+    if _DATABASE_ID.search(item.nodeid):
         return False
     return not _module_is_slow(path)
 
