@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,43 @@ from tests.openai_server import OpenAIServer
 
 # The shared store suite lives in the package; rewrite its asserts so failures show the values.
 pytest.register_assert_rewrite("stores.testing")
+
+# The `fast` subset (`python -m pytest -m fast`) is the edit-test loop: every test outside tests/e2e that
+# starts no process, server or database. A test is left out when it is marked `slow` or `server`, uses a
+# fixture that starts a server, names Chroma or PostgreSQL in its id, or lives in a module that starts
+# processes, loads a neural model, or opens Chroma or PostgreSQL.
+_SERVER_FIXTURES = frozenset({"chroma_server", "postgres_server_url", "receiver", "hostile"})
+_SLOW_MODULE = re.compile(
+    r"^\s*(?:import|from) (?:subprocess|multiprocessing|concurrent\.futures|torch|sentence_transformers)\b"
+    r"|\b(?:start_chroma_server|tiny_bert|tiny_cross_encoder|SentenceTransformerEmbedding"
+    r"|chromadb|ChromaVectorStore|PgVectorStore|McpTools|sys\.executable)\b",
+    re.MULTILINE,
+)
+
+_DATABASE_ID = re.compile(r"chroma|postgres|pgvector", re.IGNORECASE)
+
+
+@cache
+def _module_is_slow(path: Path) -> bool:
+    return bool(_SLOW_MODULE.search(path.read_text(encoding="utf-8")))
+
+
+def _is_fast(item: pytest.Item) -> bool:
+    path = Path(item.path)
+    if "e2e" in path.parts or item.get_closest_marker("slow") or item.get_closest_marker("server"):
+        return False
+    if _SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return False
+    if _DATABASE_ID.search(item.nodeid):
+        return False
+    return not _module_is_slow(path)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of the `fast` subset (see `_is_fast`)."""
+    for item in items:
+        if _is_fast(item):
+            item.add_marker(pytest.mark.fast)
 
 
 @pytest.fixture(scope="session")

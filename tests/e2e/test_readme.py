@@ -1,7 +1,9 @@
 """The README is what a new user runs first: every command and Python example must work as written.
 
-The set-up commands are the CI's own (checked against `.ci/run`); every other shell command runs
-through the real `rag` entry point against a copy of the sample data, and every Python block runs.
+The set-up commands are the CI's own (checked against `.ci/run`); every other shell command runs against
+a copy of the sample data, and every Python block runs. The sample is ingested once per module through the
+real `rag` entry point; each test works on its own copy of that folder (sample data and home). Commands run
+in-process through click's runner, except the traced one (tracing is set up once per process) and `rag serve`.
 """
 
 from __future__ import annotations
@@ -13,11 +15,14 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from rag.cli import main
 from tests.e2e.serve_helpers import free_port, wait_ready
 from tests.openai_server import OpenAIServer, Reply, completion
 from tests.otlp_receiver import Receiver
@@ -56,10 +61,41 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
 
 
-def _sample_copy(folder: Path) -> Path:
+@pytest.fixture(scope="module")
+def _ingested_sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The sample data and its home (`./.rag`) written by `rag ingest data/docs` run as a user runs it:
+    (the working folder, a pristine copy of it). The home records the folder's absolute path, so tests
+    work in that folder, restored from the copy before each."""
+    base = tmp_path_factory.mktemp("readme-sample")
+    folder = base / "work"
     shutil.copytree(ROOT / "data" / "docs", folder / "data" / "docs")
     shutil.copy(ROOT / "data" / "questions.jsonl", folder / "data" / "questions.jsonl")
-    return folder
+    ingest = subprocess.run(
+        [str(RAG), "ingest", "data/docs"], cwd=folder, env=_clean_env(), capture_output=True, text=True
+    )
+    assert ingest.returncode == 0, ingest.stderr
+    shutil.copytree(folder, base / "pristine")
+    return folder, base / "pristine"
+
+
+@pytest.fixture
+def sample(_ingested_sample: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The ingested sample as it was after `rag ingest`, as the working folder, with no RAG_* or OPENAI_*
+    setting."""
+    folder, pristine = _ingested_sample
+    shutil.rmtree(folder)
+    shutil.copytree(pristine, folder)
+    for name in [*os.environ]:
+        if name.startswith(("RAG_", "OPENAI_")):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(folder)
+    yield folder
+
+
+def _rag(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """`rag ARGV...` run in-process (exit code, stdout, stderr), with `env` set for the call."""
+    result = CliRunner().invoke(main, argv, input="", env=env, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
 
 
 def test_set_up_has_exactly_two_commands_and_ci_runs_the_test_one() -> None:
@@ -82,14 +118,8 @@ def test_retrieval_example_runs_and_filters() -> None:
 
 
 def test_question_answer_examples_read_what_rag_ingest_wrote(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    sample: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in [*os.environ]:
-        if name.startswith(("RAG_", "OPENAI_")):
-            monkeypatch.delenv(name)
-    shutil.copytree(ROOT / "data" / "docs", tmp_path / "data" / "docs")
-    subprocess.run([str(RAG), "ingest", "data/docs"], cwd=tmp_path, check=True, capture_output=True)
-    monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {}
     call, stream = [
         code for heading, code in _blocks("python") if heading == "## Questions and answers from Python"
@@ -154,9 +184,12 @@ def _split_env(argv: list[str]) -> tuple[dict[str, str], list[str]]:
     return env, argv
 
 
+_TRACED = "RAG_OTEL"
+
+
 @pytest.mark.slow
 def test_every_shell_command_runs_against_the_sample_data(
-    tmp_path: Path, receiver: tuple[Receiver, int]
+    sample: Path, tmp_path: Path, receiver: tuple[Receiver, int]
 ) -> None:
     skip = ("## Set up", SERVE)
     blocks = _blocks("bash", skip=skip) + _blocks("sh", skip=skip)
@@ -165,38 +198,40 @@ def test_every_shell_command_runs_against_the_sample_data(
     commands = [_split_env(argv) for argv in lines if argv and tuple(argv[:2]) != _COLLECTOR]
     assert len(collectors) == 1 and commands and all(argv[0] == "rag" for _, argv in commands), lines
     assert ({}, ["rag", "delete", "--filter", "version == '3.0'", "--yes"]) in commands
+    assert commands[0] == ({}, ["rag", "ingest", "data/docs"])  # the module's fixture ran it first, for real
     found, port = receiver
-    folder = _sample_copy(tmp_path)
+    whole = tmp_path / "whole-home"
+    shutil.copytree(sample / ".rag", whole)
     for extra, argv in commands:
-        env = {**_clean_env(), **extra, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
-        result = subprocess.run(
-            [str(RAG), *argv[1:]],
-            cwd=folder,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-        )
-        assert result.returncode == 0, (argv, result.stderr)
+        if _TRACED in extra:  # tracing is set up once per process: this one runs as its own process
+            env = {**_clean_env(), **extra, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
+            done = subprocess.run(
+                [str(RAG), *argv[1:]],
+                cwd=sample,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+            )
+            code, out, err = done.returncode, done.stdout, done.stderr
+        else:
+            code, out, err = _rag(argv[1:], env=extra)
+        assert code == 0, (argv, err)
         if argv[1] == "ask":
-            _check_answer(argv[2], result.stdout)
+            _check_answer(argv[2], out)
         if argv[1] == "query":
-            _check_query(argv, result.stdout)
+            _check_query(argv, out)
         if argv[1] == "delete":  # each delete example removes something from the sample data
-            assert re.fullmatch(r"deleted [1-9]\d* chunk\(s\) from 1 source\(s\)\n", result.stdout), (
-                argv,
-                result,
-            )
-            # ingest again: the questions asked after it are answered from the whole sample
-            subprocess.run(
-                [str(RAG), "ingest", "data/docs"], cwd=folder, env=env, check=True, capture_output=True
-            )
-    assert (folder / "eval.png").read_bytes()[:4] == b"\x89PNG"
+            assert re.fullmatch(r"deleted [1-9]\d* chunk\(s\) from 1 source\(s\)\n", out), (argv, out, err)
+            # back to the whole sample's home: the questions asked after it are answered from all of it
+            shutil.rmtree(sample / ".rag")
+            shutil.copytree(whole, sample / ".rag")
+    assert any(_TRACED in extra for extra, _ in commands)
+    assert (sample / "eval.png").read_bytes()[:4] == b"\x89PNG"
     [set_up] = [q for q in _asked() if q.startswith("Which system user")]  # the Set up section's
-    asked = subprocess.run(
-        [str(RAG), "ask", set_up], cwd=folder, env=_clean_env(), capture_output=True, text=True
-    )
-    _check_answer(set_up, asked.stdout)
+    code, out, err = _rag(["ask", set_up])
+    assert code == 0, err
+    _check_answer(set_up, out)
     assert found.traces, "the traced `rag ask` example exported its spans"
 
 
@@ -249,16 +284,15 @@ def test_the_readme_asks_only_the_questions_checked_here() -> None:
 
 
 @pytest.mark.slow
-def test_serve_examples_run_against_a_real_server(tmp_path: Path) -> None:
-    """The serve section as a user runs it: ingest, `rag serve` (on a free port here, as 8000 may be
-    taken), then its Python client example and its curl commands."""
+def test_serve_examples_run_against_a_real_server(sample: Path) -> None:
+    """The serve section as a user runs it: ingest (the module's fixture ran it), `rag serve` (on a free
+    port here, as 8000 may be taken), then its Python client example and its curl commands."""
     [(_, start), (_, curls)] = _blocks("bash", skip=tuple(h for h, _ in _sections() if h != SERVE))
     [(_, client_code)] = [block for block in _blocks("python") if block[0] == SERVE]
     ingest, serve = (shlex.split(line, comments=True) for line in start.splitlines())
     assert ingest == ["rag", "ingest", "data/docs"] and serve == ["rag", "serve"]
-    folder = _sample_copy(tmp_path)
+    folder = sample
     env = _clean_env()
-    assert subprocess.run([str(RAG), *ingest[1:]], cwd=folder, env=env, capture_output=True).returncode == 0
     port = free_port()
     server = subprocess.Popen(
         [str(RAG), "serve", "--port", str(port)], cwd=folder, env=env, stderr=subprocess.PIPE, text=True
