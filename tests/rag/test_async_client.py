@@ -63,9 +63,8 @@ def test_fifty_concurrent_acalls_overlap_at_the_upstream(openai_server: OpenAISe
     texts, elapsed = asyncio.run(main())
     model.close()
     assert texts == [f"answer to q{i}" for i in range(50)]
-    # A sync loop needs 50 x 0.1 s = 5 s; concurrent requests need little more than one delay.
-    assert elapsed < 2.5, elapsed
-    assert overlap.peak >= 10, overlap.peak
+    # Overlap is counted at the upstream, not timed: a sync loop would never have two requests in flight.
+    assert overlap.peak >= 10, (overlap.peak, elapsed)
 
 
 def test_cancelling_a_stream_closes_its_upstream_connection() -> None:

