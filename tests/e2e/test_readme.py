@@ -104,9 +104,10 @@ def test_set_up_has_exactly_two_commands_and_ci_runs_the_test_one() -> None:
     assert len(commands) == 2
     main_job, tests = commands
     assert "rag ingest data/docs" in main_job and "rag ask" in main_job
-    assert tests.endswith("python -m pytest")
+    run_tests = "python -m pytest -n auto --maxprocesses 4 --dist loadfile"
+    assert tests.endswith(run_tests)
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    for step in ("pip install -q torch==2.13.0", 'pip install -q -e ".[dev]"', "python -m pytest"):
+    for step in ("pip install -q torch==2.13.0", 'pip install -q -e ".[dev]"', run_tests):
         assert step.replace(" -q", "") in tests and step in ci
 
 
