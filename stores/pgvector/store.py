@@ -1,22 +1,17 @@
 """`PgVectorStore`: the `VectorStore` protocol on PostgreSQL with pgvector, shared by many processes.
 
-Tables and locking are described in `stores.pgvector.schema`, filters in `stores.pgvector.filters`,
-search in `stores.pgvector.search`. Each `add` and `delete` is one transaction that first locks the
-store's info row, so writers from any number of processes and machines run one after another and
-each commits entirely or not at all (a killed writer leaves the previous state); readers run in one
-REPEATABLE READ snapshot each and never wait for writers nor see half a batch. psycopg and pgvector are
-imported when the first store is constructed.
+Each `add` and `delete` is one transaction that first locks the store's info row
+(`stores.pgvector.tables`), so writers from any number of processes and machines run one after another
+and each commits entirely or not at all (a killed writer leaves the previous state); each read runs in
+one REPEATABLE READ snapshot, never waits for writers and never sees half a batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
-import stores.pgvector.schema as tables
 from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
@@ -28,9 +23,17 @@ from stores.lexical.text import TOKENIZER
 from stores.numpy.embed import document_vectors, embed_queries
 from stores.pgvector.connection import Database
 from stores.pgvector.encoding import check_text
-from stores.pgvector.filters import compile_filter
-from stores.pgvector.search import PgCandidates, SearchSettings, vector_array
-from stores.pgvector.writes import delete_rows, rebuild_lexical, write_rows
+from stores.pgvector.filters import Condition, compile_filter
+from stores.pgvector.search import PgCandidates
+from stores.pgvector.tables import (
+    HNSW_INDEX,
+    MAX_INDEXED_DIMENSIONS,
+    StoreInfo,
+    Tables,
+    delete_rows,
+    rebuild_lexical,
+    write_rows,
+)
 from stores.query_vector import request_vector
 from stores.ranking import rank_scored
 
@@ -42,12 +45,12 @@ _EMBED_BATCH = 256
 class PgVectorStore(GetMixin):
     """Documents in PostgreSQL (pgvector), searched by cosine exactly like the numpy store.
 
-    `url` is any libpq URL or keyword string; the tables (`table`, `table_lexical`, `table_terms`,
-    `table_info` in `schema`) are created on first use, and the pgvector extension too when the user
-    may create it. Search is exact by default (a sequential scan ordered by inner product, re-scored
-    like the numpy store); `approximate=True` reads vector candidates through the HNSW index with
-    `ef_search` instead (faster on large tables, may miss a neighbour). Safe to share between threads
-    and between processes. Call `close()` (or use `with`) to release the connections.
+    The tables (`table`, `table_lexical`, `table_terms`, `table_info` in `schema`) are created on first
+    use, and the pgvector extension too when the user may create it. Search is exact by default (a
+    sequential scan by inner product, re-scored like the numpy store); `approximate=True` reads vector
+    candidates through the HNSW index with `ef_search` instead (faster on large tables, may miss a
+    neighbour). Safe to share between threads and processes; `close()` (or `with`) releases the
+    connections.
 
     Example:
         >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -59,13 +62,12 @@ class PgVectorStore(GetMixin):
 
     Args:
         embedding: Embeds documents that arrive without an embedding, and queries.
-        url: The database.
+        url: A libpq URL (`postgresql://user:password@host:5432/db`) or keyword string.
         table: The documents table's name (letters, digits, `_`).
         schema: The schema holding the tables (created if missing).
         approximate: Vector candidates from the HNSW index instead of an exact scan.
         ef_search: HNSW's search width when `approximate`.
-        hnsw: Whether to create the HNSW index when creating the table (see `create_hnsw_index` for
-            bulk loads).
+        hnsw: Whether a new table gets the HNSW index (see `create_hnsw_index` for bulk loads).
     """
 
     kind = "pgvector"
@@ -86,18 +88,15 @@ class PgVectorStore(GetMixin):
         if isinstance(ef_search, bool) or not isinstance(ef_search, int) or not 1 <= ef_search <= 1000:
             raise InvalidRequestError(f"ef_search must be an integer within [1, 1000], got {ef_search!r}")
         self._embedding = embedding
-        self._names = schema_names = schema_module_names(schema, table)
-        self._settings = SearchSettings(bool(approximate), ef_search)
+        self._tables = Tables(schema, table)
+        self._ef_search = ef_search if approximate else None
         self._db = Database(url)
-        wanted = schema_info(embedding)
         try:
-            where = f"{schema_names.schema}.{schema_names.table}"
-            with self._db.errors(f"open the table {where}"), self._db.transaction() as conn:
-                self._info = tables.create(conn, schema_names, wanted, hnsw=hnsw)
-                if self._info.tokenizer != TOKENIZER:
-                    # Terms written by another text analysis cannot match this one's queries.
-                    self._locked_info(conn)
-                    rebuild_lexical(conn, schema_names, TOKENIZER)
+            with self._transaction(f"open the table {self.table}") as conn:
+                info = self._tables.create(conn, self._wanted(), hnsw=hnsw)
+                if info.tokenizer != TOKENIZER:  # terms of another analysis cannot match this one's queries
+                    self._tables.read_info(conn, lock=True)
+                    rebuild_lexical(conn, self._tables, TOKENIZER)
         except BaseException:
             self._db.close()
             raise
@@ -110,7 +109,7 @@ class PgVectorStore(GetMixin):
     @property
     def table(self) -> str:
         """The documents table, schema-qualified."""
-        return f"{self._names.schema}.{self._names.table}"
+        return self._tables.name
 
     @property
     def url(self) -> str:
@@ -120,7 +119,7 @@ class PgVectorStore(GetMixin):
     @property
     def approximate(self) -> bool:
         """Whether vector candidates come from the HNSW index."""
-        return self._settings.approximate
+        return self._ef_search is not None
 
     def create_hnsw_index(self, *, memory: str = "256MB") -> None:
         """Build the HNSW index now, if it does not exist (with `memory` of `maintenance_work_mem`).
@@ -128,19 +127,18 @@ class PgVectorStore(GetMixin):
         Keeping the index up to date slows writes many times over; for a bulk load, open the store with
         `hnsw=False`, add everything, then call this once (pgvector builds it in parallel, in memory).
         """
-        if self._embedding.dimensions > tables.MAX_INDEXED_DIMENSIONS:
+        if self._embedding.dimensions > MAX_INDEXED_DIMENSIONS:
             raise InvalidRequestError(
-                f"pgvector indexes vectors of at most {tables.MAX_INDEXED_DIMENSIONS} dimensions; "
+                f"pgvector indexes vectors of at most {MAX_INDEXED_DIMENSIONS} dimensions; "
                 f"this store's have {self._embedding.dimensions}"
             )
         with self._db.errors(f"index {self.table}"), self._db.transaction() as conn:
             conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (memory,))
-            conn.execute(tables.hnsw_index(self._names))
+            conn.execute(self._tables.sql(HNSW_INDEX))
 
     def close(self) -> None:
         """Close the store's connections (it reconnects if used again)."""
         self._db.close()
-        self._db.reopen()
 
     def __enter__(self) -> PgVectorStore:
         return self
@@ -151,7 +149,17 @@ class PgVectorStore(GetMixin):
     def __repr__(self) -> str:
         return f"PgVectorStore(table={self.table!r}, url={self.url!r}, model={self._embedding.name!r})"
 
-    # -- writing --------------------------------------------------------------------------------------
+    def _wanted(self) -> StoreInfo:
+        model = self._embedding
+        return StoreInfo(str(model.name), int(model.dimensions), TOKENIZER, DEFAULT_K1, DEFAULT_B)
+
+    @contextmanager
+    def _transaction(self, action: str, *, lock: bool = False, read_only: bool = False) -> Iterator[Any]:
+        """A transaction whose errors name `action`; `lock` takes the info row's lock (every write does)."""
+        with self._db.errors(action), self._db.transaction(read_only=read_only) as conn:
+            if lock:
+                self._tables.check_model(self._tables.read_info(conn, lock=True), self._wanted())
+            yield conn
 
     def add(self, documents: Iterable[Document]) -> None:
         """Upsert documents by id (the last of repeated ids wins); a bad batch writes nothing."""
@@ -163,113 +171,67 @@ class PgVectorStore(GetMixin):
                 raise InvalidRequestError(f"add() takes Document objects, got {document!r}")
             check_text(document.id, document.text, document.metadata)
             latest[document.id] = document
-        if not latest:
-            return
-        batch = list(latest.values())
-        vectors = document_vectors(batch, self._embedding, _EMBED_BATCH)
-        with self._db.errors(f"write documents to {self.table}"), self._db.transaction() as conn:
-            self._locked_info(conn)
-            write_rows(conn, self._names, batch, vectors)
-
-    def _locked_info(self, conn: Any) -> tables.StoreInfo:
-        info = tables.read_info(conn, self._names, lock=True)
-        if info is None:
-            raise InvalidRequestError(f"the table {self.table} was dropped while this store was open")
-        tables.check_model(info, schema_info(self._embedding), self._names)
-        return info
+        if latest:
+            batch = list(latest.values())
+            vectors = document_vectors(batch, self._embedding, _EMBED_BATCH)
+            with self._transaction(f"write documents to {self.table}", lock=True) as conn:
+                write_rows(conn, self._tables, batch, vectors)
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids (unknown ones ignored) or by filter; returns how many documents were removed."""
         if (ids is None) == (filter is None):
             raise InvalidRequestError("delete() takes either ids or filter=..., not both and not neither")
-        condition = compile_filter(as_filter(filter)) if filter is not None else None
-        unique = unique_ids(ids) if ids is not None else None
-        if unique == []:
-            return 0
-        with self._db.errors(f"delete documents from {self.table}"), self._db.transaction() as conn:
-            self._locked_info(conn)
-            return delete_rows(conn, self._names, unique, condition)
-
-    # -- reading --------------------------------------------------------------------------------------
+        if ids is not None:
+            condition = Condition("id = ANY(%s)", [unique_ids(ids)])
+            if not condition.params[0]:
+                return 0
+        else:
+            condition = compile_filter(as_filter(filter))
+        with self._transaction(f"delete documents from {self.table}", lock=True) as conn:
+            return delete_rows(conn, self._tables, condition.text, condition.params)
 
     def _get_documents(self, request: GetRequest) -> list[Document]:
-        from psycopg import sql
-
         condition = compile_filter(request.filter)
-        wanted, limit, include_embeddings = request.ids, request.limit, request.include_embeddings
+        wanted, limit, with_vectors = request.ids, request.limit, request.include_embeddings
         if wanted == [] or limit == 0:
             return []
-        where, params = [condition.text], list(condition.params)
+        where, params = condition.text, list(condition.params)
         if wanted is not None:
-            where.append("id = ANY(%s)")
-            params.append(wanted)
-        columns = "id, text, metadata" + (", embedding" if include_embeddings else "")
-        tail = " ORDER BY id" + (" LIMIT %s" if wanted is None and limit is not None else "")
-        if wanted is None and limit is not None:
-            params.append(limit)
-        statement = sql.SQL("SELECT " + columns + " FROM {} WHERE {}" + tail).format(
-            self._names.documents, sql.SQL(" AND ".join(where))
+            where, params = f"{where} AND id = ANY(%s)", [*params, wanted]
+        columns = "id, text, metadata" + (", embedding" if with_vectors else "")
+        tail = " LIMIT %s" if wanted is None and limit is not None else ""
+        statement = self._tables.sql(
+            f"SELECT {columns} FROM {{docs}} WHERE {{where}} ORDER BY id{tail}", where=where
         )
-        with self._db.errors(f"read from {self.table}"), self._db.transaction(read_only=True) as conn:
-            rows = conn.execute(statement, params, binary=True).fetchall()
-        documents = {row[0]: _document(row, include_embeddings) for row in rows}
-        if wanted is None:
-            return list(documents.values())
-        return [documents[i] for i in wanted if i in documents][:limit]
+        with self._transaction(f"read from {self.table}", read_only=True) as conn:
+            rows = conn.execute(statement, [*params, limit] if tail else params, binary=True).fetchall()
+        found = {
+            row[0]: Document(row[0], row[1], row[2], embedding=row[3].to_numpy() if with_vectors else None)
+            for row in rows
+        }
+        return list(found.values()) if wanted is None else [found[i] for i in wanted if i in found][:limit]
 
     def count(self, filter: str | Filter | None = None) -> int:
         """How many documents (match the filter)."""
-        from psycopg import sql
-
         condition = compile_filter(as_filter(filter))
-        with self._db.errors(f"count {self.table}"), self._db.transaction(read_only=True) as conn:
-            if condition.always:
-                info = tables.read_info(conn, self._names)
-                return 0 if info is None else int(info.documents)
-            statement = sql.SQL("SELECT count(*) FROM {} WHERE {}").format(
-                self._names.documents, sql.SQL(condition.text)
-            )
+        with self._transaction(f"count {self.table}", read_only=True) as conn:
+            if condition.text == "TRUE":
+                return int(self._tables.read_info(conn).documents)
+            statement = self._tables.sql("SELECT count(*) FROM {docs} WHERE {where}", where=condition.text)
             return int(conn.execute(statement, condition.params).fetchone()[0])
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request's query, with `score` set (exact, ties by id)."""
         req = request if isinstance(request, SearchRequest) else SearchRequest(request)
-        if not isinstance(req, SearchRequest):
-            raise InvalidRequestError(f"expected a SearchRequest or a query string, got {request!r}")
         condition = compile_filter(req.filter)
         if req.top_k == 0 or condition.text == "FALSE":
             return []
-        # None for a lexical search without a threshold: nothing to embed.
         query = request_vector(req, self._embedding, lambda text: embed_queries(self._embedding, [text])[0])
-        with self._db.errors(f"search {self.table}"), self._db.transaction(read_only=True) as conn:
-
-            def info() -> tables.StoreInfo:
-                found = tables.read_info(conn, self._names)
-                if found is None:
-                    raise InvalidRequestError(f"the table {self.table} was dropped while this store was open")
-                return found
-
-            source = PgCandidates(conn, self._names, condition, query, req.query, info, self._settings)
+        with self._transaction(f"search {self.table}", read_only=True) as conn:
+            source = PgCandidates(conn, self._tables, condition, query, req.query, self._ef_search)
             ranked = rank_scored(req, source)
             rows = source.rows([hit.id for hit in ranked])
         return [
             Document(row.id, row.text, row.metadata, score=hit.score, scores=hit.scores)
             for row, hit in zip(rows, ranked, strict=True)
         ]
-
-
-def schema_module_names(schema_name: str, table: str) -> tables.TableNames:
-    """Checked table names."""
-    return tables.TableNames(tables.check_name("schema", schema_name), tables.check_name("table", table))
-
-
-def schema_info(embedding: EmbeddingModel) -> tables.StoreInfo:
-    """The info row a new store records for `embedding`."""
-    return tables.StoreInfo(
-        str(embedding.name), int(embedding.dimensions), TOKENIZER, DEFAULT_K1, DEFAULT_B, 0, 0
-    )
-
-
-def _document(row: tuple[Any, ...], with_embedding: bool) -> Document:
-    embedding: npt.NDArray[np.float32] | None = vector_array(row[3]) if with_embedding else None
-    return Document(row[0], row[1], row[2], embedding=embedding)

@@ -179,7 +179,7 @@ _KILLED = """
     from rag import Document
     from rag.embeddings import HashingEmbedding
     from stores import PgVectorStore
-    import stores.pgvector.writes as writes
+    import stores.pgvector.tables as writes
 
     settle = writes._settle
 
