@@ -5,28 +5,35 @@ each comparison compiles as its own operator and is true or false, never SQL NUL
 `==`, `IN` and `CONTAINS` are JSONB containment (`metadata @> '{"k": v}'`, `'{"k": [v]}'`): numbers by
 value, booleans apart from numbers, lists only through `CONTAINS`, false for a missing key; `!=`,
 `NOT IN` and `NOT CONTAINS` negate them. Ordering checks the stored type first: numbers compare as
-JSONB numbers (exact, see `stores.pgvector.encoding`), strings in the "C" collation (code points); any
-other pair, and every boolean operand, is false. `IS [NOT] NULL` tests the key's presence. A key or
-string holding what PostgreSQL cannot store (`add` refuses it) is answered without sending it: nothing
-stored has such a key or equals such a value, and ordering compares with the value's storable prefix.
-No value is ever part of the SQL text, so there is nothing to escape and nothing to inject.
+JSONB numbers, strings in the "C" collation (code points); any other pair, and every boolean operand,
+is false. `IS [NOT] NULL` tests the key's presence. No value is ever part of the SQL text.
+
+JSONB numbers are `numeric`, compared exactly, so `json_value` writes a float as its exact decimal
+value (0.1 becomes 0.1000000000000000055511151231257827...): int and float then compare in SQL as in
+Python, at any size, and read back as the same value (an integral float keeps a ".0"; PostgreSQL has
+no negative zero). A key or string holding what PostgreSQL cannot store (`first_unstorable`; `add`
+refuses it) is answered without sending it: nothing stored has such a key or equals such a value, and
+ordering compares with the value's storable prefix.
 
 Example:
     >>> from rag.filters import parse
     >>> compile_filter(parse("year >= 2020 AND NOT draft == true")).params
     ['year', 'year', '2020', '{"draft": true}']
+    >>> json_value([2020, 0.5, "a", True])
+    '[2020, 0.5, "a", true]'
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import json
+from decimal import Decimal
+from typing import Any, NamedTuple
 
+from rag.errors import InvalidRequestError
 from rag.filters import And, Comparison, Filter, Op, Or, push_not_down
 from rag.filters.tree import operands
-from stores.pgvector.encoding import first_unstorable, json_value
 
-__all__ = ["Condition", "compile_filter"]
+__all__ = ["Condition", "compile_filter", "first_unstorable", "json_value"]
 
 _ORDER_SQL = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
 _ORDERED = (
@@ -35,12 +42,34 @@ _ORDERED = (
 )
 
 
-@dataclass
-class Condition:
+class Condition(NamedTuple):
     """A SQL condition (text with `%s` placeholders) and its parameters in order."""
 
-    text: str = "TRUE"
-    params: list[Any] = field(default_factory=list)
+    text: str
+    params: list[Any]
+
+
+def json_value(value: object) -> str:
+    """A metadata value (a scalar or a list of them) as JSON text, floats exact."""
+    if isinstance(value, list):
+        return "[" + ", ".join(json_value(item) for item in value) + "]"
+    if isinstance(value, float):
+        text = format(Decimal(value), "f")
+        return text if "." in text else text + ".0"
+    if isinstance(value, bool | int | str):
+        return json.dumps(value, ensure_ascii=False)
+    raise InvalidRequestError(f"cannot store {value!r} as a metadata value")
+
+
+def first_unstorable(text: str) -> int | None:
+    """Where `text` first holds what PostgreSQL text cannot (NUL, a lone surrogate), or None."""
+    positions = [text.find("\x00")]
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            positions.append(exc.start)
+    return min((p for p in positions if p >= 0), default=None)
 
 
 def _storable(value: Any) -> bool:
@@ -92,7 +121,7 @@ def compile_filter(tree: Filter | None) -> Condition:
     chains of one operator are written flat (`operands`).
     """
     if tree is None:
-        return Condition()
+        return Condition("TRUE", [])
     parts: list[str] = []
     params: list[Any] = []
     stack: list[Filter | str] = [push_not_down(tree)]

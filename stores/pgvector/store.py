@@ -1,10 +1,4 @@
-"""`PgVectorStore`: the `VectorStore` protocol on PostgreSQL with pgvector, shared by many processes.
-
-Each `add` and `delete` is one transaction that first locks the store's info row
-(`stores.pgvector.tables`), so writers from any number of processes and machines run one after another
-and each commits entirely or not at all (a killed writer leaves the previous state); each read runs in
-one REPEATABLE READ snapshot, never waits for writers and never sees half a batch.
-"""
+"""`PgVectorStore`: the `VectorStore` protocol on PostgreSQL with pgvector, shared by many processes."""
 
 from __future__ import annotations
 
@@ -22,7 +16,6 @@ from stores.lexical.index import DEFAULT_B, DEFAULT_K1
 from stores.lexical.text import TOKENIZER
 from stores.numpy.embed import document_vectors, embed_queries
 from stores.pgvector.connection import Database
-from stores.pgvector.encoding import check_text
 from stores.pgvector.filters import Condition, compile_filter
 from stores.pgvector.search import PgCandidates
 from stores.pgvector.tables import (
@@ -30,6 +23,7 @@ from stores.pgvector.tables import (
     MAX_INDEXED_DIMENSIONS,
     StoreInfo,
     Tables,
+    check_text,
     delete_rows,
     rebuild_lexical,
     write_rows,
@@ -49,8 +43,12 @@ class PgVectorStore(GetMixin):
     use, and the pgvector extension too when the user may create it. Search is exact by default (a
     sequential scan by inner product, re-scored like the numpy store); `approximate=True` reads vector
     candidates through the HNSW index with `ef_search` instead (faster on large tables, may miss a
-    neighbour). Safe to share between threads and processes; `close()` (or `with`) releases the
-    connections.
+    neighbour). `close()` (or `with`) releases the connections.
+
+    Safe to share between threads, processes and machines: each `add` and `delete` is one transaction
+    that first locks the store's info row, so writers run one after another and each commits entirely or
+    not at all (a killed writer leaves the previous state); each read runs in one REPEATABLE READ
+    snapshot, never waits for writers and never sees half a batch.
 
     Example:
         >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -132,7 +130,7 @@ class PgVectorStore(GetMixin):
                 f"pgvector indexes vectors of at most {MAX_INDEXED_DIMENSIONS} dimensions; "
                 f"this store's have {self._embedding.dimensions}"
             )
-        with self._db.errors(f"index {self.table}"), self._db.transaction() as conn:
+        with self._transaction(f"index {self.table}") as conn:
             conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (memory,))
             conn.execute(self._tables.sql(HNSW_INDEX))
 

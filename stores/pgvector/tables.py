@@ -17,18 +17,29 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import Document
+from rag.documents import Document, MetadataValue
 from rag.errors import EmbeddingModelMismatchError, InvalidRequestError
-from stores.pgvector.encoding import metadata_json, postings
+from stores.lexical.fields import encode_documents
+from stores.lexical.text import Vocabulary
+from stores.pgvector.filters import first_unstorable, json_value
 
-__all__ = ["MAX_INDEXED_DIMENSIONS", "StoreInfo", "Tables", "delete_rows", "rebuild_lexical", "write_rows"]
+__all__ = [
+    "MAX_INDEXED_DIMENSIONS",
+    "StoreInfo",
+    "Tables",
+    "check_text",
+    "delete_rows",
+    "postings",
+    "rebuild_lexical",
+    "write_rows",
+]
 
 MAX_INDEXED_DIMENSIONS = 2000
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
@@ -144,6 +155,55 @@ class Tables:
 
 _TABLES = {"docs": "", "lexical": "_lexical", "terms": "_terms", "info": "_info"}
 _INDEXES = {"metadata_index": "_metadata", "terms_index": "_lexical_terms", "hnsw_index": "_hnsw"}
+
+
+def metadata_json(metadata: Mapping[str, MetadataValue]) -> str:
+    """The metadata as a JSON object text for the JSONB column."""
+    return (
+        "{" + ", ".join(f"{json_value(name)}: {json_value(value)}" for name, value in metadata.items()) + "}"
+    )
+
+
+def _unstorable(text: object) -> str | None:
+    index = first_unstorable(text) if isinstance(text, str) else None
+    if index is None:
+        return None
+    assert isinstance(text, str)
+    if text[index] == "\x00":
+        return "the NUL character"
+    return f"a lone surrogate ({text[index]!r} at index {index}), which is not valid Unicode text"
+
+
+def check_text(doc_id: str, text: str, metadata: Mapping[str, MetadataValue]) -> None:
+    """Refuse, naming the document and the field, what PostgreSQL cannot hold (see `first_unstorable`)."""
+    for field, part in (("id", doc_id), ("text", text)):
+        if problem := _unstorable(part):
+            raise InvalidRequestError(
+                f"document {doc_id!r}: PostgreSQL cannot store {problem} in its {field}"
+            )
+    for name, entry in metadata.items():
+        for item in [name, *(entry if isinstance(entry, list) else [entry])]:
+            if problem := _unstorable(item):
+                raise InvalidRequestError(
+                    f"metadata {name!r} of document {doc_id!r}: PostgreSQL cannot store {problem}"
+                )
+
+
+def postings(
+    texts: Sequence[str], metadatas: Sequence[Mapping[str, MetadataValue]]
+) -> list[tuple[list[str], list[int], int]]:
+    """For each text (with its metadata): its distinct terms, each term's frequency, and its length."""
+    vocabulary = Vocabulary()
+    encoded = encode_documents(vocabulary, texts, metadatas)
+    result: list[tuple[list[str], list[int], int]] = [([], [], int(n)) for n in encoded.lengths.tolist()]
+    width, names = len(vocabulary) + 1, vocabulary.terms
+    pairs, counts = np.unique(encoded.owners * width + encoded.ids.astype(np.int64), return_counts=True)
+    for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+        owner, term = divmod(pair, width)
+        result[owner][0].append(names[term])
+        result[owner][1].append(count)
+    return result
+
 
 # The writes below run inside a transaction that holds the lock on the info row.
 

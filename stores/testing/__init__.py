@@ -1,18 +1,9 @@
-"""Shared tests and test data for vector stores; the suite: subclass `VectorStoreConformance`.
+"""Shared tests and test data for vector stores: subclass `VectorStoreConformance` (see its module).
 
-Example:
-    >>> # tests/stores/test_mystore.py
-    >>> # class TestMyStore(VectorStoreConformance):
-    >>> #     @pytest.fixture
-    >>> #     def store(self, embedding): return MyStore(embedding)
-    >>> #     @pytest.fixture
-    >>> #     def reopen(self): return lambda store, embedding: MyStore(embedding, path=store.path)
-
-Importing this package, `stores.testing.cases` (data and a counting embedder) or
-`stores.testing.concurrency` (the threads check) needs neither pytest nor hypothesis. The pytest suite
-(`VectorStoreConformance`, `stores.testing.conformance`, `stores.testing.modes`) needs pytest and
-`stores.testing.strategies` hypothesis, both in the `dev` extra: without them they raise
-`MissingDependencyError` naming it.
+This package, `stores.testing.cases` (data, a counting embedder) and `stores.testing.concurrency` (the
+threads check) import without pytest or hypothesis. The suite (`stores.testing.conformance` and
+`stores.testing.modes`) needs pytest and `stores.testing.strategies` hypothesis, both in the `dev`
+extra; without them they raise `MissingDependencyError` naming it.
 """
 
 from __future__ import annotations
@@ -27,8 +18,7 @@ if TYPE_CHECKING:
 __all__ = ["Reopen", "VectorStoreConformance"]
 
 
-def __getattr__(name: str) -> Any:
-    # The suite is a pytest class: import it (and pytest) only when asked for.
+def __getattr__(name: str) -> Any:  # the suite imports pytest: only when asked for
     if name == "VectorStoreConformance":
         from stores.testing.conformance import VectorStoreConformance
 

@@ -22,16 +22,18 @@ from rag.documents import Document
 from rag.embeddings import EmbeddingModel
 from rag.filters import Filter, key
 from rag.vectorstore import VectorStore
+from stores.lexical.index import LexicalIndex
 
 __all__ = [
     "FILTER_CASES",
-    "FILTER_DOCUMENTS",
     "LEXICAL_QUERY",
-    "LEXICAL_TEXTS",
     "CountingEmbedding",
-    "FilterCase",
     "Reopen",
+    "add_with_cosines",
+    "filter_documents",
+    "ids",
     "lexical_documents",
+    "lexical_reference",
     "query_vector",
     "vector_with_cosine",
 ]
@@ -53,31 +55,25 @@ class CountingEmbedding:
 
     def __init__(self, inner: EmbeddingModel, *, name: str | None = None) -> None:
         self.inner = inner
-        self._name = name if name is not None else inner.name
+        self.name = inner.name if name is None else name
         self.texts: list[str] = []
         self.batches: list[list[str]] = []
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def dimensions(self) -> int:
         return self.inner.dimensions
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        batch = list(texts)
-        self.batches.append(batch)
-        self.texts.extend(batch)
-        return self.inner.embed(batch)
+        self.batches.append(list(texts))
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
 
 
 def vector_with_cosine(
     query: npt.NDArray[np.float32], cosine: float, seed: int = 0
 ) -> npt.NDArray[np.float32]:
     """A unit vector whose cosine with the unit vector `query` is `cosine`."""
-    rng = np.random.default_rng(seed)
-    other = rng.standard_normal(len(query))
+    other = np.random.default_rng(seed).standard_normal(len(query))
     other -= other.dot(query) * query
     other /= np.linalg.norm(other)
     vector = cosine * query.astype(np.float64) + np.sqrt(max(0.0, 1.0 - cosine**2)) * other
@@ -88,8 +84,28 @@ def vector_with_cosine(
 def query_vector(model: EmbeddingModel, text: str) -> npt.NDArray[np.float32]:
     """`model`'s unit vector for `text`."""
     vector = np.asarray(model.embed([text])[0], dtype=np.float32)
-    result: npt.NDArray[np.float32] = vector / np.float32(np.linalg.norm(vector))
-    return result
+    return vector / np.float32(np.linalg.norm(vector))
+
+
+def add_with_cosines(store: VectorStore, rows: dict[str, tuple[float, str]], query: str) -> None:
+    """Add documents (id: (cosine with `query`, text)); the n-th has metadata {"n": n}."""
+    q = query_vector(store.embedding, query)
+    store.add(
+        Document(doc_id, text, {"n": n}, embedding=vector_with_cosine(q, cosine, seed=n))
+        for n, (doc_id, (cosine, text)) in enumerate(rows.items())
+    )
+
+
+def ids(documents: Sequence[Document]) -> list[str]:
+    """The ids of `documents`, in order."""
+    return [d.id for d in documents]
+
+
+def lexical_reference(documents: Sequence[Document]) -> LexicalIndex:
+    """A fresh `LexicalIndex` over `documents`: the BM25 answers a store's lexical search must give."""
+    index = LexicalIndex()
+    index.add(ids(documents), [d.text for d in documents], [d.metadata for d in documents])
+    return index
 
 
 # Texts for the lexical tests: term frequencies, lengths, accents and scripts without spaces vary.
@@ -108,14 +124,8 @@ _LEXICAL_KINDS = {"l1": "sparse", "l2": "sparse", "l3": "dense", "l4": "hybrid"}
 
 def lexical_documents() -> list[Document]:
     """LEXICAL_TEXTS as documents with metadata `kind` (where it applies) and `n` (their number)."""
-    return [
-        Document(
-            doc_id,
-            text,
-            {**({"kind": _LEXICAL_KINDS[doc_id]} if doc_id in _LEXICAL_KINDS else {}), "n": int(doc_id[1:])},
-        )
-        for doc_id, text in LEXICAL_TEXTS.items()
-    ]
+    kinds = {i: {"kind": kind} for i, kind in _LEXICAL_KINDS.items()}
+    return [Document(i, text, {**kinds.get(i, {}), "n": int(i[1:])}) for i, text in LEXICAL_TEXTS.items()]
 
 
 # Documents for the filter cases. Each tests a rule of FILTERS.md: int vs float, bool vs number,
@@ -141,14 +151,12 @@ FILTER_DOCUMENTS: dict[str, dict[str, Any]] = {
 
 def filter_documents(dimensions: int) -> list[Document]:
     """FILTER_DOCUMENTS as documents with fixed random unit embeddings (no embedding calls needed)."""
-    rng = np.random.default_rng(7)
-    docs = []
-    for doc_id, metadata in FILTER_DOCUMENTS.items():
-        vector = rng.standard_normal(dimensions).astype(np.float32)
-        docs.append(
-            Document(doc_id, f"document {doc_id}", metadata, embedding=vector / np.linalg.norm(vector))
-        )
-    return docs
+    vectors = np.random.default_rng(7).standard_normal((len(FILTER_DOCUMENTS), dimensions)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return [
+        Document(i, f"document {i}", metadata, embedding=vector)
+        for (i, metadata), vector in zip(FILTER_DOCUMENTS.items(), vectors, strict=True)
+    ]
 
 
 FilterCase = tuple[str, Filter, list[str]]

@@ -27,8 +27,7 @@ import numpy as np
 from rag.documents import Document, MetadataValue, SearchRequest
 from rag.filters import Filter, key
 from rag.vectorstore import VectorStore
-from stores.lexical.index import LexicalIndex
-from stores.numpy.search import exact_scores
+from stores.testing.cases import lexical_reference
 
 __all__ = [
     "WORDS",
@@ -44,22 +43,7 @@ __all__ = [
     "writer_plans",
 ]
 
-WORDS = [
-    "alpha",
-    "beta",
-    "gamma",
-    "delta",
-    "epsilon",
-    "zeta",
-    "theta",
-    "kappa",
-    "lambda",
-    "sigma",
-    "omega",
-    "vector",
-    "search",
-    "index",
-]
+WORDS = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega vector search index".split()  # noqa: SIM905
 
 
 @dataclass(frozen=True)
@@ -87,9 +71,9 @@ def _document(writer: int, n: int, version: int, rng: random.Random) -> Document
     return Document(doc_id, f"{doc_id} version {version} {words}", metadata)
 
 
-def writer_plans(seed: int, writers: int = 4, steps: int = 12, batch: int = 8) -> list[list[Operation]]:
-    """Seeded random operations per writer: adds, upserts of earlier ids, deletes by id and by filter."""
-    rng = random.Random(seed)
+def writer_plans(seed: int, writers: int = 4, steps: int = 12) -> list[list[Operation]]:
+    """Seeded random operations per writer: adds (8 new ids, 4 upserts), deletes by id and by filter."""
+    rng, batch = random.Random(seed), 8
     plans: list[list[Operation]] = []
     for writer in range(writers):
         plan: list[Operation] = []
@@ -134,21 +118,14 @@ def replay(store: VectorStore, plans: Sequence[Sequence[Operation]]) -> VectorSt
 def state(store: VectorStore) -> list[tuple[str, str, tuple[tuple[str, object], ...], bytes]]:
     """Every document (id order) as comparable tuples: id, text, metadata, exact vector bytes."""
     return [
-        (
-            d.id,
-            d.text,
-            tuple(sorted(d.metadata.items())),
-            np.asarray(d.embedding, np.float32).tobytes(),
-        )
+        (d.id, d.text, tuple(sorted(d.metadata.items())), np.asarray(d.embedding, np.float32).tobytes())
         for d in store.get(include_embeddings=True)
     ]
 
 
 def lexical_scores(documents: Sequence[Document], query: str, top_k: int) -> list[tuple[str, float]]:
     """BM25 hits of a fresh index over `documents`: what a consistent lexical index answers."""
-    index = LexicalIndex()
-    index.add([d.id for d in documents], [d.text for d in documents])
-    return index.search(query, top_k)
+    return lexical_reference(documents).search(query, top_k)
 
 
 def check_hit(store: VectorStore, document: Document, query: str | None = None) -> str | None:
@@ -158,39 +135,30 @@ def check_hit(store: VectorStore, document: Document, query: str | None = None) 
     if metadata.get("doc") != document.id or not document.text.startswith(expected):
         return f"mixed-up document: id {document.id!r}, text {document.text!r}, metadata {metadata!r}"
     if query is not None and document.score is not None:
-        model = store.embedding
-        vectors = model.embed([query, document.text])
-        cosine = float(exact_scores(vectors[1:], np.zeros(1, np.int64), vectors[0])[0])
+        vectors = store.embedding.embed([query, document.text]).astype(np.float64)
+        cosine = float(vectors[0] @ vectors[1])
         if abs(cosine - document.score) > 1e-5:
             return f"hit {document.id!r} scored {document.score} but its text's cosine is {cosine}"
     return None
 
 
 def _read_once(store: VectorStore, rng: random.Random, writers: int) -> list[str]:
-    problems: list[str] = []
-    choice = rng.randrange(5)
     query = " ".join(rng.sample(WORDS, 2))
-    if choice == 0:
-        hits = store.similarity_search(SearchRequest(query, top_k=5))
-        problems += [p for d in hits if (p := check_hit(store, d, query))]
-    elif choice == 1:
-        request = SearchRequest(query, top_k=5, filter=key("writer") == rng.randrange(writers))
-        hits = store.similarity_search(request)
-        problems += [p for d in hits if (p := check_hit(store, d, query))]
+    choice = rng.randrange(5)
+    if choice == 4:  # two calls may see different states, so each count is only checked on its own
+        counts = (store.count(), store.count(key("writer") == 1))
+        return [f"count() answered {n!r}" for n in counts if not isinstance(n, int) or n < 0]
+    found: list[tuple[Document, str | None]]
+    if choice < 2:  # vector hits, unfiltered or filtered: their scores are checked too
+        tree = key("writer") == rng.randrange(writers) if choice else None
+        found = [(d, query) for d in store.similarity_search(SearchRequest(query, top_k=5, filter=tree))]
     elif choice == 2:
-        for mode in ("lexical", "hybrid"):
-            hits = store.similarity_search(SearchRequest(query, top_k=5, mode=mode))
-            problems += [p for d in hits if (p := check_hit(store, d))]
-    elif choice == 3:
-        wanted = [f"w{rng.randrange(writers)}-{rng.randrange(40)}" for _ in range(5)]
-        problems += [p for d in store.get(wanted) if (p := check_hit(store, d))]
-        problems += [p for d in store.get(filter=key("writer") == 0, limit=10) if (p := check_hit(store, d))]
+        requests = [SearchRequest(query, top_k=5, mode=mode) for mode in ("lexical", "hybrid")]
+        found = [(d, None) for request in requests for d in store.similarity_search(request)]
     else:
-        # Two calls may see different states, so each count is only checked on its own.
-        for found in (store.count(), store.count(key("writer") == 1)):
-            if not isinstance(found, int) or found < 0:
-                problems.append(f"count() answered {found!r}")
-    return problems
+        wanted = [f"w{rng.randrange(writers)}-{rng.randrange(40)}" for _ in range(5)]
+        found = [(d, None) for d in [*store.get(wanted), *store.get(filter=key("writer") == 0, limit=10)]]
+    return [p for d, text in found if (p := check_hit(store, d, text))]
 
 
 def run_threads(
@@ -239,10 +207,10 @@ def run_threads(
 
 
 @contextmanager
-def fast_switching(interval: float = 1e-5) -> Iterator[None]:
+def fast_switching() -> Iterator[None]:
     """Make the interpreter switch threads far more often, so races show within a short test."""
     previous = sys.getswitchinterval()
-    sys.setswitchinterval(interval)
+    sys.setswitchinterval(1e-5)
     try:
         yield
     finally:

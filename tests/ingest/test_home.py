@@ -232,7 +232,6 @@ def test_the_repr_names_the_store_not_its_secrets(tmp_path: Path) -> None:
         "ingest.readers.registry",
         "rag.store_get",
         "stores.durable",
-        "stores.testing._extra",
     ],
 )
 def test_the_examples_run(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
