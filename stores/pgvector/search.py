@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,7 @@ def _needs_more(keys: list[float], depth: int, fetched: int, asked: int, margin:
     return ordered[-1] <= ordered[depth - 1] + margin
 
 
+@dataclass
 class PgCandidates:
     """Candidate lists for one request inside one REPEATABLE READ transaction on `conn`.
 
@@ -69,67 +70,54 @@ class PgCandidates:
     threshold); `ef_search` reads vector candidates through HNSW with that width, None exactly.
     """
 
-    def __init__(
-        self,
-        conn: Any,
-        tables: Tables,
-        condition: Condition,
-        query: npt.NDArray[np.float32] | None,
-        text: str,
-        ef_search: int | None,
-    ) -> None:
-        self._conn = conn
-        self._tables = tables
-        self._condition = condition
-        self._query_vector = query
-        self._text = text
-        self._ef_search = ef_search
-        self._rows: dict[str, Row] = {}
-
-    @property
-    def _query(self) -> npt.NDArray[np.float32]:
-        assert self._query_vector is not None, "a search without a query vector asked for cosines"
-        return self._query_vector
+    conn: Any
+    tables: Tables
+    condition: Condition
+    query: npt.NDArray[np.float32] | None
+    text: str
+    ef_search: int | None
+    _rows: dict[str, Row] = field(default_factory=dict, init=False)
 
     @functools.cached_property
     def _info(self) -> StoreInfo:
         """Statistics, k1 and b: read by lexical search only, so a vector search costs one query."""
-        return self._tables.read_info(self._conn)
+        return self.tables.read_info(self.conn)
 
     def _cosines(self, rows: Sequence[Row]) -> npt.NDArray[np.float64]:
+        assert self.query is not None, "a search without a query vector asked for cosines"
         if not rows:
             return np.zeros(0, np.float64)
-        return exact_scores(np.stack([r.embedding for r in rows]), np.arange(len(rows)), self._query)
+        return exact_scores(np.stack([r.embedding for r in rows]), np.arange(len(rows)), self.query)
 
     def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
         """The best `depth` (id, cosine) among filter matches whose cosine passes `threshold`."""
         if depth == 0:
             return []
-        where, params = [self._condition.text], list(self._condition.params)
+        where, params = [self.condition.text], list(self.condition.params)
         if threshold > 0.0:
             where.append("(embedding <#> %s) <= %s")
-            params += [self._query, -(threshold - TOLERANCE)]
+            params += [self.query, -(threshold - TOLERANCE)]
         # `<=>` is what the HNSW index (vector_cosine_ops) serves; `<#>` never is: an exact scan.
-        order = "embedding <#> %s, id" if self._ef_search is None else "embedding <=> %s"
+        order = "embedding <#> %s, id" if self.ef_search is None else "embedding <=> %s"
         text = "SELECT id, text, metadata, embedding FROM {docs} WHERE {where} ORDER BY {order} LIMIT %s"
-        statement = self._tables.sql(text, where=" AND ".join(where), order=order)
+        statement = self.tables.sql(text, where=" AND ".join(where), order=order)
         asked = depth + _EXTRA
         while True:
             # Binary results: a vector arrives as float32 bytes instead of text to parse.
-            if self._ef_search is None:
-                cursor = self._conn.execute(statement, [*params, self._query, asked], binary=True)
+            if self.ef_search is None:
+                cursor = self.conn.execute(statement, [*params, self.query, asked], binary=True)
             else:
-                with self._conn.pipeline():  # HNSW's settings and the query in one round trip
-                    self._conn.execute(
+                with self.conn.pipeline():  # HNSW's settings and the query in one round trip
+                    self.conn.execute(
                         "SELECT set_config('hnsw.ef_search', %s, true), "
                         "set_config('hnsw.iterative_scan', 'strict_order', true)",
-                        (str(self._ef_search),),
+                        (str(self.ef_search),),
                     )
-                    cursor = self._conn.execute(statement, [*params, self._query, asked], binary=True)
+                    cursor = self.conn.execute(statement, [*params, self.query, asked], binary=True)
             found = [_row(values) for values in cursor.fetchall()]
             scores = self._cosines(found).tolist()
             keys = [-score for score in scores]
-            if self._ef_search is not None or not _needs_more(keys, depth, len(found), asked, 2 * TOLERANCE):
+            if self.ef_search is not None or not _needs_more(keys, depth, len(found), asked, 2 * TOLERANCE):
                 break
             asked *= 4
         self._rows.update((row.id, row) for row in found)
@@ -146,27 +134,27 @@ class PgCandidates:
         of `stores.lexical.searching` (languages by code, terms by first appearance)."""
         if not self._info.documents:
             return [], [], []
-        statement = self._tables.sql("SELECT term, df FROM {terms} WHERE starts_with(term, %s) AND df > 0")
-        held = {t[len(MARKER_PREFIX) :]: int(df) for t, df in self._conn.execute(statement, (MARKER_PREFIX,))}
+        statement = self.tables.sql("SELECT term, df FROM {terms} WHERE starts_with(term, %s) AND df > 0")
+        held = {t[len(MARKER_PREFIX) :]: int(df) for t, df in self.conn.execute(statement, (MARKER_PREFIX,))}
         languages = sorted(held) or [DEFAULT_LANGUAGE]
-        analysed = [(language, query_weights(self._text, language)) for language in languages]
+        analysed = [(language, query_weights(self.text, language)) for language in languages]
         pairs = [(term, language) for language, counts in analysed for term in counts]
         if not pairs:
             return [], [], []
         terms = [term for term, _ in pairs]
         if len(languages) == 1:  # every document: the kept document frequencies
             documents = {languages[0]: self._info.documents}
-            statement = self._tables.sql("SELECT term, df FROM {terms} WHERE term = ANY(%s) AND df > 0")
-            found = dict(self._conn.execute(statement, (terms,)).fetchall())
+            statement = self.tables.sql("SELECT term, df FROM {terms} WHERE term = ANY(%s) AND df > 0")
+            found = dict(self.conn.execute(statement, (terms,)).fetchall())
             df = {(term, language): found[term] for term, language in pairs if term in found}
         else:  # BM25 over each language's documents, as `stores.lexical.searching` scores them
             documents = held
-            statement = self._tables.sql(
+            statement = self.tables.sql(
                 "SELECT u.t, u.m, (SELECT count(*) FROM {lexical} l WHERE l.terms @> ARRAY[u.t, u.m]) "
                 "FROM unnest(%s::text[], %s::text[]) AS u(t, m)"
             )
             markers = [language_marker(language) for _, language in pairs]
-            rows = self._conn.execute(statement, (terms, markers)).fetchall()
+            rows = self.conn.execute(statement, (terms, markers)).fetchall()
             df = {(t, m[len(MARKER_PREFIX) :]): int(c) for t, m, c in rows if c}
         k1 = self._info.k1
         chosen = [
@@ -201,13 +189,13 @@ class PgCandidates:
         terms, weights, markers = self._weights() if depth else ([], [], [])
         if not terms:
             return []
-        join = "" if self._condition.text == "TRUE" else " JOIN {docs} d USING (id)"
-        statement = self._tables.sql(_LEXICAL.replace("{join}", join), where=self._condition.text)
+        join = "" if self.condition.text == "TRUE" else " JOIN {docs} d USING (id)"
+        statement = self.tables.sql(_LEXICAL.replace("{join}", join), where=self.condition.text)
         k1, b = self._info.k1, self._info.b
-        params = [k1, b, b, self._average_length, terms, weights, markers, terms, *self._condition.params]
+        params = [k1, b, b, self._average_length, terms, weights, markers, terms, *self.condition.params]
         asked = depth + _EXTRA
         while True:
-            found = self._conn.execute(statement, [*params, asked]).fetchall()
+            found = self.conn.execute(statement, [*params, asked]).fetchall()
             keys = [-float(score) for *_, score in found]
             margin = _LEXICAL_EPSILON * max(1.0, abs(keys[depth - 1]) if len(keys) >= depth else 1.0)
             if not _needs_more(keys, depth, len(found), asked, margin):
@@ -223,10 +211,8 @@ class PgCandidates:
         """The stored rows of `ids` (each read once per search)."""
         missing = [doc_id for doc_id in dict.fromkeys(ids) if doc_id not in self._rows]
         if missing:
-            statement = self._tables.sql(
-                "SELECT id, text, metadata, embedding FROM {docs} WHERE id = ANY(%s)"
-            )
-            self._rows.update((r[0], _row(r)) for r in self._conn.execute(statement, (missing,), binary=True))
+            statement = self.tables.sql("SELECT id, text, metadata, embedding FROM {docs} WHERE id = ANY(%s)")
+            self._rows.update((r[0], _row(r)) for r in self.conn.execute(statement, (missing,), binary=True))
         return [self._rows[doc_id] for doc_id in ids]
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:

@@ -1,6 +1,5 @@
-"""Data for the store conformance suite: a counting embedder, vectors with chosen cosines, filter cases.
-
-Plain Python and numpy: importable without pytest or hypothesis (notebooks and benchmarks use it too).
+"""Data for the store conformance suite: a counting embedder, vectors with chosen cosines, filter cases,
+and the helpers the suite shares. Plain Python and numpy: importable without pytest or hypothesis.
 
 Example:
     >>> from rag import HashingEmbedding
@@ -29,13 +28,8 @@ __all__ = [
     "LEXICAL_QUERY",
     "CountingEmbedding",
     "Reopen",
-    "add_with_cosines",
     "filter_documents",
-    "ids",
     "lexical_documents",
-    "lexical_reference",
-    "query_vector",
-    "vector_with_cosine",
 ]
 
 Reopen = Callable[[VectorStore, EmbeddingModel], VectorStore]
