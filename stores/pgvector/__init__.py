@@ -1,11 +1,7 @@
-"""The pgvector store: documents, vectors, BM25 statistics and filters in PostgreSQL.
+"""The pgvector store (`--store pgvector`): documents, vectors, BM25 statistics and filters in PostgreSQL.
 
-Importing this package does not import psycopg; `PgVectorStore` loads it when first constructed.
-
-Example:
-    >>> from stores.pgvector import PgVectorStore
-    >>> PgVectorStore.__name__
-    'PgVectorStore'
+`store` holds `PgVectorStore`, `search` its candidate lists, `filters` the SQL conditions, `tables` the
+schema and every write, `connection` the pool. psycopg is imported when the first store is constructed.
 """
 
 from stores.pgvector.store import PgVectorStore

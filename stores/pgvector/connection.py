@@ -103,9 +103,8 @@ class Database:
         with self._lock:
             if len(self._idle) < _MAX_IDLE and not conn.closed:
                 self._idle.append(conn)
-                conn = None
-        if conn is not None:
-            conn.close()
+            else:
+                conn.close()
 
     def close(self) -> None:
         """Close the idle connections (the pool opens new ones if used again)."""
