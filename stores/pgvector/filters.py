@@ -1,12 +1,10 @@
 """Filter trees compiled to a SQL condition over the JSONB column `metadata`, every value bound.
 
-The meaning is docs/filters.md's, the same as `rag.filters.matches`. `NOT` is pushed down first, so
-each comparison compiles as its own operator and is true or false, never SQL NULL, for a missing key.
-`==`, `IN` and `CONTAINS` are JSONB containment (`metadata @> '{"k": v}'`, `'{"k": [v]}'`): numbers by
-value, booleans apart from numbers, lists only through `CONTAINS`, false for a missing key; `!=`,
-`NOT IN` and `NOT CONTAINS` negate them. Ordering checks the stored type first: numbers compare as
-JSONB numbers, strings in the "C" collation (code points); any other pair, and every boolean operand,
-is false. `IS [NOT] NULL` tests the key's presence. No value is ever part of the SQL text.
+The meaning is docs/filters.md's. `NOT` is pushed down first, so each comparison is true or false,
+never SQL NULL, for a missing key. `==`, `IN` and `CONTAINS` are JSONB containment (`metadata @>
+'{"k": v}'`, `'{"k": [v]}'`), which already compares numbers by value, keeps booleans apart and matches
+lists only through `CONTAINS`; ordering checks the stored type first, strings in the "C" collation.
+No value is ever part of the SQL text.
 
 JSONB numbers are `numeric`, compared exactly, so `json_value` writes a float as its exact decimal
 value (0.1 becomes 0.1000000000000000055511151231257827...): int and float then compare in SQL as in

@@ -1,10 +1,8 @@
 """The tables of one pgvector store, and the writes that keep its rows and BM25 statistics together.
 
-For a store named `docs`: `docs` (`id` in the "C" collation so ids sort by code point, `text`, `metadata`
-JSONB with a GIN index for the containment tests filters compile to, `embedding vector(d)` with an HNSW
-cosine index when d <= 2000), `docs_lexical` (each document's BM25 terms, term frequencies and length,
-GIN-indexed on terms), `docs_terms` (each held term's document frequency) and `docs_info` (one row: the
-embedding model, the tokenizer, k1, b, the document count and total length).
+A store named `docs` has `docs` (ids in the "C" collation sort by code point; an HNSW index when its
+vectors have at most 2000 dimensions), `docs_lexical` (each document's BM25 terms), `docs_terms`
+(document frequencies) and `docs_info` (one row: the embedding model, the analysis, the statistics).
 
 Every write first locks the info row (`read_info(lock=True)`), so writes from any process run one after
 another, and each commits its rows, postings, frequencies and statistics together or not at all: the
@@ -217,15 +215,13 @@ def _forget(conn: Any, tables: Tables, ids: list[str], frequencies: Counter[str]
     return len(removed), sum(int(length) for length, _ in removed)
 
 
-def _copy_lexical(
-    conn: Any, tables: Tables, ids: Sequence[str], rows: Sequence[tuple[str, Any]], frequencies: Counter[str]
-) -> int:
-    """Write the postings of `rows` (text, metadata), counting their terms in; returns their total length."""
+def _copy_lexical(conn: Any, tables: Tables, rows: Sequence[Sequence[Any]], frequencies: Counter[str]) -> int:
+    """Write the postings of `rows` (id, text, metadata), counting their terms in; returns their length."""
     total = 0
     with conn.cursor() as cursor, cursor.copy(tables.sql(_COPY_LEXICAL)) as copy:
         copy.set_types(["text", "int4", "text[]", "int4[]"])
-        texts, metadatas = [text for text, _ in rows], [metadata or {} for _, metadata in rows]
-        for doc_id, (terms, tfs, length) in zip(ids, postings(texts, metadatas), strict=True):
+        lexical = postings([row[1] for row in rows], [row[2] or {} for row in rows])
+        for (doc_id, *_), (terms, tfs, length) in zip(rows, lexical, strict=True):
             copy.write_row((doc_id, length, terms, tfs))
             frequencies.update(terms)
             total += length
@@ -264,7 +260,7 @@ def write_rows(
         copy.set_types(["text", "text", "jsonb", "vector"])
         for doc, vector in zip(documents, vectors, strict=True):
             copy.write_row((doc.id, doc.text, Jsonb(metadata_json(doc.metadata), dumps=str), vector))
-    length = _copy_lexical(conn, tables, ids, [(d.text, d.metadata) for d in documents], frequencies)
+    length = _copy_lexical(conn, tables, [(d.id, d.text, d.metadata) for d in documents], frequencies)
     _settle(conn, tables, frequencies, len(ids) - old_documents, length - old_length)
 
 
@@ -287,8 +283,7 @@ def rebuild_lexical(conn: Any, tables: Tables, tokenizer: str, batch: int = 5000
     with conn.cursor(name="rag_rebuild") as reader:  # server-side: the texts never all sit in memory
         reader.execute(tables.sql("SELECT id, text, metadata FROM {docs} ORDER BY id"))
         while rows := reader.fetchmany(batch):
-            ids = [row[0] for row in rows]
-            total += _copy_lexical(conn, tables, ids, [row[1:] for row in rows], frequencies)
+            total += _copy_lexical(conn, tables, rows, frequencies)
             documents += len(rows)
     statement = "UPDATE {info} SET documents = 0, total_length = 0, tokenizer = %s"
     conn.execute(tables.sql(statement), (tokenizer,))
