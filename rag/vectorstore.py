@@ -68,7 +68,7 @@ class VectorStore(Protocol):
       (Chroma's HNSW) may miss a true neighbour and refuses `SearchRequest(exact=True)`.
     - The lexical index is written by the same `add` and `delete` calls as the vectors; a store
       opened without one (older data) builds it from the stored texts.
-    - Filters follow FILTERS.md exactly, given as text or trees. A filter a store cannot evaluate
+    - Filters follow docs/filters.md exactly, given as text or trees. A filter a store cannot evaluate
       raises `FilterError` before any query runs; nothing is silently dropped.
     - A store records the embedding model (name and dimensions) its vectors came from, and refuses
       a different model with `EmbeddingModelMismatchError`.

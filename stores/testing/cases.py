@@ -122,7 +122,7 @@ def lexical_documents() -> list[Document]:
     return [Document(i, text, {**kinds.get(i, {}), "n": int(i[1:])}) for i, text in LEXICAL_TEXTS.items()]
 
 
-# Documents for the filter cases. Each tests a rule of FILTERS.md: int vs float, bool vs number,
+# Documents for the filter cases. Each tests a rule of docs/filters.md: int vs float, bool vs number,
 # case and trailing spaces, lists vs scalars, None dropped (d6's country), missing keys (d5 has none).
 FILTER_DOCUMENTS: dict[str, dict[str, Any]] = {
     "d1": {
@@ -220,7 +220,7 @@ FILTER_CASES: list[FilterCase] = [
     ("unknown key ne", key("nokey") != 1, _ALL),
     ("unknown key is null", key("nokey").is_null(), _ALL),
     ("unknown key not contains", key("nokey").not_contains("x"), _ALL),
-    # NOT negates each comparison (FILTERS.md), AND / OR combine.
+    # NOT negates each comparison (docs/filters.md), AND / OR combine.
     ("not lt is ge", ~(key("year") < 2021), ["d3"]),
     ("not eq is ne", ~(key("year") == 2020), _but("d1", "d2")),
     ("not is null", ~key("country").is_null(), _but("d5", "d6")),
