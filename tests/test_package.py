@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import ingest
 import rag
@@ -299,3 +301,17 @@ def test_tools_names_are_pinned() -> None:
     assert list(rag.tools.__all__) == sorted(rag.tools.__all__, key=_isort_key)
     for name in rag.tools.__all__:
         assert getattr(rag.tools, name) is not None, name
+
+
+def test_every_top_level_markdown_file_the_source_names_exists() -> None:
+    # Docstrings and comments may point at top-level `NAME.md` files (user docs live in docs/): each exists.
+    root = Path(__file__).resolve().parents[1]
+    named = re.compile(r"\b([A-Z][A-Z_]+\.md)\b")
+    missing = sorted(
+        f"{path.relative_to(root)}: {name}"
+        for package in ("rag", "stores", "ingest")
+        for path in (root / package).rglob("*.py")
+        for name in named.findall(path.read_text(encoding="utf-8"))
+        if not (root / name).is_file()
+    )
+    assert missing == []
