@@ -85,7 +85,7 @@ def build(folder: Path, count: int) -> None:
         metadatas: list[dict[str, MetadataValue]] = [
             {"source": f"file{i // 20}.md", "chunk": i % 20} for i in range(begin, end)
         ]
-        records.write_parts(np.arange(begin, end), _texts(end - begin, begin), metadatas)
+        records.write(np.arange(begin, end), _texts(end - begin, begin), metadatas)
     ids = [f"id-{i:08d}" for i in range(count)]
     from rag.testing import FakeEmbedding
 

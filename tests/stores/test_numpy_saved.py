@@ -21,6 +21,7 @@ import pytest
 
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.errors import StoreError
+from rag.filters import key
 from stores import NumpyVectorStore
 
 DIMENSIONS = 32
@@ -268,3 +269,16 @@ def test_a_home_of_the_first_format_opens_and_is_written_anew(tmp_path: Path) ->
 
 def _vectors(store: NumpyVectorStore) -> list[list[float]]:
     return [np.asarray(d.embedding).tolist() for d in store.get(include_embeddings=True)]
+
+
+def test_saved_metadata_strings_filter_alike_after_a_reopen(tmp_path: Path) -> None:
+    # The saved filter columns keep one string vocabulary: strings holding its separator (NUL), lone
+    # surrogates side by side across two strings, and empty strings must come back exactly.
+    values = ["", "a", "é", "\ud83d", "\ude00", "x" * 300, "\U0001f600", "a\x00b", "\x00", "c"]
+    store = NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=tmp_path)
+    store.add(Document(f"d{i}", f"text {i}", {"s": value}) for i, value in enumerate(values))
+    store.save()
+    reopened = NumpyVectorStore(HashingEmbedding(DIMENSIONS), path=tmp_path)
+    for value in values:
+        assert [d.metadata["s"] for d in reopened.get(filter=key("s") == value)] == [value]
+        assert reopened.count(key("s") < value) == sum(other < value for other in values)
