@@ -25,7 +25,7 @@ import numpy.typing as npt
 from rag.documents import SearchRequest
 from stores.lexical.index import LexicalIndex
 from stores.numpy.rowmap import RowMap
-from stores.numpy.search import exact_scores, order_rows, rank_rows, scan, scan_scored
+from stores.numpy.search import exact_scores, order_rows, rank_rows, scan_scored
 from stores.ranking import Keyed, rank_keys, rank_scored
 
 __all__ = ["NumpyCandidates", "ranked"]
@@ -69,7 +69,7 @@ class NumpyCandidates:
     def vector_keys(self, depth: int, threshold: float) -> Keyed:
         if depth == 0 or not len(self._matrix):
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        [found] = scan(self._matrix, self._query[None, :], depth, threshold, self._rows)
+        found, _ = scan_scored(self._matrix, self._query, depth, threshold, self._rows)
         rows, scores = rank_rows(self._matrix, found, self._query, depth, self._row_map, threshold)
         return self._row_map.index_rows_of(rows), scores
 

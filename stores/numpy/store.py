@@ -41,7 +41,7 @@ from stores.numpy.hybrid import ranked
 from stores.numpy.records import PackedRecords
 from stores.numpy.rowmap import RowMap
 from stores.numpy.saved_ids import SavedIds
-from stores.numpy.search import rank_candidates, scan
+from stores.numpy.search import rank_rows, scan_scored
 from stores.query_vector import given_vector
 from stores.ranking import named_scores, needs_ranking
 
@@ -281,8 +281,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return self.similarity_search_batch([request])[0]
 
     def similarity_search_batch(self, requests: Sequence[SearchRequest | str]) -> list[list[Document]]:
-        """`similarity_search` for many requests: queries embedded together; requests that share a
-        filter share its mask and one scan of the selected rows."""
+        """`similarity_search` for many requests, their queries embedded together."""
         checked = [SearchRequest(r) if isinstance(r, str) else r for r in requests]
         for request in checked:
             if not isinstance(request, SearchRequest):
@@ -292,16 +291,12 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         if not active:
             return results
         queries = self._query_vectors([checked[i] for i in active])
-        groups: dict[Filter | None, list[int]] = {}
-        for position, index in enumerate(active):
-            groups.setdefault(checked[index].filter, []).append(position)
+        masks: dict[Filter | None, IntArray | None] = {}  # requests that share a filter share its rows
         with self._lock.read():  # queries were embedded outside: writers wait only for the scans
             if self._size and self._saved is not None:
                 self._saved.vectors().check_all()
-            for tree, positions in groups.items() if self._size else ():  # a delete may have emptied it
-                found = self._search_group(tree, [checked[active[p]] for p in positions], queries[positions])
-                for position, documents in zip(positions, found, strict=True):
-                    results[active[position]] = documents
+            for position, index in enumerate(active if self._size else ()):  # a delete may have emptied it
+                results[index] = self._search(checked[index], queries[position], masks)
         return results
 
     def _query_vectors(self, requests: list[SearchRequest]) -> npt.NDArray[np.float32]:
@@ -320,45 +315,32 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             queries[chosen] = embed_queries(self.embedding, [requests[i].query for i in chosen])
         return queries
 
-    def _search_group(
-        self, tree: Filter | None, requests: list[SearchRequest], queries: npt.NDArray[np.float32]
-    ) -> list[list[Document]]:
-        rows = None if tree is None else np.flatnonzero(self._mask(tree))
-        results: list[list[Document]] = [[] for _ in requests]
-        if rows is not None and len(rows) == 0:
-            return results
-        if rows is not None and len(rows) == self._size:
-            rows = None  # a filter that keeps everything scans like no filter
-        plain = [i for i, request in enumerate(requests) if not needs_ranking(request)]
-        if plain:
-            top_k = max(requests[i].top_k for i in plain)
-            threshold = min(requests[i].similarity_threshold for i in plain)
-            found = scan(self._matrix[: self._size], queries[plain], top_k, threshold, rows)
-            for i, candidates in zip(plain, found, strict=True):
-                request = requests[i]
-                hits = rank_candidates(
-                    self._matrix,
-                    candidates,
-                    queries[i],
-                    request.top_k,
-                    self._rows,
-                    request.similarity_threshold,
-                )
-                documents = self._documents([row for row, _ in hits], [score for _, score in hits])
-                results[i] = [
-                    doc.with_scores(named_scores(request, score))
-                    for doc, (_, score) in zip(documents, hits, strict=True)
-                ]
-        for i, request in enumerate(requests):
-            if needs_ranking(request):
-                lexical = self._loaded_lexical()  # first: it moves the store's ids onto the index's id map
-                assert isinstance(self._rows, RowMap)
-                kept, scores, named = ranked(
-                    request, queries[i], self._matrix[: self._size], rows, self._rows, lexical
-                )
-                documents = self._documents(kept, scores)
-                results[i] = [doc.with_scores(s) for doc, s in zip(documents, named, strict=True)]
-        return results
+    def _search(
+        self,
+        request: SearchRequest,
+        query: npt.NDArray[np.float32],
+        masks: dict[Filter | None, IntArray | None],
+    ) -> list[Document]:
+        tree = request.filter
+        if tree not in masks:
+            rows = None if tree is None else np.flatnonzero(self._mask(tree))
+            masks[tree] = None if rows is not None and len(rows) == self._size else rows  # all: no filter
+        rows = masks[tree]
+        if rows is not None and not len(rows):
+            return []
+        matrix = self._matrix[: self._size]
+        if needs_ranking(request):
+            lexical = self._loaded_lexical()  # first: it moves the store's ids onto the index's id map
+            assert isinstance(self._rows, RowMap)
+            found, scores, named = ranked(request, query, matrix, rows, self._rows, lexical)
+        else:
+            threshold = request.similarity_threshold
+            candidates, _ = scan_scored(matrix, query, request.top_k, threshold, rows)
+            kept, exact = rank_rows(matrix, candidates, query, request.top_k, self._rows, threshold)
+            found, scores = kept.tolist(), exact.tolist()
+            named = [named_scores(request, score) for score in scores]
+        documents = self._documents(found, scores)
+        return [doc.with_scores(names) for doc, names in zip(documents, named, strict=True)]
 
     # -- persistence -----------------------------------------------------------------------------
 

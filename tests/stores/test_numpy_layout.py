@@ -29,7 +29,7 @@ from rag.testing import FakeEmbedding
 from stores.lexical import LexicalIndex, idmap
 from stores.lexical.segments import build, merge
 from stores.numpy.records import PackedRecords
-from stores.numpy.search import candidate_positions, rank_candidates
+from stores.numpy.search import candidate_positions, rank_rows
 from stores.numpy.store import NumpyVectorStore
 
 DATA = Path(__file__).parent / "data"
@@ -179,21 +179,20 @@ def test_candidate_positions_hold_the_top_k(count: int, k: int) -> None:
         assert len(positions) < max(4 * k, 200)  # and the bound stays tight
 
 
-def test_rank_candidates_break_ties_by_id_and_honour_the_threshold() -> None:
+def test_rank_rows_break_ties_by_id_and_honour_the_threshold() -> None:
     matrix = np.repeat(np.eye(4, dtype=np.float32)[:1], 6, axis=0)
     matrix[5] = np.eye(4, dtype=np.float32)[1]
     ids = np.array(["f", "e", "d", "c", "b", "a"], dtype=object)
     rows = np.arange(6, dtype=np.int64)
     query = np.eye(4, dtype=np.float32)[0]
-    assert rank_candidates(matrix, rows, query, 3, ids) == [(4, 1.0), (3, 1.0), (2, 1.0)]
-    assert rank_candidates(matrix, rows, query, 10, ids, threshold=0.5) == [
-        (4, 1.0),
-        (3, 1.0),
-        (2, 1.0),
-        (1, 1.0),
-        (0, 1.0),
-    ]
-    assert rank_candidates(matrix, rows, query, 10, ids)[-1] == (5, 0.0)
+
+    def ranked(k: int, threshold: float = 0.0) -> list[tuple[int, float]]:
+        found, scores = rank_rows(matrix, rows, query, k, ids, threshold)
+        return list(zip(found.tolist(), scores.tolist(), strict=True))
+
+    assert ranked(3) == [(4, 1.0), (3, 1.0), (2, 1.0)]
+    assert ranked(10, threshold=0.5) == [(4, 1.0), (3, 1.0), (2, 1.0), (1, 1.0), (0, 1.0)]
+    assert ranked(10)[-1] == (5, 0.0)
 
 
 def test_the_store_keeps_no_python_object_per_document_beyond_its_id() -> None:
