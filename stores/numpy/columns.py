@@ -415,12 +415,6 @@ class MetadataColumns:
         """Whether each vocabulary string satisfies `op value`, by code, with one extra False entry at
         the end so code -1 (a slot without a string) looks up False."""
         _, ordered, rank = self._order()
-        if op is Op.LT:
-            table = rank < bisect.bisect_left(ordered, value)
-        elif op is Op.LE:
-            table = rank < bisect.bisect_right(ordered, value)
-        elif op is Op.GT:
-            table = rank >= bisect.bisect_right(ordered, value)
-        else:
-            table = rank >= bisect.bisect_left(ordered, value)
+        bound = (bisect.bisect_left if op in (Op.LT, Op.GE) else bisect.bisect_right)(ordered, value)
+        table = rank < bound if op in (Op.LT, Op.LE) else rank >= bound
         return np.append(table, False)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import MetadataValue, check_metadata
+from rag.documents import Document
 from rag.errors import EmbeddingModelMismatchError, InvalidRequestError, StoreError, StoreNotFoundError
 from stores.durable import sync_folder, write_new
 from stores.lexical.index import LexicalIndex
@@ -65,6 +65,7 @@ _DATA = "arrays.bin"
 # Files of the first format and staged manifests, removed once a save of this format is in place.
 _OLD_FILES = ("vectors-", "documents-", "columns-", f".{MANIFEST}.")
 _log = logging.getLogger(__name__)
+FloatArray = npt.NDArray[np.float32]
 
 
 @dataclass
@@ -326,36 +327,26 @@ class Saved:
         return index
 
 
-@dataclass
-class Legacy:
-    """The documents of a first-format save, by row, each record validated."""
-
-    generation: str
-    vectors: npt.NDArray[np.float32]
-    ids: list[str]
-    texts: list[str]
-    metadatas: list[dict[str, MetadataValue]]
-
-
-def read_legacy(folder: Path, manifest: dict[str, Any], dimensions: int) -> Legacy:
-    """The documents a first-format save holds (`vectors-<g>.npy` and `documents-<g>.json`; the rest of
-    it is derived and rebuilt). JSON carries no checksum, so every record is validated as `add` would.
+def read_legacy(
+    folder: Path, manifest: dict[str, Any], dimensions: int
+) -> tuple[str, FloatArray, list[Document]]:
+    """The generation, vectors and documents of a first-format save (`vectors-<g>.npy` and
+    `documents-<g>.json`; the rest of it is derived). JSON has no checksum: each record is checked.
 
     Raises:
         StoreError: unreadable, inconsistent or invalid contents (naming the folder).
     """
     try:
         vectors = np.load(folder / manifest["vectors"], allow_pickle=False)
-        documents = json.loads((folder / manifest["documents"]).read_bytes().decode("utf-8", "surrogatepass"))
-        ids, texts, metadatas = documents["ids"], documents["texts"], documents["metadata"]
+        found = json.loads((folder / manifest["documents"]).read_bytes().decode("utf-8", "surrogatepass"))
+        documents = [
+            Document(*record) for record in zip(found["ids"], found["texts"], found["metadata"], strict=True)
+        ]
         count = manifest["count"]
         if vectors.dtype != np.float32 or vectors.shape != (count, dimensions):
             raise ValueError(f"{count} vectors of {dimensions} dimensions expected")
-        if not len(ids) == len(texts) == len(metadatas) == len(set(ids)) == count:
+        if len({document.id for document in documents}) != len(documents) or len(documents) != count:
             raise ValueError(f"{count} documents with distinct ids expected")
-        if not all(isinstance(i, str) and i for i in ids) or not all(isinstance(t, str) for t in texts):
-            raise ValueError("an id or a text is not a string")
-        checked = [check_metadata(doc_id, metadata) for doc_id, metadata in zip(ids, metadatas, strict=True)]
     except (OSError, ValueError, KeyError, TypeError, InvalidRequestError) as exc:
         raise StoreError(f"cannot read the store saved in {str(folder)!r}: {exc}") from exc
-    return Legacy(_generation(manifest), vectors, ids, texts, checked)
+    return _generation(manifest), vectors, documents

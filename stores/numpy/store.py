@@ -390,10 +390,11 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         folder can be written; otherwise the store works from memory and its next save converts it)."""
         manifest = persist.read_manifest(folder, self.embedding.name, self._dimensions)
         if manifest["version"] == 1:
-            old = persist.read_legacy(folder, manifest, self._dimensions)
-            self._generations[os.path.abspath(folder)] = old.generation
+            generation, vectors, documents = persist.read_legacy(folder, manifest, self._dimensions)
+            self._generations[os.path.abspath(folder)] = generation
             with self._lock.write():
-                self._write(old.ids, old.texts, old.metadatas, np.ascontiguousarray(old.vectors, np.float32))
+                ids, texts = [d.id for d in documents], [d.text for d in documents]
+                self._write(ids, texts, [d.metadata for d in documents], np.ascontiguousarray(vectors))
             try:
                 self.save(folder)
             except StoreError as exc:
