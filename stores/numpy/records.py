@@ -89,6 +89,8 @@ def _varint(number: int) -> bytes:
 
 def _read_varint(view: memoryview, at: int) -> tuple[int, int]:
     """The LEB128 number at `view[at]`, and where the bytes after it begin."""
+    if view[at] < 0x80:
+        return view[at], at + 1
     number, shift = 0, 0
     while True:
         byte = view[at]
@@ -141,10 +143,7 @@ class _KeySets:
             return text, {}
         number, at = _read_varint(view, split)
         found = marshal.loads(view[at:end])
-        if number:
-            return text, dict(zip(self.keys[number - 1], found, strict=True))
-        metadata: dict[str, MetadataValue] = found
-        return text, metadata
+        return text, dict(zip(self.keys[number - 1], found, strict=True)) if number else found
 
 
 class PackedRecords:
@@ -179,22 +178,8 @@ class PackedRecords:
         """`read` for each of `rows`."""
         view, at = self._view(), np.fromiter(rows, np.int64)
         self._check(at)
-        starts, stops = self._starts_of(at).tolist(), self._stops[at].tolist()
-        decode, keys, loads = self._keys.decode, self._keys.keys, marshal.loads
-        out: list[Record] = []
-        for start, stop in zip(starts, stops, strict=True):
-            # The common record inline (metadata under 255 bytes, a numbered key sequence under 128):
-            # this loop decodes every document a search or `get` returns.
-            size = view[stop - 1]
-            split = stop - 1 - size
-            number = view[split] if size else 0
-            if size == _LONG or not 0 < number < 0x80:
-                out.append(decode(view, start, stop))
-                continue
-            values = loads(view[split + 1 : stop - 1])
-            text = str(view[start:split], "utf-8", "surrogatepass")
-            out.append((text, dict(zip(keys[number - 1], values, strict=True))))
-        return out
+        decode, starts, stops = self._keys.decode, self._starts_of(at).tolist(), self._stops[at].tolist()
+        return [decode(view, start, stop) for start, stop in zip(starts, stops, strict=True)]
 
     def _view(self) -> memoryview:
         return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
