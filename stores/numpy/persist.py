@@ -175,8 +175,14 @@ def _arrays(contents: Contents) -> tuple[dict[str, npt.NDArray[Any]], dict[str, 
     }
     described: dict[str, Any] = {"keys": contents.records.key_sets(), "lexical": None, "columns": []}
     if contents.lexical is not None:
-        lexical, lexical_arrays = to_arrays(contents.lexical.saved())
-        described["lexical"] = {**lexical, "arrays": sorted(lexical_arrays)}
+        saved = contents.lexical.saved()
+        lexical, lexical_arrays = to_arrays(saved)
+        # Index rows equal to store rows spare a reopened store relinking every id.
+        described["lexical"] = {
+            **lexical,
+            "arrays": sorted(lexical_arrays),
+            "same_rows": saved.ids == contents.ids,
+        }
         arrays.update({f"bm25.{name}.npy": array for name, array in lexical_arrays.items()})
     if contents.columns is not None:
         columns = contents.columns.to_arrays()
@@ -308,23 +314,24 @@ class Saved:
         )
         return columns
 
-    def lexical(self, ids: list[str], records: PackedRecords) -> LexicalIndex:
+    def lexical(self, records: PackedRecords) -> tuple[LexicalIndex, list[str] | None]:
         """The saved BM25 index, or one built from `records` when it is damaged, of another text
-        analysis, or absent."""
+        analysis, or absent; and the store's ids by row, None when the index numbers rows alike."""
         described = self._lexical
         if described is not None:
             try:
                 arrays = self._arrays("bm25", list(described["arrays"]))
                 saved = from_arrays(described, arrays, TOKENIZER, str(self.folder))
-                if len(saved.ids) == len(ids):
-                    return LexicalIndex.from_saved(saved)
+                if len(saved.ids) == self.count:
+                    index = LexicalIndex.from_saved(saved)
+                    return index, None if described.get("same_rows") else self.ids().all_ids()
             except (StoreError, KeyError, TypeError, ValueError) as exc:
                 if described.get("settings", {}).get("tokenizer") == TOKENIZER:
                     _log.warning("rebuilding the lexical index of %r: %s", str(self.folder), exc)
         index = LexicalIndex()
-        rows = records.read_many(range(len(ids)))
-        index.add(ids, [text for text, _ in rows], [metadata for _, metadata in rows])
-        return index
+        rows = records.read_many(range(self.count))
+        index.add(self.ids().all_ids(), [text for text, _ in rows], [metadata for _, metadata in rows])
+        return index, None
 
 
 def read_legacy(

@@ -46,24 +46,25 @@ class RowMap:
 
     Args:
         lexical: The index the store writes every document into, by the same ids.
-        ids: The ids of the store's rows, in row order, when the index already holds them (a load).
+        ids: The ids of the store's rows in row order, when the index already holds them (a load);
+            None when store row i is index row i for every row of the index.
     """
 
-    def __init__(self, lexical: LexicalIndex, ids: Sequence[str] = ()) -> None:
+    def __init__(self, lexical: LexicalIndex, ids: Sequence[str] | None = None) -> None:
         self._lexical = lexical
         self._renumberings = lexical.renumberings
-        self._size = len(ids)
-        index_rows = lexical.rows_of(ids)
+        self._size = lexical.row_count if ids is None else len(ids)
         # int32: 4 bytes a document each, and no store holds 2**31 documents in one process.
         self._index_row = np.zeros(0, np.int32)  # store row -> index row
         self._store_row = np.zeros(0, np.int32)  # index row -> store row (stale for dead index rows)
-        self._identity = lexical.row_count == len(ids) and bool(
-            np.array_equal(index_rows, np.arange(len(ids)))
+        index_rows = None if ids is None else lexical.rows_of(ids)
+        self._identity = index_rows is None or (
+            lexical.row_count == self._size and bool(np.array_equal(index_rows, np.arange(self._size)))
         )
-        if not self._identity:
+        if index_rows is not None and not self._identity:
             self._index_row = index_rows.astype(np.int32)
             self._store_row = np.full(lexical.row_count, -1, np.int32)
-            self._store_row[self._index_row] = np.arange(len(ids), dtype=np.int32)
+            self._store_row[self._index_row] = np.arange(self._size, dtype=np.int32)
 
     def index_rows_of(self, rows: IntArray) -> IntArray:
         """The index row of each of the store `rows`."""

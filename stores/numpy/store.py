@@ -222,8 +222,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             with self._load_lock:
                 if self._lexical is None:
                     assert self._saved is not None
-                    ids = self._rows.all_ids()
-                    index = self._saved.lexical(ids, self._records)
+                    index, ids = self._saved.lexical(self._records)
                     self._rows = RowMap(index, ids)  # the same ids by row, now through the index's id map
                     self._lexical = index
         return self._lexical
