@@ -212,16 +212,16 @@ class MetadataColumns:
                         _append(items, name, row, self._encode(item))
                 else:
                     _append(values, name, row, self._encode(value))
-        for name, (slots, *encoded) in values.items():
+        for name, (slots, kinds, nums, codes) in values.items():
             column = self._columns.setdefault(name, _Column()).values
             at = np.asarray(slots, np.int64)
             column.grow_to(int(at.max()) + 1)
-            column.put(at, *encoded)
-        for name, (item_rows, *encoded) in items.items():
+            column.put(at, kinds, nums, codes)
+        for name, (item_rows, kinds, nums, codes) in items.items():
             posting = self._columns[name].items
             start = posting.size
             posting.grow_to(start + len(item_rows))
-            posting.put(np.arange(start, posting.size), *encoded)
+            posting.put(np.arange(start, posting.size), kinds, nums, codes)
             posting.rows()[start:] = item_rows
 
     def clear(self, rows: IntArray, metadatas: Sequence[Mapping[str, Any]]) -> None:

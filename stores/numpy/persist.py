@@ -167,7 +167,7 @@ def write(
 def _arrays(contents: Contents) -> tuple[dict[str, npt.NDArray[Any]], dict[str, Any]]:
     """Every array of the save by name, and what the manifest says of the derived parts."""
     data, stops = contents.records.packed()
-    arrays = {
+    arrays: dict[str, npt.NDArray[Any]] = {
         "vectors.npy": contents.vectors,
         "records.npy": data,
         "record_stops.npy": stops,

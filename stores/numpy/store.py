@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import Document, SearchRequest
+from rag.documents import Document, MetadataValue, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
@@ -50,6 +50,7 @@ __all__ = ["NumpyVectorStore"]
 IntArray = npt.NDArray[np.int64]
 _log = logging.getLogger(__name__)
 PathLike = str | os.PathLike[str]
+Metadata = dict[str, MetadataValue]
 
 
 class NumpyVectorStore(GetMixin, AsyncStoreMixin):
@@ -132,8 +133,8 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         self._matrix = matrix
 
     def _write(
-        self, ids: list[str], texts: list[str], metadatas: list[dict], vectors: npt.NDArray[np.float32]
-    ) -> None:  # type: ignore[type-arg]
+        self, ids: list[str], texts: list[str], metadatas: list[Metadata], vectors: npt.NDArray[np.float32]
+    ) -> None:
         assert self._lexical is not None and self._columns is not None and isinstance(self._rows, RowMap)
         rows = self._rows.rows_of(ids)  # `ids` are distinct
         new = rows < 0

@@ -373,7 +373,7 @@ def test_records_in_row_order_keep_one_offset_a_row_and_read_back_after_any_writ
     # Appended in row order: each record starts where the one before it ends, so no start is kept.
     assert offsets() < 6 * 300  # 4 bytes of offsets a row (and the growth slack), not 8
     assert records.read_many(range(300)) == expected and records.read(0) == expected[0]
-    replaced = ("replaced", {"n": -1})
+    replaced: tuple[str, dict[str, MetadataValue]] = ("replaced", {"n": -1})
     write(range(5, 6), [replaced])  # an upsert: row 5's bytes move to the end
     expected[5] = replaced
     assert offsets() > 8 * 300 and records.read_many(range(300)) == expected
