@@ -260,7 +260,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     def _get_documents(self, request: GetRequest) -> list[Document]:
         with self._lock.read():
             if request.ids is not None:
-                rows = self._rows.rows_of(list(dict.fromkeys(request.ids)))
+                rows = self._rows.rows_of(list(request.ids))  # distinct (`GetRequest`)
                 rows = rows[rows >= 0]
             else:
                 rows = self._rows_by_id()
