@@ -1,28 +1,27 @@
 """Metadata as numpy columns, and filters evaluated over them without a Python loop per document.
 
-Each metadata key has a column of encoded values, one slot per row of the store: a kind code, a number
-(numbers, and booleans as 0/1: float64, or the narrowest of int8/16/32 while every number of the column
-is whole and in its range, which compares with any operand exactly) and an int32 string code (an index
-into one vocabulary shared by every key).
-List values are flattened into a per-key posting list of (row, encoded item) so `CONTAINS` is vectorised
-too. A filter becomes a boolean mask over the rows; its meaning is exactly `rag.filters.matches`.
-
-Rows are dense: the store removes a row by moving the last rows into the holes (`remove`), so every
-array covers only live rows and no compaction is ever pending.
+Each key has one value slot per row: a kind, a number (numbers, and booleans as 0/1) and an int32 code
+into one string vocabulary shared by every key. The numbers sit in the narrowest of int8/16/32 while
+every one is whole and in range (numpy compares those with any operand exactly), else float64; ints
+beyond float64's exact range are settled by the reference evaluator (`rag.filters.matches`). List
+values are flattened into per-key postings of (row, item), so `CONTAINS` is vectorised too. A filter
+becomes a boolean mask over the rows, meaning exactly what `rag.filters.matches` means.
 
 Example:
-    >>> import numpy as np
     >>> from rag.filters import key
     >>> columns = MetadataColumns()
     >>> rows = [{"year": 2020, "tags": ["a"]}, {"year": 2021.5}]
     >>> columns.write(np.arange(2), rows)
-    >>> columns.mask(key("year") < 2021, 2, np.array(rows, dtype=object)).tolist()
+    >>> columns.mask(key("year") < 2021, 2, rows).tolist()
     [True, False]
+    >>> narrowest(np.zeros(1, np.int8), np.array([300.0])).dtype
+    dtype('int16')
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -32,25 +31,38 @@ import numpy.typing as npt
 
 from rag.filters import Comparison, Filter, Junction, Normal, Op, Scalar, matches, normalize
 from rag.filters.evaluate import ORDERING, is_number
-from stores.numpy.narrowing import narrowest
 
-__all__ = ["MetadataColumns"]
+__all__ = ["MetadataColumns", "narrowest"]
 
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+Number = npt.NDArray[np.floating[Any] | np.integer[Any]]
+MISSING, NUM, BIGNUM, STR, BOOL, LIST = 0, 1, 2, 3, 4, 5  # BIGNUM: an int float64 cannot hold exactly
+_EXACT_INT = 2**53
+_ARRAYS = ("kind", "num", "code", "row")
+_Batch = tuple[list[int], list[int], list[float], list[int]]  # rows, kinds, nums, codes
 
 
 class MetadataRows(Protocol):
-    """The metadata of a row by indexing: an object array of dicts, or the store's packed records."""
+    """The metadata of a row by indexing: a sequence of dicts, or the store's packed records."""
 
     def __getitem__(self, row: int, /) -> Any: ...
 
 
-IntArray = npt.NDArray[np.int64]
-
-# Kinds of an encoded value. BIGNUM is an int that float64 cannot hold exactly; rows holding one are
-# settled by the reference evaluator (`rag.filters.matches`), so results stay exact for any int.
-MISSING, NUM, BIGNUM, STR, BOOL, LIST = 0, 1, 2, 3, 4, 5
-_EXACT_INT = 2**53
+def narrowest(held: Number, values: npt.NDArray[np.float64]) -> Number:
+    """`held`, widened if need be to hold `values` too: the narrowest int type while every number is
+    whole and in its range, else float64."""
+    if held.dtype == np.float64 or not values.size:
+        return held
+    low, high = float(values.min()), float(values.max())  # NaN only where some value is NaN
+    dtype: type[np.generic] = np.float64
+    if np.isfinite(low) and np.isfinite(high) and bool((values == np.trunc(values)).all()):
+        for candidate in (np.int8, np.int16, np.int32):
+            limits = np.iinfo(candidate)
+            if candidate(0).itemsize >= held.itemsize and limits.min <= low and high <= limits.max:
+                dtype = candidate
+                break
+    return held if held.dtype == dtype else held.astype(dtype)
 
 
 def _merge(junction: Junction, acc: BoolArray, part: BoolArray) -> None:
@@ -61,61 +73,40 @@ def _merge(junction: Junction, acc: BoolArray, part: BoolArray) -> None:
         acc |= part
 
 
+def _append(batches: dict[str, _Batch], name: str, row: int, encoded: tuple[int, float, int]) -> None:
+    rows, kinds, nums, codes = batches.setdefault(name, ([], [], [], []))
+    rows.append(row)
+    kinds.append(encoded[0])
+    nums.append(encoded[1])
+    codes.append(encoded[2])
+
+
 def _as_float(value: int | float) -> tuple[float, bool]:
     """The float64 nearest `value`, and whether it is exact (huge ints map to +-inf)."""
     if isinstance(value, float):
         return value, True
     try:
-        as_float = float(value)
+        return float(value), -_EXACT_INT <= value <= _EXACT_INT
     except OverflowError:
         return (float("inf") if value > 0 else float("-inf")), False
-    return as_float, -_EXACT_INT <= value <= _EXACT_INT
-
-
-@dataclass
-class _Batch:
-    """Encoded values gathered in Python lists before they go into a column in one assignment."""
-
-    rows: list[int] = field(default_factory=list)
-    kinds: list[int] = field(default_factory=list)
-    nums: list[float] = field(default_factory=list)
-    codes: list[int] = field(default_factory=list)
-
-    def add(self, row: int, encoded: tuple[int, float, int]) -> None:
-        self.rows.append(row)
-        self.kinds.append(encoded[0])
-        self.nums.append(encoded[1])
-        self.codes.append(encoded[2])
 
 
 @dataclass
 class _Encoded:
     """Parallel arrays of encoded values with amortised growth; `size` slots are in use.
 
-    Only `kind` is always there: `num` appears with the first number or bool, `code` with the first
-    string, and `row` (the row each item belongs to) only in list postings. `num` is as narrow as its
-    values allow (`stores.numpy.narrowing`), so a column of small ints costs 2 bytes a row, not 21.
-    A slot's `num` and `code` mean something only where its kind says so.
+    `num` appears with the first number or bool, `code` with the first string, `row` (each item's row)
+    only in list postings. A slot's `num` and `code` mean something only where its kind says so.
     """
 
     kind: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
-    num: npt.NDArray[np.floating[Any] | np.integer[Any]] | None = None
+    num: Number | None = None
     code: npt.NDArray[np.int32] | None = None
     row: IntArray | None = None
     size: int = 0
 
-    def __post_init__(self) -> None:
-        if self.num is not None and self.num.dtype == np.float64:  # as saved: narrow it if it can be
-            dtype = narrowest(np.zeros(0, np.int8), self.num[: self.size].astype(np.float64)).dtype
-            self.num = self.num if dtype == np.float64 else self.num.astype(dtype)
-
-    @classmethod
-    def postings(cls) -> _Encoded:
-        """Encoded list items, each with its row."""
-        return cls(row=np.zeros(0, np.int64))
-
-    def _arrays(self) -> Iterator[tuple[str, npt.NDArray[Any]]]:
-        for name in ("kind", "num", "code", "row"):
+    def arrays(self) -> Iterator[tuple[str, npt.NDArray[Any]]]:
+        for name in _ARRAYS:
             array = getattr(self, name)
             if array is not None:
                 yield name, array
@@ -126,45 +117,37 @@ class _Encoded:
             return
         if size > len(self.kind):
             capacity = max(size, len(self.kind) * 3 // 2, 16)
-            for name, old in list(self._arrays()):
+            for name, old in list(self.arrays()):
                 grown = np.zeros(capacity, old.dtype)
                 grown[: self.size] = old[: self.size]
                 setattr(self, name, grown)
-        # Slots past `size` may hold stale values from rows removed earlier.
-        self.kind[self.size : size] = MISSING
+        self.kind[self.size : size] = MISSING  # slots past `size` may hold stale values
         self.size = size
 
-    def put(self, slots: IntArray, batch: _Batch) -> None:
-        kinds = np.asarray(batch.kinds, np.int8)
-        self.kind[slots] = kinds
-        if self.num is None and np.isin(kinds, (NUM, BIGNUM, BOOL)).any():
+    def put(self, slots: IntArray, kinds: list[int], nums: list[float], codes: list[int]) -> None:
+        kind = np.asarray(kinds, np.int8)
+        self.kind[slots] = kind
+        if self.num is None and np.isin(kind, (NUM, BIGNUM, BOOL)).any():
             self.num = np.zeros(len(self.kind), np.int8)
         if self.num is not None:
-            nums = np.asarray(batch.nums, np.float64)
-            self.num = narrowest(self.num, nums)
-            self.num[slots] = nums
-        if self.code is None and (kinds == STR).any():
+            values = np.asarray(nums, np.float64)
+            self.num = narrowest(self.num, values)
+            self.num[slots] = values
+        if self.code is None and (kind == STR).any():
             self.code = np.zeros(len(self.kind), np.int32)
         if self.code is not None:
-            self.code[slots] = batch.codes
+            self.code[slots] = codes
 
-    def view(
-        self,
-    ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.floating[Any] | np.integer[Any]], npt.NDArray[np.int32]]:
+    def view(self) -> tuple[npt.NDArray[np.int8], Number, npt.NDArray[np.int32]]:
         """kind, num and code of the used slots (a missing array reads as 0.0 or -1 everywhere)."""
         size = self.size
         num = np.broadcast_to(np.float64(0.0), (size,)) if self.num is None else self.num[:size]
         code = np.broadcast_to(np.int32(-1), (size,)) if self.code is None else self.code[:size]
         return self.kind[:size], num, code
 
-    def move(self, target: IntArray, source: IntArray) -> None:
-        """Copy slots `source` into slots `target`."""
-        for _, array in self._arrays():
-            array[target] = array[source]
-
     def keep(self, kept: BoolArray) -> None:
         """Keep only the slots selected by a mask over the used ones, in order."""
-        for name, array in list(self._arrays()):
+        for name, array in list(self.arrays()):
             setattr(self, name, array[: self.size][kept])
         self.size = len(self.kind)
 
@@ -176,10 +159,10 @@ class _Encoded:
 
 @dataclass
 class _Column:
-    """One metadata key: a value slot per row (rows past `values.size` lack the key) and list postings."""
+    """One key: a value slot per row (rows past `values.size` lack the key) and its list postings."""
 
     values: _Encoded = field(default_factory=_Encoded)
-    items: _Encoded = field(default_factory=_Encoded.postings)
+    items: _Encoded = field(default_factory=lambda: _Encoded(row=np.zeros(0, np.int64)))
 
 
 class MetadataColumns:
@@ -196,7 +179,7 @@ class MetadataColumns:
         self._columns: dict[str, _Column] = {}
         self._codes: dict[str, int] = {}
         self._vocabulary: list[str] = []
-        self._sorted: tuple[list[str], npt.NDArray[np.int64]] | None = None
+        self._sorted: tuple[list[str], IntArray] | None = None
 
     def keys(self) -> list[str]:
         """The metadata keys seen so far."""
@@ -224,23 +207,22 @@ class MetadataColumns:
         for row, metadata in zip(rows.tolist(), metadatas, strict=True):
             for name, value in metadata.items():
                 if isinstance(value, list):
-                    values.setdefault(name, _Batch()).add(row, (LIST, 0.0, -1))
-                    posted = items.setdefault(name, _Batch())
+                    _append(values, name, row, (LIST, 0.0, -1))
                     for item in value:
-                        posted.add(row, self._encode(item))
+                        _append(items, name, row, self._encode(item))
                 else:
-                    values.setdefault(name, _Batch()).add(row, self._encode(value))
-        for name, batch in values.items():
+                    _append(values, name, row, self._encode(value))
+        for name, (slots, kinds, nums, codes) in values.items():
             column = self._columns.setdefault(name, _Column()).values
-            slots = np.asarray(batch.rows, np.int64)
-            column.grow_to(int(slots.max()) + 1)
-            column.put(slots, batch)
-        for name, batch in items.items():
+            at = np.asarray(slots, np.int64)
+            column.grow_to(int(at.max()) + 1)
+            column.put(at, kinds, nums, codes)
+        for name, (item_rows, kinds, nums, codes) in items.items():
             posting = self._columns[name].items
             start = posting.size
-            posting.grow_to(start + len(batch.rows))
-            posting.put(np.arange(start, posting.size), batch)
-            posting.rows()[start:] = batch.rows
+            posting.grow_to(start + len(item_rows))
+            posting.put(np.arange(start, posting.size), kinds, nums, codes)
+            posting.rows()[start:] = item_rows
 
     def clear(self, rows: IntArray, metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Forget the metadata `rows` hold (their old `metadatas`), before they are written again."""
@@ -261,10 +243,10 @@ class MetadataColumns:
         for column in self._columns.values():
             values = column.values
             inside = holes < values.size
-            source = tails[inside]
-            target = holes[inside]
+            source, target = tails[inside], holes[inside]
             present = source < values.size
-            values.move(target[present], source[present])
+            for _, array in values.arrays():
+                array[target[present]] = array[source[present]]
             values.kind[target[~present]] = MISSING
             values.size = min(values.size, new_size)
             items = column.items
@@ -272,13 +254,66 @@ class MetadataColumns:
                 items.keep(~dead[items.rows()])
                 items.row = moved_to[items.rows()]
 
+    # -- saving ----------------------------------------------------------------------------------
+
+    def to_arrays(self) -> dict[str, npt.NDArray[Any]]:
+        """Every array of the columns, cut to the slots in use (`from_arrays` reads them back)."""
+        names = self.keys()
+        header = json.dumps({"version": 1, "keys": names}).encode("ascii")
+        joined = "\x00".join(self._vocabulary).encode("utf-8", "surrogatepass")
+        lengths = np.fromiter(map(len, self._vocabulary), np.int64, len(self._vocabulary)) + 1
+        arrays: dict[str, npt.NDArray[Any]] = {
+            "columns.header": np.frombuffer(header, np.uint8),
+            "vocabulary": np.frombuffer(joined, np.uint8),
+            "vocabulary_ends": np.cumsum(lengths, dtype=np.int64) - 1,  # each string's end, in characters
+            "vocabulary_order": self._order()[0],
+        }
+        for number, name in enumerate(names):
+            column = self._columns[name]
+            for part, encoded in (("values", column.values), ("items", column.items)):
+                for array_name, array in encoded.arrays():
+                    arrays[f"k{number}.{part}.{array_name}"] = array[: encoded.size]
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, npt.NDArray[Any]], rows: int) -> MetadataColumns:
+        """The columns `to_arrays` gave, for `rows` rows (`ValueError` or `KeyError` when they do not fit;
+        their bytes are checked by the save's checksums)."""
+        header = json.loads(arrays["columns.header"].tobytes().decode("ascii"))
+        if not isinstance(header, dict) or header.get("version") != 1:
+            raise ValueError("not a metadata columns header of this version")
+        joined = arrays["vocabulary"].tobytes().decode("utf-8", "surrogatepass")
+        ends = arrays["vocabulary_ends"].tolist()
+        vocabulary = joined.split("\x00") if ends else []
+        if len(vocabulary) != len(ends):  # some string holds a NUL: cut by the ends instead
+            vocabulary = [
+                joined[a:b] for a, b in zip([0] + [end + 1 for end in ends[:-1]], ends, strict=True)
+            ]
+        columns = cls()
+        columns._vocabulary = vocabulary
+        columns._codes = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
+        order = arrays["vocabulary_order"]
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        columns._sorted = ([vocabulary[i] for i in order.tolist()], rank)
+        for number, name in enumerate(header["keys"]):
+            found = [
+                {n: arrays[f"k{number}.{part}.{n}"] for n in _ARRAYS if f"k{number}.{part}.{n}" in arrays}
+                for part in ("values", "items")
+            ]
+            values, items = (_Encoded(**part, size=len(part["kind"])) for part in found)
+            if values.size > rows or items.row is None:
+                raise ValueError(f"the saved column {name!r} does not fit the store")
+            columns._columns[name] = _Column(values, items)
+        return columns
+
     # -- filtering -------------------------------------------------------------------------------
 
     def mask(self, node: Filter, size: int, metadatas: MetadataRows) -> BoolArray:
         """Which of the first `size` rows match `node`; `metadatas[row]` is each row's metadata dict.
 
-        The filter is evaluated in its normal form (`rag.filters.normalize`: NOT applied to the
-        comparisons, chains flattened) with an explicit stack, so no depth raises `RecursionError`.
+        Evaluated in normal form (`rag.filters.normalize`) with an explicit stack: no depth raises
+        `RecursionError`.
         """
         normal = normalize(node)
         if isinstance(normal, Comparison):
@@ -364,23 +399,22 @@ class MetadataColumns:
             hit |= (kind == STR) & np.isin(code, codes)
         return hit, settle
 
-    def _string_order(self, op: Op, value: str) -> BoolArray:
-        """A lookup table over string codes: whether each vocabulary string satisfies `op value`.
-
-        It has one extra False entry at the end, so code -1 (a slot without a string) looks up False.
-        """
+    def _order(self) -> tuple[IntArray, list[str], IntArray]:
+        """The vocabulary's codes in string order, the strings in that order, and each code's rank."""
         if self._sorted is None:
             order = sorted(range(len(self._vocabulary)), key=self._vocabulary.__getitem__)
             rank = np.empty(len(order), np.int64)
             rank[order] = np.arange(len(order))
             self._sorted = ([self._vocabulary[i] for i in order], rank)
         ordered, rank = self._sorted
-        if op is Op.LT:
-            table = rank < bisect.bisect_left(ordered, value)
-        elif op is Op.LE:
-            table = rank < bisect.bisect_right(ordered, value)
-        elif op is Op.GT:
-            table = rank >= bisect.bisect_right(ordered, value)
-        else:
-            table = rank >= bisect.bisect_left(ordered, value)
+        codes = np.empty(len(rank), np.int64)
+        codes[rank] = np.arange(len(rank))
+        return codes, ordered, rank
+
+    def _string_order(self, op: Op, value: str) -> BoolArray:
+        """Whether each vocabulary string satisfies `op value`, by code, with one extra False entry at
+        the end so code -1 (a slot without a string) looks up False."""
+        _, ordered, rank = self._order()
+        bound = (bisect.bisect_left if op in (Op.LT, Op.GE) else bisect.bisect_right)(ordered, value)
+        table = rank < bound if op in (Op.LT, Op.LE) else rank >= bound
         return np.append(table, False)

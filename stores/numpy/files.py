@@ -1,21 +1,16 @@
-"""The file of a saved generation: written with a CRC-32 per block, mapped into memory, checked on read.
+"""The file of a saved generation: `.npy` arrays with a CRC-32 per 256 KiB block, mapped, checked on read.
 
-A numpy store's save is one file of `.npy` arrays (`write_arrays`), each starting on a `BLOCK`
-boundary; the writer records the CRC-32 of each `BLOCK` bytes as it goes and flushes the file to
-disk. Opening maps the file (`mmap`, copy-on-write: the store may change its arrays in memory, never
-the file) in constant time, whatever its size; `MappedFile.check` then verifies the blocks a read is
-about to use, each once per process, and raises `StoreError` naming the file when one does not
-match. So opening costs the same at 10k and 1M chunks; a read pays for the blocks it touches (zlib's
-CRC-32 runs at ~2 GB/s on one core here: 0.1 ms a block), and a full check of an array (the vectors,
-before the first search scans them) costs one pass at that speed, split between two threads.
+Each array starts on a block boundary, so damage in one never fails a read of another. Opening maps
+the file copy-on-write (the store may change its arrays in memory, never the file) in constant time;
+reads then check the blocks they touch, each once, and a block that fails its checksum raises a
+`StoreError` naming the file. One file a save: one mapping and one descriptor per open store.
 
 Example:
     >>> import tempfile
     >>> from pathlib import Path
     >>> path = Path(tempfile.mkdtemp()) / "arrays.bin"
     >>> entry, spans = write_arrays(path, {"a": np.arange(3), "b": np.ones(2, np.float32)})
-    >>> mapped = MappedFile.open(path, entry)
-    >>> mapped.part("a", *spans["a"]).array().tolist(), spans["b"][0]
+    >>> MappedFile(path, entry).part("a", *spans["a"]).array().tolist(), spans["b"][0]
     ([0, 1, 2], 262144)
 """
 
@@ -25,107 +20,52 @@ import io
 import mmap
 import os
 import zlib
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from rag.errors import StoreError
 
-__all__ = ["BLOCK", "FileEntry", "MappedFile", "MappedPart", "write_arrays"]
+__all__ = ["BLOCK", "FileEntry", "MappedFile", "MappedPart", "packed_bounds", "write_arrays"]
 
-_WORKERS = max(1, min(4, os.cpu_count() or 1))
-_PARALLEL_BLOCKS = 64  # a file of 16 MiB or more is checked by several threads
 BLOCK = 1 << 18  # 256 KiB: a record read checks a block or two; a 1M-chunk home has ~8k blocks
+_WORKERS = max(1, min(4, os.cpu_count() or 1))  # zlib releases the GIL: long checks use threads
 FileEntry = dict[str, Any]  # {"size": bytes, "crc32": hex of one big-endian CRC-32 per block}
-
-
-class _Summing:
-    """A file handle that keeps the CRC-32 of each `BLOCK` of what is written through it."""
-
-    def __init__(self, handle: IO[bytes]) -> None:
-        self._handle = handle
-        self.sums: list[int] = []
-        self.size = 0
-        self._crc = 0
-
-    def write(self, data: Any) -> int:
-        view = memoryview(data).cast("B")
-        self._handle.write(view)
-        at = 0
-        while at < len(view):
-            room = BLOCK - self.size % BLOCK
-            part = view[at : at + room]
-            self._crc = zlib.crc32(part, self._crc)
-            self.size += len(part)
-            at += len(part)
-            if self.size % BLOCK == 0:
-                self.sums.append(self._crc)
-                self._crc = 0
-        return len(view)
-
-    def skip_to_block(self) -> None:
-        """Advance to the next block boundary, leaving a hole (read as zeros, taking no disk space)."""
-        gap = -self.size % BLOCK
-        if gap:
-            self._handle.seek(gap, os.SEEK_CUR)
-            self._crc = zlib.crc32(bytes(gap), self._crc)
-            self.size += gap
-            self.sums.append(self._crc)
-            self._crc = 0
-
-    def finish(self) -> FileEntry:
-        sums = self.sums + ([self._crc] if self.size % BLOCK else [])
-        return {"size": self.size, "crc32": np.asarray(sums, ">u4").tobytes().hex()}
-
-
-def _write_file(path: Path, fill: Callable[[_Summing], None]) -> FileEntry:
-    """Create `path` (it must not exist) with what `fill` writes, flush it to disk, and return its size
-    and block checksums."""
-    with open(path, "xb") as handle:
-        summing = _Summing(handle)
-        fill(summing)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return summing.finish()
+IntArray = npt.NDArray[np.int64]
 
 
 def write_arrays(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> tuple[FileEntry, dict[str, list[int]]]:
-    """Create `path` with every array as a `.npy` image, one after the other, each starting on a block
-    boundary (so a damaged array never fails a read of another); flush it and return its size and
-    block checksums, and the byte span of each array.
-
-    One file for a whole save means one mapping, hence one file descriptor, per open store.
-    """
+    """Create `path` with each array as a `.npy` image on a block boundary, flushed to disk; return its
+    size and block checksums, and each array's byte span."""
     spans: dict[str, list[int]] = {}
-
-    def fill(summing: _Summing) -> None:
+    with open(path, "xb") as handle:
         for name, array in arrays.items():
-            summing.skip_to_block()
-            start = summing.size
-            np.lib.format.write_array(summing, np.ascontiguousarray(array), allow_pickle=False)
-            spans[name] = [start, summing.size]
-
-    return _write_file(path, fill), spans
+            handle.seek(-handle.tell() % BLOCK, os.SEEK_CUR)  # a hole: zeros taking no disk space
+            start = handle.tell()
+            np.lib.format.write_array(handle, np.ascontiguousarray(array), allow_pickle=False)
+            spans[name] = [start, handle.tell()]
+        handle.flush()
+        os.fsync(handle.fileno())
+        size = handle.tell()
+    with open(path, "rb") as handle:  # read back from the page cache, as a reader will see it
+        data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        view = memoryview(data)
+        sums = [zlib.crc32(view[at : at + BLOCK]) for at in range(0, size, BLOCK)]
+        view.release()
+    return {"size": size, "crc32": np.asarray(sums, ">u4").tobytes().hex()}, spans
 
 
 class MappedFile:
-    """A saved file mapped into memory, each block checked against its CRC-32 before first use."""
+    """A saved file mapped into memory, each block checked against its CRC-32 before first use.
 
-    def __init__(self, path: Path, buffer: mmap.mmap | bytes, sums: npt.NDArray[np.uint32]) -> None:
-        self.path = path
-        self.buffer = buffer
-        self._sums = sums
-        self._checked = np.zeros(len(sums), np.bool_)
-        self._all = not len(sums)
+    Raises `StoreError` when the file's size is not the manifest's `entry["size"]` (truncated or
+    overwritten); the contents are checked as they are read.
+    """
 
-    @classmethod
-    def open(cls, path: Path, entry: FileEntry) -> MappedFile:
-        """Map `path`, which the manifest says holds `entry["size"]` bytes (a size that differs, a
-        truncated or grown file, is a `StoreError` now; the contents are checked as they are read)."""
+    def __init__(self, path: Path, entry: FileEntry) -> None:
         try:
             size, sums = int(entry["size"]), np.frombuffer(bytes.fromhex(entry["crc32"]), ">u4")
         except (KeyError, TypeError, ValueError) as exc:
@@ -135,136 +75,108 @@ class MappedFile:
                 found = os.fstat(handle.fileno()).st_size
                 if found != size or len(sums) != -(-size // BLOCK):
                     raise StoreError(
-                        f"the saved store file {str(path)!r} is damaged: {found} bytes, "
-                        f"{size} expected (truncated or overwritten); restore the folder or rebuild the home"
+                        f"the saved store file {str(path)!r} is damaged: {found} bytes, {size} expected "
+                        f"(truncated or overwritten); restore the folder or rebuild the home"
                     )
-                # Copy-on-write: the store's writes change its memory, never the saved file.
-                buffer: mmap.mmap | bytes = (
-                    mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY) if size else b""
-                )
+                self.buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY) if size else b""
         except OSError as exc:
             raise StoreError(f"cannot read the saved store file {str(path)!r}: {exc}") from exc
-        return cls(path, buffer, sums.astype(np.uint32))
+        self.path = path
+        self._sums = sums.astype(np.uint32)
+        self._checked = np.zeros(len(sums), np.bool_)
 
-    @property
-    def size(self) -> int:
-        return len(self.buffer)
-
-    @property
-    def checked(self) -> bool:
-        """Whether every block has been checked."""
-        return self._all
-
-    def check(self, start: int, stop: int) -> None:
-        """Check the blocks holding bytes `[start, stop)` (once each).
+    def check(self, starts: npt.NDArray[Any], stops: npt.NDArray[Any]) -> None:
+        """Check the blocks holding bytes `[starts[i], stops[i])` not checked yet.
 
         Raises:
             StoreError: a block does not match its checksum (the file is damaged).
         """
-        if self._all or stop <= start:
-            return
-        first, last = start // BLOCK, (stop - 1) // BLOCK + 1
-        todo = np.flatnonzero(~self._checked[first:last])
-        for block in (todo + first).tolist():
-            self._check_block(block)
-
-    def check_blocks_of(self, starts: npt.NDArray[Any], stops: npt.NDArray[Any]) -> None:
-        """`check` for the byte ranges `[starts[i], stops[i])` (each within a block or two)."""
-        if self._all or not len(starts):
-            return
-        nonempty = stops > starts
-        firsts = starts[nonempty].astype(np.int64) // BLOCK
-        lasts = (stops[nonempty].astype(np.int64) - 1) // BLOCK
-        blocks = np.unique(np.concatenate((firsts, lasts)))
-        for block in blocks[~self._checked[blocks]].tolist():
-            self._check_block(block)
-        wide = lasts > firsts + 1  # ranges spanning three blocks or more: the middle ones too
-        for first, last in zip(firsts[wide].tolist(), lasts[wide].tolist(), strict=True):
-            self.check(first * BLOCK, last * BLOCK)
-
-    def check_all(self) -> None:
-        """Check every block not yet checked."""
-        if not self._all:
-            self.check_span(0, self.size)
-            self._all = True
-
-    def check_span(self, start: int, stop: int) -> None:
-        """`check` for a long span: its blocks split between threads (zlib releases the GIL)."""
-        if self._all or stop <= start:
-            return
-        first, last = start // BLOCK, (stop - 1) // BLOCK + 1
-        todo = np.flatnonzero(~self._checked[first:last]) + first
-        workers = min(_WORKERS, len(todo) // _PARALLEL_BLOCKS)
-        if workers > 1:
-            parts = np.array_split(todo, workers)
-            with ThreadPoolExecutor(max_workers=workers - 1) as pool:
-                futures = [pool.submit(self._check_blocks, part) for part in parts[1:]]
-                self._check_blocks(parts[0])
-                for future in futures:
-                    future.result()
-        else:
+        starts, stops = np.asarray(starts, np.int64), np.asarray(stops, np.int64)
+        used = stops > starts
+        firsts = starts[used] // BLOCK
+        counts = (stops[used] - 1) // BLOCK - firsts + 1
+        blocks = np.repeat(firsts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        todo = np.unique(blocks)
+        todo = todo[~self._checked[todo]]
+        parts = np.array_split(todo, max(1, min(_WORKERS, len(todo) // 64)))
+        if len(parts) == 1:
             self._check_blocks(todo)
+            return
+        with ThreadPoolExecutor(len(parts)) as pool:
+            list(pool.map(self._check_blocks, parts))
+
+    def _check_blocks(self, blocks: IntArray) -> None:
+        view = memoryview(self.buffer)
+        for block in blocks.tolist():
+            if zlib.crc32(view[block * BLOCK : (block + 1) * BLOCK]) != int(self._sums[block]):
+                raise StoreError(
+                    f"the saved store file {str(self.path)!r} is damaged (block {block} of "
+                    f"{len(self._sums)} fails its checksum); restore the folder or rebuild the home"
+                )
+            self._checked[block] = True
 
     def part(self, name: str, start: int, stop: int) -> MappedPart:
         """The array `name` stored in bytes `[start, stop)` (`write_arrays`)."""
-        if not 0 <= start <= stop <= self.size:
+        if not 0 <= start <= stop <= len(self.buffer):
             raise StoreError(f"the store manifest places {name!r} outside {str(self.path)!r}")
         return MappedPart(self, name, start, stop)
 
-    def _check_blocks(self, blocks: npt.NDArray[np.intp]) -> None:
-        for block in blocks.tolist():
-            self._check_block(block)
-
-    def _check_block(self, block: int) -> None:
-        view = memoryview(self.buffer)[block * BLOCK : (block + 1) * BLOCK]
-        if zlib.crc32(view) != int(self._sums[block]):
-            raise StoreError(
-                f"the saved store file {str(self.path)!r} is damaged (block {block} of "
-                f"{len(self._sums)} fails its checksum); restore the folder or rebuild the home"
-            )
-        self._checked[block] = True
-
 
 class MappedPart:
-    """One array of a `MappedFile`: its bytes `[start, stop)`, checked through the file's blocks."""
+    """One array of a `MappedFile`, read as a view of the mapping and checked through its blocks."""
 
     def __init__(self, file: MappedFile, name: str, start: int, stop: int) -> None:
-        self.file = file
-        self.path = f"{file.path} ({name})"  # what errors name
-        self._start, self._stop = start, stop
-        self.offset = start  # where the array's data begins in the file (after the header), set by `array`
-
-    def check_blocks_of(self, starts: npt.NDArray[Any], stops: npt.NDArray[Any]) -> None:
-        """`MappedFile.check_blocks_of` (positions in the whole file: add `offset`)."""
-        self.file.check_blocks_of(starts, stops)
-
-    def check_all(self) -> None:
-        """Check every block of the array."""
-        self.file.check_span(self._start, self._stop)
+        self.file, self.name, self.start, self.stop = file, name, start, stop
+        self.offset = start  # where the array's data begins (after the header), once `array` read it
+        self._array: npt.NDArray[Any] | None = None
+        self._all_checked = False
 
     def array(self) -> npt.NDArray[Any]:
-        """The array, as a view of the mapping.
+        """The array. Its header must describe exactly the span (it is not checked against the block's
+        checksum here, which would read the block at every open); reads of the data check blocks."""
+        if self._array is None:
+            stream = io.BytesIO(memoryview(self.file.buffer)[self.start : min(self.stop, self.start + BLOCK)])
+            try:
+                version = np.lib.format.read_magic(stream)
+                fmt = np.lib.format
+                read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                shape, fortran, dtype = read(stream)
+                count = int(np.prod(shape, dtype=np.int64))
+                if (
+                    fortran
+                    or dtype.hasobject
+                    or stream.tell() + count * dtype.itemsize != self.stop - self.start
+                ):
+                    raise ValueError("the header does not describe the array")
+            except ValueError as exc:
+                raise StoreError(
+                    f"the saved store file {str(self.file.path)!r} ({self.name}) is not an array: {exc}"
+                ) from exc
+            self.offset = self.start + stream.tell()
+            self._array = np.frombuffer(self.file.buffer, dtype, count, offset=self.offset).reshape(shape)
+        return self._array
 
-        The header is not checked against its block's checksum here (that would read the block at
-        every open); it must describe exactly the array's span, and any read of the data checks the
-        blocks it uses.
-        """
-        head = memoryview(self.file.buffer)[self._start : min(self._stop, self._start + BLOCK)]
-        try:
-            stream = io.BytesIO(head)
-            version = np.lib.format.read_magic(stream)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
-            count = int(np.prod(shape, dtype=np.int64))
-            if (
-                fortran
-                or dtype.hasobject
-                or stream.tell() + count * dtype.itemsize != self._stop - self._start
-            ):
-                raise ValueError("the header does not describe the array")
-        except ValueError as exc:
-            raise StoreError(f"the saved store file {self.path!r} is not a readable array: {exc}") from exc
-        self.offset = self._start + stream.tell()
-        return np.frombuffer(self.file.buffer, dtype, count, offset=self.offset).reshape(shape)
+    def check(self, starts: npt.NDArray[Any], stops: npt.NDArray[Any]) -> None:
+        """Check the blocks holding bytes `[starts[i], stops[i])` of the array's data."""
+        if not self._all_checked:
+            self.array()
+            self.file.check(self.offset + starts, self.offset + stops)
+
+    def check_all(self) -> None:
+        """Check every block of the array (once)."""
+        if not self._all_checked:
+            self.file.check(np.array([self.start]), np.array([self.stop]))
+            self._all_checked = True
+
+
+def packed_bounds(stops: MappedPart, data: MappedPart, rows: IntArray) -> tuple[IntArray, IntArray]:
+    """Where entries `rows` of a saved packed buffer (`data`, each entry ending at `stops[row]`) start
+    and stop, every block they lie in checked first."""
+    ends = stops.array()
+    item = ends.itemsize
+    before = np.maximum(rows - 1, 0)
+    stops.check(before * item, (rows + 1) * item)
+    starts = np.where(rows > 0, ends[before], 0).astype(np.int64)
+    finish = ends[rows].astype(np.int64)
+    data.check(starts, finish)
+    return starts, finish

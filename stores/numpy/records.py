@@ -1,35 +1,23 @@
-"""The numpy store's texts and metadata, packed into one byte buffer per store and decoded on read.
+"""The numpy store's texts and metadata, packed into one byte buffer and decoded on read.
 
-A Python `str` costs ~50 bytes beyond its characters and a metadata dict ~200 bytes even with one key,
-which for short chunks is as much as the text itself. So each row keeps one record in one growing
-`uint8` buffer: the text's UTF-8 bytes (lone surrogates kept), then the metadata, then the
-metadata's length in one byte (255, then eight bytes before it, for 255 bytes or more). Metadata is
-the number of its key sequence in a table the records share (`_KeySets`, in LEB128) followed by its
-values serialised with `marshal` (exact for every metadata type: ints of any size, floats to the
-bit including -0.0 and NaN, bools, lists, and strings with lone surrogates); empty metadata takes no
-byte at all. Two offsets per row say where the record lies (uint32 until the buffer passes 4 GiB,
-then int64), and while the records lie back to back in row order (a store filled by adds of new ids, or just
-compacted) only the end offsets are kept: each record starts where the one before it ends.
-Reading a row decodes a fresh record (a microsecond for a chunk), so callers never share a dict with
-the store. Records are encoded a few thousand at a time: a bytes object per record for a whole large
-batch would spread over the allocator's arenas, which stay resident for as long as any later
-allocation shares them.
+A `str` costs ~50 bytes beyond its characters and a dict ~200, as much as a short chunk's text. So
+each row keeps one record in a growing `uint8` buffer: the text's UTF-8 bytes (lone surrogates kept),
+the metadata, and the metadata's length in one byte (255, then eight bytes before it, for 255 bytes
+or more). Metadata is the LEB128 number of its key sequence in a table the records share (`_KeySets`)
+and its values serialised with `marshal` (exact for every metadata type: big ints, -0.0, NaN, lone
+surrogates; format 4, read by every Python since 3.4); empty metadata takes no byte. Values of a
+subclass of str, int or float are stored as the plain value. Reading a row decodes a fresh record, so
+callers never share a dict with the store.
 
-Values of a subclass of str, int or float (a `numpy.float64`, an `enum.StrEnum` member) are stored
-as the plain value, as any other store gives them back: `marshal` would misread or refuse them.
-
-Replaced and removed records leave their bytes behind as garbage; when garbage outweighs the live
-bytes the buffer is rewritten in row order (amortised O(1) per byte written).
-
-The buffer is also the saved form: a numpy store's save writes it in row order with the end offsets
-(`packed`), and `saved` reads records straight from those mapped files, checking the blocks each read
-touches (`stores.numpy.files`), so opening a save decodes nothing. `marshal` writes its format 4,
-which every Python since 3.4 reads.
+Each row's record ends at `_stops[row]`; while records lie back to back in row order (a store filled
+by adds, a compacted buffer, a save) it starts where the row before ends and no start is kept.
+Replaced and removed records leave garbage, rewritten away once it outweighs the live bytes. The
+buffer in row order with its ends is also the saved form: `saved` reads records straight from the
+mapped files, checking the blocks each read touches.
 
 Example:
-    >>> import numpy as np
     >>> records = PackedRecords()
-    >>> records.write(np.arange(2), [("red", {"n": 1}), ("blue", {})])
+    >>> records.write(np.arange(2), ["red", "blue"], [{"n": 1}, {}])
     >>> records.read(1), len(records)
     (('blue', {}), 2)
 """
@@ -45,20 +33,18 @@ import numpy.typing as npt
 
 from rag.documents import MetadataValue
 from stores.lexical.idmap import offsets_for
-from stores.numpy.files import MappedPart
+from stores.numpy.files import MappedPart, packed_bounds
 
 __all__ = ["PackedRecords", "Record"]
 
 IntArray = npt.NDArray[np.int64]
 Record = tuple[str, dict[str, MetadataValue]]
 _COMPACT_MIN_BYTES = 1 << 20  # below this much garbage a rewrite is not worth its pass
-_ENCODE_BATCH = 2048  # records encoded at a time (see the module docstring)
+_ENCODE_BATCH = 2048  # a bytes object per record of a large batch would scatter over allocator arenas
 _LONG = 255  # trailer byte of metadata of 255 bytes or more: its length is in the 8 bytes before
 _MAX_KEY_SETS = 4096  # distinct key sequences numbered (see `_KeySets`)
 _BYTES = [bytes((i,)) for i in range(256)]
-_MARSHAL_VERSION = 4  # written by every Python >= 3.4 and read by all later ones: saves move between them
-
-
+_MARSHAL_VERSION = 4
 _PLAIN = (str, int, float, bool)
 
 
@@ -103,6 +89,8 @@ def _varint(number: int) -> bytes:
 
 def _read_varint(view: memoryview, at: int) -> tuple[int, int]:
     """The LEB128 number at `view[at]`, and where the bytes after it begin."""
+    if view[at] < 0x80:
+        return view[at], at + 1
     number, shift = 0, 0
     while True:
         byte = view[at]
@@ -114,11 +102,8 @@ def _read_varint(view: memoryview, at: int) -> tuple[int, int]:
 
 
 class _KeySets:
-    """The distinct key sequences of the metadata written so far, numbered from 1 (0: none given).
-
-    A record names its keys by number and keeps only its values, so keys are not repeated in every
-    record. The table stops growing at `_MAX_KEY_SETS`; later key sequences go into their records.
-    """
+    """The distinct key sequences of the metadata written so far, numbered from 1; past
+    `_MAX_KEY_SETS` of them, number 0: the keys go into the record."""
 
     def __init__(self) -> None:
         self.keys: list[tuple[str, ...]] = []
@@ -158,26 +143,19 @@ class _KeySets:
             return text, {}
         number, at = _read_varint(view, split)
         found = marshal.loads(view[at:end])
-        if number:
-            return text, dict(zip(self.keys[number - 1], found, strict=True))
-        metadata: dict[str, MetadataValue] = found
-        return text, metadata
+        return text, dict(zip(self.keys[number - 1], found, strict=True)) if number else found
 
 
 class PackedRecords:
-    """`(text, metadata)` per row in one byte buffer (see the module docstring).
-
-    Rows are dense like the store's: `write` fills existing rows or appends, `remove` moves the last
-    rows into the holes left by removed ones.
-    """
+    """`(text, metadata)` per row in one byte buffer (see the module docstring); rows stay dense:
+    `remove` moves the last rows into the holes."""
 
     def __init__(self) -> None:
         self._keys = _KeySets()
         self._data = np.zeros(0, np.uint8)
         self._end = 0  # bytes of `_data` in use (live records and garbage)
         self._live_bytes = 0
-        # Where each row's record starts and stops; `_starts` is empty while `_in_order` (row r then
-        # starts where row r - 1 stops, at 0 for row 0): 4 bytes a row saved.
+        # Where each row's record starts (empty while `_in_order`) and stops.
         self._starts: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
         self._stops: npt.NDArray[np.integer[Any]] = np.zeros(0, np.uint32)
         self._in_order = True
@@ -194,54 +172,27 @@ class PackedRecords:
 
     def read(self, row: int) -> Record:
         """The text and a fresh metadata dict of `row`."""
-        self._check(np.array([row], np.int64))
-        return self._keys.decode(self._view(), self._start(row), int(self._stops[row]))
-
-    def _start(self, row: int) -> int:
-        if not self._in_order:
-            return int(self._starts[row])
-        return int(self._stops[row - 1]) if row else 0
+        return self.read_many([row])[0]
 
     def read_many(self, rows: Sequence[int]) -> list[Record]:
         """`read` for each of `rows`."""
         view, at = self._view(), np.fromiter(rows, np.int64)
         self._check(at)
-        starts, stops = self._starts_of(at).tolist(), self._stops[at].tolist()
-        decode, keys, loads = self._keys.decode, self._keys.keys, marshal.loads
-        out: list[Record] = []
-        for start, stop in zip(starts, stops, strict=True):
-            # The common record inline (metadata under 255 bytes, a numbered key sequence under 128):
-            # this loop decodes every document a search or `get` returns.
-            size = view[stop - 1]
-            split = stop - 1 - size
-            number = view[split] if size else 0
-            if size == _LONG or not 0 < number < 0x80:
-                out.append(decode(view, start, stop))
-                continue
-            values = loads(view[split + 1 : stop - 1])
-            text = str(view[start:split], "utf-8", "surrogatepass")
-            out.append((text, dict(zip(keys[number - 1], values, strict=True))))
-        return out
+        decode, starts, stops = self._keys.decode, self._starts_of(at).tolist(), self._stops[at].tolist()
+        return [decode(view, start, stop) for start, stop in zip(starts, stops, strict=True)]
 
     def _view(self) -> memoryview:
         return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
 
-    def metadata(self, row: int) -> dict[str, MetadataValue]:
-        """The metadata of `row` (decoded fresh)."""
-        return self.read(row)[1]
-
     def __getitem__(self, row: int) -> dict[str, MetadataValue]:
         # Indexing yields metadata: `MetadataColumns.mask` reads rows it must settle in Python this way.
-        return self.metadata(row)
+        return self.read(row)[1]
 
-    def write(self, rows: IntArray, records: Sequence[Record]) -> None:
-        """Store `records[i]` at `rows[i]`: existing rows are replaced, rows up to `len(self)` appended."""
-        self.write_parts(rows, [text for text, _ in records], [metadata for _, metadata in records])
-
-    def write_parts(
+    def write(
         self, rows: IntArray, texts: Sequence[str], metadatas: Sequence[dict[str, MetadataValue]]
     ) -> None:
-        """`write` with the texts and the metadata apart: a store's batch, without a tuple per record."""
+        """Store `texts[i]` and `metadatas[i]` at `rows[i]`: existing rows are replaced, rows up to
+        `len(self)` appended."""
         if not len(rows):
             return
         blobs, length_parts = [], []
@@ -330,8 +281,7 @@ class PackedRecords:
         records = cls()
         records._keys.keys = keys
         records._keys._numbers = {names: i + 1 for i, names in enumerate(keys)}
-        records._data = data.array()
-        records._stops = stops.array()
+        records._data, records._stops = data.array(), stops.array()
         records._end = records._live_bytes = len(records._data)
         records._size = len(records._stops)
         records._files = (stops, data)
@@ -344,20 +294,14 @@ class PackedRecords:
     def check_all(self) -> None:
         """Check every saved block the records lie in, then stop checking (before a write changes them)."""
         if self._files is not None:
-            for mapped in self._files:
-                mapped.check_all()
+            for part in self._files:
+                part.check_all()
             self._files = None
 
     def _check(self, rows: IntArray) -> None:
         """Check the saved blocks holding the records of `rows` (while they are read from a save)."""
-        if self._files is None or not len(rows):
-            return
-        stops_file, data_file = self._files
-        item = self._stops.itemsize
-        before = np.maximum(rows - 1, 0)
-        stops_file.check_blocks_of(stops_file.offset + before * item, stops_file.offset + (rows + 1) * item)
-        base = data_file.offset
-        data_file.check_blocks_of(base + self._starts_of(rows), base + self._stops[rows])
+        if self._files is not None and len(rows):
+            packed_bounds(*self._files, rows)
 
     def _starts_of(self, rows: IntArray) -> npt.NDArray[np.integer[Any]]:
         """Where the records of `rows` start."""

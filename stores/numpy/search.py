@@ -1,18 +1,15 @@
 """Exact top-k cosine search over a float32 matrix of unit rows: the numpy store's search kernel.
 
-Search runs in two steps. A fast float32 pass (`score_rows`, threaded, for one query; BLAS for a batch)
-scores every candidate row and keeps the rows that can still reach the top k: those within `TOLERANCE`
-of a lower bound on the k-th best score. That bound is the k-th largest of the maxima of many blocks,
-which costs a pass over the scores instead of an `argpartition` (several times slower at a million
-rows). The few survivors are then scored again by `exact_scores` and sorted by (score descending, id
-ascending).
+A fast float32 pass (`score_rows`, threaded) scores every candidate row and keeps those within
+`TOLERANCE` of a lower bound on the k-th best score: the k-th largest of many block maxima, a pass
+over the scores instead of an `argpartition` (several times slower at a million rows). The survivors
+are scored again by `exact_scores` and sorted by (score descending, id ascending).
 
 `exact_scores` is deterministic for a row whatever its position or the BLAS kernel, and rounds to
 `SCORE_DECIMALS`, so identical vectors tie exactly (and tie-break by id), a document identical to the
 query scores 1.0, and another store can reproduce the same scores from the same vectors.
 
 Example:
-    >>> import numpy as np
     >>> x = np.eye(3, dtype=np.float32)
     >>> exact_scores(x, np.arange(3), x[1]).tolist()
     [0.0, 1.0, 0.0]
@@ -37,9 +34,7 @@ __all__ = [
     "candidate_positions",
     "exact_scores",
     "order_rows",
-    "rank_candidates",
     "rank_rows",
-    "scan",
     "scan_scored",
     "score_rows",
 ]
@@ -50,7 +45,6 @@ IntArray = npt.NDArray[np.int64]
 SCORE_DECIMALS = 6
 # Far above the float32 dot-product error for unit vectors (~1e-6), far below real score gaps.
 TOLERANCE = 1e-4
-_RESCORE_CHUNK = 2048
 _CHUNK = 2048
 _CONTIGUOUS_GROUP = 4096  # group length from which contiguous blocks beat strided groups
 _PARALLEL_ROWS = 32768  # below this the rows sit in cache and threads cost more than they give
@@ -64,30 +58,17 @@ _POOL_LOCK = threading.Lock()
 def exact_scores(matrix: FloatMatrix, rows: IntArray, query: FloatMatrix) -> npt.NDArray[np.float64]:
     """Cosine scores of `matrix[rows]` against `query` (unit vectors), float64, rounded, within [-1, 1]."""
     query64 = query.astype(np.float64)
-    if len(rows) <= _RESCORE_CHUNK:  # the usual case, a few candidates: one block, fewer numpy calls
-        out = _row_sums(matrix[rows], query64)
-    else:
-        out = np.empty(len(rows), np.float64)
-        for start in range(0, len(rows), _RESCORE_CHUNK):
-            out[start : start + _RESCORE_CHUNK] = _row_sums(
-                matrix[rows[start : start + _RESCORE_CHUNK]], query64
-            )
+    out = np.empty(len(rows), np.float64)
+    for start in range(0, len(rows), _CHUNK):
+        block = matrix[rows[start : start + _CHUNK]].astype(np.float64)
+        block *= query64  # elementwise and a row sum, not BLAS: every row is computed the same way
+        out[start : start + _CHUNK] = block.sum(axis=1)
     # The ufuncs and the method, not np.clip / np.round: their Python wrappers cost more than the work.
     np.minimum(out, 1.0, out=out)
     np.maximum(out, -1.0, out=out)
     out.round(SCORE_DECIMALS, out=out)
     out += 0.0  # turns -0.0 into 0.0
     return out
-
-
-def _row_sums(block: FloatMatrix, query64: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """The float64 dot product of each row of `block` with `query64`, computed the same way for every row."""
-    wide = block.astype(np.float64)
-    # An elementwise product and a row sum (not BLAS) computes every row the same way; in place, so no
-    # second block is allocated (the same operations in the same order as a fresh product).
-    wide *= query64
-    sums: npt.NDArray[np.float64] = wide.sum(axis=1)
-    return sums
 
 
 def _lower_bounds(scores: FloatMatrix, k: int) -> npt.NDArray[np.float32]:
@@ -125,28 +106,11 @@ def candidate_positions(scores: FloatMatrix, k: int, threshold: float = 0.0) -> 
     return [row.nonzero()[0] for row in hits]
 
 
-def scan(
-    matrix: FloatMatrix, queries: FloatMatrix, k: int, threshold: float, rows: IntArray | None = None
-) -> list[IntArray]:
-    """Candidate rows of `matrix` (restricted to `rows` if given) for each query (m x d)."""
-    if len(queries) == 1:
-        return [scan_scored(matrix, queries[0], k, threshold, rows)[0]]
-    total = len(matrix) if rows is None else len(rows)
-    # A batch goes in chunks of rows, so its score matrix stays small; BLAS is at its best here.
-    chunk = max(65536, k * 64)
-    found: list[list[IntArray]] = [[] for _ in range(len(queries))]
-    for start in range(0, total, chunk):
-        stop = min(start + chunk, total)
-        block = matrix[start:stop] if rows is None else np.take(matrix, rows[start:stop], axis=0)
-        for i, positions in enumerate(candidate_positions(queries @ block.T, k, threshold)):
-            found[i].append(positions + start if rows is None else rows[start:stop][positions])
-    return [np.concatenate(parts) if parts else np.zeros(0, np.int64) for parts in found]
-
-
 def scan_scored(
     matrix: FloatMatrix, query: FloatMatrix, k: int, threshold: float, rows: IntArray | None = None
 ) -> tuple[IntArray, FloatMatrix]:
-    """`scan` for one query (d,): the candidate rows and their float32 scores."""
+    """The rows of `matrix` (restricted to `rows` if given) that may be among the top `k` for `query`
+    and pass `threshold`, and their float32 scores."""
     scores = score_rows(matrix, query, rows)
     [positions] = candidate_positions(scores[None, :], k, threshold)
     return (positions if rows is None else rows[positions]), scores[positions]
@@ -254,16 +218,3 @@ def order_rows(
         scores[near] = exact_scores(matrix, rows[near], query)
     # Equal scores are exact ones (isolated rows are TOLERANCE apart from all others): ids settle them.
     return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)[0]
-
-
-def rank_candidates(
-    matrix: FloatMatrix,
-    rows: IntArray,
-    query: FloatMatrix,
-    k: int,
-    ids: _Ids,
-    threshold: float = 0.0,
-) -> list[tuple[int, float]]:
-    """`rank_rows` as a list of (row, score)."""
-    ranked, scores = rank_rows(matrix, rows, query, k, ids, threshold)
-    return list(zip(ranked.tolist(), scores.tolist(), strict=True))

@@ -112,7 +112,7 @@ def test_term_ids_past_two_bytes_keep_four_byte_terms(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["stores.lexical.dense", "stores.lexical.segments", "stores.numpy.narrowing", "stores.numpy.records"],
+    ["stores.lexical.dense", "stores.lexical.segments", "stores.numpy.columns", "stores.numpy.records"],
 )
 def test_the_docstring_examples_run(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
