@@ -22,7 +22,8 @@ tabs, is content) are skipped, and so are questions (an FAQ's "How do I reset it
 for the sentences below it instead: a question word in a heading or question above a sentence counts
 half as much as one in the sentence. The first sentence under a heading that says more than the
 sentence is quoted after it ("E-214: valve stuck open: Water kept flowing..."). One item of a numbered
-list brings the whole list, one line per item, so "How do I install it?" gets every step.
+list brings the whole list, one line per item, so "How do I install it?" gets every step (and a
+"How do I ...?" question prefers numbered steps).
 A paragraph ending with ":" is quoted with the one short line after it, so "Use this command line:"
 comes with its command; and a sentence does not end after an abbreviation ("eg.", "i.e.", "etc.").
 
@@ -59,6 +60,9 @@ _CLOSED = re.compile(r"[.!?:;]\s*$")
 _HEADING_WEIGHT = 0.5  # a question word in a heading above a sentence, against one in the sentence
 _KEEP = 0.35  # a sentence scoring below this share of the best one is not quoted
 _MAX_ITEMS = 10  # the most items of one numbered list quoted together
+# "How do I ...?" asks for a procedure: a numbered list's items (steps) count this much more.
+_PROCEDURE = re.compile(r"\bhow\s+(?:do|does|can|could|should|would|must|to)\b", re.IGNORECASE)
+_STEPS_BONUS = 1.5
 
 
 def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> list[Sentence]:
@@ -71,7 +75,8 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
 
     Each next sentence is the one that adds the most question words not yet quoted (ties: the best
     scoring), so "Who reported that read tokens could open valves?" quotes the sentence about read
-    tokens and the one naming who reported it, rather than two about tokens.
+    tokens and the one naming who reported it, rather than two about tokens. A "How do I ...?" question
+    asks for steps: the items of numbered lists count half as much again.
     """
     found = sentences(passages)
     wanted = frozenset(terms(question))
@@ -94,7 +99,8 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
         # a question (the user's echoed, or an FAQ's) is not an answer
         return not sentence.asks and " ".join(_WORD.findall(sentence.text.lower())) != normalized_question
 
-    scores = {s.order: score(s, wanted) for s in found if answers(s)}
+    steps = _STEPS_BONUS if _PROCEDURE.search(question) else 1.0
+    scores = {s.order: score(s, wanted) * (steps if s.group >= 0 else 1.0) for s in found if answers(s)}
     best = max(scores.values(), default=0.0)
     pool = [s for s in found if scores.get(s.order, 0.0) > 0 and scores[s.order] >= _KEEP * best]
     chosen: list[Sentence] = []
