@@ -30,6 +30,8 @@ _LIST_OR_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|[-*•]\s+|\d+[.)]\s+)")
 _HEADING = re.compile(r"^\s*#{1,6}(?:\s|$)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d+[.)]\s+)")
 _NUMBERED = re.compile(r"^\s*(\d+[.)])\s+")
+_NUMBERED_TITLE = 5  # the most words of a numbered section title ("4. Status LED and buttons")
+_ROW = re.compile(r"^\s*\|")  # a Markdown table row stands alone
 _CLOSED = re.compile(r"[.!?:;)\]\"'”’…。！？]\s*$")
 _WORD = re.compile(r"[^\W_]+")  # snake_case names are words: allow_commands, WEB__PORT
 # A sentence that ends in one of these did not end: "(eg. 20 to 30 times)", "i.e. it", "etc. and".
@@ -190,16 +192,23 @@ def _split_sentences(unit: str) -> list[str]:
 
 
 def _units(paragraph: str) -> list[tuple[str, str] | str]:
-    """The paragraph's units: a heading line (as the string), or (list marker, text) for a list item or
-    a run of wrapped lines (marker "" unless a numbered item). Other line breaks are wrapping."""
+    """The paragraph's units: a heading line (as the string), or (list marker, text) for a list item,
+    a table row or a run of wrapped lines (marker "" unless a numbered item). Other line breaks are
+    wrapping. A short numbered line without closing punctuation that more lines follow ("2. Power
+    supply" in a PDF) numbers a section: it is a heading."""
     units: list[tuple[str, str] | str] = []
-    for line in paragraph.splitlines():
-        if _HEADING.match(line):
+    lines = paragraph.splitlines()
+    for i, line in enumerate(lines):
+        numbered = _NUMBERED.match(line)
+        continued = i + 1 < len(lines) and not _LIST_OR_HEADING.match(lines[i + 1])
+        label = line[numbered.end() :] if numbered else ""
+        if _HEADING.match(line) or (
+            label and continued and _is_title(label) and len(label.split()) <= _NUMBERED_TITLE
+        ):
             units.append(line)
             continue
         last = units[-1] if units else None
-        if _LIST_OR_HEADING.match(line) or not isinstance(last, tuple):
-            numbered = _NUMBERED.match(line)
+        if _LIST_OR_HEADING.match(line) or _ROW.match(line) or not isinstance(last, tuple):
             units.append((numbered.group(1) if numbered else "", _LIST_OR_HEADING.sub("", line).strip()))
         else:
             units[-1] = (last[0], f"{last[1]} {line.strip()}")
@@ -226,7 +235,7 @@ def sentences(passages: Sequence[Passage]) -> list[Sentence]:
             for unit in _units(paragraph):
                 if isinstance(unit, str):
                     heading, asked, lead, group = heading | frozenset(terms(unit)), frozenset(), 0, -1
-                    title = _LIST_OR_HEADING.sub("", unit).strip()
+                    title = _HEADING.sub("", unit).strip()
                     continue
                 marker, text = unit
                 if not marker:

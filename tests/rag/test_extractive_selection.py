@@ -57,3 +57,26 @@ def test_words_of_a_snake_case_name_match_the_question() -> None:
     assert _lines(passages, "What allows commands?", limit=1) == [
         "- Remote control is disabled unless mqtt.allow_commands is true. [mqtt.rst]"
     ]
+
+
+def test_a_numbered_section_title_in_a_pdf_is_a_heading_not_a_step() -> None:
+    passages = (
+        "[1] (source: manual.pdf, page 2)\n2. Power supply\nThe board is powered with 24 V AC from a\n"
+        "transformer. A 2.5 A fuse protects it.\n3. Connectors\nJ1 takes the power input."
+    )
+    assert _lines(passages, "Which fuse protects the board?", limit=1) == [
+        "- A 2.5 A fuse protects it. [manual.pdf, page 2]"
+    ]
+    assert _lines(passages, "What powers the board?", limit=1) == [
+        "- 2. Power supply: The board is powered with 24 V AC from a transformer. [manual.pdf, page 2]"
+    ]
+
+
+def test_markdown_table_rows_are_quoted_one_at_a_time() -> None:
+    passages = (
+        "[1] (source: probes.md)\n| Probe | Measures |\n|---|---|\n| Sprig-M | soil moisture |\n"
+        "| Sprig-C | carbon dioxide |"
+    )
+    assert _lines(passages, "Which probe reads carbon dioxide?", limit=1) == [
+        "- | Sprig-C | carbon dioxide | [probes.md]"
+    ]
