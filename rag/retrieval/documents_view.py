@@ -23,6 +23,10 @@ Two things stand between a store and what those commands show:
   other (`stores.ranking`); a vector search returns the store's nearest documents whatever their
   cosine, so the view drops those at 0 or below (with the hashing embedder, texts sharing no word).
 
+- **Windows** (`window=n`, what the answering commands read). Each hit's text is widened by up to `n`
+  neighbouring chunks of its page on each side (`rag.retrieval.windows`); ids, metadata and scores
+  stay the hit's.
+
 Writes (`add`, `delete`) go to the store unchanged.
 
 Example:
