@@ -226,9 +226,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         closers.append(_closer(store))
         memory = MessageWindowChatMemory(repository, max_messages=options["history"])
         long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])
-        documents = DocumentsView(
-            opened.store, distinct=not options["keep_duplicates"], window=ANSWER_WINDOW
-        )
+        documents = DocumentsView(opened.store, distinct=not options["keep_duplicates"], window=ANSWER_WINDOW)
         follow_up = options["follow_up"]
         expander = ConversationQueryExpander(follow_up) if follow_up else None
         retrieval = QuestionAnswerAdvisor(
