@@ -31,7 +31,7 @@ _HEADING = re.compile(r"^\s*#{1,6}(?:\s|$)")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s+|\d+[.)]\s+)")
 _NUMBERED = re.compile(r"^\s*(\d+[.)])\s+")
 _NUMBERED_TITLE = 5  # the most words of a numbered section title ("4. Status LED and buttons")
-_ROW = re.compile(r"^\s*\|")  # a Markdown table row stands alone
+_ROW = re.compile(r"^\s*\|.*\|\s*$")  # a Markdown table row stands alone
 _CLOSED = re.compile(r"[.!?:;)\]\"'”’…。！？]\s*$")
 _WORD = re.compile(r"[^\W_]+")  # snake_case names are words: allow_commands, WEB__PORT
 # A sentence that ends in one of these did not end: "(eg. 20 to 30 times)", "i.e. it", "etc. and".

@@ -80,3 +80,12 @@ def test_markdown_table_rows_are_quoted_one_at_a_time() -> None:
     assert _lines(passages, "Which probe reads carbon dioxide?", limit=1) == [
         "- | Sprig-C | carbon dioxide | [probes.md]"
     ]
+
+
+def test_a_piped_shell_line_is_not_a_table_row() -> None:
+    passages = (
+        "[1] (source: apt.md)\n```sh\ncurl -fsSL https://apt.example/key.asc \\\n"
+        "  | sudo tee /etc/apt/key.asc\n```"
+    )
+    lines = _lines(passages, "Which file does tee write the key to?")
+    assert lines and not any(line.startswith("- | sudo tee") for line in lines), lines
