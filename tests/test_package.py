@@ -67,6 +67,7 @@ def test_modular_rag_names_are_pinned() -> None:
         "mmr",
         "reciprocal_rank_fusion",
         "weighted_fusion",
+        "widen",
     ]
 
 

@@ -135,6 +135,17 @@ class ChatMemoryAdvisor(BaseAdvisor):
     def remember(self, conversation_id: str, new_messages: list[Message], reply: AssistantMessage) -> None:
         """Record one completed turn (default: nothing)."""
 
+    def remember_request(
+        self,
+        request: ChatClientRequest,
+        conversation_id: str,
+        new_messages: list[Message],
+        reply: AssistantMessage,
+    ) -> None:
+        """Record the completed turn of `request`: `remember`, for advisors that need no more. One that
+        reads the request's context (vectors other advisors embedded) overrides this instead."""
+        self.remember(conversation_id, new_messages, reply)
+
     @staticmethod
     def new_messages(request: ChatClientRequest) -> list[Message]:
         """What the caller adds in this request: every message of its prompt but the system one.
@@ -154,7 +165,7 @@ class ChatMemoryAdvisor(BaseAdvisor):
         new = self.new_messages(request)
         response = chain.next_call(self.augment(request, conversation_id))
         reply = response.chat_response
-        self.remember(conversation_id, [*new, *tool_exchange(reply)], reply.message)
+        self.remember_request(request, conversation_id, [*new, *tool_exchange(reply)], reply.message)
         return response
 
     def advise_stream(self, request: ChatClientRequest, chain: AdvisorChain) -> Iterator[ChatClientResponse]:
@@ -171,7 +182,7 @@ class ChatMemoryAdvisor(BaseAdvisor):
             yield response
         # Reached only when the stream ended normally: an error or an abandoned stream records nothing.
         reply = aggregate_chunks(chunks)
-        self.remember(conversation_id, [*new, *tool_exchange(reply)], reply.message)
+        self.remember_request(request, conversation_id, [*new, *tool_exchange(reply)], reply.message)
 
     # -- async requests: the same steps; memory reads and writes (SQLite) run in worker threads ---------
 
@@ -181,7 +192,9 @@ class ChatMemoryAdvisor(BaseAdvisor):
         augmented = await asyncio.to_thread(self.augment, request, conversation_id)
         response = await chain.anext_call(augmented)
         reply = response.chat_response
-        await asyncio.to_thread(self.remember, conversation_id, [*new, *tool_exchange(reply)], reply.message)
+        await asyncio.to_thread(
+            self.remember_request, request, conversation_id, [*new, *tool_exchange(reply)], reply.message
+        )
         return response
 
     async def aadvise_stream(
@@ -198,4 +211,6 @@ class ChatMemoryAdvisor(BaseAdvisor):
         # Reached only when the stream ended normally: an error, a cancellation or an abandoned stream
         # records nothing.
         reply = aggregate_chunks(chunks)
-        await asyncio.to_thread(self.remember, conversation_id, [*new, *tool_exchange(reply)], reply.message)
+        await asyncio.to_thread(
+            self.remember_request, request, conversation_id, [*new, *tool_exchange(reply)], reply.message
+        )

@@ -19,8 +19,11 @@ from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from rag.advisors.memory import ChatMemoryAdvisor, fenced_lines, memory_template, with_system_text
-from rag.advisors.query_vectors import with_shared_vector
+from rag.advisors.query_vectors import QUERY_VECTORS, with_shared_vector
 from rag.advisors.request import ChatClientRequest
 from rag.chat.messages import AssistantMessage, Message, UserMessage
 from rag.chat.template import PromptTemplate
@@ -190,6 +193,29 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
         return request.with_prompt(with_system_text(request.prompt, text.lstrip("\n")))
 
     def remember(self, conversation_id: str, new_messages: list[Message], reply: AssistantMessage) -> None:
+        self._write(conversation_id, new_messages, reply, {})
+
+    def remember_request(
+        self,
+        request: ChatClientRequest,
+        conversation_id: str,
+        new_messages: list[Message],
+        reply: AssistantMessage,
+    ) -> None:
+        """`remember`, with the vectors this request embedded already: the question recalled with (and
+        retrieved with) is written with its vector, not embedded a second time."""
+        kept = request.context.get(QUERY_VECTORS, {})
+        name = str(self.store.embedding.name)
+        vectors = {text: vector for (model, text), vector in kept.items() if model == name}
+        self._write(conversation_id, new_messages, reply, vectors)
+
+    def _write(
+        self,
+        conversation_id: str,
+        new_messages: list[Message],
+        reply: AssistantMessage,
+        vectors: Mapping[str, npt.NDArray[np.float32]],
+    ) -> None:
         texts = [("user", m.text) for m in new_messages if isinstance(m, UserMessage)]
         texts.append(("assistant", reply.text or ""))
         texts = [(kind, text) for kind, text in texts if text.strip()]
@@ -210,6 +236,7 @@ class VectorStoreChatMemoryAdvisor(ChatMemoryAdvisor):
                         "turn": turn,
                         "timestamp": now,
                     },
+                    embedding=vectors.get(text),
                 )
                 for kind, text in texts
             )

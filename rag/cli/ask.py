@@ -26,6 +26,7 @@ from rag.client import ChatClient
 from rag.documents import Document
 from rag.retrieval.documents_view import DocumentsView
 from rag.retrieval.source_names import source_filter_hint
+from rag.retrieval.windows import ANSWER_WINDOW
 
 __all__ = ["ask", "source_rows"]
 
@@ -116,7 +117,7 @@ def ask(
         question, top_k=top_k, similarity_threshold=threshold, filter=filter_text, exact=exact
     )
     opened = open_store(settings)
-    searched = DocumentsView(opened.store, distinct=not keep_duplicates)
+    searched = DocumentsView(opened.store, distinct=not keep_duplicates, window=ANSWER_WINDOW)
     model = build_chat_model(settings)
     try:
         spec = ChatClient(

@@ -40,6 +40,7 @@ from rag.memory import (
 )
 from rag.retrieval.documents_view import DocumentsView
 from rag.retrieval.follow_up import ConversationQueryExpander
+from rag.retrieval.windows import ANSWER_WINDOW
 from rag.vectorstore import VectorStore
 
 __all__ = ["chat", "chat_memory_store"]
@@ -225,7 +226,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         closers.append(_closer(store))
         memory = MessageWindowChatMemory(repository, max_messages=options["history"])
         long_term = VectorStoreChatMemoryAdvisor(store, top_k=options["recall"])
-        documents = DocumentsView(opened.store, distinct=not options["keep_duplicates"])
+        documents = DocumentsView(opened.store, distinct=not options["keep_duplicates"], window=ANSWER_WINDOW)
         follow_up = options["follow_up"]
         expander = ConversationQueryExpander(follow_up) if follow_up else None
         retrieval = QuestionAnswerAdvisor(

@@ -29,6 +29,7 @@ from rag.eval.judge import LLMJudge
 from rag.eval.sweep import FilterSetting
 from rag.filters import as_filter
 from rag.retrieval.documents_view import DocumentsView
+from rag.retrieval.windows import ANSWER_WINDOW
 
 __all__ = ["answer_models", "eval_command", "parse_filter_options"]
 
@@ -244,7 +245,8 @@ def eval_command(
     answerer: ChatModel | None = None
     judge: LLMJudge | None = None
     try:
-        view = DocumentsView(opened.store)  # what ask and query show: no chat memory, each page once
+        # what ask reads: no chat memory, each page once, each hit widened by its neighbouring chunks
+        view = DocumentsView(opened.store, window=ANSWER_WINDOW)
         qset = check_labels(view, qset, _warn)
         answerer, judge = answer_models(settings, qset, answers, answer_with, judge_model)
         if answerer is not None:

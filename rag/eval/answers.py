@@ -3,15 +3,17 @@
 Text metrics use SQuAD's normalisation (lower case, punctuation and the articles a/an/the removed,
 whitespace collapsed):
 
-- `answer_contains`: 1 when the normalised gold answer occurs, as whole words, in the normalised answer.
+- `answer_contains`: 1 when the normalised gold answer occurs, as whole words, in the normalised answer;
+  a gold answer of several parts separated by "; " (`"03:15; 14 most recent"`) needs each part.
 - `answer_f1`: SQuAD's token F1: the tokens both share (with multiplicity) give precision over the
   answer's tokens and recall over the gold's; F1 is their harmonic mean (0 when nothing is shared).
 
 Grounding checks read the answer's citations and quotations:
 
-- `cited_answer`: 1 when a passage the answer cites holds the gold answer. Citations are `[n]` (the n-th
-  retrieved passage, as the QuestionAnswerAdvisor's template numbers them) or `[source]` /
-  `[source, page P]` (as the extractive answerer writes them); 0 when the answer cites nothing.
+- `cited_answer`: 1 when a passage the answer cites holds the gold answer (each part in some cited
+  passage). Citations are `[n]` (the n-th retrieved passage, as the QuestionAnswerAdvisor's template
+  numbers them) or `[source]` / `[source, page P]` (as the extractive answerer writes them); 0 when the
+  answer cites nothing.
 - `quotes_grounded`: 1 when every quoted sentence (text between double quotes, or the extractive
   answerer's `- sentence [source]` lines) occurs in some retrieved passage; None when nothing is quoted.
 
@@ -66,12 +68,28 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
-def answer_contains(answer: str, gold: str) -> float:
-    """1.0 when the normalised `gold` occurs as whole words in the normalised `answer`, else 0.0."""
-    needle = normalize_answer(gold)
-    if not needle:
+def _parts(gold: str) -> list[str]:
+    """The normalised parts of a gold answer: several facts are written separated by "; "."""
+    return [part for part in (normalize_answer(p) for p in gold.split("; ")) if part]
+
+
+def _holds(texts: Sequence[str], gold: str) -> float:
+    """1.0 when every part of `gold` occurs as whole words in one of `texts` (normalised), else 0.0."""
+    parts, haystacks = _parts(gold), [f" {normalize_answer(text)} " for text in texts]
+    if not parts:
         return 0.0
-    return 1.0 if f" {needle} " in f" {normalize_answer(answer)} " else 0.0
+    return 1.0 if all(any(f" {part} " in text for text in haystacks) for part in parts) else 0.0
+
+
+def answer_contains(answer: str, gold: str) -> float:
+    """1.0 when the normalised `gold` occurs as whole words in the normalised `answer`, else 0.0. A gold
+    answer of several parts separated by "; " is contained when each part is.
+
+    Example:
+        >>> answer_contains("Backups run at 03:15 and keep the 14 most recent.", "03:15; 14 most recent")
+        1.0
+    """
+    return _holds([answer], gold)
 
 
 def token_f1(answer: str, gold: str) -> float:
@@ -111,8 +129,9 @@ def citations(answer: str, documents: Sequence[Document]) -> list[Document]:
 
 
 def cited_answer(answer: str, gold: str, documents: Sequence[Document]) -> float:
-    """1.0 when a passage the answer cites contains the gold answer (normalised), else 0.0."""
-    return max((answer_contains(d.text, gold) for d in citations(answer, documents)), default=0.0)
+    """1.0 when the passages the answer cites contain the gold answer (normalised; each part of a
+    "; "-separated one in some cited passage), else 0.0."""
+    return _holds([d.text for d in citations(answer, documents)], gold)
 
 
 def quotations(answer: str) -> list[str]:

@@ -45,6 +45,7 @@ from rag.retrieval.transformers import (
     RewriteQueryTransformer,
     TranslationQueryTransformer,
 )
+from rag.retrieval.windows import widen
 
 __all__ = [
     "CompressionQueryTransformer",
@@ -73,6 +74,7 @@ __all__ = [
     "mmr",
     "reciprocal_rank_fusion",
     "weighted_fusion",
+    "widen",
 ]
 
 # Its module imports httpx: loaded on first use, so `import rag` stays light (rag._lazy).

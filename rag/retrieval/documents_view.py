@@ -23,6 +23,10 @@ Two things stand between a store and what those commands show:
   other (`stores.ranking`); a vector search returns the store's nearest documents whatever their
   cosine, so the view drops those at 0 or below (with the hashing embedder, texts sharing no word).
 
+- **Windows** (`window=n`, what the answering commands read). Each hit's text is widened by up to `n`
+  neighbouring chunks of its page on each side (`rag.retrieval.windows`); ids, metadata and scores
+  stay the hit's.
+
 Writes (`add`, `delete`) go to the store unchanged.
 
 Example:
@@ -52,6 +56,7 @@ from rag.observability.steps import store_kind
 from rag.retrieval.postprocessors import NearDuplicateFilter
 from rag.retrieval.scope import MEMORY_MARKER, scoped_filter
 from rag.retrieval.stages import Query
+from rag.retrieval.windows import widen
 from rag.vectorstore import VectorStore, asimilarity_search
 
 __all__ = ["NEAR_DUPLICATE", "DocumentsView", "documents_filter"]
@@ -93,13 +98,21 @@ class DocumentsView:
         distinct: drop near-duplicates of better-ranked hits from the same page or a copy of it, and
             fill the page from further down.
         threshold: the near-duplicate similarity in [0, 1] (1.0: only the same words in the same order).
+        window: widen each hit by this many neighbouring chunks of its page on each side
+            (`rag.retrieval.windows.widen`): what the answering commands read.
     """
 
     def __init__(
-        self, store: VectorStore, *, distinct: bool = True, threshold: float = NEAR_DUPLICATE
+        self,
+        store: VectorStore,
+        *,
+        distinct: bool = True,
+        threshold: float = NEAR_DUPLICATE,
+        window: int = 0,
     ) -> None:
         self.store = store
         self.distinct = distinct
+        self.window = window
         self._filter = NearDuplicateFilter(threshold, store=self)
         # Tracing spans name the wrapped store (its kind and collection), not this view.
         self.kind = store_kind(store)
@@ -133,26 +146,31 @@ class DocumentsView:
         """The store's best `top_k` documents, without memory turns and (if `distinct`) without copies."""
         request = self._scoped(request)
         if not self.distinct:
-            return _with_evidence(request, self.store.similarity_search(request))
+            return self._widened(_with_evidence(request, self.store.similarity_search(request)))
         fetch: int | None = request.top_k * _OVERFETCH
         kept: list[Document] = []
         while fetch is not None:
             hits = _with_evidence(request, self.store.similarity_search(request.replace(top_k=fetch)))
             kept, fetch = self._page(request, hits, fetch)
-        return kept
+        return self._widened(kept)
 
     async def asimilarity_search(self, request: SearchRequest | str) -> list[Document]:
         """`similarity_search`, awaited (through the store's own async search when it has one)."""
         request = self._scoped(request)
         if not self.distinct:
-            return _with_evidence(request, await asimilarity_search(self.store, request))
+            kept = _with_evidence(request, await asimilarity_search(self.store, request))
+            return await asyncio.to_thread(self._widened, kept) if self.window else kept
         fetch: int | None = request.top_k * _OVERFETCH
-        kept: list[Document] = []
+        kept = []
         while fetch is not None:
             found = await asimilarity_search(self.store, request.replace(top_k=fetch))
             # off the event loop: telling copies apart may read whole pages from the store
             kept, fetch = await asyncio.to_thread(self._page, request, _with_evidence(request, found), fetch)
-        return kept
+        return await asyncio.to_thread(self._widened, kept) if self.window else kept
+
+    def _widened(self, hits: list[Document]) -> list[Document]:
+        """`hits` widened by `window` neighbouring chunks (as they are when `window` is 0)."""
+        return widen(self, hits, self.window) if self.window and hits else hits
 
     @staticmethod
     def _scoped(request: SearchRequest | str) -> SearchRequest:

@@ -31,6 +31,7 @@ from rag.memory import ChatMemory, check_conversation_id
 from rag.params import did_you_mean
 from rag.retrieval.documents_view import DocumentsView
 from rag.retrieval.follow_up import ConversationQueryExpander
+from rag.retrieval.windows import ANSWER_WINDOW
 from rag.serve.wire import ApiError, ChatRequest
 from rag.vectorstore import VectorStore, asimilarity_search
 
@@ -73,7 +74,11 @@ class RagService:
     def _client(self, conversation_id: str | None) -> ChatClient:
         expander = ConversationQueryExpander(self.follow_up) if self.follow_up else None
         advisors: list[Any] = [
-            QuestionAnswerAdvisor(self.documents(), self.search_defaults, expander=expander)
+            QuestionAnswerAdvisor(
+                DocumentsView(self.store, distinct=not self.keep_duplicates, window=ANSWER_WINDOW),
+                self.search_defaults,
+                expander=expander,
+            )
         ]
         if conversation_id is not None and self.memory is not None:
             advisors.append(MessageChatMemoryAdvisor(self.memory))

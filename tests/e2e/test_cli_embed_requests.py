@@ -107,3 +107,18 @@ def test_serve_search_and_sources_carry_the_named_scores() -> None:
     assert word["scores"] == {"bm25": word["score"]}
     [source] = answered.json()["sources"]
     assert source["scores"]["cosine"] > 0
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "lexical"])
+def test_chat_embeds_the_question_once_for_retrieval_and_memory(
+    cli: RunCli, docs: Path, embeddings_server: OpenAIServer, mode: str
+) -> None:
+    """Memory recall, retrieval and the memory write share the question's one vector; the reply is
+    embedded once, for the memory write."""
+    options = ("--store", "numpy", "--mode", mode)
+    assert cli("ingest", docs, "--store", "numpy", *EMBEDDER).exit_code == 0
+    _embedded(embeddings_server)
+    chatted = cli("chat", *options, "--no-stream", input="who logs fog signals\n")
+    assert chatted.exit_code == 0, chatted.stderr
+    assert "The keepers log them." in chatted.stdout
+    assert _embedded(embeddings_server) == [["who logs fog signals"], ["The keepers log them."]]

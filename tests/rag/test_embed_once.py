@@ -112,13 +112,13 @@ def test_retrieval_and_long_term_memory_share_the_question_vector() -> None:
     assert first.documents and memory.count() == 2  # the turn was remembered
     model.calls.clear()
     second = client.prompt("And how do I run it?").advisors(conversation_id="c1").call().response()
-    # Each query text embedded once: the question (recall and retrieval share it), the follow-up joined
-    # to the question before; then the turn written to memory (question and answer, as documents).
+    # Each query text embedded once: the question (recall, retrieval and the memory write share it),
+    # the follow-up joined to the question before; then the answer, written to memory.
     queries = [text for batch in model.calls[:-1] for text in batch]
     assert sorted(queries) == sorted(
         ["And how do I run it?", "How do I install valgrind?\nAnd how do I run it?"]
     )
-    assert model.calls[-1] == ["And how do I run it?", second.text]
+    assert model.calls[-1] == [second.text]
 
 
 def test_the_retrieval_docs_example_runs() -> None:

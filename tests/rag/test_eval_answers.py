@@ -57,6 +57,18 @@ def test_containment_and_f1_match_a_hand_computation() -> None:
     assert token_f1("", "") == 1.0 and token_f1("", "x") == 0.0
 
 
+def test_a_gold_answer_of_several_parts_needs_each_part() -> None:
+    """data/README.md: parts of a gold answer are separated by "; " and each appears in the sources."""
+    gold = "03:15; 14 most recent"
+    answer = "- Backups run at 03:15 local time. [b.md]\n- It keeps the 14 most recent archives. [b.md]"
+    assert answer_contains(answer, gold) == 1.0
+    assert answer_contains("- Backups run at 03:15 local time. [b.md]", gold) == 0.0
+    first = Document("1", "Backups run at 03:15 local time.", {"source": "b.md"})
+    second = Document("2", "It keeps the 14 most recent archives.", {"source": "c.md"})
+    assert cited_answer("[b.md] [c.md]", gold, [first, second]) == 1.0
+    assert cited_answer("[b.md]", gold, [first, second]) == 0.0
+
+
 def test_citations_by_number_and_by_source() -> None:
     docs = [BEACON, VALVES]
     assert citations("Lit at dusk [1]; valves at dawn [2].", docs) == [BEACON, VALVES]

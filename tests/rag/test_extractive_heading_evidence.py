@@ -34,8 +34,9 @@ def _answer(passages: str, question: str) -> str:
 def test_a_section_whose_heading_names_the_subject_is_quoted() -> None:
     lines = _answer(INSTALL, "How do I install it?").splitlines()[1:]
     assert lines == [
-        "- Enable and start the service with `sudo systemctl enable --now verdigrisd`. [guide/install.md]",
-        "- This page explains how to put verdigrisd, vgctl and the Canopy dashboard on a controller "
+        "- After installing: Enable and start the service with `sudo systemctl enable --now verdigrisd`. "
+        "[guide/install.md]",
+        "- Install: This page explains how to put verdigrisd, vgctl and the Canopy dashboard on a controller "
         "computer. [guide/install.md]",
         "- The daemon runs as the unprivileged system user `vgrow`, which the package creates. "
         "[guide/install.md]",
@@ -44,9 +45,9 @@ def test_a_section_whose_heading_names_the_subject_is_quoted() -> None:
 
 def test_an_error_code_in_a_heading_or_a_title_line_finds_its_description() -> None:
     lines = _answer(ERRORS, "What is E-214?").splitlines()[1:]
-    assert lines[0] == (
-        "- Water kept flowing for more than 20 seconds after the daemon closed a valve. "
-        "[reference/error-codes.md]"
+    assert lines[0] == (  # the heading names the error the sentence describes
+        "- E-214: valve stuck open: Water kept flowing for more than 20 seconds after the daemon closed a "
+        "valve. [reference/error-codes.md]"
     )
     assert all("vgctl" not in line for line in lines)
     # A reST section title is a line of its own, not a Markdown heading: it scopes its sentences too.

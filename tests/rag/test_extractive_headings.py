@@ -1,4 +1,5 @@
-"""The offline answerer quotes sentences, never a bare heading or title line."""
+"""The offline answerer quotes sentences, never a bare heading or title line: a heading leads the first
+sentence under it when it says more than that sentence."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ def _answer(passages: str, question: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("- ")]
 
 
-def test_markdown_headings_and_title_lines_are_never_quoted() -> None:
+def test_markdown_headings_and_title_lines_are_never_quoted_alone() -> None:
     passages = (
         "[1] (source: upload.md)\n## Optional File Upload\n\nMake a file upload optional with None.\n\n"
         "[2] (source: files.rst)\nOptional File Upload\n\nOptional uploads default to None."
     )
     assert _answer(passages, "Is the file upload optional?") == [
-        "- Make a file upload optional with None. [upload.md]",
-        "- Optional uploads default to None. [files.rst]",
+        "- Make a file upload optional with None. [upload.md]",  # the heading adds nothing
+        "- Optional File Upload: Optional uploads default to None. [files.rst]",
     ]
 
 

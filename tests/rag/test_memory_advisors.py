@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -238,3 +239,26 @@ def test_no_text_means_no_retrieval_and_nothing_blank_stored() -> None:
     assert re.fullmatch(
         r"VectorStoreChatMemoryAdvisor\(name='VectorStoreChatMemoryAdvisor', order=-\d+\)", repr(advisor)
     )
+
+
+@pytest.mark.parametrize("how", ["call", "stream", "acall"])
+def test_vector_advisor_writes_the_question_with_the_vector_retrieval_used(how: str) -> None:
+    """Memory recall, document retrieval and the memory write embed the question once between them."""
+    embedding = FakeEmbedding()
+    documents = NumpyVectorStore(embedding)
+    documents.add([Document("d", "The keepers log fog signals.", {"source": "k.md"})])
+    memory = VectorStoreChatMemoryAdvisor(NumpyVectorStore(embedding))
+    client = ChatClient(
+        FakeChatModel(default="In the ledger."), advisors=[memory, QuestionAnswerAdvisor(documents)]
+    )
+    embedding.calls.clear()
+    spec = client.prompt("who logs fog?").advisors(conversation_id="c1")
+    if how == "call":
+        spec.call().content()
+    elif how == "stream":
+        "".join(spec.stream().content())
+    else:
+        asyncio.run(spec.acall().content())
+    assert sorted(text for batch in embedding.calls for text in batch) == ["In the ledger.", "who logs fog?"]
+    [turn] = memory.recall("c1", "who logs fog?", 1)  # the vector written is the question's
+    assert turn.text == "who logs fog?" and turn.metadata["message_type"] == "user"

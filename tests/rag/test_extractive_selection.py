@@ -1,0 +1,91 @@
+"""Which sentences the offline answerer quotes: new question words first, numbered lists whole, table
+rows and snake_case names as content."""
+
+from __future__ import annotations
+
+from rag.chat import Prompt
+from rag.models.extractive import ExtractiveChatModel
+
+RULE = "-" * 21
+
+
+def _lines(passages: str, question: str, limit: int = 3) -> list[str]:
+    prompt = Prompt(question).augment_system(f"{RULE}\n{passages}\n{RULE}")
+    text = ExtractiveChatModel(max_sentences=limit).call(prompt).text or ""
+    return [line for line in text.splitlines() if line.startswith("- ")]
+
+
+def test_the_next_sentence_adds_question_words_not_yet_quoted() -> None:
+    passages = (
+        "[1] (source: api.html)\nRead tokens may only call GET endpoints. Operate tokens may open valves. "
+        "Admin tokens may change settings. Tokens are created with vgctl.\n\n"
+        "[2] (source: notes.md)\nA read token could open valves through the valves endpoint. "
+        "The fix was reported by Amara Osei."
+    )
+    lines = _lines(passages, "Who reported that read tokens could open valves?", limit=2)
+    assert any("reported by Amara Osei" in line for line in lines), lines
+
+
+def test_a_numbered_list_is_quoted_whole_one_line_per_item() -> None:
+    passages = (
+        "[1] (source: install.md)\n## From source\n\nBuilding from source is meant for contributors.\n\n"
+        "1. Install a Rust toolchain, version 1.74 or newer. The extension is written\n   in Rust.\n"
+        "2. Clone the repository and run `make bootstrap`.\n3. Run `./configure`, then `make`.\n\n"
+        "A full build takes 12 minutes."
+    )
+    lines = _lines(passages, "How do I install it?", limit=1)
+    assert lines == [
+        "- 1. Install a Rust toolchain, version 1.74 or newer. The extension is written in Rust. "
+        "[install.md]",
+        "- 2. Clone the repository and run `make bootstrap`. [install.md]",
+        "- 3. Run `./configure`, then `make`. [install.md]",
+    ]
+
+
+def test_a_table_row_is_content_not_a_title() -> None:
+    passages = (
+        "[1] (source: licensing.html)\nPart\tLicence\n\nDaemon, vgctl\tGPL-3.0-or-later\n\n"
+        "Node and Sprig board designs\tCERN-OHL-S v2"
+    )
+    assert _lines(passages, "Under which licence are the board designs published?", limit=1) == [
+        "- Node and Sprig board designs\tCERN-OHL-S v2 [licensing.html]"
+    ]
+
+
+def test_words_of_a_snake_case_name_match_the_question() -> None:
+    passages = "[1] (source: mqtt.rst)\nRemote control is disabled unless mqtt.allow_commands is true."
+    assert _lines(passages, "What allows commands?", limit=1) == [
+        "- Remote control is disabled unless mqtt.allow_commands is true. [mqtt.rst]"
+    ]
+
+
+def test_a_numbered_section_title_in_a_pdf_is_a_heading_not_a_step() -> None:
+    passages = (
+        "[1] (source: manual.pdf, page 2)\n2. Power supply\nThe board is powered with 24 V AC from a\n"
+        "transformer. A 2.5 A fuse protects it.\n3. Connectors\nJ1 takes the power input."
+    )
+    assert _lines(passages, "Which fuse protects the board?", limit=1) == [
+        "- A 2.5 A fuse protects it. [manual.pdf, page 2]"
+    ]
+    assert _lines(passages, "What powers the board?", limit=1) == [
+        "- 2. Power supply: The board is powered with 24 V AC from a transformer. [manual.pdf, page 2]"
+    ]
+
+
+def test_markdown_table_rows_are_quoted_one_at_a_time() -> None:
+    passages = (
+        "[1] (source: probes.md)\n| Probe | Measures |\n|---|---|\n| Sprig-M | soil moisture |\n"
+        "| Sprig-C | carbon dioxide |"
+    )
+    assert _lines(passages, "Which probe reads carbon dioxide?", limit=1) == [
+        "- | Sprig-C | carbon dioxide | [probes.md]"
+    ]
+
+
+def test_a_piped_shell_line_is_not_a_table_row() -> None:
+    passages = (
+        "[1] (source: apt.md)\n```sh\ncurl -fsSL https://apt.example/key.asc \\\n"
+        "  | sudo tee /etc/apt/key.asc\n```"
+    )
+    lines = _lines(passages, "Which file does tee write the key to?")
+    assert lines and not any(line.startswith("- | sudo tee") for line in lines), lines
