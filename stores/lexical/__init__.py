@@ -1,8 +1,7 @@
 """The BM25 index every store keeps beside its vectors, for lexical and hybrid search.
 
-`index` holds `LexicalIndex`, `scoring` its BM25 sums, `settings` its parameters, `text` the analysis
-(tokens, stopwords), `segments` the immutable postings segments, `idmap` the packed ids and id -> row
-map, and `persist` the save and load.
+`index` holds `LexicalIndex`; `text`, `languages` and `fields` the text analysis, `segments` the
+postings, `idmap` the packed ids and `persist` the save and load.
 """
 
 from stores.lexical.index import DEFAULT_B, DEFAULT_K1, LexicalIndex, LexicalSettings, LexicalStats
