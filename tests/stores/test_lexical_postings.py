@@ -4,7 +4,9 @@ compaction, saves and loads), seen through the index's public searches."""
 from __future__ import annotations
 
 import doctest
+import gc
 import importlib
+import tracemalloc
 from collections import Counter
 from pathlib import Path
 
@@ -72,6 +74,46 @@ def test_term_ids_and_frequencies_past_narrow_types_read_back(tmp_path: Path) ->
     loaded = LexicalIndex.load(tmp_path / "wide")
     for query in ("z69999q z5q", "z7q"):
         assert loaded.search(query, top_k=3) == index.search(query, top_k=3)
+
+
+def test_the_lexical_index_keeps_under_seven_bytes_a_posting() -> None:
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(3000)]
+    texts = [
+        " ".join(words[r] for r in (np.minimum(rng.zipf(1.1, size=size), 3000) - 1).tolist())
+        for size in rng.integers(30, 51, size=20_000).tolist()
+    ]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        index = LexicalIndex()
+        index.add([f"d{i}" for i in range(len(texts))], texts)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    postings = sum(index.document_frequencies().values())
+    assert postings > 350_000
+    # A 4-byte row and a 1-byte frequency a posting, a term's offset per segment, 4 bytes of length a
+    # document, beside packed ids and vocabulary: 6.85 bytes a posting here.
+    assert held / postings < 7.2
+
+
+def test_a_document_of_more_terms_than_two_bytes_count_scores_exactly() -> None:
+    index = LexicalIndex()
+    index.add(["short"], ["storm fog"])
+    index.add(["long"], ["fog " * 70_000 + "storm"])
+    assert index.stats.total_length == 70_003
+    # BM25 by hand with the true lengths (70,001 and 2 terms) and Lucene's idf.
+    k1, b, average = index.settings.k1, index.settings.b, 70_003 / 2
+    idf = np.log(1 + (2 - 2 + 0.5) / (2 + 0.5))
+
+    def bm25(tf: int, length: int) -> float:
+        return float(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average)))
+
+    scores = dict(index.search("fog", top_k=2))
+    assert scores["long"] == pytest.approx(bm25(70_000, 70_001), rel=1e-12)
+    assert scores["short"] == pytest.approx(bm25(1, 2), rel=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stores.lexical.index as index_module
-import stores.lexical.segments as segments_module
 from rag import Document, SearchRequest
 from rag.documents import MetadataValue
 from rag.filters import key
@@ -302,11 +301,9 @@ _lexical_step: st.SearchStrategy[tuple[str, list[Any]]] = st.one_of(
 
 @settings(max_examples=80, deadline=None)
 @given(steps=st.lists(_lexical_step, max_size=14))
-def test_narrow_segments_split_and_merge_like_a_fresh_build(steps: list[tuple[str, list[Any]]]) -> None:
+def test_segments_merge_and_compact_like_a_fresh_build(steps: list[tuple[str, list[Any]]]) -> None:
     final: dict[str, str] = {}
     with pytest.MonkeyPatch.context() as patch:
-        # Spans of 3 rows: segments are split, capped and narrowed all the time.
-        patch.setattr(segments_module, "NARROW_SPAN", 3)
         patch.setattr(index_module, "_COMPACT_MIN_DEAD", 2)
         index = LexicalIndex()
         for kind, payload in steps:
@@ -319,7 +316,6 @@ def test_narrow_segments_split_and_merge_like_a_fresh_build(steps: list[tuple[st
                     final.pop(doc_id, None)
             else:
                 index.compact()
-        assert all(s.end_row - s.first_row <= 3 or s.rows.dtype == np.int32 for s in index._segments)
     fresh = LexicalIndex()
     fresh.add(list(final), list(final.values()))
     assert index.document_frequencies() == fresh.document_frequencies() and index.stats == fresh.stats
@@ -327,25 +323,21 @@ def test_narrow_segments_split_and_merge_like_a_fresh_build(steps: list[tuple[st
         assert index.search(query, 20) == fresh.search(query, 20)
 
 
-def test_an_index_over_many_rows_keeps_two_bytes_a_row(tmp_path: Path) -> None:
-    count = 70_000  # more rows than one narrow segment spans
+def test_an_index_over_many_rows_answers_like_one_batch(tmp_path: Path) -> None:
+    count = 70_000
     texts = [f"w{n % 97} w{n % 13} common" for n in range(count)]
     index = LexicalIndex()
     index.add([f"a{n}" for n in range(40_000)], texts[:40_000])
     index.add([f"a{n}" for n in range(40_000, count)], texts[40_000:])
-    assert index.segment_count == 2 and all(s.rows.dtype == np.uint16 for s in index._segments)
     found = [index.search(q, 30) for q in ("w5 w7", "common w96")]
     at_once = LexicalIndex()
-    at_once.add([f"a{n}" for n in range(count)], texts)  # one batch wider than a narrow segment: split
-    assert all(s.rows.dtype == np.uint16 for s in at_once._segments)
+    at_once.add([f"a{n}" for n in range(count)], texts)
     assert [at_once.search(q, 30) for q in ("w5 w7", "common w96")] == found
     index.save(tmp_path / "index")
-    loaded = LexicalIndex.load(tmp_path / "index")  # saved as one int32 segment, split again on load
-    assert loaded.segment_count == 2 and all(s.rows.dtype == np.uint16 for s in loaded._segments)
+    loaded = LexicalIndex.load(tmp_path / "index")
     assert [loaded.search(q, 30) for q in ("w5 w7", "common w96")] == found
     gone = [f"a{n}" for n in range(count) if n % 3 != 2]
-    assert index.delete(gone) == len(gone) and index._renumberings == 1  # compacted
-    assert all(s.rows.dtype == np.uint16 for s in index._segments)  # into narrow pieces again
+    assert index.delete(gone) == len(gone) and index.renumberings == 1  # compacted
     fresh = LexicalIndex()
     fresh.add([f"a{n}" for n in range(2, count, 3)], texts[2::3])
     for query in ("w5 w7", "common w96"):
