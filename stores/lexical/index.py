@@ -356,7 +356,7 @@ class LexicalIndex:
             mask[rows[rows >= 0]] = True
             row_mask = mask if row_mask is None else mask & row_mask
         rows, scores = self.search_rows(query, top_k, row_mask=row_mask)
-        return list(zip(self._ids.ids_at(rows.tolist()), scores.tolist(), strict=True))
+        return list(zip(self.ids_at(rows.tolist()), scores.tolist(), strict=True))
 
     def search_rows(
         self, query: str, top_k: int, *, row_mask: npt.NDArray[np.bool_] | None = None
@@ -376,7 +376,7 @@ class LexicalIndex:
         if top_k < rows.size:
             kept = scores >= np.partition(scores, scores.size - top_k)[scores.size - top_k]
             rows, scores = rows[kept], scores[kept]  # rows tied with the k-th come along: the id decides
-        return best_first(rows, scores, lambda tied: self._ids.ids_at(tied.tolist()), top_k)
+        return best_first(rows, scores, lambda tied: self.ids_at(tied.tolist()), top_k)
 
     def scores_for(self, query: str, ids: Sequence[str]) -> Scores:
         """BM25 score of each of `ids` for `query` (0 for unknown ids and documents without a query term)."""
