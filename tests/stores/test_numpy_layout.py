@@ -232,7 +232,6 @@ def test_packed_ids_agree_with_a_dict(
 ) -> None:
     if colliding:  # 64-bit hashes never collide in practice: force them to, by length
         monkeypatch.setattr(idmap, "_hash", len)
-    monkeypatch.setattr(idmap, "_MERGE_MIN", 3)  # merge often, so both the dict and the arrays serve
     packed, model = (
         idmap.PackedIds(),
         dict[str, int](),
