@@ -1,13 +1,10 @@
 """The lexical index's ids by row and its id -> row map, packed into numpy arrays.
 
-A `str` and a `dict` entry per id cost ~130 bytes a document, and a `str` kept from a batch pins the
-allocator's arena it sits in once the batch is gone. Here ids are UTF-8 in one buffer (each row's bytes
-end where the next row's begin: one offset per row; 4 bytes until the buffer passes 4 GiB, then 8),
-and the map is the sorted 32-bit hashes of the live ids beside their rows, searched with
-`np.searchsorted`. Every candidate is confirmed by comparing the stored bytes, so equal hashes never
-confuse two ids. Dead rows keep their bytes until `renumber` drops them. Hashes are Python's
-`hash(str)`, salted per process: an unpickled copy hashes its ids again. `PackedIds` also maps the
-index's terms to their ids (`stores.lexical.text.Vocabulary`).
+A `str` and a `dict` entry per id cost ~130 bytes a document. Here ids are UTF-8 in one buffer (one
+offset per row: 4 bytes until the buffer passes 4 GiB) and the map is the sorted 32-bit hashes of the
+live ids beside their rows; each candidate is confirmed against the stored bytes, so equal hashes never
+confuse two ids. Hashes are Python's `hash(str)`, salted per process: an unpickled copy hashes its ids
+again. `PackedIds` also maps terms to their ids (`stores.lexical.text.Vocabulary`).
 
 Example:
     >>> ids = PackedIds()

@@ -12,10 +12,8 @@ the term in the text plus `FIELD_WEIGHT` times in the names field (`stores.lexic
 document is scored with the query analysed in its own language, N and df counted among that
 language's documents. Every hit holds a query term, so every score is > 0.
 
-Rows are assigned in order of arrival; postings live in immutable segments (`stores.lexical.segments`)
-of geometric sizes, so an add costs its batch plus amortised merges; a delete clears a bit in the
-live-row mask; df is counted from the live postings at search time. Rows are renumbered (compacted)
-once dead rows outnumber live ones.
+Rows are assigned in order of arrival and postings kept in segments (`stores.lexical.segments`) of
+geometric sizes; a delete clears a row's live bit, and rows are renumbered once most are dead.
 
 Thread safety: searches only read and may run together; writes must not overlap anything else (the
 stores hold their write lock around both).
@@ -119,9 +117,8 @@ def _sum_by_row(rows: npt.NDArray[np.integer[Any]], weights: Scores, row_count: 
         hits = np.flatnonzero(scores)
         return hits, scores[hits]
     distinct, slots = np.unique(rows, return_inverse=True)
-    return distinct.astype(np.int64), np.asarray(
-        np.bincount(slots, weights, minlength=distinct.size), np.float64
-    )
+    sums = np.asarray(np.bincount(slots, weights, minlength=distinct.size), np.float64)
+    return distinct.astype(np.int64), sums
 
 
 class LexicalIndex:
@@ -148,9 +145,9 @@ class LexicalIndex:
         self._lengths = np.zeros(0, np.int32)  # terms per row
         self._segments: list[Segment] = []
         self._total_length = 0
-        self._changed()
         self._renumberings += 1
         self._renumbered: Rows | None = None
+        self._changed()
 
     def _changed(self) -> None:
         self._norm: Scores | None = None  # K(d) of each row, until the next write
@@ -163,8 +160,7 @@ class LexicalIndex:
 
     @property
     def renumberings(self) -> int:
-        """How often rows were renumbered (by `compact`, `clear` or a load): rows from `rows_of` stay
-        valid while this number is unchanged."""
+        """How often rows were renumbered (`compact`, `clear`): rows stay valid while it is unchanged."""
         return self._renumberings
 
     @property
