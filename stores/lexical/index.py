@@ -346,13 +346,20 @@ class LexicalIndex:
         Only documents holding a query term are returned (every score is > 0). `allowed` restricts hits
         to those ids; `row_mask` does the same as a boolean array over `row_count` rows (see `rows_of`).
         """
-        if allowed is not None:
-            rows = self.rows_of(list(allowed))
-            mask = np.zeros(self._ids.row_count, np.bool_)
-            mask[rows[rows >= 0]] = True
-            row_mask = mask if row_mask is None else mask & row_mask
-        rows, scores = self.search_rows(query, top_k, row_mask=row_mask)
-        return list(zip(self.ids_at(rows.tolist()), scores.tolist(), strict=True))
+        wanted = top_k if allowed is None else 4 * top_k
+        allowed = allowed if allowed is None or isinstance(allowed, set | frozenset | dict) else set(allowed)
+        # Walk down the ranking while that costs less than marking the allowed rows (a selective filter).
+        while allowed is None or wanted <= len(allowed):
+            rows, scores = self.search_rows(query, wanted, row_mask=row_mask)
+            found = zip(self.ids_at(rows.tolist()), scores.tolist(), strict=True)
+            hits = [hit for hit in found if allowed is None or hit[0] in allowed]
+            if len(hits) >= top_k or rows.size < wanted:
+                return hits[:top_k]
+            wanted *= 4
+        rows = self.rows_of(list(allowed))
+        mask = np.zeros(self._ids.row_count, np.bool_)
+        mask[rows[rows >= 0]] = True
+        return self.search(query, top_k, row_mask=mask if row_mask is None else mask & row_mask)
 
     def search_rows(
         self, query: str, top_k: int, *, row_mask: npt.NDArray[np.bool_] | None = None
