@@ -60,6 +60,10 @@ class ReadWriteLock:
         """Whether the calling thread holds the write lock."""
         return self._writer == threading.get_ident()
 
+    def waiting(self) -> tuple[int, int]:
+        """How many threads wait to write and how many to read (for diagnostics and tests)."""
+        return self._waiting_writers, self._waiting_readers
+
     def acquire_read(self) -> None:
         """Wait until no writer holds or waits for the lock, then hold it for reading."""
         depth: int = getattr(self._local, "depth", 0)  # inlined: every search comes here
@@ -140,8 +144,7 @@ class ReadWriteLock:
 
 
 class _Held:
-    """A lock held inside a `with` block: a small class, not a `contextlib.contextmanager`, whose
-    generator and wrapper would cost a search a tenth of its own time."""
+    """A lock held inside a `with` block (a generator-based manager costs a search a tenth of its time)."""
 
     __slots__ = ("_acquire", "_release")
 
@@ -160,9 +163,8 @@ class _Held:
 class FolderLock:
     """An exclusive lock on `folder / name` shared by processes, held inside a `with` block.
 
-    The file is created when missing and left in place (removing it would let two processes lock two
-    different files of one name). Each `with` opens the file anew, and flock excludes open files, so two
-    threads (or two stores) of one process also take the lock in turn.
+    The file is left in place (removing it would let two processes lock two files of one name). Each
+    `with` opens it anew, so two threads or stores of one process also take the lock in turn.
 
     Example:
         >>> import tempfile

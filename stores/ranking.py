@@ -1,26 +1,14 @@
 """Search modes, fusion, the threshold and MMR: one ranking procedure that every store runs.
 
-A store supplies exact candidate lists through `Candidates`; `rank_scored` turns them into the final
-hits for any `SearchRequest`, so given exact candidates the stores agree by construction, ties and
-scores included (the spec of each mode is `rag.vectorstore.VectorStore`):
-
-- "vector": the `top_k` best cosines among filter matches passing the threshold.
-- "lexical": the `top_k` best BM25 scores among filter matches holding a query term and passing the
-  threshold (0 checks nothing).
-- "hybrid": the vector and lexical lists, each cut at `candidate_depth(top_k)`, fused (reciprocal rank
-  fusion with `rrf_k`, or `weighted_fusion` with `vector_weight`); the best `top_k` among documents with
-  a positive cosine or a query term.
-
-The candidate pool is fixed (`CANDIDATE_POOL` per list) for every `top_k` up to its size, so the results
-at `top_k=10` are exactly the first ten at `top_k=100`, scores included. A source whose lists also come
-as integer keys (`KeyedCandidates`, the numpy store's) has its RRF hybrid requests without threshold or
-diversity fused by `rank_keys`: the same floating-point operations on arrays, ids decoded for the page
-and tied scores only.
-
-Every hit carries its named scores (`ScoredHit.scores`, put in `Document.scores`): `cosine` wherever the
-request embeds its query, `bm25` for hits among the lexical candidates, `fused` for hybrid hits. Ties go
-to the smaller id. With `diversity` > 0, maximal marginal relevance (`rag.retrieval.mmr`) picks `top_k`
-documents from the mode's best `candidate_depth(top_k)`, each keeping its mode score.
+A store supplies exact candidate lists (`Candidates`); `rank_scored` turns them into the final hits of
+any `SearchRequest` (each mode's spec is `rag.vectorstore.VectorStore`), so stores with exact candidates
+agree by construction, ties (to the smaller id) and scores included. Hybrid fuses the vector and the
+lexical lists, each cut at `candidate_depth(top_k)`, and keeps documents with a positive cosine or a
+query term; MMR (`diversity` > 0) picks from the same depth. The pool is fixed for every `top_k` up to
+`CANDIDATE_POOL`, so the results at `top_k=10` are the first ten at `top_k=100`. A source of integer
+keys (`KeyedCandidates`, the numpy store's) has its RRF hybrid requests fused on keys by `rank_keys`,
+with the same floating-point operations, decoding ids for the page and ties only. Every hit carries
+its named scores (`cosine`, `bm25`, `fused`; `Document.scores`).
 
 Example:
     >>> candidate_depth(4), candidate_depth(100), candidate_depth(150)
@@ -29,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol, cast
@@ -167,36 +154,6 @@ class KeyedPage(NamedTuple):
     named: Sequence[dict[str, float]]
 
 
-@functools.lru_cache(maxsize=64)
-def _rrf_terms(rrf_k: int, length: int, weight: float) -> npt.NDArray[np.float64]:
-    """`weight / (rrf_k + rank)` for ranks 1..length: what `reciprocal_rank_fusion` adds per list."""
-    terms: npt.NDArray[np.float64] = weight / (rrf_k + np.arange(1, length + 1))
-    terms.setflags(write=False)  # cached
-    return terms
-
-
-def _union(
-    first: npt.NDArray[np.int64],
-    first_terms: npt.NDArray[np.float64],
-    second: npt.NDArray[np.int64],
-    second_terms: npt.NDArray[np.float64],
-) -> Keyed:
-    """Every key of two lists (each without repeats) with the sum of its terms, `first`'s term plus
-    `second`'s (one addition, as `math.fsum` of two numbers rounds it)."""
-    # Where each key of `second` sits in `first`, through an array indexed by key: only the cells of
-    # `second` are cleared and read back.
-    size = max(int(np.maximum.reduce(first, initial=-1)), int(np.maximum.reduce(second, initial=-1))) + 1
-    where = np.empty(size, np.int64)
-    where[second] = -1
-    where[first] = np.arange(len(first))
-    at = where[second]
-    shared = at >= 0
-    sums = first_terms.copy()
-    sums[at[shared]] += second_terms[shared]
-    alone = ~shared
-    return np.concatenate((first, second[alone])), np.concatenate((sums, second_terms[alone]))
-
-
 def rank_keys(request: SearchRequest, source: Candidates) -> KeyedPage | None:
     """The final page of an RRF hybrid request without threshold or diversity over a `KeyedCandidates`
     source, fused on keys (`_fuse`'s operations on each score); None for any other request or source."""
@@ -208,9 +165,12 @@ def rank_keys(request: SearchRequest, source: Candidates) -> KeyedPage | None:
     depth, vw, top_k = candidate_depth(request.top_k), request.vector_weight, request.top_k
     lexical_keys, lexical_scores = keyed.lexical_keys(depth)
     vector_keys, vector_scores = keyed.vector_keys(depth, 0.0)
-    vector_terms = _rrf_terms(request.rrf_k, len(vector_keys), 2.0 * vw)
-    lexical_terms = _rrf_terms(request.rrf_k, len(lexical_keys), 2.0 * (1.0 - vw))
-    keys, fused = _union(vector_keys, vector_terms, lexical_keys, lexical_terms)
+    # What `reciprocal_rank_fusion` adds per list, `weight / (rrf_k + rank)`, summed per key onto 0.0:
+    # the same two-number sums.
+    vector_terms = 2.0 * vw / (request.rrf_k + np.arange(1, len(vector_keys) + 1))
+    lexical_terms = 2.0 * (1.0 - vw) / (request.rrf_k + np.arange(1, len(lexical_keys) + 1))
+    keys, slots = np.unique(np.concatenate((vector_keys, lexical_keys)), return_inverse=True)
+    fused = np.bincount(slots, np.concatenate((vector_terms, lexical_terms)), minlength=keys.size)
     evident = np.isin(keys, np.concatenate((lexical_keys, vector_keys[vector_scores > 0.0])))
     keys, fused = keys[evident], fused[evident]
     if len(keys) > top_k:
