@@ -36,7 +36,7 @@ from stores.lexical.fields import encode_documents, is_marker, language_marker
 from stores.lexical.idmap import PackedIds
 from stores.lexical.languages import DEFAULT_LANGUAGE, SNOWBALL
 from stores.lexical.persist import Saved, read, write
-from stores.lexical.segments import Segment, build, merge, postings_of
+from stores.lexical.segments import NARROW_SPAN, Segment, build, merge, postings_of, split
 from stores.lexical.text import TOKENIZER, Vocabulary
 from stores.ties import best_first
 
@@ -204,7 +204,7 @@ class LexicalIndex:
         """df of every term held by a live document (for inspection and tests; scans every posting)."""
         counts = np.zeros(len(self._vocabulary), dtype=np.int64)
         for segment in self._segments:
-            live = self._ids.live_mask[segment.rows]
+            live = self._ids.live_mask[segment.absolute_rows]
             counts += np.bincount(segment.posting_terms[live], minlength=counts.size)
         names = self._vocabulary.terms
         found = ((names[term], int(counts[term])) for term in np.flatnonzero(counts))
@@ -239,9 +239,13 @@ class LexicalIndex:
         self._ids.append(list(batch))
         self._lengths[first:end] = encoded.lengths
         self._total_length += int(encoded.lengths.sum())
-        self._segments.append(build(encoded.ids, encoded.owners, len(batch), first))
         segments = self._segments
-        while len(segments) >= 2 and segments[-2].size <= _MERGE_RATIO * max(segments[-1].size, 1):
+        segments.extend(split(build(encoded.ids, encoded.owners, len(batch), first)))
+        while (  # merged segments stay within NARROW_SPAN rows, so their rows keep two bytes each
+            len(segments) >= 2
+            and segments[-2].size <= _MERGE_RATIO * max(segments[-1].size, 1)
+            and segments[-1].end_row - segments[-2].first_row <= NARROW_SPAN
+        ):
             segments[-2:] = [merge(segments[-2:], self._ids.live_mask)]
         self._changed()
         self._maybe_compact()
@@ -260,7 +264,7 @@ class LexicalIndex:
         """Renumber rows without gaps and merge all postings into one segment (done automatically)."""
         live = self._ids.live_mask[: self._ids.row_count]
         new_row = np.cumsum(live, dtype=np.int64) - 1
-        self._segments = [merge(self._segments, live, new_row)] if self._segments else []
+        self._segments = split(merge(self._segments, live, new_row)) if self._segments else []
         self._renumbered = np.where(live, new_row, -1)
         self._ids.renumber()  # `live` stays a view of the old mask
         self._lengths = self._lengths[: live.size][live]
@@ -430,5 +434,5 @@ class LexicalIndex:
         index._ids.append(saved.ids)
         index._lengths = saved.lengths.astype(np.int32)
         index._total_length = int(saved.lengths.sum())
-        index._segments = [saved.segment] if saved.segment.size else []
+        index._segments = split(saved.segment)
         return index

@@ -67,7 +67,7 @@ def to_arrays(saved: Saved) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]
     arrays: dict[str, npt.NDArray[Any]] = {
         "terms": saved.segment.terms.astype(np.int32),
         "starts": saved.segment.starts.astype(np.int64),
-        "rows": saved.segment.rows.astype(np.int32),
+        "rows": saved.segment.absolute_rows,
         "tfs": saved.segment.tfs.astype(np.int32),
         "lengths": saved.lengths.astype(np.int64),
         "ids": _encode(json.dumps(saved.ids, ensure_ascii=False)),

@@ -1,9 +1,10 @@
 """Immutable postings segments (term-major CSR) of the lexical index: built, merged and read.
 
 A segment holds the postings of rows `[first_row, end_row)`: for each term present, ascending, the
-rows holding it (ascending) and the term's frequency in each. Segments are never modified: an add
-builds one, a delete clears the row's bit in the index's live-row mask, and merging neighbours writes
-a new segment without the postings of dead rows.
+rows holding it (ascending, as offsets from `first_row`: two bytes each, since the index keeps its
+segments within `NARROW_SPAN` rows) and the term's frequency in each (a byte while all fit). Segments
+are never modified: an add builds one, a delete clears the row's bit in the index's live-row mask, and
+merging neighbours writes a new segment without the postings of dead rows.
 
 Example:
     >>> import numpy as np
@@ -21,7 +22,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Segment", "build", "merge", "narrow_tfs", "postings_of"]
+__all__ = ["NARROW_SPAN", "Segment", "build", "merge", "narrow_tfs", "postings_of", "split"]
+
+NARROW_SPAN = 1 << 16
+"""A segment over at most this many rows keeps its row offsets as uint16."""
 
 Ints = npt.NDArray[np.integer[Any]]
 Postings = tuple[npt.NDArray[np.int32], Ints]
@@ -35,13 +39,18 @@ class Segment:
     end_row: int
     terms: npt.NDArray[np.int32]  # sorted, distinct
     starts: npt.NDArray[np.int64]  # len(terms) + 1 offsets into rows and tfs
-    rows: npt.NDArray[np.int32]  # index rows
+    rows: Ints  # offsets from first_row: uint16 within NARROW_SPAN rows, else int32
     tfs: Ints  # uint8 while every frequency fits (a term rarely repeats 255 times in a chunk)
 
     @property
     def size(self) -> int:
         """Number of postings."""
         return int(self.rows.size)
+
+    @property
+    def absolute_rows(self) -> npt.NDArray[np.int32]:
+        """The index row of every posting."""
+        return np.add(self.rows, self.first_row, dtype=np.int32)
 
     @property
     def posting_terms(self) -> npt.NDArray[np.int32]:
@@ -60,7 +69,8 @@ def _assemble(terms: Ints, rows: Ints, tfs: Ints, first_row: int, end_row: int) 
     term_starts = np.flatnonzero(np.concatenate(([True], terms[1:] != terms[:-1]))) if terms.size else terms
     starts = np.append(term_starts, terms.size).astype(np.int64)
     distinct = terms[term_starts].astype(np.int32)
-    return Segment(first_row, end_row, distinct, starts, rows.astype(np.int32), narrow_tfs(tfs))
+    offsets: Ints = (rows - first_row).astype(np.uint16 if end_row - first_row <= NARROW_SPAN else np.int32)
+    return Segment(first_row, end_row, distinct, starts, offsets, narrow_tfs(tfs))
 
 
 def build(term_ids: Ints, owners: Ints, count: int, first_row: int) -> Segment:
@@ -76,7 +86,7 @@ def build(term_ids: Ints, owners: Ints, count: int, first_row: int) -> Segment:
 def merge(parts: Sequence[Segment], live: npt.NDArray[np.bool_], new_row: Ints | None = None) -> Segment:
     """One segment of the live postings of neighbouring `parts`, rows renumbered through `new_row`."""
     terms = np.concatenate([part.posting_terms for part in parts])
-    rows = np.concatenate([part.rows for part in parts])
+    rows = np.concatenate([part.absolute_rows for part in parts])
     tfs = np.concatenate([part.tfs for part in parts])
     kept = live[rows]
     terms, rows, tfs = terms[kept], rows[kept], tfs[kept]
@@ -90,6 +100,22 @@ def merge(parts: Sequence[Segment], live: npt.NDArray[np.bool_], new_row: Ints |
     return _assemble(terms[order], rows[order], tfs[order], first_row, end_row)
 
 
+def split(segment: Segment) -> list[Segment]:
+    """`segment` cut into segments of at most `NARROW_SPAN` rows, each with two-byte row offsets (empty
+    ones left out); a stable sort by piece keeps each piece's postings in (term, row) order."""
+    rows, terms, tfs = segment.absolute_rows, segment.posting_terms, segment.tfs
+    piece = (rows - segment.first_row) // NARROW_SPAN
+    order = np.argsort(piece, kind="stable")
+    pieces = (segment.end_row - segment.first_row + NARROW_SPAN - 1) // NARROW_SPAN
+    out = []
+    for number, picked in enumerate(np.split(order, np.searchsorted(piece[order], np.arange(1, pieces)))):
+        first = segment.first_row + number * NARROW_SPAN
+        if picked.size:
+            end = min(first + NARROW_SPAN, segment.end_row)
+            out.append(_assemble(terms[picked], rows[picked], tfs[picked], first, end))
+    return out
+
+
 def postings_of(segments: Sequence[Segment], terms: Sequence[int]) -> list[Postings]:
     """The rows (dead ones included) and frequencies of each of `terms` across `segments`."""
     parts: list[list[Postings]] = [[] for _ in terms]
@@ -99,7 +125,8 @@ def postings_of(segments: Sequence[Segment], terms: Sequence[int]) -> list[Posti
         for i, at in enumerate(held.searchsorted(wanted).tolist()):
             if at < held.size and held[at] == terms[i]:
                 begin, end = int(starts[at]), int(starts[at + 1])
-                parts[i].append((segment.rows[begin:end], segment.tfs[begin:end]))
+                rows = np.add(segment.rows[begin:end], segment.first_row, dtype=np.int32)
+                parts[i].append((rows, segment.tfs[begin:end]))
     return [_joined(found) for found in parts]
 
 

@@ -102,7 +102,7 @@ def test_postings_of_many_terms_equals_one_term_at_a_time() -> None:
     found = postings_of(segments, wanted)
     for term, (rows, tfs) in zip(wanted, found, strict=True):
         parts = [
-            (s.rows[s.starts[i] : s.starts[i + 1]], s.tfs[s.starts[i] : s.starts[i + 1]])
+            (s.absolute_rows[s.starts[i] : s.starts[i + 1]], s.tfs[s.starts[i] : s.starts[i + 1]])
             for s in segments
             for i in np.flatnonzero(s.terms == term).tolist()
         ]
