@@ -33,12 +33,7 @@ _NARROW_OFFSETS = 2**32 - 1  # byte offsets up to this fit uint32 (a test lowers
 
 
 def offsets_for(offsets: npt.NDArray[np.integer[Any]], largest: int) -> npt.NDArray[np.integer[Any]]:
-    """`offsets` (uint32 at first) widened to int64 once an offset may pass 4 GiB.
-
-    Example:
-        >>> offsets_for(np.zeros(2, np.uint32), 2**32).dtype
-        dtype('int64')
-    """
+    """`offsets` (uint32 at first) widened to int64 once an offset may pass 4 GiB."""
     if largest > _NARROW_OFFSETS and offsets.dtype != np.int64:
         return offsets.astype(np.int64)
     return offsets

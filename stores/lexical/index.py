@@ -324,10 +324,10 @@ class LexicalIndex:
             term_counts = self._vocabulary.encode_query(query, language)
             found = postings_of(self._segments, list(term_counts))
             for query_tf, (rows, tfs) in zip(term_counts.values(), found, strict=True):
-                for mask in (live, within):
-                    if mask is not None and rows.size:
-                        kept = mask[rows]
-                        rows, tfs = rows[kept], tfs[kept]
+                mask = live if within is None else within  # a language's rows are live ones
+                if mask is not None and rows.size:
+                    kept = mask[rows]
+                    rows, tfs = rows[kept], tfs[kept]
                 if rows.size:
                     idf = math.log(1.0 + (documents - rows.size + 0.5) / (rows.size + 0.5))
                     tf = tfs.astype(np.float64)
