@@ -179,7 +179,7 @@ class PgCandidates:
     def _weights(self) -> tuple[list[str], list[float], list[str]]:
         """Query terms held by some document, with qtf * idf * (k1 + 1) and the language marker of the
         documents each counts for: the query is analysed in each language the store holds, in the
-        order of `stores.lexical.index` (languages by code, terms by first appearance)."""
+        order of `stores.lexical.searching` (languages by code, terms by first appearance)."""
         from psycopg import sql
 
         if not self._info.documents:
@@ -200,7 +200,7 @@ class PgCandidates:
             statement = sql.SQL("SELECT term, df FROM {} WHERE term = ANY(%s) AND df > 0").format(table)
             found = dict(self._conn.execute(statement, ([t for t, _ in pairs],)).fetchall())
             df = {(term, language): found[term] for term, language in pairs if term in found}
-        else:  # BM25 over each language's documents, as `stores.lexical.index` scores them
+        else:  # BM25 over each language's documents, as `stores.lexical.searching` scores them
             documents = held_df
             statement = sql.SQL(
                 "SELECT u.t, u.m, (SELECT count(*) FROM {} l WHERE l.terms @> ARRAY[u.t, u.m]) "
