@@ -48,6 +48,7 @@ DEFAULT_B = 0.6
 _COMPACT_MIN_DEAD = 1024  # renumber rows once this many are dead and they outnumber the live ones
 _MERGE_RATIO = 2  # merge the newest segment into its neighbour while that one is at most 2x larger
 
+Ints = npt.NDArray[np.integer[Any]]
 Rows = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float64]
 Languages = dict[str, tuple[npt.NDArray[np.bool_] | None, int]]
@@ -109,6 +110,12 @@ def _check_batch(
     return batch
 
 
+def _narrowest(lengths: Ints, held: Ints | None = None) -> type[np.integer[Any]]:
+    """Document lengths take two bytes while every one (and every one `held`) fits, else four."""
+    wide = int(lengths.max(initial=0)) > 0xFFFF or (held is not None and held.dtype == np.int32)
+    return np.int32 if wide else np.uint16
+
+
 def _sum_by_row(rows: npt.NDArray[np.integer[Any]], weights: Scores, row_count: int) -> tuple[Rows, Scores]:
     """The distinct `rows` (ascending) and the sum of their weights, each added onto 0.0 in input order
     (as `np.bincount` does on either path, so both give the same sums)."""
@@ -142,7 +149,7 @@ class LexicalIndex:
         """Remove every document."""
         self._vocabulary = Vocabulary()
         self._ids = PackedIds()  # ids by row, live rows, id -> live row
-        self._lengths = np.zeros(0, np.int32)  # terms per row
+        self._lengths: Ints = np.zeros(0, np.uint16)  # terms per row (`_narrowest`)
         self._segments: list[Segment] = []
         self._total_length = 0
         self._renumberings += 1
@@ -234,8 +241,9 @@ class LexicalIndex:
         pairs = list(batch.values())
         encoded = encode_documents(self._vocabulary, [text for text, _ in pairs], [meta for _, meta in pairs])
         first, end = self._ids.row_count, self._ids.row_count + len(batch)
-        if end > self._lengths.size:
-            self._lengths = np.resize(self._lengths, max(end, 2 * self._lengths.size, 64))
+        if end > self._lengths.size or _narrowest(encoded.lengths, self._lengths) != self._lengths.dtype:
+            grown = self._lengths.astype(_narrowest(encoded.lengths, self._lengths))
+            self._lengths = np.resize(grown, max(end, 2 * self._lengths.size, 64))
         self._ids.append(list(batch))
         self._lengths[first:end] = encoded.lengths
         self._total_length += int(encoded.lengths.sum())
@@ -432,7 +440,7 @@ class LexicalIndex:
         index = cls(chosen.k1, chosen.b)
         index._vocabulary = Vocabulary(saved.terms)
         index._ids.append(saved.ids)
-        index._lengths = saved.lengths.astype(np.int32)
+        index._lengths = saved.lengths.astype(_narrowest(saved.lengths))
         index._total_length = int(saved.lengths.sum())
         index._segments = split(saved.segment)
         return index
