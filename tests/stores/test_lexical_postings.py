@@ -94,9 +94,9 @@ def test_the_lexical_index_keeps_under_five_bytes_a_posting() -> None:
         tracemalloc.stop()
     postings = sum(index.document_frequencies().values())
     assert postings > 350_000
-    # A 2-byte row offset and a 1-byte frequency a posting, a term's id and offset per segment, 4 bytes
-    # of length a document, beside packed ids and vocabulary: 4.75 bytes a posting here (6.85 with
-    # 4-byte rows).
+    # A 2-byte row offset and a 1-byte frequency a posting, a term's id and offset per segment, 2 bytes
+    # of length a document, beside packed ids and vocabulary: 4.64 bytes a posting here (6.85 with
+    # 4-byte rows and lengths).
     assert held / postings < 5.0
 
 

@@ -279,7 +279,7 @@ def test_a_store_filled_by_adds_keeps_no_row_map_arrays() -> None:
     finally:
         tracemalloc.stop()
     beyond = held - 20_000 * 8 * 4 - sum(len(text) for text in texts)
-    # Everything beside vectors and texts: 110 bytes a document here (ids, BM25 postings, metadata,
+    # Everything beside vectors and texts: 108 bytes a document here (ids, BM25 postings, metadata,
     # a filter column); with two int32 row maps, wider postings and lengths it was 125.
     assert beyond / 20_000 < 116
     assert store._rows.identity
