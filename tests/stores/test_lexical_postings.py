@@ -123,7 +123,7 @@ def test_a_document_of_more_terms_than_two_bytes_count_scores_exactly() -> None:
         "stores.lexical.index",
         "stores.lexical.persist",
         "stores.lexical.segments",
-        "stores.numpy.narrowing",
+        "stores.numpy.columns",
         "stores.numpy.records",
     ],
 )
