@@ -1,10 +1,8 @@
 """Vector stores: numpy (exact, in memory, saved to a folder), Chroma (embedded or server) and PostgreSQL.
 
-Each store declares its `capabilities` (exact or approximate vector search; BM25 in the backend or
-beside it) and uses a BM25 `LexicalIndex` for `SearchRequest(mode="lexical" | "hybrid")`. Importing this
-package does not import chromadb nor psycopg; `ChromaVectorStore` and `PgVectorStore` load them when
-first constructed. Every store is safe to share between threads (`stores.locking`: searches run
-together, writes one at a time).
+Each store declares its `capabilities` and ranks lexical and hybrid requests by BM25 (`LexicalIndex`).
+Importing this package imports neither chromadb nor psycopg. Every store is safe to share between
+threads (`stores.locking`).
 
 Example:
     >>> from rag import Document, HashingEmbedding

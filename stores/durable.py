@@ -1,4 +1,4 @@
-"""Durable files for the stores that save to a folder (the numpy store and its lexical index).
+"""Durable files for the stores that save to a folder (the numpy store and the lexical index).
 
 A save writes new files with `write_new`, each flushed to disk before it is renamed into place, then
 `sync_folder` flushes the folder entry, so a power loss leaves either the old save or the new one.

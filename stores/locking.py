@@ -1,27 +1,15 @@
 """Locks the stores share: a readers-writer lock for threads and an exclusive lock file for processes.
 
-`ReadWriteLock` lets any number of readers in at once and a writer alone. It is phase-fair: once a
-writer waits, readers that arrive queue behind it, so a steady stream of searches cannot starve an
-`add`; and when a writer releases, every reader that was waiting goes in before the next writer, so a
-steady stream of writes cannot starve a search (a search waits for at most one write). A
-thread may nest acquisitions (a read inside its own read or write, a write inside its own write), so a
-store method can call another public one; a thread holding only a read lock cannot upgrade to a write
-(that would deadlock against a second reader doing the same) and gets a `RuntimeError` instead.
+`ReadWriteLock` lets any number of readers in at once and a writer alone. It is phase-fair: readers
+that arrive while a writer waits queue behind it, and when a writer releases, every reader that was
+waiting goes in before the next writer, so neither searches nor writes starve. A thread may nest a read
+inside its own read or write and a write inside its own write; a read cannot upgrade to a write (two
+readers doing so would deadlock): that raises `RuntimeError`.
 
-`FolderLock` is an exclusive advisory lock on a file (`fcntl.flock`), held for the span of one
-operation, so two processes (or two store objects in one process) never write the same folder at once.
-On platforms without `fcntl` it only serialises the threads of one process.
-
-`shared_lock(key)` and `shared_mutex(key)` hand every caller with an equal key the same lock while
-any of them holds it, so two store objects over one folder, collection or table in a process exclude
-each other as one store's threads do.
-
-Example:
-    >>> lock = ReadWriteLock()
-    >>> with lock.read():
-    ...     pass  # any number of threads search here together
-    >>> with lock.write():
-    ...     pass  # one thread at a time changes the store here
+`FolderLock` is an exclusive advisory lock on a file (`fcntl.flock`) for the span of one operation, so
+two processes never write one folder at once (without `fcntl`, it only serialises one process's
+threads). `shared_lock(key)` hands every caller with an equal key the same `ReadWriteLock`, so two
+store objects over one collection in a process exclude each other as one store's threads do.
 """
 
 from __future__ import annotations
@@ -29,11 +17,11 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["FolderLock", "ReadWriteLock", "shared_lock", "shared_mutex"]
+__all__ = ["FolderLock", "ReadWriteLock", "shared_lock"]
 
 try:
     import fcntl
@@ -43,7 +31,6 @@ except ImportError:  # pragma: no cover - Windows: no advisory file locks from t
 
 _registry_lock = threading.Lock()
 _rw_locks: weakref.WeakValueDictionary[Hashable, ReadWriteLock] = weakref.WeakValueDictionary()
-_mutexes: weakref.WeakValueDictionary[Hashable, _Mutex] = weakref.WeakValueDictionary()
 
 
 class ReadWriteLock:
@@ -73,9 +60,9 @@ class ReadWriteLock:
         """Whether the calling thread holds the write lock."""
         return self._writer == threading.get_ident()
 
-    def _read_depth(self) -> int:
-        depth: int = getattr(self._local, "depth", 0)
-        return depth
+    def waiting(self) -> tuple[int, int]:
+        """How many threads wait to write and how many to read (for diagnostics and tests)."""
+        return self._waiting_writers, self._waiting_readers
 
     def acquire_read(self) -> None:
         """Wait until no writer holds or waits for the lock, then hold it for reading."""
@@ -123,7 +110,7 @@ class ReadWriteLock:
         if self._writer == me:
             self._write_depth += 1
             return
-        if self._read_depth():
+        if getattr(self._local, "depth", 0):
             raise RuntimeError("a thread holding a read lock cannot take the write lock (no upgrades)")
         with self._condition:
             self._waiting_writers += 1
@@ -147,56 +134,37 @@ class ReadWriteLock:
             self._entitled = self._waiting_readers  # they go in before any other writer
             self._condition.notify_all()
 
-    def read(self) -> _Reading:
+    def read(self) -> _Held:
         """Hold the lock for reading inside the `with` block."""
-        return _Reading(self)
+        return _Held(self.acquire_read, self.release_read)
 
-    def write(self) -> _Writing:
+    def write(self) -> _Held:
         """Hold the lock for writing inside the `with` block."""
-        return _Writing(self)
+        return _Held(self.acquire_write, self.release_write)
 
 
-class _Reading:
-    """`ReadWriteLock.read()` as a `with` block.
+class _Held:
+    """A lock held inside a `with` block (a generator-based manager costs a search a tenth of its time)."""
 
-    A small class, not a `contextlib.contextmanager`: a generator-based manager builds a generator
-    and its wrapper per `with` and steps through both, which cost a search a tenth of its own time.
-    """
+    __slots__ = ("_acquire", "_release")
 
-    __slots__ = ("_lock",)
-
-    def __init__(self, lock: ReadWriteLock) -> None:
-        self._lock = lock
+    def __init__(self, acquire: Callable[[], None], release: Callable[[], None]) -> None:
+        self._acquire, self._release = acquire, release
 
     def __enter__(self) -> None:
-        self._lock.acquire_read()
+        self._acquire()
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
     ) -> None:
-        self._lock.release_read()
-
-
-class _Writing(_Reading):
-    """`ReadWriteLock.write()` as a `with` block (see `_Reading`)."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        self._lock.acquire_write()
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._lock.release_write()
+        self._release()
 
 
 class FolderLock:
     """An exclusive lock on `folder / name` shared by processes, held inside a `with` block.
 
-    The file is created when missing and left in place (removing it would let two processes lock two
-    different files of one name). Each `with` opens the file anew, and flock excludes open files, so two
-    threads (or two stores) of one process also take the lock in turn.
+    The file is left in place (removing it would let two processes lock two files of one name). Each
+    `with` opens it anew, so two threads or stores of one process also take the lock in turn.
 
     Example:
         >>> import tempfile
@@ -242,26 +210,6 @@ class FolderLock:
         self.release()
 
 
-class _Mutex:
-    """A re-entrant lock that can be weakly referenced (`threading.RLock` cannot).
-
-    Re-entrant because a finalizer (a store closed by the garbage collector) may run in a thread
-    that already holds it.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-
-    def __enter__(self) -> _Mutex:
-        self._lock.acquire()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._lock.release()
-
-
 def shared_lock(key: Hashable | None) -> ReadWriteLock:
     """The `ReadWriteLock` of `key` in this process (a new private one for None).
 
@@ -276,14 +224,3 @@ def shared_lock(key: Hashable | None) -> ReadWriteLock:
         if lock is None:
             lock = _rw_locks[key] = ReadWriteLock()
         return lock
-
-
-def shared_mutex(key: Hashable | None) -> _Mutex:
-    """A mutual-exclusion lock for `key` in this process (a new private one for None), used with `with`."""
-    if key is None:
-        return _Mutex()
-    with _registry_lock:
-        mutex = _mutexes.get(key)
-        if mutex is None:
-            mutex = _mutexes[key] = _Mutex()
-        return mutex

@@ -1,9 +1,8 @@
-"""Best-first order of scored keys with equal scores by ascending id, looking up only the ids of ties.
+"""Best-first order of scored keys, equal scores by ascending id, looking up only the ids of ties.
 
 Every ranked list the stores return is ordered by score descending, then id ascending (code points).
-Sorting (score, id) pairs in Python needs every id, and decoding ids is what a ranking of a hundred
-rows spends most on. Scores are rarely equal, so `best_first` sorts the scores with numpy and asks
-for the ids of the tied keys only.
+Decoding ids is what ranking a hundred rows spends most on, and scores are rarely equal, so
+`best_first` sorts the scores with numpy and asks for the ids of the tied keys only.
 
 Example:
     >>> import numpy as np
@@ -22,43 +21,30 @@ from typing import Any, TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["IdsOf", "Keys", "best_first"]
+__all__ = ["best_first"]
 
 Keys = TypeVar("Keys", bound=npt.NDArray[np.integer[Any]])
-IdsOf = Callable[[Keys], list[str]]
-"""The id of each key of an array (for the numpy store: store rows or index rows)."""
 
 
 def best_first(
-    keys: Keys, scores: npt.NDArray[np.float64], ids_of: IdsOf[Keys], limit: int | None = None
+    keys: Keys, scores: npt.NDArray[np.float64], ids_of: Callable[[Keys], list[str]], limit: int | None = None
 ) -> tuple[Keys, npt.NDArray[np.float64]]:
-    """`keys` and `scores` ordered by score descending then id ascending, cut at `limit` (None: all).
-
-    Only the keys whose score equals a neighbour's (after sorting by score) are passed to `ids_of`.
-    """
-    order = (-scores).argsort(kind="stable")  # methods: numpy's function wrappers cost as much
+    """`keys` and `scores` by score descending then id ascending, cut at `limit` (None: all); only the
+    keys whose score equals a neighbour's are passed to `ids_of`."""
+    order = (-scores).argsort(kind="stable")
     keys, scores = cast(Keys, keys[order]), scores[order]
-    if len(scores) > 1:
-        same = scores[1:] == scores[:-1]
-        if same.any():
-            keys = _settle(keys, same, ids_of)
-    if limit is not None:
-        keys, scores = cast(Keys, keys[:limit]), scores[:limit]
-    return keys, scores
-
-
-def _settle(keys: Keys, same: npt.NDArray[np.bool_], ids_of: IdsOf[Keys]) -> Keys:
-    """`keys` (sorted by score) with each run of equal scores reordered by ascending id."""
-    linked = same.nonzero()[0].tolist()  # position p ties with p + 1: few, so sets beat numpy here
-    tied = sorted({*linked, *(position + 1 for position in linked)})
-    follows = set(linked)
-    run, runs = 0, []
-    for position in tied:  # a new run starts wherever the score differs from the previous one
-        if position - 1 not in follows:
-            run += 1
-        runs.append(run)
-    # Sorting (run, id, position) keeps each run within its own positions: runs ascend along `tied`.
-    ordered = sorted(zip(runs, ids_of(cast(Keys, keys[tied])), tied, strict=True))
-    settled = keys.copy()
-    settled[tied] = keys[[position for _, _, position in ordered]]
-    return settled
+    same = scores[1:] == scores[:-1]
+    if same.any():
+        linked = same.nonzero()[0].tolist()  # position p ties with p + 1: few, so sets beat numpy here
+        tied = sorted({*linked, *(position + 1 for position in linked)})
+        follows = set(linked)
+        run, runs = 0, []
+        for position in tied:  # a new run starts wherever the score differs from the previous one
+            if position - 1 not in follows:
+                run += 1
+            runs.append(run)
+        # Sorting (run, id, position) keeps each run within its own positions: runs ascend along `tied`.
+        ordered = sorted(zip(runs, ids_of(cast(Keys, keys[tied])), tied, strict=True))
+        keys = keys.copy()
+        keys[tied] = keys[[position for _, _, position in ordered]]
+    return cast(Keys, keys[:limit]), scores[:limit]

@@ -1,9 +1,5 @@
-"""The BM25 index every store keeps beside its vectors, for lexical and hybrid search.
-
-`index` holds `LexicalIndex`, `scoring` its BM25 sums, `settings` its parameters, `text` the analysis
-(tokens, stopwords), `segments` the immutable postings segments, `idmap` the packed ids and id -> row
-map, and `persist` the save and load.
-"""
+"""The BM25 index every store keeps beside its vectors (`index`), with its text analysis (`text`,
+`languages`, `fields`), postings (`segments`), packed ids (`idmap`) and saves (`persist`)."""
 
 from stores.lexical.index import DEFAULT_B, DEFAULT_K1, LexicalIndex, LexicalSettings, LexicalStats
 

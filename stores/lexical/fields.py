@@ -9,7 +9,7 @@ frequencies, so every store scores the fields the same way with the same formula
 
 Each document also gets a marker term naming its language's analyser (`language_marker`): its posting
 list tells which rows hold each language, so a search scores each document with the query analysed in
-that document's language, by BM25 over that language's documents (`stores.lexical.searching`).
+that document's language, by BM25 over that language's documents (`stores.lexical.index`).
 Markers never reach the lengths, and no query word can spell one (they contain a space).
 
 Example:

@@ -6,54 +6,86 @@ Scoring is Okapi BM25 with Lucene's idf:
     K(d) = k1 * (1 - b + b * |d| / avgdl)
     idf(t) = log(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
 
-where `|d|` counts the document's terms after analysis (stopwords dropped), `qtf` is how often the term
-appears in the query, and N, df and avgdl describe the live documents exactly after any sequence of
-adds and deletes. `tf(t, d)` counts the term in the text plus `FIELD_WEIGHT` times in the names field
-(title, headings, path: `stores.lexical.fields`). In an index holding several languages, a document
-is scored with the query analysed in its own language, N and df counted among that language's
-documents (`stores.lexical.searching`). Every hit has at least one query term, so every score is
-> 0. (Lucene >= 8 drops the constant `k1 + 1` factor; rankings are the same.) Text analysis is
-described in `stores.lexical.text`.
+`|d|` counts the document's terms after analysis, `qtf` how often the term appears in the query, and
+N, df and avgdl describe the live documents exactly after any sequence of writes. `tf(t, d)` counts
+the term in the text plus `FIELD_WEIGHT` times in the names field (`stores.lexical.fields`). A
+document is scored with the query analysed in its own language, N and df counted among that
+language's documents. Every hit holds a query term, so every score is > 0.
 
-Layout: rows are assigned in order of arrival; postings live in immutable term-major segments
-(`stores.lexical.segments`) whose sizes stay geometric, so an add costs the size of its batch plus
-amortised merges, never a rebuild; a delete clears a bit in the live-row mask; document frequencies are
-counted from the live postings of each query term at search time, so they are never stale. When dead
-rows outnumber live ones, rows are renumbered (compacted).
+Rows are assigned in order of arrival and postings kept in segments (`stores.lexical.segments`) of
+geometric sizes; a delete clears a row's live bit, and rows are renumbered once most are dead.
 
-Searches are in `stores.lexical.searching`, which this class inherits.
-
-Thread safety: searches only read, and may run concurrently with each other; writes (`add`, `delete`,
-`clear`, `compact`) must not overlap anything else. The stores hold their write lock around both.
+Thread safety: searches only read and may run together; writes must not overlap anything else (the
+stores hold their write lock around both).
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-import stores.lexical.segments as segments_module
 from rag.documents import MetadataValue
 from rag.errors import InvalidRequestError
-from stores.lexical.fields import encode_documents, is_marker
+from stores.lexical.fields import encode_documents, is_marker, language_marker
 from stores.lexical.idmap import PackedIds
-from stores.lexical.persist import Saved, read, read_settings, write
-from stores.lexical.searching import IndexSearch
-from stores.lexical.segments import Segment, build, merge, split
-from stores.lexical.settings import DEFAULT_B, DEFAULT_K1, LexicalSettings, LexicalStats
+from stores.lexical.languages import DEFAULT_LANGUAGE, SNOWBALL
+from stores.lexical.persist import Saved, read, write
+from stores.lexical.segments import NARROW_SPAN, Segment, build, merge, postings_of, split
 from stores.lexical.text import TOKENIZER, Vocabulary
+from stores.ties import best_first
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
 
+# Chosen on BEIR SciFact (docs/retrieval.md): nDCG@10 0.704 at k1=1.0, b=0.6; 0.701 at Lucene's 1.2, 0.75.
+DEFAULT_K1 = 1.0
+DEFAULT_B = 0.6
 _COMPACT_MIN_DEAD = 1024  # renumber rows once this many are dead and they outnumber the live ones
-_MERGE_RATIO = 2  # merge the newest segment into its neighbour while that neighbour is at most 2x larger
+_MERGE_RATIO = 2  # merge the newest segment into its neighbour while that one is at most 2x larger
+
+Ints = npt.NDArray[np.integer[Any]]
+Rows = npt.NDArray[np.int64]
+Scores = npt.NDArray[np.float64]
+Languages = dict[str, tuple[npt.NDArray[np.bool_] | None, int]]
+_NO_HITS: tuple[Rows, Scores] = (np.zeros(0, np.int64), np.zeros(0, np.float64))
 
 
-_NO_METADATA: Mapping[str, MetadataValue] = {}
+@dataclass(frozen=True)
+class LexicalSettings:
+    """What a saved index records and checks on load: BM25 parameters and the text analysis name.
+
+    Example:
+        >>> LexicalSettings(k1=1.2).b
+        0.6
+    """
+
+    k1: float = DEFAULT_K1
+    b: float = DEFAULT_B
+    tokenizer: str = TOKENIZER
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k1, bool) or not isinstance(self.k1, int | float) or not 0 <= self.k1 < math.inf:
+            raise InvalidRequestError(f"BM25 k1 must be a finite number >= 0, got {self.k1!r}")
+        if isinstance(self.b, bool) or not isinstance(self.b, int | float) or not 0 <= self.b <= 1:
+            raise InvalidRequestError(f"BM25 b must be within [0, 1], got {self.b!r}")
+
+
+@dataclass(frozen=True)
+class LexicalStats:
+    """N and the total length (in terms) of the live documents."""
+
+    documents: int
+    total_length: int
+
+    @property
+    def average_length(self) -> float:
+        """avgdl (0 for an empty index)."""
+        return self.total_length / self.documents if self.documents else 0.0
 
 
 def _check_batch(
@@ -71,27 +103,32 @@ def _check_batch(
             raise InvalidRequestError(f"document id must be a non-empty str, got {doc_id!r}")
         if not isinstance(text, str):
             raise InvalidRequestError(f"text of document {doc_id!r} must be a str, got {text!r}")
-        metadata = _NO_METADATA if metadatas is None else metadatas[at]
+        metadata = {} if metadatas is None else metadatas[at]
         if not isinstance(metadata, Mapping):
             raise InvalidRequestError(f"metadata of document {doc_id!r} must be a mapping, got {metadata!r}")
         batch[doc_id] = (text, metadata)  # a repeated id keeps its last text, as an upsert would
     return batch
 
 
-def _narrow_lengths(
-    lengths: npt.NDArray[np.integer[Any]], held: npt.NDArray[np.integer[Any]] | None = None
-) -> npt.NDArray[np.integer[Any]]:
-    """Document lengths as uint16 (2 bytes a row) while every one fits, else int32: a chunk rarely holds
-    65,536 terms. With `held`, the index's current array, widened if `lengths` need it (else as is)."""
-    top = int(lengths.max(initial=0))
-    wide = top > 0xFFFF or (held is not None and held.dtype == np.int32)
-    dtype = np.int32 if wide else np.uint16
-    if held is not None:
-        return held if held.dtype == dtype else held.astype(dtype)
-    return lengths.astype(dtype)
+def _narrowest(lengths: Ints, held: Ints | None = None) -> type[np.integer[Any]]:
+    """Document lengths take two bytes while every one (and every one `held`) fits, else four."""
+    wide = int(lengths.max(initial=0)) > 0xFFFF or (held is not None and held.dtype == np.int32)
+    return np.int32 if wide else np.uint16
 
 
-class LexicalIndex(IndexSearch):
+def _sum_by_row(rows: npt.NDArray[np.integer[Any]], weights: Scores, row_count: int) -> tuple[Rows, Scores]:
+    """The distinct `rows` (ascending) and the sum of their weights, each added onto 0.0 in input order
+    (as `np.bincount` does on either path, so both give the same sums)."""
+    if 4 * rows.size >= row_count:  # posting-heavy: sum over every row
+        scores = np.asarray(np.bincount(rows, weights, minlength=row_count), np.float64)
+        hits = np.flatnonzero(scores)
+        return hits, scores[hits]
+    distinct, slots = np.unique(rows, return_inverse=True)
+    sums = np.asarray(np.bincount(slots, weights, minlength=distinct.size), np.float64)
+    return distinct.astype(np.int64), sums
+
+
+class LexicalIndex:
     """BM25 search over documents' texts, upserted and deleted by id.
 
     Example:
@@ -104,28 +141,24 @@ class LexicalIndex(IndexSearch):
     """
 
     def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> None:
-        self._settings = LexicalSettings(k1, b)
+        self.settings = LexicalSettings(k1, b)
         self._renumberings = -1
         self.clear()
-
-    # ----- state -----------------------------------------------------------------------------------
 
     def clear(self) -> None:
         """Remove every document."""
         self._vocabulary = Vocabulary()
-        self._ids = PackedIds()  # ids by row, live rows, id -> live row (`stores.lexical.idmap`)
-        self._lengths = _narrow_lengths(np.zeros(0, np.int64))  # terms per row (see `_narrow_lengths`)
+        self._ids = PackedIds()  # ids by row, live rows, id -> live row
+        self._lengths: Ints = np.zeros(0, np.uint16)  # terms per row (`_narrowest`)
         self._segments: list[Segment] = []
         self._total_length = 0
-        self._norm: npt.NDArray[np.float64] | None = None
-        self._held_languages: dict[str, tuple[npt.NDArray[np.bool_] | None, int]] | None = None
         self._renumberings += 1
-        self._renumbered: npt.NDArray[np.int64] | None = None
+        self._renumbered: Rows | None = None
+        self._changed()
 
-    @property
-    def settings(self) -> LexicalSettings:
-        """k1, b and the tokenizer name."""
-        return self._settings
+    def _changed(self) -> None:
+        self._norm: Scores | None = None  # K(d) of each row, until the next write
+        self._languages: Languages | None = None
 
     @property
     def row_count(self) -> int:
@@ -134,20 +167,23 @@ class LexicalIndex(IndexSearch):
 
     @property
     def renumberings(self) -> int:
-        """How often rows were renumbered (by `compact`, `clear` or a load): rows from `rows_of` stay
-        valid while this number is unchanged, across adds and deletes."""
+        """How often rows were renumbered (`compact`, `clear`): rows stay valid while it is unchanged."""
         return self._renumberings
 
     @property
-    def last_renumbering(self) -> npt.NDArray[np.int64] | None:
-        """The new row of each old row (-1 for dead rows) at the latest `compact`, or None after a
-        `clear`: lets a caller that keeps rows follow the renumbering without looking ids up."""
+    def last_renumbering(self) -> Rows | None:
+        """The new row of each old row (-1 for dead rows) at the latest `compact`, None after a `clear`."""
         return self._renumbered
 
     @property
     def segment_count(self) -> int:
         """Number of postings segments (logarithmic in the number of rows)."""
         return len(self._segments)
+
+    @property
+    def stats(self) -> LexicalStats:
+        """N and the total length of live documents."""
+        return LexicalStats(len(self._ids), self._total_length)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -167,16 +203,23 @@ class LexicalIndex(IndexSearch):
         """The id of each of the live `rows`."""
         return self._ids.ids_at(rows)
 
+    def rows_of(self, ids: Iterable[str]) -> Rows:
+        """Row of each id (-1 where unknown); valid until the next write. See `search(row_mask=...)`."""
+        return self._ids.rows_of(ids if isinstance(ids, Sequence) else list(ids))
+
     def document_frequencies(self) -> dict[str, int]:
         """df of every term held by a live document (for inspection and tests; scans every posting)."""
         counts = np.zeros(len(self._vocabulary), dtype=np.int64)
         for segment in self._segments:
-            live = self._live[segment.absolute_rows()]
-            terms = np.repeat(segment.terms, np.diff(segment.starts))
-            counts += np.bincount(terms[live], minlength=counts.size)
+            live = self._ids.live_mask[segment.absolute_rows]
+            counts += np.bincount(segment.posting_terms[live], minlength=counts.size)
         names = self._vocabulary.terms
-        found = ((names[index], int(counts[index])) for index in np.flatnonzero(counts))
+        found = ((names[term], int(counts[term])) for term in np.flatnonzero(counts))
         return {term: df for term, df in found if not is_marker(term)}
+
+    def languages(self) -> list[str]:
+        """The languages (`lang` codes with a stemmer, `stores.lexical.languages`) of the live documents."""
+        return list(self._language_rows())
 
     # ----- writes ------------------------------------------------------------------------------------
 
@@ -188,8 +231,8 @@ class LexicalIndex(IndexSearch):
     ) -> None:
         """Index `texts` under `ids`, replacing documents with the same ids.
 
-        `metadatas` (the documents' metadata, default none) give each text's language (`lang`) and its
-        names field: `title`, `headings` and the `source` path (`stores.lexical.fields`).
+        `metadatas` give each text's language (`lang`) and its names field: `title`, `headings` and the
+        `source` path (`stores.lexical.fields`).
         """
         batch = _check_batch(ids, texts, metadatas)
         if not batch:
@@ -197,17 +240,22 @@ class LexicalIndex(IndexSearch):
         self._kill(batch)
         pairs = list(batch.values())
         encoded = encode_documents(self._vocabulary, [text for text, _ in pairs], [meta for _, meta in pairs])
-        term_ids, owners, lengths = encoded.ids, encoded.owners, encoded.lengths
-        first_row = self._ids.row_count
-        self._grow(first_row + len(batch))
-        self._ids.append(list(batch))  # live from now on
-        self._lengths = _narrow_lengths(lengths, self._lengths)
-        self._lengths[first_row : first_row + len(batch)] = lengths
-        self._total_length += int(lengths.sum())
-        self._segments.extend(split(build(term_ids, owners, len(batch), first_row)))
-        self._merge_tail()
-        self._norm = None
-        self._held_languages = None
+        first, end = self._ids.row_count, self._ids.row_count + len(batch)
+        if end > self._lengths.size or _narrowest(encoded.lengths, self._lengths) != self._lengths.dtype:
+            grown = self._lengths.astype(_narrowest(encoded.lengths, self._lengths))
+            self._lengths = np.resize(grown, max(end, 2 * self._lengths.size, 64))
+        self._ids.append(list(batch))
+        self._lengths[first:end] = encoded.lengths
+        self._total_length += int(encoded.lengths.sum())
+        segments = self._segments
+        segments.extend(split(build(encoded.ids, encoded.owners, len(batch), first)))
+        while (  # merged segments stay within NARROW_SPAN rows, so their rows keep two bytes each
+            len(segments) >= 2
+            and segments[-2].size <= _MERGE_RATIO * max(segments[-1].size, 1)
+            and segments[-1].end_row - segments[-2].first_row <= NARROW_SPAN
+        ):
+            segments[-2:] = [merge(segments[-2:], self._ids.live_mask)]
+        self._changed()
         self._maybe_compact()
 
     def delete(self, ids: Iterable[str]) -> int:
@@ -216,49 +264,141 @@ class LexicalIndex(IndexSearch):
             raise InvalidRequestError(f"ids must be a collection of str, not one str: {ids!r}")
         removed = self._kill(ids)
         if removed:
-            self._norm = None
-            self._held_languages = None
+            self._changed()
             self._maybe_compact()
         return removed
 
     def compact(self) -> None:
         """Renumber rows without gaps and merge all postings into one segment (done automatically)."""
-        live = self._live[: self._ids.row_count]
+        live = self._ids.live_mask[: self._ids.row_count]
         new_row = np.cumsum(live, dtype=np.int64) - 1
-        # Documents without a term leave no postings: their rows are renumbered all the same.
         self._segments = split(merge(self._segments, live, new_row)) if self._segments else []
         self._renumbered = np.where(live, new_row, -1)
         self._ids.renumber()  # `live` stays a view of the old mask
-        self._lengths = self._lengths[: live.size][live].copy()
-        self._norm = None
+        self._lengths = self._lengths[: live.size][live]
+        self._changed()
         self._renumberings += 1
 
     def _kill(self, ids: Iterable[str]) -> int:
-        rows = self._ids.kill(ids)  # no longer live
+        rows = self._ids.kill(ids)
         self._total_length -= int(self._lengths[rows].sum())
         return len(rows)
-
-    def _grow(self, rows: int) -> None:
-        if rows <= self._lengths.size:
-            return
-        capacity = max(rows, 2 * self._lengths.size, 64)
-        spare = np.zeros(capacity - self._lengths.size, self._lengths.dtype)
-        self._lengths = np.concatenate([self._lengths, spare])
-
-    def _merge_tail(self) -> None:
-        segments = self._segments
-        # Merged segments stay within NARROW_SPAN rows, so their rows keep two bytes each.
-        while (
-            len(segments) >= 2
-            and segments[-2].size <= _MERGE_RATIO * max(segments[-1].size, 1)
-            and segments[-1].end_row - segments[-2].first_row <= segments_module.NARROW_SPAN
-        ):
-            segments[-2:] = [merge(segments[-2:], self._live)]
 
     def _maybe_compact(self) -> None:
         dead = self._ids.row_count - len(self._ids)
         if dead >= _COMPACT_MIN_DEAD and dead > len(self._ids):
             self.compact()
+
+    # ----- searches ----------------------------------------------------------------------------------
+
+    def _language_rows(self) -> Languages:
+        """Each language of the live documents: its rows (None when it is the only one) and how many."""
+        if self._languages is None:
+            codes = sorted(SNOWBALL)  # the order every store analyses a query in
+            markers = self._vocabulary.ids_of([language_marker(code) for code in codes]).tolist()
+            held = [(code, term) for code, term in zip(codes, markers, strict=True) if term >= 0]
+            found = postings_of(self._segments, [term for _, term in held])
+            languages: Languages = {}
+            for (code, _), (rows, _) in zip(held, found, strict=True):
+                mask = np.zeros(self._ids.row_count, np.bool_)
+                mask[rows] = True
+                mask &= self._ids.live_mask[: mask.size]
+                if mask.any():
+                    languages[code] = (mask, int(np.count_nonzero(mask)))
+            if len(languages) == 1:
+                languages = {code: (None, len(self._ids)) for code in languages}
+            self._languages = languages
+        return self._languages
+
+    def _hits(self, query: str) -> tuple[Rows, Scores]:
+        """The rows holding a query term (ascending) and their BM25 scores.
+
+        Each document is scored with the query analysed in its own language, N and df counted among
+        that language's documents: a stop word of one language, never indexed there, would otherwise
+        look rare to the documents of another.
+        """
+        if not isinstance(query, str):
+            raise InvalidRequestError(f"query must be a str, got {query!r}")
+        count = len(self._ids)
+        live = self._ids.live_mask if count < self._ids.row_count else None
+        if self._norm is None:
+            lengths = self._lengths[: self._ids.row_count].astype(np.float64)
+            k1, b = self.settings.k1, self.settings.b
+            self._norm = k1 * (1.0 - b + b * lengths / (self.stats.average_length or 1.0))
+        row_parts: list[npt.NDArray[np.integer[Any]]] = []
+        weights: list[Scores] = []
+        held = self._language_rows() or {DEFAULT_LANGUAGE: (None, count)}
+        for language, (within, documents) in held.items() if count else ():
+            term_counts = self._vocabulary.encode_query(query, language)
+            found = postings_of(self._segments, list(term_counts))
+            for query_tf, (rows, tfs) in zip(term_counts.values(), found, strict=True):
+                mask = live if within is None else within  # a language's rows are live ones
+                if mask is not None and rows.size:
+                    kept = mask[rows]
+                    rows, tfs = rows[kept], tfs[kept]
+                if rows.size:
+                    idf = math.log(1.0 + (documents - rows.size + 0.5) / (rows.size + 0.5))
+                    tf = tfs.astype(np.float64)
+                    weights.append(query_tf * idf * (self.settings.k1 + 1.0) * tf / (tf + self._norm[rows]))
+                    row_parts.append(rows)
+        if not row_parts:
+            return _NO_HITS
+        return _sum_by_row(np.concatenate(row_parts), np.concatenate(weights), self._ids.row_count)
+
+    def search(
+        self,
+        query: str,
+        top_k: int,
+        *,
+        allowed: Collection[str] | None = None,
+        row_mask: npt.NDArray[np.bool_] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The `top_k` best (id, BM25 score) pairs, best first, equal scores by ascending id.
+
+        Only documents holding a query term are returned (every score is > 0). `allowed` restricts hits
+        to those ids; `row_mask` does the same as a boolean array over `row_count` rows (see `rows_of`).
+        """
+        wanted = top_k if allowed is None else 4 * top_k
+        allowed = allowed if allowed is None or isinstance(allowed, set | frozenset | dict) else set(allowed)
+        # Walk down the ranking while that costs less than marking the allowed rows (a selective filter).
+        while allowed is None or wanted <= len(allowed):
+            rows, scores = self.search_rows(query, wanted, row_mask=row_mask)
+            found = zip(self.ids_at(rows.tolist()), scores.tolist(), strict=True)
+            hits = [hit for hit in found if allowed is None or hit[0] in allowed]
+            if len(hits) >= top_k or rows.size < wanted:
+                return hits[:top_k]
+            wanted *= 4
+        rows = self.rows_of(list(allowed))
+        mask = np.zeros(self._ids.row_count, np.bool_)
+        mask[rows[rows >= 0]] = True
+        return self.search(query, top_k, row_mask=mask if row_mask is None else mask & row_mask)
+
+    def search_rows(
+        self, query: str, top_k: int, *, row_mask: npt.NDArray[np.bool_] | None = None
+    ) -> tuple[Rows, Scores]:
+        """`search` as rows (see `rows_of`) and scores, in the same order; only tied ids are decoded."""
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+            raise InvalidRequestError(f"top_k must be an integer >= 0, got {top_k!r}")
+        size = self._ids.row_count
+        if row_mask is not None and (row_mask.dtype != np.bool_ or row_mask.shape != (size,)):
+            raise InvalidRequestError(
+                f"row_mask must be a boolean array of shape ({size},), got {row_mask.dtype} {row_mask.shape}"
+            )
+        rows, scores = self._hits(query) if top_k else _NO_HITS
+        if row_mask is not None:
+            kept = row_mask[rows]
+            rows, scores = rows[kept], scores[kept]
+        if top_k < rows.size:
+            kept = scores >= np.partition(scores, scores.size - top_k)[scores.size - top_k]
+            rows, scores = rows[kept], scores[kept]  # rows tied with the k-th come along: the id decides
+        return best_first(rows, scores, lambda tied: self.ids_at(tied.tolist()), top_k)
+
+    def scores_for(self, query: str, ids: Sequence[str]) -> Scores:
+        """BM25 score of each of `ids` for `query` (0 for unknown ids and documents without a query term)."""
+        hits, values = self._hits(query)
+        scores = np.zeros(self._ids.row_count + 1)  # the last cell answers unknown ids
+        scores[hits] = values
+        return scores[self.rows_of(ids)]
 
     # ----- persistence -------------------------------------------------------------------------------
 
@@ -268,21 +408,15 @@ class LexicalIndex(IndexSearch):
 
     def saved(self) -> Saved:
         """What a save holds: the live documents renumbered from 0, their postings in one segment."""
-        live = self._live[: self._ids.row_count]
+        live = self._ids.live_mask[: self._ids.row_count]
+        ids = self._ids.live_ids()
         if self._segments:
             segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
         else:
-            segment = build(np.zeros(0, np.int32), np.zeros(0, np.int64), 0, 0)
-        ids = self._ids.live_ids()
+            segment = build(np.zeros(0, np.int32), np.zeros(0, np.int64), len(ids), 0)
         lengths = self._lengths[: live.size][live].astype(np.int64)
-        settings = {"k1": self._settings.k1, "b": self._settings.b, "tokenizer": self._settings.tokenizer}
+        settings = {"k1": self.settings.k1, "b": self.settings.b, "tokenizer": self.settings.tokenizer}
         return Saved(settings, self._vocabulary.terms, ids, lengths, segment)
-
-    @staticmethod
-    def saved_settings(folder: str | os.PathLike[str]) -> LexicalSettings | None:
-        """The settings of the index saved in `folder`, or None when there is none."""
-        found = read_settings(folder)
-        return None if found is None else LexicalSettings(found["k1"], found["b"], found["tokenizer"])
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], settings: LexicalSettings | None = None) -> LexicalIndex:
@@ -304,15 +438,9 @@ class LexicalIndex(IndexSearch):
                 f"this version analyses text with tokenizer {TOKENIZER!r}, not {chosen.tokenizer!r}"
             )
         index = cls(chosen.k1, chosen.b)
-        index._restore(saved)
+        index._vocabulary = Vocabulary(saved.terms)
+        index._ids.append(saved.ids)
+        index._lengths = saved.lengths.astype(_narrowest(saved.lengths))
+        index._total_length = int(saved.lengths.sum())
+        index._segments = split(saved.segment)
         return index
-
-    def _restore(self, saved: Saved) -> None:
-        self._vocabulary = Vocabulary(saved.terms)
-        self._ids = PackedIds()
-        self._ids.append(saved.ids)
-        self._lengths = _narrow_lengths(saved.lengths)
-        self._total_length = int(self._lengths.sum())
-        self._segments = split(saved.segment)  # every array narrowed, as `add` builds them
-        self._norm = None
-        self._held_languages = None

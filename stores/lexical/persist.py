@@ -3,8 +3,8 @@
 The folder gets `lexical.json` (format, version, BM25 settings, tokenizer, sizes, data file name) and
 one `lexical-<generation>.npz` holding the postings, document lengths, ids and vocabulary. A save writes
 and flushes a new generation, then switches the manifest with one `os.replace`: a crash at any moment
-leaves the manifest naming a complete generation, old or new. These names do not collide with the
-numpy store's files, so an index can be saved inside a store's folder.
+leaves the manifest naming a complete generation. The numpy store keeps the same arrays among its own
+files (`to_arrays`, `from_arrays`).
 
 Example:
     >>> import tempfile, numpy as np
@@ -35,9 +35,9 @@ import numpy.typing as npt
 
 from rag.errors import StoreError, StoreNotFoundError
 from stores.durable import sync_folder, write_new
-from stores.lexical.segments import Segment
+from stores.lexical.segments import Segment, narrow_tfs
 
-__all__ = ["MANIFEST", "Saved", "from_arrays", "read", "read_settings", "to_arrays", "write"]
+__all__ = ["MANIFEST", "Saved", "from_arrays", "read", "to_arrays", "write"]
 
 MANIFEST = "lexical.json"
 _FORMAT = "rag-advisors/lexical-index"
@@ -62,30 +62,19 @@ def _encode(text: str) -> npt.NDArray[np.uint8]:
     return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
 
 
-def _decode(data: npt.NDArray[np.uint8]) -> str:
-    return data.tobytes().decode("utf-8", "surrogatepass")
-
-
 def to_arrays(saved: Saved) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
-    """The saved index as a small description (settings and sizes) and its arrays, as `write` saves
-    them; `from_arrays` reads them back (a numpy store keeps them among its own files)."""
+    """The saved index as a small description (settings and sizes) and its arrays."""
     arrays: dict[str, npt.NDArray[Any]] = {
-        "terms": saved.segment.terms.astype(np.int32),  # memory may hold them narrower (`narrow_terms`)
-        "starts": saved.segment.starts.astype(np.int64),  # memory holds them narrower (`narrow_starts`)
-        "rows": saved.segment.absolute_rows(),  # memory may hold them as narrower offsets
-        "tfs": saved.segment.tfs.astype(np.int32),  # memory may hold them narrower (`narrow_tfs`)
+        "terms": saved.segment.terms.astype(np.int32),
+        "starts": saved.segment.starts.astype(np.int64),
+        "rows": saved.segment.absolute_rows,
+        "tfs": saved.segment.tfs.astype(np.int32),
         "lengths": saved.lengths.astype(np.int64),
         "ids": _encode(json.dumps(saved.ids, ensure_ascii=False)),
-        # Terms are runs of word characters: a newline never occurs inside one.
-        "vocabulary": _encode("\n".join(saved.terms)),
+        "vocabulary": _encode("\n".join(saved.terms)),  # terms are runs of word characters
     }
-    described: dict[str, Any] = {
-        "settings": saved.settings,
-        "documents": len(saved.ids),
-        "terms": len(saved.terms),
-        "postings": saved.segment.size,
-    }
-    return described, arrays
+    sizes = {"documents": len(saved.ids), "terms": len(saved.terms), "postings": saved.segment.size}
+    return {"settings": saved.settings, **sizes}, arrays
 
 
 def write(path: str | os.PathLike[str], saved: Saved) -> None:
@@ -106,50 +95,33 @@ def write(path: str | os.PathLike[str], saved: Saved) -> None:
         sync_folder(folder)
     except OSError as exc:
         raise StoreError(f"could not save the lexical index to {str(folder)!r}: {exc}") from exc
-    _remove_other_generations(folder, keep=data_name)
-
-
-def _remove_other_generations(folder: Path, keep: str) -> None:
-    for entry in folder.iterdir():
-        stale = entry.name.startswith(_STAGED_PREFIX) or (
-            entry.name.startswith(_DATA_PREFIX) and entry.name.endswith(".npz") and entry.name != keep
-        )
-        if stale and entry.is_file():
+    for entry in folder.iterdir():  # earlier generations and staged leftovers of a crashed save
+        name = entry.name
+        if name.startswith(_STAGED_PREFIX) or (
+            name.startswith(_DATA_PREFIX) and name.endswith(".npz") and name != data_name
+        ):
             with contextlib.suppress(OSError):  # a leftover file only costs disk space
                 entry.unlink()
-
-
-def _manifest(folder: Path) -> dict[str, Any] | None:
-    path = folder / MANIFEST
-    if not path.is_file():
-        return None
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise StoreError(f"cannot read the lexical index manifest {str(path)!r}: {exc}") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
-        raise StoreError(f"{str(path)!r} is not a lexical index manifest (format {_FORMAT!r})")
-    if manifest.get("version") != _VERSION:
-        raise StoreError(
-            f"the lexical index in {str(folder)!r} has format version {manifest.get('version')!r}; "
-            f"this version reads {_VERSION}: rebuild it from the documents"
-        )
-    return manifest
-
-
-def read_settings(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The recorded settings (`k1`, `b`, `tokenizer`) of the index saved in `path`, or None."""
-    manifest = _manifest(Path(path))
-    return None if manifest is None else dict(manifest["settings"])
 
 
 def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
     """The index saved in `path`, which must have been analysed with `tokenizer`."""
     folder = Path(path)
-    manifest = _manifest(folder)
-    if manifest is None:
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
         raise StoreNotFoundError(
             f"no lexical index saved in {str(folder)!r} (no {MANIFEST})", path=str(folder)
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"cannot read the lexical index manifest {str(manifest_path)!r}: {exc}") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
+        raise StoreError(f"{str(manifest_path)!r} is not a lexical index manifest (format {_FORMAT!r})")
+    if manifest.get("version") != _VERSION:
+        raise StoreError(
+            f"the lexical index in {str(folder)!r} has format version {manifest.get('version')!r}; "
+            f"this version reads {_VERSION}: rebuild it from the documents"
         )
     try:
         # Opened here, not by np.load, which leaves the file open when the zip cannot be read.
@@ -163,8 +135,7 @@ def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
 def from_arrays(
     described: dict[str, Any], arrays: Mapping[str, npt.NDArray[Any]], tokenizer: str, where: str
 ) -> Saved:
-    """The index `to_arrays` described, which must have been analysed with `tokenizer`; `where` names
-    the save in errors.
+    """The index `to_arrays` described, analysed with `tokenizer`; `where` names the save in errors.
 
     Raises:
         StoreError: another tokenizer, or arrays that do not fit together.
@@ -176,34 +147,26 @@ def from_arrays(
             f"not {tokenizer!r}: rebuild it from the documents"
         )
     try:
-        ids = json.loads(_decode(arrays["ids"]))
-        vocabulary = _decode(arrays["vocabulary"])
+        ids = json.loads(arrays["ids"].tobytes().decode("utf-8", "surrogatepass"))
+        vocabulary = arrays["vocabulary"].tobytes().decode("utf-8", "surrogatepass")
         terms = vocabulary.split("\n") if vocabulary else []
-        _check(where, described, arrays, ids, terms)
+        held, starts, rows, tfs, lengths = (
+            arrays[name] for name in ("terms", "starts", "rows", "tfs", "lengths")
+        )
+        count = len(ids)
+        problems = [
+            count != described["documents"] or len(set(ids)) != count,
+            len(terms) != described["terms"] or rows.shape != (described["postings"],),
+            lengths.dtype != np.int64 or lengths.shape != (count,),
+            held.dtype != np.int32 or rows.dtype != np.int32 or tfs.dtype != np.int32,
+            starts.dtype != np.int64 or starts.shape != (held.size + 1,),
+            tfs.shape != rows.shape or int(starts[-1]) != rows.size,
+            bool(rows.size) and (int(rows.max()) >= count or int(rows.min()) < 0),
+            bool(tfs.size) and int(tfs.min()) < 1,
+            bool(held.size) and int(held.max()) >= len(terms),
+        ]
     except (ValueError, KeyError, TypeError) as exc:
         raise StoreError(f"cannot read the lexical index saved in {where!r}: {exc}") from exc
-    # Frequencies are packed only once the arrays are known to be consistent.
-    segment = Segment.of(0, len(ids), arrays["terms"], arrays["starts"], arrays["rows"], arrays["tfs"])
-    return Saved(settings, terms, ids, arrays["lengths"], segment)
-
-
-def _check(
-    where: str, manifest: dict[str, Any], arrays: Mapping[str, Any], ids: list[str], terms: list[str]
-) -> None:
-    count = len(ids)
-    held, starts, rows, tfs, lengths = (
-        arrays[name] for name in ("terms", "starts", "rows", "tfs", "lengths")
-    )
-    problems = [
-        count != manifest["documents"] or len(set(ids)) != count,
-        len(terms) != manifest["terms"] or rows.shape != (manifest["postings"],),
-        lengths.dtype != np.int64 or lengths.shape != (count,),
-        held.dtype != np.int32 or rows.dtype != np.int32 or tfs.dtype != np.int32,
-        starts.dtype != np.int64 or starts.shape != (held.size + 1,),
-        tfs.shape != rows.shape or int(starts[-1]) != rows.size,
-        bool(rows.size) and (int(rows.max()) >= count or int(rows.min()) < 0),
-        bool(tfs.size) and int(tfs.min()) < 1,
-        bool(held.size) and int(held.max()) >= len(terms),
-    ]
     if any(problems):
         raise StoreError(f"the lexical index saved in {where!r} is inconsistent: rebuild it")
+    return Saved(settings, terms, ids, lengths, Segment(0, count, held, starts, rows, narrow_tfs(tfs)))

@@ -75,7 +75,7 @@ def test_a_writer_waits_for_readers_and_new_readers_wait_for_it() -> None:
     writing = threading.Thread(target=writer)
     writing.start()
     writer_queued.wait()
-    _wait_until(lambda: lock._waiting_writers == 1)  # the writer is queued behind the held read lock
+    _wait_until(lambda: lock.waiting()[0] == 1)  # the writer is queued behind the held read lock
     reading = threading.Thread(target=late_reader)
     reading.start()
     order.append("first read ends")
@@ -105,9 +105,9 @@ def test_readers_waiting_for_a_write_go_before_the_next_writer() -> None:
     lock.acquire_write()
     reading, writing = threading.Thread(target=reader), threading.Thread(target=writer)
     reading.start()
-    _wait_until(lambda: lock._waiting_readers == 1)
+    _wait_until(lambda: lock.waiting()[1] == 1)
     writing.start()
-    _wait_until(lambda: lock._waiting_writers == 1)
+    _wait_until(lambda: lock.waiting()[0] == 1)
     lock.release_write()
     reading.join(10)
     writing.join(10)

@@ -1,9 +1,10 @@
 """The numpy store's hybrid search fuses index rows, not ids: same answers, far fewer ids decoded.
 
 Each answer is checked against a brute-force reference built from the public pieces (every cosine by
-`exact_scores`, every BM25 score by `LexicalIndex.scores_for`, sorted in Python by score then id, fused
-by `rag.retrieval`), on a corpus made of ties: repeated vectors, repeated texts, ids whose order has
-nothing to do with row order, and rows moved by deletes.
+`exact_scores`, every BM25 score by `LexicalIndex.scores_for` of an index built from the store's
+documents, sorted in Python by score then id, fused by `rag.retrieval`), on a corpus made of ties:
+repeated vectors, repeated texts, ids whose order has nothing to do with row order, and rows moved by
+deletes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.retrieval import reciprocal_rank_fusion, weighted_fusion
-from stores import NumpyVectorStore
+from stores import LexicalIndex, NumpyVectorStore
 from stores.numpy.embed import embed_queries
 from stores.numpy.search import exact_scores
 from stores.ranking import candidate_depth
@@ -54,6 +55,19 @@ def _best(scores: dict[str, float], depth: int) -> list[Hit]:
     return sorted(scores.items(), key=lambda hit: (-hit[1], hit[0]))[:depth]
 
 
+_BM25: dict[int, tuple[NumpyVectorStore, LexicalIndex]] = {}
+
+
+def _bm25_of(store: NumpyVectorStore) -> LexicalIndex:
+    """A BM25 index of the store's documents: its statistics are over every document, not a filter's."""
+    if id(store) not in _BM25:
+        docs = store.get()
+        index = LexicalIndex()
+        index.add([doc.id for doc in docs], [doc.text for doc in docs], [doc.metadata for doc in docs])
+        _BM25[id(store)] = (store, index)  # the store is kept, so its id is not reused
+    return _BM25[id(store)][1]
+
+
 def _reference(store: NumpyVectorStore, request: SearchRequest) -> list[Hit]:
     """Brute force: every eligible document scored both ways, then fused as `stores.ranking` says."""
     docs = store.get(filter=request.filter, include_embeddings=True)
@@ -61,7 +75,7 @@ def _reference(store: NumpyVectorStore, request: SearchRequest) -> list[Hit]:
     query = embed_queries(store.embedding, [request.query])[0]
     vectors = np.stack([doc.embedding for doc in docs if doc.embedding is not None])
     cosines = exact_scores(vectors, np.arange(len(docs)), query).tolist()
-    bm25 = store._lexical.scores_for(request.query, ids).tolist()
+    bm25 = _bm25_of(store).scores_for(request.query, ids).tolist()
     depth = candidate_depth(request.top_k)
     vector = _best(dict(zip(ids, cosines, strict=True)), depth)
     lexical = _best({i: s for i, s in zip(ids, bm25, strict=True) if s > 0}, depth)
@@ -120,24 +134,23 @@ def test_the_corpus_is_made_of_ties(store: NumpyVectorStore) -> None:
 
 
 class _CountingIds:
-    """Counts the ids a `PackedIds` decodes (a spy on the real object: every call goes through)."""
+    """Counts the ids `LexicalIndex` decodes for its callers (a spy: every call goes through)."""
 
-    def __init__(self, store: NumpyVectorStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.decoded = 0
-        packed = store._lexical._ids
-        ids_at, id_at = packed.ids_at, packed.id_at
+        ids_at, id_at = LexicalIndex.ids_at, LexicalIndex.id_at
 
-        def counted_ids_at(rows: Sequence[int]) -> list[str]:
-            found = ids_at(rows)
+        def counted_ids_at(index: LexicalIndex, rows: Sequence[int]) -> list[str]:
+            found = ids_at(index, rows)
             self.decoded += len(found)
             return found
 
-        def counted_id_at(row: int) -> str:
+        def counted_id_at(index: LexicalIndex, row: int) -> str:
             self.decoded += 1
-            return id_at(row)
+            return id_at(index, row)
 
-        monkeypatch.setattr(packed, "ids_at", counted_ids_at)
-        monkeypatch.setattr(packed, "id_at", counted_id_at)
+        monkeypatch.setattr(LexicalIndex, "ids_at", counted_ids_at)
+        monkeypatch.setattr(LexicalIndex, "id_at", counted_id_at)
 
 
 def test_a_hybrid_query_decodes_the_ids_of_its_page_not_of_its_candidates(
@@ -154,10 +167,10 @@ def test_a_hybrid_query_decodes_the_ids_of_its_page_not_of_its_candidates(
     store = NumpyVectorStore(HashingEmbedding(dimensions=DIMENSIONS))
     store.add(docs)
     request = SearchRequest("w1 w2 w3", top_k=5, mode="hybrid", vector_weight=0.4)
-    spy = _CountingIds(store, monkeypatch)
+    spy = _CountingIds(monkeypatch)
     found = store.similarity_search(request)
     decoded = spy.decoded
     assert [(doc.id, doc.score) for doc in found] == _reference(store, request)
     # Both lists are full: a search that named its candidates would decode 200 ids or more.
-    assert len(store._lexical.search("w1 w2 w3", 500)) > candidate_depth(5)
-    assert decoded <= 2 * request.top_k  # the page's own ids, and those of any tied scores
+    assert len(store.similarity_search(request.replace(mode="lexical", top_k=500))) > candidate_depth(5)
+    assert request.top_k <= decoded <= 2 * request.top_k  # the page's own ids, and those of any ties

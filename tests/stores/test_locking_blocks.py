@@ -1,5 +1,5 @@
-"""`ReadWriteLock.read()` and `.write()` as `with` blocks (small classes since issue 17, no generators):
-released on errors, and a writer queued behind several readers goes in when the last one leaves."""
+"""`ReadWriteLock.read()` and `.write()` as `with` blocks: released on errors, and a writer queued
+behind several readers goes in when the last one leaves."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_an_error_inside_the_block_releases_the_lock(mode: str) -> None:
     lock = ReadWriteLock()
     with pytest.raises(KeyError), getattr(lock, mode)():
         raise KeyError("boom")
-    assert not lock.writer_is_current() and lock._readers == 0
+    assert not lock.writer_is_current() and lock.waiting() == (0, 0)
     writer = _write_in_thread(lock)
     writer.join(10)
     assert not writer.is_alive()  # another thread got the write lock
@@ -51,7 +51,7 @@ def test_a_queued_writer_enters_when_the_last_reader_leaves() -> None:
     second_in.wait(10)
     lock.acquire_read()  # a third reader, this thread, held while the writer queues
     writer = _write_in_thread(lock)
-    while not lock._waiting_writers:
+    while not lock.waiting()[0]:
         threading.Event().wait(0.001)
     lock.release_read()
     first = threading.Thread(target=first_reader, daemon=True)

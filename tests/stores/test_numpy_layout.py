@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stores.lexical.index as index_module
-import stores.lexical.segments as segments_module
 from rag import Document, SearchRequest
 from rag.documents import MetadataValue
 from rag.filters import key
@@ -231,7 +230,6 @@ def test_packed_ids_agree_with_a_dict(
 ) -> None:
     if colliding:  # 64-bit hashes never collide in practice: force them to, by length
         monkeypatch.setattr(idmap, "_hash", len)
-    monkeypatch.setattr(idmap, "_MERGE_MIN", 3)  # merge often, so both the dict and the arrays serve
     packed, model = (
         idmap.PackedIds(),
         dict[str, int](),
@@ -302,11 +300,9 @@ _lexical_step: st.SearchStrategy[tuple[str, list[Any]]] = st.one_of(
 
 @settings(max_examples=80, deadline=None)
 @given(steps=st.lists(_lexical_step, max_size=14))
-def test_narrow_segments_split_and_merge_like_a_fresh_build(steps: list[tuple[str, list[Any]]]) -> None:
+def test_segments_merge_and_compact_like_a_fresh_build(steps: list[tuple[str, list[Any]]]) -> None:
     final: dict[str, str] = {}
     with pytest.MonkeyPatch.context() as patch:
-        # Spans of 3 rows: segments are split, capped and narrowed all the time.
-        patch.setattr(segments_module, "NARROW_SPAN", 3)
         patch.setattr(index_module, "_COMPACT_MIN_DEAD", 2)
         index = LexicalIndex()
         for kind, payload in steps:
@@ -326,8 +322,8 @@ def test_narrow_segments_split_and_merge_like_a_fresh_build(steps: list[tuple[st
         assert index.search(query, 20) == fresh.search(query, 20)
 
 
-def test_an_index_over_many_rows_keeps_two_bytes_a_row(tmp_path: Path) -> None:
-    count = 70_000  # more rows than one narrow segment spans
+def test_an_index_over_many_rows_answers_like_one_batch(tmp_path: Path) -> None:
+    count = 70_000
     texts = [f"w{n % 97} w{n % 13} common" for n in range(count)]
     index = LexicalIndex()
     index.add([f"a{n}" for n in range(40_000)], texts[:40_000])

@@ -1,6 +1,6 @@
 """Memory the numpy store and its BM25 index keep beside vectors and texts: the packed vocabulary,
-metadata columns that hold only the arrays a key uses, records of any metadata size, postings with
-half-byte frequencies, and no row map while store and index number rows alike."""
+metadata columns that hold only the arrays a key uses, records of any metadata size, and no row map
+while store and index number rows alike."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import stores.numpy.records as records_module
 from rag import Document
 from rag.documents import MetadataValue
 from rag.filters import Filter, key, matches
-from stores.lexical import LexicalIndex, idmap
-from stores.lexical.frequencies import PackedFrequencies
+from stores.lexical import idmap
 from stores.lexical.text import Vocabulary, analyze
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.records import PackedRecords
@@ -257,27 +256,6 @@ class _Ones:
         return np.ones((len(texts), 8), np.float32)
 
 
-def test_the_lexical_index_keeps_under_four_bytes_a_posting() -> None:
-    texts = _zipf_texts(20_000, 1)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        index = LexicalIndex()
-        index.add([f"d{i}" for i in range(len(texts))], texts)
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    postings = index.saved().segment.size  # every posting, written out as a save holds them
-    assert postings > 350_000
-    # Rows (2 bytes, or a bit a row for the ~40 commonest terms), frequencies (half a byte), terms and
-    # their offsets (2 + 4 bytes a term), lengths (2 bytes a document) and one live mask, beside ids
-    # and vocabulary: 3.30 bytes a posting here. With int32 terms and a second live mask it took
-    # 3.37; with two bytes a posting for every term 4.13; with a byte per frequency, int64 offsets
-    # and int32 lengths 4.60.
-    assert held / postings < 3.34
-
-
 def test_a_store_filled_by_adds_keeps_no_row_map_arrays() -> None:
     texts = _zipf_texts(20_000, 2)
     documents = [
@@ -298,36 +276,6 @@ def test_a_store_filled_by_adds_keeps_no_row_map_arrays() -> None:
     # Everything beside vectors and texts: 108 bytes a document here (ids, BM25 postings, metadata,
     # a filter column); with two int32 row maps, wider postings and lengths it was 125.
     assert beyond / 20_000 < 116
-
-
-def test_packed_frequencies_read_back_exactly() -> None:
-    rng = np.random.default_rng(4)
-    for size in (0, 1, 2, 7, 1000):
-        tfs = rng.integers(1, 20, size=size)
-        tfs[rng.random(size) < 0.05] = 300  # a few past a nibble and past a byte
-        packed = PackedFrequencies.pack(tfs)
-        assert packed.all().tolist() == tfs.tolist()
-        assert packed.nibbles.nbytes == (size + 1) // 2
-        for begin, end in [(0, size), (size // 3, size), (1 if size else 0, size // 2), (size, size)]:
-            assert packed.slice(begin, end).tolist() == tfs[begin:end].tolist(), (size, begin, end)
-    assert PackedFrequencies.pack(np.array([1, 2, 3])).all().dtype == np.uint8
-
-
-def test_document_lengths_are_two_bytes_until_a_document_needs_more() -> None:
-    index = LexicalIndex()
-    index.add(["short"], ["storm fog"])
-    index.add(["long"], ["fog " * 70_000 + "storm"])
-    assert index.stats.total_length == 70_003
-    # BM25 by hand with the true lengths (70,001 and 2 terms), Lucene's idf and k1 = 0.9, b = 0.4.
-    k1, b, average = index.settings.k1, index.settings.b, 70_003 / 2
-    idf = np.log(1 + (2 - 2 + 0.5) / (2 + 0.5))
-
-    def bm25(tf: int, length: int) -> float:
-        return float(idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average)))
-
-    scores = dict(index.search("fog", top_k=2))
-    assert scores["long"] == pytest.approx(bm25(70_000, 70_001), rel=1e-12)
-    assert scores["short"] == pytest.approx(bm25(1, 2), rel=1e-12)
 
 
 def test_documents_with_embeddings_leave_nothing_behind_once_dropped() -> None:
