@@ -1,9 +1,10 @@
 """The first filtered query after opening a saved home, in a fresh process.
 
 Every `rag query --filter ...` is a new process: what it pays before its first answer is the open plus
-whatever the first filtered query loads (the numpy store's filter columns; Chroma's own collection). For each size this
-builds, once, an embedded Chroma home and a saved numpy store of the same records (random unit
-vectors, d=384, no model: `Lookup` maps query texts to prepared vectors) with metadata of every kind:
+whatever the first filtered query loads (the numpy store's filter columns; Chroma's own collection).
+For each size this builds, once, an embedded Chroma home and a saved numpy store of the same records
+(random unit vectors, d=384, no model: `Lookup` maps query texts to prepared vectors) with metadata
+of every kind:
 
     {"year": int, "score": float, "lang": str (5 values), "title": str (unique), "draft": bool}
 
