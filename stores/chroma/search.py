@@ -7,7 +7,7 @@ candidates; their scores are the cosines of their stored vectors computed as the
 them (`exact_scores`), so a score, the threshold and the order of ties are the engine's. HNSW is
 approximate: a true neighbour can be missed (docs/stores.md gives the measured recall).
 
-`ChromaCandidates` feeds `stores.ranking.rank` for lexical, hybrid, threshold and MMR requests:
+`ChromaCandidates` feeds `stores.ranking.rank_scored` for lexical, hybrid, threshold and MMR requests:
 vector lists from `nearest`, lexical lists from the BM25 index beside the collection, and cosines and
 vectors by id from the stored embeddings.
 """

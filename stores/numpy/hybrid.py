@@ -25,7 +25,7 @@ import numpy.typing as npt
 from rag.documents import SearchRequest
 from stores.lexical.index import LexicalIndex
 from stores.numpy.rowmap import RowMap
-from stores.numpy.search import exact_scores, order_rows, rank_rows, scan_scored
+from stores.numpy.search import exact_scores, rank_rows, scan_scored
 from stores.ranking import Keyed, rank_keys, rank_scored
 
 __all__ = ["NumpyCandidates", "ranked"]
@@ -72,13 +72,6 @@ class NumpyCandidates:
         found, _ = scan_scored(self._matrix, self._query, depth, threshold, self._rows)
         rows, scores = rank_rows(self._matrix, found, self._query, depth, self._row_map, threshold)
         return self._row_map.index_rows_of(rows), scores
-
-    def vector_order(self, depth: int) -> IntArray:
-        if depth == 0 or not len(self._matrix):
-            return np.zeros(0, np.int64)
-        found, approximate = scan_scored(self._matrix, self._query, depth, 0.0, self._rows)
-        rows = order_rows(self._matrix, found, approximate, self._query, depth, self._row_map)
-        return self._row_map.index_rows_of(rows)
 
     def lexical_keys(self, depth: int) -> Keyed:
         if self._rows is not None and self._mask is None:

@@ -33,7 +33,6 @@ __all__ = [
     "TOLERANCE",
     "candidate_positions",
     "exact_scores",
-    "order_rows",
     "rank_rows",
     "scan_scored",
     "score_rows",
@@ -196,25 +195,3 @@ def rank_rows(
         kept = scores >= kth  # rows tied with the k-th come along: the id decides between them
         rows, scores = rows[kept], scores[kept]
     return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)
-
-
-def order_rows(
-    matrix: FloatMatrix, rows: IntArray, approximate: FloatMatrix, query: FloatMatrix, k: int, ids: _Ids
-) -> IntArray:
-    """The rows `rank_rows(matrix, rows, query, k, ids)` returns, in its order, given their float32
-    scores (`scan_scored`), for callers that need the order and not the scores.
-
-    A float32 score is within far less than `TOLERANCE / 2` of the exact one, so a row whose float32
-    score is more than `TOLERANCE` away from every other keeps its place among the exact scores: only
-    the rows within `TOLERANCE` of a neighbour are scored exactly (usually a few of a hundred), and
-    the rows are then sorted by the exact scores where known, the float32 ones elsewhere.
-    """
-    scores = approximate.astype(np.float64)
-    order = (-scores).argsort()
-    ranked = scores[order]
-    close = ranked[:-1] - ranked[1:] <= TOLERANCE
-    if close.any():
-        near = order[(np.concatenate((close, [False])) | np.concatenate(([False], close))).nonzero()[0]]
-        scores[near] = exact_scores(matrix, rows[near], query)
-    # Equal scores are exact ones (isolated rows are TOLERANCE apart from all others): ids settle them.
-    return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)[0]

@@ -131,7 +131,7 @@ class PgCandidates:
     def _weights(self) -> tuple[list[str], list[float], list[str]]:
         """Query terms some document holds, with qtf * idf * (k1 + 1) and the language marker of the
         documents each counts for: the query is analysed in each language the store holds, in the order
-        of `stores.lexical.searching` (languages by code, terms by first appearance)."""
+        of `stores.lexical.index` (languages by code, terms by first appearance)."""
         if not self._info.documents:
             return [], [], []
         statement = self.tables.sql("SELECT term, df FROM {terms} WHERE starts_with(term, %s) AND df > 0")
@@ -147,7 +147,7 @@ class PgCandidates:
             statement = self.tables.sql("SELECT term, df FROM {terms} WHERE term = ANY(%s) AND df > 0")
             found = dict(self.conn.execute(statement, (terms,)).fetchall())
             df = {(term, language): found[term] for term, language in pairs if term in found}
-        else:  # BM25 over each language's documents, as `stores.lexical.searching` scores them
+        else:  # BM25 over each language's documents, as `stores.lexical.index` scores them
             documents = held
             statement = self.tables.sql(
                 "SELECT u.t, u.m, (SELECT count(*) FROM {lexical} l WHERE l.terms @> ARRAY[u.t, u.m]) "

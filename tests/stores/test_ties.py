@@ -15,7 +15,6 @@ import pytest
 from stores.lexical import LexicalIndex
 from stores.lexical.segments import build, postings_of
 from stores.lexical.text import analyze
-from stores.numpy.search import TOLERANCE, order_rows, rank_rows, scan_scored
 from stores.ties import best_first
 
 
@@ -52,42 +51,6 @@ def test_best_first_of_distinct_scores_reads_no_id() -> None:
 
     ranked, _ = best_first(np.array([3, 1, 2]), np.array([0.1, 0.3, 0.2]), no_ids)
     assert ranked.tolist() == [1, 2, 3]
-
-
-def _crowded(
-    count: int, dimensions: int, seed: int
-) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-    """Unit rows whose cosines with the query crowd within TOLERANCE of each other, some equal."""
-    rng = np.random.default_rng(seed)
-    query = rng.standard_normal(dimensions).astype(np.float32)
-    query /= np.linalg.norm(query)
-    base = rng.standard_normal(dimensions).astype(np.float32)
-    # Tiny steps along random directions: cosines differ by ~1e-6..1e-4, and some rows repeat.
-    rows = base + rng.standard_normal((count, dimensions)).astype(np.float32) * rng.choice(
-        [0.0, 1e-5, 1e-4, 1e-3], size=(count, 1)
-    ).astype(np.float32)
-    rows[::9] = rows[1]
-    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows.astype(np.float32), query
-
-
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_order_rows_gives_the_exact_order_from_float32_scores(seed: int) -> None:
-    matrix, query = _crowded(500, 48, seed)
-    names = _names(len(matrix), seed)
-    found, approximate = scan_scored(matrix, query, 100, 0.0)
-    assert np.count_nonzero(np.diff(np.sort(approximate)) <= TOLERANCE) > 100  # crowded indeed
-    for k in (1, 10, 100):
-        expected, _ = rank_rows(matrix, found, query, k, names)
-        assert order_rows(matrix, found, approximate, query, k, names).tolist() == expected.tolist()
-
-
-def test_order_rows_of_spread_scores_needs_no_exact_score() -> None:
-    matrix = np.eye(4, dtype=np.float32)
-    query = np.array([0.8, 0.6, 0.0, 0.0], np.float32)
-    rows = np.arange(4)
-    names = ["d", "c", "b", "a"]
-    assert order_rows(matrix, rows, matrix @ query, query, 4, names).tolist() == [0, 1, 3, 2]
 
 
 def test_postings_of_many_terms_equals_one_term_at_a_time() -> None:
