@@ -33,14 +33,24 @@ from rag.embeddings.tokenize import fold, split_words
 from stores.lexical.idmap import PackedIds
 from stores.lexical.languages import DEFAULT_LANGUAGE, Analyser, analyser_for
 
-__all__ = ["TOKENIZER", "Vocabulary", "analyze", "compounds", "query_weights", "symbol_words", "words"]
+__all__ = [
+    "TOKENIZER",
+    "Vocabulary",
+    "analyze",
+    "compounds",
+    "identifier_parts",
+    "query_weights",
+    "symbol_words",
+    "words",
+]
 
 # "rag-en-1": the light stemmer of `rag.embeddings.tokenize`, no compounds. "rag-en-2": Porter's stemmer
 # and joined compounds, +0.02 nDCG@10 on BEIR SciFact (docs/retrieval.md). "rag-en-3": "C++" and "C#"
 # spelt out. "rag-4": Snowball stemmers and stop words by each text's language, titles, headings and
 # file path as a weighted field (`stores.lexical.fields`), a marker term per document naming its
-# language. Stores rebuild an index saved under another name from their stored texts when they open it.
-TOKENIZER = "rag-4"
+# language. "rag-5": the parts of words written in mixed case. Stores rebuild an index saved under
+# another name from their stored texts when they open it.
+TOKENIZER = "rag-5"
 _STOP = -1  # cached id of a word that is dropped (a stopword)
 _MISSING = -3  # a word not seen yet
 _ALNUM = np.zeros(256, dtype=np.bool_)
@@ -124,12 +134,31 @@ def symbol_words(text: str) -> list[str]:
     return [plus + "pp" if plus else letter + "sharp" for plus, letter in _SYMBOLIC.findall(folded)]
 
 
+# A word joining words by case ("DropSitePassword", "getElementById", "XMLHttpRequest": two lower-case
+# letters, then a capitalised word), and its parts: a capital run before a capitalised word, a
+# capitalised or lower-case word, digits. On the text as written.
+_MIXED_CASE = re.compile(r"(?<![^\W_])[A-Za-z0-9]*[a-z]{2}[A-Z][a-z][A-Za-z0-9]*(?![^\W_])")
+_CASE_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def identifier_parts(text: str) -> list[str]:
+    """The parts of words written in mixed case, folded: "DropSitePassword" gives "drop", "site",
+    "password"; "XMLHttpRequest" "xml", "http", "request".
+
+    Docs name their subjects with identifiers (a setting `DropSitePassword`, a class `HttpClient`) that
+    the prose spells as words; indexing the parts beside the whole word lets either find the other.
+    Underscores, dots and slashes already part words. Only ASCII letters and digits count.
+    """
+    return [part.lower() for word in _MIXED_CASE.findall(text) for part in _CASE_PART.findall(word)]
+
+
 def words(text: str) -> list[str]:
     """The words the lexical index analyses: `rag.embeddings.tokenize.split_words` (case-folded, accents
-    kept for the stemmers), the `compounds`, then the `symbol_words`."""
+    kept for the stemmers), the `compounds`, the `symbol_words`, then the `identifier_parts`."""
     found = split_words(text)
     found.extend(compounds(text))
     found.extend(symbol_words(text))
+    found.extend(identifier_parts(text))
     return found
 
 
@@ -328,7 +357,8 @@ class Vocabulary:
         self, analyser: Analyser, texts: list[str]
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
         # For ASCII, casefold is lower() and the words of `split_words` are the runs of [a-z0-9].
-        joined = "\n".join(texts).lower()
+        written = "\n".join(texts)
+        joined = written.lower()
         data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
         edges = np.diff(_ALNUM[data].view(np.int8), prepend=np.int8(0), append=np.int8(0))
         starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
@@ -348,10 +378,11 @@ class Vocabulary:
             ids[position] = self._long_word_id(analyser, joined[starts[position] : ends[position]])
         compound_names, pairs = _compound_names(joined, data, starts, ends)
         symbol_names, marked = _symbol_names(joined, data, starts, ends)
-        names = compound_names + symbol_names
+        part_names, part_owners = _part_names(written, text_ends)
+        names = compound_names + symbol_names + part_names
         if not names:
             return ids, owners
-        extra_owners = owners[np.concatenate([pairs, marked])]
+        extra_owners = np.concatenate([owners[np.concatenate([pairs, marked])], part_owners])
         return (
             np.concatenate([ids, self._ids_of_words(analyser, names)]),
             np.concatenate([owners, extra_owners]),
@@ -398,6 +429,18 @@ def _compound_names(
         strict=True,
     )
     return [joined[a:b] + joined[c:d] for a, b, c, d in bounds], pairs
+
+
+def _part_names(written: str, text_ends: IntArray) -> tuple[list[str], IntArray]:
+    """The `identifier_parts` of the joined texts as written, and the text each belongs to."""
+    names: list[str] = []
+    at: list[int] = []
+    # Few words are written in mixed case, so a Python step per word costs little.
+    for found in _MIXED_CASE.finditer(written):
+        parts = _CASE_PART.findall(found.group())
+        names.extend(part.lower() for part in parts)
+        at.extend([found.start()] * len(parts))
+    return names, np.searchsorted(text_ends, np.array(at, np.int64), side="right").astype(np.int64)
 
 
 def _symbol_names(
