@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from rag.embeddings.tokenize import fold, split_words
 from stores.lexical.idmap import PackedIds
-from stores.lexical.languages import DEFAULT_LANGUAGE, Analyser, analyser_for
+from stores.lexical.languages import DEFAULT_LANGUAGE, Analyser, analyser_for, question_stopwords
 
 __all__ = [
     "TOKENIZER",
@@ -174,14 +174,21 @@ def query_weights(text: str, language: str = DEFAULT_LANGUAGE) -> dict[str, floa
 
     An index holding several languages scores each document with the query analysed in the document's
     own language (`stores.lexical.searching`), so the query terms match the way its terms were made.
+    The function words of the query's own language, when it shows one, are dropped in every language
+    (`stores.lexical.languages.question_stopwords`).
 
     Example:
         >>> query_weights("Die Häuser, das Haus", "de"), query_weights("the houses", "en")
         ({'haus': 2.0}, {'hous': 1.0})
+        >>> query_weights("la liste des fichiers", "en")
+        {'list': 1.0, 'fichier': 1.0}
     """
+    found = words(text)
+    foreign = question_stopwords(found)
     weights: dict[str, float] = {}
-    for term in analyze(text, language):
-        weights[term] = weights.get(term, 0.0) + 1.0
+    for term in analyser_for(language).terms([word for word in found if fold(word) not in foreign]):
+        if term is not None:
+            weights[term] = weights.get(term, 0.0) + 1.0
     return weights
 
 
