@@ -174,6 +174,7 @@ def query_weights(text: str, language: str = DEFAULT_LANGUAGE) -> dict[str, floa
 
     An index holding several languages scores each document with the query analysed in the document's
     own language (`stores.lexical.index`), so the query terms match the way its terms were made.
+
     The function words of the query's own language, when it shows one, are dropped in every language
     (`stores.lexical.languages.question_stopwords`).
 
