@@ -170,13 +170,11 @@ def analyze(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
 
 
 def query_weights(text: str, language: str = DEFAULT_LANGUAGE) -> dict[str, float]:
-    """The terms of a query analysed in `language`, with their frequency in it (BM25's qtf).
+    """The terms of a query analysed in `language`, with their frequency in it (BM25's qtf), less the
+    function words of the query's own language when it shows one (`languages.question_stopwords`).
 
     An index holding several languages scores each document with the query analysed in the document's
     own language (`stores.lexical.index`), so the query terms match the way its terms were made.
-
-    The function words of the query's own language, when it shows one, are dropped in every language
-    (`stores.lexical.languages.question_stopwords`).
 
     Example:
         >>> query_weights("Die Häuser, das Haus", "de"), query_weights("the houses", "en")
