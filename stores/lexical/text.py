@@ -3,11 +3,12 @@
 The words are `rag.embeddings.tokenize.split_words`: Unicode case folding, overlapping character bigrams
 for scripts written without spaces (CJK, Thai); then two words joined by one hyphen or slash are added
 joined (`compounds`: "IL-10" also gives "il10"), and words written with symbols are added spelt out
-(`symbol_words`: "C++" also gives "cpp", "C#" "csharp"). Each word then goes through the `Analyser` of
-its text's language (`stores.lexical.languages`: Snowball stemmer and stop words, accents stripped after
-stemming), so a document in any language matches on its own words' stems. `TOKENIZER` names this
-analysis; an index saved under another name must be rebuilt from its texts (every store does so when
-it opens one).
+(`symbol_words`: "C++" also gives "cpp", "C#" "csharp"), and words joined by case give their parts
+(`identifier_parts`: "HttpClient" also gives "http", "client"). Each word then goes through the
+`Analyser` of its text's language (`stores.lexical.languages`: Snowball stemmer and stop words, accents
+stripped after stemming), so a document in any language matches on its own words' stems. `TOKENIZER`
+names this analysis; an index saved under another name must be rebuilt from its texts (every store
+does so when it opens one).
 
 Example:
     >>> analyze("The Cafés were RUNNING")
@@ -23,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -137,8 +138,31 @@ def symbol_words(text: str) -> list[str]:
 # A word joining words by case ("DropSitePassword", "getElementById", "XMLHttpRequest": two lower-case
 # letters, then a capitalised word), and its parts: a capital run before a capitalised word, a
 # capitalised or lower-case word, digits. On the text as written.
-_MIXED_CASE = re.compile(r"(?<![^\W_])[A-Za-z0-9]*[a-z]{2}[A-Z][a-z][A-Za-z0-9]*(?![^\W_])")
+_CASE_JOIN = re.compile(r"[a-z]{2}[A-Z][a-z]")
 _CASE_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _mixed_case_words(text: str, joins: Iterable[int] | None = None) -> list[tuple[int, str]]:
+    """(start, word) of each whole word of ASCII letters and digits in `text` that joins words by case.
+
+    The joins (`_CASE_JOIN`, or their positions given in order) are found first, then widened to their
+    word: a pattern that had to find where words start would try every position of the text.
+    """
+    found: list[tuple[int, str]] = []
+    end = 0
+    for at in (join.start() for join in _CASE_JOIN.finditer(text)) if joins is None else joins:
+        if at < end:
+            continue  # a second join inside the word just taken
+        start, end = at, at + 4
+        while start and text[start - 1] in _ASCII_ALNUM:
+            start -= 1
+        while end < len(text) and text[end] in _ASCII_ALNUM:
+            end += 1
+        if (start and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
+            continue  # part of a longer word with other letters ("éHttpClient")
+        found.append((start, text[start:end]))
+    return found
 
 
 def identifier_parts(text: str) -> list[str]:
@@ -149,7 +173,7 @@ def identifier_parts(text: str) -> list[str]:
     the prose spells as words; indexing the parts beside the whole word lets either find the other.
     Underscores, dots and slashes already part words. Only ASCII letters and digits count.
     """
-    return [part.lower() for word in _MIXED_CASE.findall(text) for part in _CASE_PART.findall(word)]
+    return [part.lower() for _, word in _mixed_case_words(text) for part in _CASE_PART.findall(word)]
 
 
 def words(text: str) -> list[str]:
@@ -438,14 +462,18 @@ def _compound_names(
 
 
 def _part_names(written: str, text_ends: IntArray) -> tuple[list[str], IntArray]:
-    """The `identifier_parts` of the joined texts as written, and the text each belongs to."""
+    """The `identifier_parts` of the joined ASCII texts as written, and the text each belongs to."""
+    data = np.frombuffer(written.encode("ascii"), dtype=np.uint8)
+    lower = (data >= ord("a")) & (data <= ord("z"))
+    upper = (data >= ord("A")) & (data <= ord("Z"))
+    joins = np.flatnonzero(lower[:-3] & lower[1:-2] & upper[2:-1] & lower[3:])  # `_CASE_JOIN`
     names: list[str] = []
     at: list[int] = []
     # Few words are written in mixed case, so a Python step per word costs little.
-    for found in _MIXED_CASE.finditer(written):
-        parts = _CASE_PART.findall(found.group())
+    for start, word in _mixed_case_words(written, joins.tolist()):
+        parts = _CASE_PART.findall(word)
         names.extend(part.lower() for part in parts)
-        at.extend([found.start()] * len(parts))
+        at.extend([start] * len(parts))
     return names, np.searchsorted(text_ends, np.array(at, np.int64), side="right").astype(np.int64)
 
 
