@@ -24,6 +24,9 @@ For each set and embedder the corpus goes through the real CLI into a numpy stor
   other query, score the pick on the rest (both ways round) against the best single mode picked the
   same way, and against the shipped default.
 
+Last, for each embedder measured on two sets or more: the weight each set gets when it is chosen on
+the other sets (leave one set out, mean nDCG@10 as `rag eval` counts), and its gap to the set's best.
+
 Usage:
     python benchmarks/quality.py [--sets scifact,python-faq,cmake,man-en,man-de,man-fr] [--bm25s]
         [--embedders hashing,st:FOLDER]

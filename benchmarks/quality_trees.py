@@ -6,8 +6,10 @@ embedder's default weight, hybrid at each swept weight): hit@1, hit@4 and nDCG@1
 them (the top k chunks, a page counted once); the held-out `--tune` (fit the mode and weight on half
 the questions, score the other half, both ways round); and the answer column: how often the offline
 extractive answerer, given the default search's top 4 through `QuestionAnswerAdvisor`, quotes the gold
-page. With `--bm25s`, the lexical row per page (pages ranked by their best chunk) is put beside bm25s
-over whole pages with the set's Snowball stemmer and stop words.
+page; and the share of questions another page outwords (it holds every question term, the gold page
+does not), which words alone cannot rank right. With `--bm25s`, the lexical row per page (pages ranked
+by their best chunk) is put beside bm25s over whole pages with the set's Snowball stemmer and stop
+words.
 """
 
 from __future__ import annotations
