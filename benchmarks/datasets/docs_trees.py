@@ -135,7 +135,8 @@ def _troff_text(line: str) -> str:
 
 def _man_sections(text: str) -> Iterator[tuple[str, list[str]]]:
     """(heading, lines) of each .SH section of a man page's troff source, inline markup removed."""
-    heading, body = "", []
+    heading = ""
+    body: list[str] = []
     for raw in text.splitlines():
         if raw.startswith(('.\\"', "'\\\"")):
             continue
