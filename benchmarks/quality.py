@@ -24,6 +24,9 @@ For each set and embedder the corpus goes through the real CLI into a numpy stor
   other query, score the pick on the rest (both ways round) against the best single mode picked the
   same way, and against the shipped default.
 
+Last, for each embedder measured on two sets or more: the weight each set gets when it is chosen on
+the other sets (leave one set out, mean nDCG@10 as `rag eval` counts), and its gap to the set's best.
+
 Usage:
     python benchmarks/quality.py [--sets scifact,python-faq,cmake,man-en,man-de,man-fr] [--bm25s]
         [--embedders hashing,st:FOLDER]
@@ -306,6 +309,44 @@ def _summary(runs: list[Run]) -> None:
         print(f"{run.dataset:<12}{name:<12}{cells[0]:>8}{cells[1]:>8}{default:>13}{best_text:>14}{tuned:>18}")
 
 
+def leave_one_set_out(
+    sweeps: dict[str, dict[float, float]], default: float
+) -> dict[str, tuple[float, float, float, float]]:
+    """For each set: the weight that scores best on the *other* sets (mean nDCG@10; ties to the weight
+    nearest `default`), its score on this set, this set's best score, and the default's score.
+
+    A default chosen this way is measured on questions it was not chosen on. Example:
+        >>> leave_one_set_out({"a": {0.0: 0.5, 0.5: 0.7}, "b": {0.0: 0.6, 0.5: 0.5}}, 0.5)["a"]
+        (0.0, 0.5, 0.7, 0.7)
+    """
+    shared = set.intersection(*(set(sweep) for sweep in sweeps.values())) if sweeps else set()
+    found = {}
+    for name, sweep in sweeps.items():
+        others = [other for key, other in sweeps.items() if key != name] or [sweep]
+        pick = max(
+            sorted(shared),
+            key=lambda w: (round(sum(o[w] for o in others) / len(others), 9), -abs(w - default)),
+        )
+        found[name] = (pick, sweep[pick], max(sweep.values()), sweep.get(default, float("nan")))
+    return found
+
+
+def _print_weights(spec: str, default: float, sweeps: dict[str, dict[float, float]]) -> None:
+    """The leave-one-set-out weight of each set and its gap to the set's best weight."""
+    if len(sweeps) < 2:
+        return
+    name = "minilm" if spec.startswith("st:") else spec
+    print(f"weight chosen on the other sets ({name}; nDCG@10 as rag eval counts, top 10 chunks)")
+    head = f"default {default:g}"
+    print(f"{'set':<12}{'pick':>6}{'held out':>10}{'best':>8}{'gap':>8}{head:>14}{'gap':>8}")
+    for dataset, (pick, got, best, at_default) in leave_one_set_out(sweeps, default).items():
+        print(
+            f"{dataset:<12}{pick:>6g}{got:>10.3f}{best:>8.3f}{best - got:>8.3f}"
+            f"{at_default:>14.3f}{best - at_default:>8.3f}"
+        )
+    print()
+
+
 def _module(name: str, path: Path) -> Any:
     """Load a script beside this one (benchmarks/ is kept off the import path, see above)."""
     spec = importlib.util.spec_from_file_location(name, path)
@@ -384,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: no MiniLM at {MINILM}; see the docstring to fetch it", file=sys.stderr)
     print(f"fusion {args.fusion}; weights swept: {', '.join(f'{w:g}' for w in args.weights) or 'none'}\n")
     runs = []
+    sweeps: dict[str, dict[str, dict[float, float]]] = {spec: {} for spec in args.embedders}
     trees = _module("quality_trees", _HERE / "quality_trees.py")
     building = _module("docs_trees", _HERE / "datasets" / "docs_trees.py")
     for name in args.sets:
@@ -393,11 +435,18 @@ def main(argv: list[str] | None = None) -> int:
                 weight = default_vector_weight(spec) if args.vector_weight is None else args.vector_weight
                 found = trees.measure_tree(name, folders[name], spec, weight, args.weights, _rag, args.bm25s)
                 trees.print_tree(found)
+                rows = found.rows.items()
+                sweeps[spec][name] = {float(k.split()[1]): r["ndcg@10"] for k, r in rows if " " in k}
                 continue
             runs.append(measure(name, folders[name], spec, args))
             _print_run(runs[-1])
+            chunks = runs[-1].per_chunk.items()
+            sweeps[spec][name] = {float(k.split()[1]): r["ndcg@10"] for k, r in chunks if " " in k}
     if runs:
         _summary(runs)
+    for spec in args.embedders:
+        weight = default_vector_weight(spec) if args.vector_weight is None else args.vector_weight
+        _print_weights(spec, weight, sweeps[spec])
     return 0
 
 

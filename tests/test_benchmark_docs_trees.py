@@ -54,3 +54,8 @@ def test_a_man_page_becomes_markdown_without_its_name_line(trees: ModuleType, tm
     assert markdown.startswith("# widget\n\n## Description\n")
     assert "manages widgets." in markdown and "### Options" in markdown
     assert "Verwaltung" not in markdown
+
+
+def test_troff_strings_keep_apostrophes_and_quotes(trees: ModuleType) -> None:
+    line = r"nom de connexion de l\*(Aqutilisateur (\(Fo\ \&login\ \&\(Fc), \*(L\"C\*(R\" et \*(C+"
+    assert trees._troff_text(line) == 'nom de connexion de l\'utilisateur (« login »), "C" et C++'

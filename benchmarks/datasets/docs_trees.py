@@ -45,7 +45,20 @@ _ROLE = re.compile(r":[\w:.-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
 _SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
 _TROFF_ESCAPE = re.compile(r"\\f[BIRP1-4]|\\f\(..|\\f\[[^\]]*\]|\\[&|^%]|\\s[-+]?\d|\\\*\(..|\\\*.")
 _TROFF_CHARS = {r"\-": "-", r"\(em": "—", r"\(en": "–", r"\(aq": "'", r"\(dq": '"', r"\e": "\\", r"\ ": " "}
+# Strings that pod2man and po4a pages define (`.ds Aq '`): the apostrophe of every French "l'option".
+_TROFF_STRINGS = {
+    r"\*(Aq": "'",
+    r"\*(AQ": "'",
+    r'\*(L"': '"',
+    r'\*(R"': '"',
+    r"\*(C`": '"',
+    r"\*(C'": '"',
+    r"\*(C+": "C++",
+    r"\*(--": "--",
+    r"\*(PI": "pi",
+}
 _SPECIAL = re.compile(r"\\\[(\w+)\]|\\\((\w\w)")
+_NAMED = {"em": "—", "en": "–", "aq": "'", "dq": '"', "co": "©", "Fo": "«", "Fc": "»"}
 
 
 def _plain_rst(text: str) -> str:
@@ -111,10 +124,10 @@ _COMBINING = {":": "\u0308", "^": "\u0302", "'": "\u0301", "`": "\u0300", "~": "
 def _troff_text(line: str) -> str:
     line = _ACCENTED.sub(lambda m: unicodedata.normalize("NFC", m.group(2) + _COMBINING[m.group(1)]), line)
     line = line.replace("\\(ss", "ß").replace("\\[ss]", "ß")
-    for code, char in _TROFF_CHARS.items():
+    for code, char in [*_TROFF_STRINGS.items(), *_TROFF_CHARS.items()]:
         line = line.replace(code, char)
     line = _SPECIAL.sub(
-        lambda m: {"em": "—", "en": "–", "aq": "'", "dq": '"', "co": "©"}.get(m.group(1) or m.group(2), ""),
+        lambda m: _NAMED.get(m.group(1) or m.group(2), ""),
         line,
     )
     return _TROFF_ESCAPE.sub("", line).replace("\\", "")
@@ -122,7 +135,8 @@ def _troff_text(line: str) -> str:
 
 def _man_sections(text: str) -> Iterator[tuple[str, list[str]]]:
     """(heading, lines) of each .SH section of a man page's troff source, inline markup removed."""
-    heading, body = "", []
+    heading = ""
+    body: list[str] = []
     for raw in text.splitlines():
         if raw.startswith(('.\\"', "'\\\"")):
             continue

@@ -143,6 +143,10 @@ def _sections(text: str, body: int, headings: list[Heading], title_heading: Head
         unit = make_unit(text[heading.start : end], heading.start, place)
         if unit is not None:
             units.append(unit)
+    if not units and headings:
+        # A page of headings alone (a stub, an index page) is still found by the names it gives.
+        only = make_unit(text[headings[0].start :], headings[0].start, {})
+        units.extend([only] if only is not None else [])
     return units
 
 

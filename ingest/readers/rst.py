@@ -172,4 +172,7 @@ def _pieces(
             stack.append(heading)
         if text[heading.end : end].strip():
             pieces.append((heading.start, end, [h.title for h in stack]))
+    if titles and not text[body : bounds[0]].strip() and len(pieces) == 1:
+        # A page of titles alone (a stub, an index page) is still found by the names it gives.
+        pieces.append((titles[0].start, len(text), []))
     return pieces

@@ -23,7 +23,7 @@ import Stemmer
 
 from rag.embeddings.tokenize import STOPWORDS, fold
 
-__all__ = ["DEFAULT_LANGUAGE", "SNOWBALL", "Analyser", "analyser_for", "language_of"]
+__all__ = ["DEFAULT_LANGUAGE", "SNOWBALL", "Analyser", "analyser_for", "language_of", "question_stopwords"]
 
 DEFAULT_LANGUAGE = "en"
 
@@ -151,6 +151,9 @@ _STOPWORDS: dict[str, frozenset[str]] = {
 }
 
 
+_QUESTION_HITS = 2  # function words of one language that make a question's language known
+
+
 class Analyser:
     """One language's stop words and stemmer, applied to a case-folded word (accents kept).
 
@@ -191,6 +194,29 @@ class Analyser:
             None if plain in self._stopwords else fold(stem)
             for plain, stem in zip(folded, stems, strict=True)
         ]
+
+
+def question_stopwords(words: list[str]) -> frozenset[str]:
+    """The stop words of the language a question is written in, when its words say so: at least two
+    of them are function words of one language, and more than of any other ("lister le contenu des
+    répertoires": French). Otherwise none.
+
+    A question is scored against each passage with the passage's analyser, so a French question meets
+    an English passage (a page left untranslated) through the English analyser, which would keep "le"
+    and "des" as rare, decisive words. Dropping the question's own function words first avoids that.
+
+    Example:
+        >>> sorted(question_stopwords(["lister", "le", "contenu", "des", "fichiers"]))[:3]
+        ['a', 'ai', 'aie']
+        >>> question_stopwords(["die", "casting"])
+        frozenset()
+    """
+    folded = [fold(word) for word in words]
+    hits = sorted(
+        ((sum(w in stops for w in folded), code) for code, stops in _STOPWORDS.items()), reverse=True
+    )
+    (best, code), (runner_up, _) = hits[0], hits[1]
+    return _STOPWORDS[code] if best >= _QUESTION_HITS and best > runner_up else frozenset()
 
 
 def language_of(code: object) -> str:

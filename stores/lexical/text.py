@@ -3,11 +3,12 @@
 The words are `rag.embeddings.tokenize.split_words`: Unicode case folding, overlapping character bigrams
 for scripts written without spaces (CJK, Thai); then two words joined by one hyphen or slash are added
 joined (`compounds`: "IL-10" also gives "il10"), and words written with symbols are added spelt out
-(`symbol_words`: "C++" also gives "cpp", "C#" "csharp"). Each word then goes through the `Analyser` of
-its text's language (`stores.lexical.languages`: Snowball stemmer and stop words, accents stripped after
-stemming), so a document in any language matches on its own words' stems. `TOKENIZER` names this
-analysis; an index saved under another name must be rebuilt from its texts (every store does so when
-it opens one).
+(`symbol_words`: "C++" also gives "cpp", "C#" "csharp"), and words joined by case give their parts
+(`identifier_parts`: "HttpClient" also gives "http", "client"). Each word then goes through the
+`Analyser` of its text's language (`stores.lexical.languages`: Snowball stemmer and stop words, accents
+stripped after stemming), so a document in any language matches on its own words' stems. `TOKENIZER`
+names this analysis; an index saved under another name must be rebuilt from its texts (every store
+does so when it opens one).
 
 Example:
     >>> analyze("The Cafés were RUNNING")
@@ -23,7 +24,7 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,16 +32,26 @@ import numpy.typing as npt
 
 from rag.embeddings.tokenize import fold, split_words
 from stores.lexical.idmap import PackedIds
-from stores.lexical.languages import DEFAULT_LANGUAGE, Analyser, analyser_for
+from stores.lexical.languages import DEFAULT_LANGUAGE, Analyser, analyser_for, question_stopwords
 
-__all__ = ["TOKENIZER", "Vocabulary", "analyze", "compounds", "query_weights", "symbol_words", "words"]
+__all__ = [
+    "TOKENIZER",
+    "Vocabulary",
+    "analyze",
+    "compounds",
+    "identifier_parts",
+    "query_weights",
+    "symbol_words",
+    "words",
+]
 
 # "rag-en-1": the light stemmer of `rag.embeddings.tokenize`, no compounds. "rag-en-2": Porter's stemmer
 # and joined compounds, +0.02 nDCG@10 on BEIR SciFact (docs/retrieval.md). "rag-en-3": "C++" and "C#"
 # spelt out. "rag-4": Snowball stemmers and stop words by each text's language, titles, headings and
 # file path as a weighted field (`stores.lexical.fields`), a marker term per document naming its
-# language. Stores rebuild an index saved under another name from their stored texts when they open it.
-TOKENIZER = "rag-4"
+# language. "rag-5": the parts of words written in mixed case. Stores rebuild an index saved under
+# another name from their stored texts when they open it.
+TOKENIZER = "rag-5"
 _STOP = -1  # cached id of a word that is dropped (a stopword)
 _MISSING = -3  # a word not seen yet
 _ALNUM = np.zeros(256, dtype=np.bool_)
@@ -124,12 +135,54 @@ def symbol_words(text: str) -> list[str]:
     return [plus + "pp" if plus else letter + "sharp" for plus, letter in _SYMBOLIC.findall(folded)]
 
 
+# A word joining words by case ("DropSitePassword", "getElementById", "XMLHttpRequest": two lower-case
+# letters, then a capitalised word), and its parts: a capital run before a capitalised word, a
+# capitalised or lower-case word, digits. On the text as written.
+_CASE_JOIN = re.compile(r"[a-z]{2}[A-Z][a-z]")
+_CASE_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def _mixed_case_words(text: str, joins: Iterable[int] | None = None) -> list[tuple[int, str]]:
+    """(start, word) of each whole word of ASCII letters and digits in `text` that joins words by case.
+
+    The joins (`_CASE_JOIN`, or their positions given in order) are found first, then widened to their
+    word: a pattern that had to find where words start would try every position of the text.
+    """
+    found: list[tuple[int, str]] = []
+    end = 0
+    for at in (join.start() for join in _CASE_JOIN.finditer(text)) if joins is None else joins:
+        if at < end:
+            continue  # a second join inside the word just taken
+        start, end = at, at + 4
+        while start and text[start - 1] in _ASCII_ALNUM:
+            start -= 1
+        while end < len(text) and text[end] in _ASCII_ALNUM:
+            end += 1
+        if (start and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum()):
+            continue  # part of a longer word with other letters ("éHttpClient")
+        found.append((start, text[start:end]))
+    return found
+
+
+def identifier_parts(text: str) -> list[str]:
+    """The parts of words written in mixed case, folded: "DropSitePassword" gives "drop", "site",
+    "password"; "XMLHttpRequest" "xml", "http", "request".
+
+    Docs name their subjects with identifiers (a setting `DropSitePassword`, a class `HttpClient`) that
+    the prose spells as words; indexing the parts beside the whole word lets either find the other.
+    Underscores, dots and slashes already part words. Only ASCII letters and digits count.
+    """
+    return [part.lower() for _, word in _mixed_case_words(text) for part in _CASE_PART.findall(word)]
+
+
 def words(text: str) -> list[str]:
     """The words the lexical index analyses: `rag.embeddings.tokenize.split_words` (case-folded, accents
-    kept for the stemmers), the `compounds`, then the `symbol_words`."""
+    kept for the stemmers), the `compounds`, the `symbol_words`, then the `identifier_parts`."""
     found = split_words(text)
     found.extend(compounds(text))
     found.extend(symbol_words(text))
+    found.extend(identifier_parts(text))
     return found
 
 
@@ -141,7 +194,8 @@ def analyze(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
 
 
 def query_weights(text: str, language: str = DEFAULT_LANGUAGE) -> dict[str, float]:
-    """The terms of a query analysed in `language`, with their frequency in it (BM25's qtf).
+    """The terms of a query analysed in `language`, with their frequency in it (BM25's qtf), less the
+    function words of the query's own language when it shows one (`languages.question_stopwords`).
 
     An index holding several languages scores each document with the query analysed in the document's
     own language (`stores.lexical.index`), so the query terms match the way its terms were made.
@@ -149,10 +203,15 @@ def query_weights(text: str, language: str = DEFAULT_LANGUAGE) -> dict[str, floa
     Example:
         >>> query_weights("Die Häuser, das Haus", "de"), query_weights("the houses", "en")
         ({'haus': 2.0}, {'hous': 1.0})
+        >>> query_weights("la liste des fichiers", "en")
+        {'list': 1.0, 'fichier': 1.0}
     """
+    found = words(text)
+    foreign = question_stopwords(found)
     weights: dict[str, float] = {}
-    for term in analyze(text, language):
-        weights[term] = weights.get(term, 0.0) + 1.0
+    for term in analyser_for(language).terms([word for word in found if fold(word) not in foreign]):
+        if term is not None:
+            weights[term] = weights.get(term, 0.0) + 1.0
     return weights
 
 
@@ -328,7 +387,8 @@ class Vocabulary:
         self, analyser: Analyser, texts: list[str]
     ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]]:
         # For ASCII, casefold is lower() and the words of `split_words` are the runs of [a-z0-9].
-        joined = "\n".join(texts).lower()
+        written = "\n".join(texts)
+        joined = written.lower()
         data = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
         edges = np.diff(_ALNUM[data].view(np.int8), prepend=np.int8(0), append=np.int8(0))
         starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
@@ -348,10 +408,11 @@ class Vocabulary:
             ids[position] = self._long_word_id(analyser, joined[starts[position] : ends[position]])
         compound_names, pairs = _compound_names(joined, data, starts, ends)
         symbol_names, marked = _symbol_names(joined, data, starts, ends)
-        names = compound_names + symbol_names
+        part_names, part_owners = _part_names(written, text_ends)
+        names = compound_names + symbol_names + part_names
         if not names:
             return ids, owners
-        extra_owners = owners[np.concatenate([pairs, marked])]
+        extra_owners = np.concatenate([owners[np.concatenate([pairs, marked])], part_owners])
         return (
             np.concatenate([ids, self._ids_of_words(analyser, names)]),
             np.concatenate([owners, extra_owners]),
@@ -398,6 +459,22 @@ def _compound_names(
         strict=True,
     )
     return [joined[a:b] + joined[c:d] for a, b, c, d in bounds], pairs
+
+
+def _part_names(written: str, text_ends: IntArray) -> tuple[list[str], IntArray]:
+    """The `identifier_parts` of the joined ASCII texts as written, and the text each belongs to."""
+    data = np.frombuffer(written.encode("ascii"), dtype=np.uint8)
+    lower = (data >= ord("a")) & (data <= ord("z"))
+    upper = (data >= ord("A")) & (data <= ord("Z"))
+    joins = np.flatnonzero(lower[:-3] & lower[1:-2] & upper[2:-1] & lower[3:])  # `_CASE_JOIN`
+    names: list[str] = []
+    at: list[int] = []
+    # Few words are written in mixed case, so a Python step per word costs little.
+    for start, word in _mixed_case_words(written, joins.tolist()):
+        parts = _CASE_PART.findall(word)
+        names.extend(part.lower() for part in parts)
+        at.extend([start] * len(parts))
+    return names, np.searchsorted(text_ends, np.array(at, np.int64), side="right").astype(np.int64)
 
 
 def _symbol_names(
