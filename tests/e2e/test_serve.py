@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from rag.memory import SQLiteChatMemoryRepository
-from tests.e2e.serve_helpers import SAMPLE_DOCS, ServeProcess, rag_env, run_rag
+from tests.e2e.serve_helpers import SAMPLE_DOCS, ServeProcess, rag_env, rag_in_process, run_rag
 
 TOKEN = "s3cret-serve-token"
 QUESTION = "How do I install it from source?"
@@ -22,8 +22,8 @@ QUESTION = "How do I install it from source?"
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("serve") / "home"
-    result = run_rag(["ingest", str(SAMPLE_DOCS)], rag_env(home))
-    assert result.returncode == 0, result.stderr
+    result = rag_in_process(["ingest", str(SAMPLE_DOCS)], rag_env(home))
+    assert result.exit_code == 0, result.stderr
     return home
 
 

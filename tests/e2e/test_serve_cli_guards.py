@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from rag.serve.limits import RateLimiter
-from tests.e2e.serve_helpers import ROOT, ServeProcess, rag_env, run_rag
+from tests.e2e.serve_helpers import ROOT, ServeProcess, rag_env, rag_in_process, run_rag
 
 
 def _statuses(process: ServeProcess, count: int) -> list[int]:
@@ -25,7 +25,7 @@ def test_forwarded_addresses_are_believed_only_from_configured_proxies(tmp_path:
     env = rag_env(tmp_path / "home")
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "beacon.md").write_text("The beacon is lit at dusk.\n", "utf-8")
-    assert run_rag(["ingest", str(tmp_path / "docs")], env).returncode == 0
+    assert rag_in_process(["ingest", str(tmp_path / "docs")], env).exit_code == 0
     default = ServeProcess(["--rate-limit", "2"], env)
     try:
         # Each forged address would get a fresh bucket if the header were believed.
