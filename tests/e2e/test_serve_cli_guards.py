@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from rag.serve.limits import RateLimiter
-from tests.e2e.serve_helpers import ROOT, ServeProcess, rag_env, rag_in_process, run_rag
+from tests.e2e.serve_helpers import ROOT, ServeProcess, rag_env, rag_in_process
 
 
 def _statuses(process: ServeProcess, count: int) -> list[int]:
@@ -41,8 +41,10 @@ def test_forwarded_addresses_are_believed_only_from_configured_proxies(tmp_path:
 
 def test_a_blank_token_is_refused_before_binding(tmp_path: Path) -> None:
     for token in (" ", "two words"):
-        result = run_rag(["serve", "--host", "0.0.0.0", "--port", "0", "--token", token], rag_env(tmp_path))
-        assert result.returncode == 2, result.stderr
+        result = rag_in_process(
+            ["serve", "--host", "0.0.0.0", "--port", "0", "--token", token], rag_env(tmp_path)
+        )
+        assert result.exit_code == 2, result.stderr
         assert "error: the bearer token" in result.stderr and "two words" not in result.stderr
 
 
