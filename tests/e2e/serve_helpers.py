@@ -45,7 +45,8 @@ def run_rag(args: Sequence[str], env: dict[str, str]) -> subprocess.CompletedPro
 def rag_in_process(args: Sequence[str], env: dict[str, str]) -> Result:
     """`rag ARGS` run in this process (click's runner) under `env`, as `run_rag` runs it in a subprocess.
 
-    For setup that is not about the process itself, such as the ingestion a served home starts from.
+    For commands whose process is not what a test is about: the ingestion a served home starts from, or
+    `rag serve` refusing its options before it binds.
     """
     unset = {k: None for k in os.environ if k.startswith(("RAG_", "OPENAI_")) and k not in env}
     return CliRunner().invoke(main, list(args), env={**env, **unset})
