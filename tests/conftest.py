@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
 import tempfile
 import uuid
 import warnings
@@ -14,6 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.openai_server import OpenAIServer
+
+# The suite starts hundreds of Python processes (`rag` commands, servers, kernels) and each pytest worker
+# rewrites every test module's asserts. With PYTHONDONTWRITEBYTECODE set, every one of them would compile its
+# modules from source again; the suite writes bytecode caches (`__pycache__`, ignored by git) regardless.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # The shared store suite lives in the package; rewrite its asserts so failures show the values.
 pytest.register_assert_rewrite("stores.testing")

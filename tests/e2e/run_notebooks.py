@@ -52,6 +52,7 @@ def execute(path: Path, scratch: Path) -> Any:
         km=_kernel_manager(scratch),
         timeout=300,
         record_timing=False,  # wall-clock stamps would change the file on every run
+        coalesce_streams=True,  # one cell's prints arrive in one message or several, as timing has it
         resources={"metadata": {"path": str(ROOT)}},
     )
     # nbclient keeps a kernel it did not create running unless told: stop it and close the client's sockets.

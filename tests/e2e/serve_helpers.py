@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from click.testing import CliRunner, Result
+
+from rag.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_DOCS = ROOT / "data" / "docs"
@@ -37,6 +40,16 @@ def run_rag(args: Sequence[str], env: dict[str, str]) -> subprocess.CompletedPro
     return subprocess.run(
         [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=120
     )
+
+
+def rag_in_process(args: Sequence[str], env: dict[str, str]) -> Result:
+    """`rag ARGS` run in this process (click's runner) under `env`, as `run_rag` runs it in a subprocess.
+
+    For commands whose process is not what a test is about: the ingestion a served home starts from, or
+    `rag serve` refusing its options before it binds.
+    """
+    unset = {k: None for k in os.environ if k.startswith(("RAG_", "OPENAI_")) and k not in env}
+    return CliRunner().invoke(main, list(args), env={**env, **unset})
 
 
 def wait_ready(base: str, process: subprocess.Popen[str] | None = None, timeout: float = 60.0) -> None:

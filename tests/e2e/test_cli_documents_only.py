@@ -22,7 +22,7 @@ from rag.advisors.memory_vector import VectorStoreChatMemoryAdvisor
 from rag.client import ChatClient
 from rag.retrieval.scope import KIND_KEY
 from rag.testing import FakeChatModel
-from tests.e2e.serve_helpers import ServeProcess, rag_env, run_rag
+from tests.e2e.serve_helpers import ServeProcess, rag_env, rag_in_process
 
 Cli = Callable[..., Result]
 CORS = "Add the CORS middleware to the application with add_middleware before the routes."
@@ -39,8 +39,8 @@ def _home(root: Path, store: str) -> Path:
         (site / folder / "cors.md").write_text(f"# CORS\n\n{CORS}\n", encoding="utf-8")
     (site / "faq.md").write_text(f"# FAQ\n\n{PREFLIGHT}\n", encoding="utf-8")
     home = root / "home"
-    result = run_rag(["ingest", str(site)], {**rag_env(home), "RAG_STORE": store})
-    assert result.returncode == 0, result.stderr
+    result = rag_in_process(["ingest", str(site)], {**rag_env(home), "RAG_STORE": store})
+    assert result.exit_code == 0, result.stderr
     with open_home(home, store=store) as opened:
         advisor = VectorStoreChatMemoryAdvisor(opened.store)
         client = ChatClient(FakeChatModel(default=REPLY), advisors=[advisor])

@@ -126,11 +126,11 @@ def test_the_homes_guide_runs_as_written(
 
 
 def test_serve_finds_the_numpy_store_without_store_options(docs: Path, tmp_path: Path) -> None:
-    from tests.e2e.serve_helpers import ServeProcess, rag_env, run_rag
+    from tests.e2e.serve_helpers import ServeProcess, rag_env, rag_in_process
 
     env = rag_env(tmp_path / "served")
     del env["RAG_STORE"]  # the helper's default: this test leaves the choice to the home
-    assert run_rag(["ingest", str(docs), "--store", "numpy"], env).returncode == 0
+    assert rag_in_process(["ingest", str(docs), "--store", "numpy"], env).exit_code == 0
     server = ServeProcess(["--rate-limit", "0"], env)
     try:
         response = httpx.post(f"{server.base}/v1/search", json={"query": "fog signals ledger", "top_k": 1})

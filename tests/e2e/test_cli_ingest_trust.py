@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,9 @@ from typing import Any
 from click.testing import Result
 
 from ingest.lock import HomeLock
+from rag.testing import FakeEmbedding
 from tests.ingest.pdfs import damaged_pdf
+from tests.openai_server import OpenAIServer, RecordedRequest, Reply
 
 RunCli = Callable[..., Result]
 
@@ -171,24 +172,46 @@ def test_a_held_home_makes_ingest_wait_or_stop_with_one_line(cli: RunCli, docs: 
         lock.release()
 
 
-def _corpus(folder: Path, files: int, vocabulary: str, size: int) -> None:
+def _corpus(folder: Path, files: int, vocabulary: str) -> None:
     words = vocabulary.split(" ")
     for n in range(files):
-        path = folder / f"part{n % 5}" / f"page{n}.md"
+        path = folder / f"part{n % 2}" / f"page{n}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
-        body = " ".join(words[(n * 7 + i * 3) % len(words)] for i in range(size))
-        path.write_text(f"# Page {n}\n\n{body}\n")
+        path.write_text(f"# Page {n}\n\n{' '.join(words[n:] + words[:n])}\n")
 
 
-def test_two_ingest_processes_on_one_home_never_collide(tmp_path: Path, rag_home: Path) -> None:
-    # A long run holds the store; a short one starts meanwhile. Before the home lock the second died
-    # with "sqlite3.OperationalError: database is locked" (the manifest held by the first).
+def test_two_ingest_processes_on_one_home_never_collide(
+    tmp_path: Path, rag_home: Path, openai_server: OpenAIServer
+) -> None:
+    # The first run is held in the middle of its work (its store and manifest open, the home's lock taken)
+    # by a loopback embeddings server that answers its first batch only once the second run has started and
+    # said it waits. Before the home lock the second died with "sqlite3.OperationalError: database is
+    # locked" (the manifest held by the first).
     big, small = tmp_path / "big", tmp_path / "small"
-    _corpus(big, 130, "beacon lamp tower brass bolt lantern keeper fog signal ledger", 600)
-    _corpus(small, 30, "otter river salmon weir current eddy heron reed", 40)
+    _corpus(big, 6, "beacon lamp tower brass bolt lantern keeper fog signal ledger")
+    _corpus(small, 4, "otter river salmon weir current eddy heron reed")
+    embedding, released = threading.Event(), threading.Event()
+    fake = FakeEmbedding(dimensions=16)
+
+    def embeddings(request: RecordedRequest) -> Reply:
+        if "beacon" in " ".join(request.json["input"]):  # the first run's chunks
+            embedding.set()
+            released.wait(timeout=120)
+        vectors = fake.embed(request.json["input"]).tolist()
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+        return Reply(json={"object": "list", "data": data, "model": request.json["model"]})
+
+    openai_server.default = embeddings
     script = Path(sys.executable).with_name("rag")
     command = [str(script)] if script.exists() else [sys.executable, "-c", "from rag.cli import main; main()"]
-    env = {**os.environ, "RAG_HOME": str(rag_home), "RAG_STORE": "numpy", "RAG_CHUNK_SIZE": "20"}
+    env = {
+        **os.environ,
+        "RAG_HOME": str(rag_home),
+        "RAG_STORE": "numpy",
+        "RAG_EMBEDDER": "openai:test-embed",
+        "OPENAI_BASE_URL": openai_server.base_url,
+        "OPENAI_API_KEY": "sk-test-embed",
+    }
 
     def start(folder: Path) -> subprocess.Popen[str]:
         return subprocess.Popen(
@@ -200,16 +223,21 @@ def test_two_ingest_processes_on_one_home_never_collide(tmp_path: Path, rag_home
         )
 
     first = start(big)
-    while not (rag_home / "manifests").exists() and first.poll() is None:
-        time.sleep(0.05)  # the first run has its store open once its manifest exists
-    second = start(small)
+    try:
+        assert embedding.wait(timeout=120), "the first run never asked for its embeddings"
+        second = start(small)
+        assert second.stderr is not None
+        note = second.stderr.readline()  # the waiting note, or "" once it ended without one
+    finally:
+        released.set()
     out_first, err_first = first.communicate(timeout=280)
     out_second, err_second = second.communicate(timeout=280)
+    err_second = note + err_second
     assert "Traceback" not in err_first + err_second
     assert first.returncode == 0 and second.returncode == 0, err_first + err_second
-    assert "waiting for another ingestion" in err_second
+    assert "waiting for another ingestion" in note
     written = json.loads(out_first)["chunks_written"] + json.loads(out_second)["chunks_written"]
     info = subprocess.run([*command, "info", "--json"], capture_output=True, text=True, env=env, check=True)
     facts = json.loads(info.stdout)
-    assert facts["count"] == written and len(facts["sources"]) == 160
+    assert facts["count"] == written and len(facts["sources"]) == 10
     assert set(facts["roots"]) == {"big", "small"}

@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from rag.memory import SQLiteChatMemoryRepository
-from tests.e2e.serve_helpers import SAMPLE_DOCS, ServeProcess, rag_env, run_rag
+from tests.e2e.serve_helpers import SAMPLE_DOCS, ServeProcess, rag_env, rag_in_process
 
 TOKEN = "s3cret-serve-token"
 QUESTION = "How do I install it from source?"
@@ -22,8 +22,8 @@ QUESTION = "How do I install it from source?"
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("serve") / "home"
-    result = run_rag(["ingest", str(SAMPLE_DOCS)], rag_env(home))
-    assert result.returncode == 0, result.stderr
+    result = rag_in_process(["ingest", str(SAMPLE_DOCS)], rag_env(home))
+    assert result.exit_code == 0, result.stderr
     return home
 
 
@@ -220,6 +220,6 @@ def test_a_conversation_id_keeps_server_side_memory(server: ServeProcess, home: 
 
 
 def test_binding_beyond_loopback_needs_a_token(home: Path) -> None:
-    result = run_rag(["serve", "--host", "0.0.0.0", "--port", "1"], rag_env(home))
-    assert result.returncode == 2
+    result = rag_in_process(["serve", "--host", "0.0.0.0", "--port", "1"], rag_env(home))
+    assert result.exit_code == 2
     assert "give a bearer token with --token or RAG_SERVE_TOKEN" in result.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from rag.serve.limits import RateLimiter
-from tests.e2e.serve_helpers import ROOT, ServeProcess, rag_env, run_rag
+from tests.e2e.serve_helpers import ROOT, ServeProcess, rag_env, rag_in_process
 
 
 def _statuses(process: ServeProcess, count: int) -> list[int]:
@@ -25,7 +25,7 @@ def test_forwarded_addresses_are_believed_only_from_configured_proxies(tmp_path:
     env = rag_env(tmp_path / "home")
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "beacon.md").write_text("The beacon is lit at dusk.\n", "utf-8")
-    assert run_rag(["ingest", str(tmp_path / "docs")], env).returncode == 0
+    assert rag_in_process(["ingest", str(tmp_path / "docs")], env).exit_code == 0
     default = ServeProcess(["--rate-limit", "2"], env)
     try:
         # Each forged address would get a fresh bucket if the header were believed.
@@ -41,8 +41,10 @@ def test_forwarded_addresses_are_believed_only_from_configured_proxies(tmp_path:
 
 def test_a_blank_token_is_refused_before_binding(tmp_path: Path) -> None:
     for token in (" ", "two words"):
-        result = run_rag(["serve", "--host", "0.0.0.0", "--port", "0", "--token", token], rag_env(tmp_path))
-        assert result.returncode == 2, result.stderr
+        result = rag_in_process(
+            ["serve", "--host", "0.0.0.0", "--port", "0", "--token", token], rag_env(tmp_path)
+        )
+        assert result.exit_code == 2, result.stderr
         assert "error: the bearer token" in result.stderr and "two words" not in result.stderr
 
 

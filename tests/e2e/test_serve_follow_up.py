@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.e2e.serve_helpers import ServeProcess, rag_env, run_rag
+from tests.e2e.serve_helpers import ServeProcess, rag_env, rag_in_process
 from tests.e2e.test_cli_chat_follow_up import PAGES
 
 FIRST, FOLLOW_UP = "How do I install valgrind?", "And how do I run it?"
@@ -22,8 +22,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     folder.mkdir()
     for name, text in PAGES.items():
         (folder / name).write_text(text, encoding="utf-8")
-    result = run_rag(["ingest", str(folder)], rag_env(home))
-    assert result.returncode == 0, result.stderr
+    result = rag_in_process(["ingest", str(folder)], rag_env(home))
+    assert result.exit_code == 0, result.stderr
     process = ServeProcess(["--rate-limit", "0"], rag_env(home))
     yield process
     process.stop()

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from rag.serve.page import CONTENT_SECURITY_POLICY
-from tests.e2e.serve_helpers import SAMPLE_DOCS, ServeProcess, rag_env, run_rag
+from tests.e2e.serve_helpers import SAMPLE_DOCS, ServeProcess, rag_env, rag_in_process
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -26,8 +26,8 @@ SCREENSHOT = os.environ.get("RAG_PAGE_SCREENSHOT")  # set to refresh docs/images
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     home = tmp_path_factory.mktemp("page") / "home"
     env = rag_env(home)
-    ingested = run_rag(["ingest", str(SAMPLE_DOCS)], env)
-    assert ingested.returncode == 0, ingested.stderr
+    ingested = rag_in_process(["ingest", str(SAMPLE_DOCS)], env)
+    assert ingested.exit_code == 0, ingested.stderr
     process = ServeProcess([], env)
     yield process
     process.stop()
