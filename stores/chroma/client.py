@@ -1,6 +1,6 @@
 """Opening Chroma clients (embedded, ephemeral, server) and collections; chromadb failures as `StoreError`s.
 
-chromadb is imported inside these functions only, so importing `stores` stays light.
+chromadb is imported inside these functions, so importing `stores` stays light.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import (
-    ConfigError,
     EmbeddingModelMismatchError,
     InvalidRequestError,
     RagError,
@@ -24,16 +23,7 @@ from rag.errors import (
     StoreError,
 )
 
-__all__ = [
-    "Connection",
-    "close_client",
-    "connect",
-    "lock_key",
-    "open_collection",
-    "parse_url",
-    "purger",
-    "reach_server",
-]
+__all__ = ["Connection", "close_client", "connect", "open_collection", "parse_url", "purger", "reach_server"]
 
 _MODEL = "rag:embedding_model"
 _DIMENSIONS = "rag:dimensions"
@@ -45,6 +35,8 @@ class Connection:
 
     client: Any
     location: str
+    key: tuple[str, ...] | None
+    """What identifies the client's data in this process (None: nobody else can reach it)."""
     url: str | None = None
     cleanups: list[Callable[[], None]] = field(default_factory=list)
 
@@ -84,14 +76,6 @@ def _settings() -> Any:
     # Identical settings everywhere: chromadb shares one system per path (or one for all ephemeral
     # clients) and refuses a second client with different settings.
     return Settings(anonymized_telemetry=False)
-
-
-def _import_chromadb() -> Any:
-    try:
-        import chromadb
-    except ImportError as exc:  # pragma: no cover - chromadb is a dependency of the distribution
-        raise ConfigError("ChromaVectorStore needs chromadb: pip install 'rag-advisors'") from exc
-    return chromadb
 
 
 def parse_url(url: str) -> tuple[str, int, bool]:
@@ -162,39 +146,31 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
     if len(given) > 1:
         raise InvalidRequestError(f"give at most one of path, url and client, got {' and '.join(given)}")
     if client is not None:
-        return Connection(client, f"the given client {type(client).__name__}")
-    chromadb = _import_chromadb()
+        return Connection(
+            client, f"the given client {type(client).__name__}", ("chroma-client", str(id(client)))
+        )
+    import chromadb
+
     if url is not None:
         host, port, ssl = parse_url(url)
-        conn = Connection(None, f"the server {url!r}", url=url)
+        conn = Connection(None, f"the server {url!r}", ("chroma-url", url), url=url)
         with conn.errors("connect"):
             conn.client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
         server_client = conn.client
         conn.cleanups.append(lambda: close_client(server_client))
         return conn
-    if path is not None:
-        folder = Path(path)
-        if folder.exists() and not folder.is_dir():
-            raise StoreError(f"Chroma store path {str(path)!r} is a file, not a folder")
-        conn = Connection(None, f"the folder {str(path)!r}")
-        try:
-            conn.client = chromadb.PersistentClient(path=str(folder), settings=_settings())
-        except Exception as exc:
-            raise StoreError(f"cannot open a Chroma store at {str(path)!r}: {exc}") from exc
-        conn.cleanups.append(conn.client.close)
-        return conn
-    return _ephemeral(chromadb)
-
-
-def lock_key(name: str, path: str | Path | None, url: str | None, client: Any) -> tuple[str, ...] | None:
-    """What identifies the collection in this process, so stores over the same one share a lock."""
-    if path is not None:
-        return ("chroma-path", os.path.realpath(path), name)
-    if url is not None:
-        return ("chroma-url", url, name)
-    if client is not None:
-        return ("chroma-client", str(id(client)), name)
-    return None  # a private in-process store: nobody else can reach it
+    if path is None:
+        return _ephemeral(chromadb)
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise StoreError(f"Chroma store path {str(path)!r} is a file, not a folder")
+    conn = Connection(None, f"the folder {str(path)!r}", ("chroma-path", os.path.realpath(path)))
+    try:
+        conn.client = chromadb.PersistentClient(path=str(folder), settings=_settings())
+    except Exception as exc:
+        raise StoreError(f"cannot open a Chroma store at {str(path)!r}: {exc}") from exc
+    conn.cleanups.append(conn.client.close)
+    return conn
 
 
 def close_client(client: Any) -> None:
@@ -214,7 +190,7 @@ def _ephemeral(chromadb: Any) -> Connection:
     # All ephemeral clients of a process share one in-memory system; a database of its own keeps each
     # store's collections apart, and dropping it on close frees the memory.
     database = f"rag-{uuid.uuid4().hex}"
-    conn = Connection(None, "an in-process (ephemeral) store")
+    conn = Connection(None, "an in-process (ephemeral) store", None)
     with conn.errors("create an in-process store"):
         admin = chromadb.AdminClient(_settings())
         admin.create_database(database)

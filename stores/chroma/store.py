@@ -24,7 +24,7 @@ from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin, Capabilities
-from stores.chroma.client import connect, lock_key, open_collection, purger
+from stores.chroma.client import connect, open_collection, purger
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.lexical import FOLDER, BesideIndex, Texts, remove_old_files
 from stores.chroma.records import LEGACY_META, decode, encode, needs_document
@@ -162,10 +162,10 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         _check_options(collection, batch_size, ef_search)
         self._embedding = embedding
         self._name = collection
-        key = lock_key(collection, path, url, client)
-        self._lock = shared_lock(key)
         self._conn = connect(path, url, client)
         self._finalizer = weakref.finalize(self, self._conn.close)
+        key = None if self._conn.key is None else (*self._conn.key, collection)
+        self._lock = shared_lock(key)
         try:
             with self._conn.errors("read the maximum batch size"):
                 limit = int(self._conn.client.get_max_batch_size())
@@ -327,7 +327,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         vectors = document_vectors(batch, self._embedding, _EMBED_BATCH)
         records = [encode(doc.text, doc.metadata) for doc in batch]
         with self._lock.write():
-            self._index.prepare()
+            index = self._index.prepare()
             with self._conn.errors(f"write documents to the collection {self._name!r}"):
                 for start in range(0, len(batch), self._batch_size):
                     stop = start + self._batch_size
@@ -339,7 +339,8 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                         for i, record in zip(ids, records[start:stop], strict=True)
                     ]
                     self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=metadatas)
-            self._index.add(list(docs), [doc.text for doc in batch], [doc.metadata for doc in batch])
+            if index is not None:
+                index.add(list(docs), [doc.text for doc in batch], [doc.metadata for doc in batch])
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids or by filter; returns how many documents were removed."""
@@ -354,11 +355,12 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                 targets = [i for page in self._gets(unique, []) for i in page["ids"]]
             if not targets:
                 return 0
-            self._index.prepare()
+            index = self._index.prepare()
             with self._conn.errors(f"delete documents from the collection {self._name!r}"):
                 for start in range(0, len(targets), self._batch_size):
                     self._collection.delete(ids=targets[start : start + self._batch_size])
-            self._index.delete(targets)
+            if index is not None:
+                index.delete(targets)
             return len(targets)
 
     def count(self, filter: str | Filter | None = None) -> int:
