@@ -104,18 +104,11 @@ def _shown(url: str) -> str:
 
 
 def reach_server(url: str, timeout: float = 5.0) -> None:
-    """Check that a Chroma server answers at `url` (its heartbeat), before anything relies on it.
-
-    One short request, so a server that is down, or a mistyped URL, is reported as such at once instead
-    of surfacing later as a missing collection or one of chromadb's retries.
+    """Check that a Chroma server answers at `url` (its heartbeat), so a server that is down or a
+    mistyped URL is reported as such at once, not later as a missing collection.
 
     Raises:
         StoreConnectionError: `url` is not an `http(s)://host:port` URL, or nothing answers there.
-
-    Example:
-        >>> reach_server("notaurl")
-        Traceback (most recent call last):
-        rag.errors.StoreConnectionError: cannot reach the Chroma server at 'notaurl': ...
     """
     shown = _shown(url)
     try:
@@ -174,11 +167,7 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
 
 
 def close_client(client: Any) -> None:
-    """Close a chromadb `HttpClient` and its HTTP connection pools.
-
-    chromadb 1.5.9's `close()` releases the client and its internal admin client but leaves both httpx
-    pools open, so their sockets would stay open until the interpreter exits.
-    """
+    """Close a chromadb `HttpClient` and the httpx pools its `close()` leaves open (chromadb 1.5.9)."""
     for each in (client, getattr(client, "_admin_client", None)):
         session = getattr(getattr(each, "_server", None), "_session", None)
         if session is not None:
@@ -203,8 +192,7 @@ def _ephemeral(chromadb: Any) -> Connection:
 def open_collection(conn: Connection, name: str, embedding: EmbeddingModel, ef_search: int) -> Any:
     """Get or create the collection `name` for unit vectors of `embedding`; refuse another model's."""
     model = {_MODEL: embedding.name, _DIMENSIONS: int(embedding.dimensions)}
-    # Inner product over unit vectors is cosine. Chroma's "cosine" space alters stored vectors in the
-    # last bit, which would break bit-exact agreement with the numpy store's scores; "ip" keeps them.
+    # Inner product over unit vectors is cosine; Chroma's "cosine" space would alter stored vectors.
     config = {"hnsw": {"space": "ip", "ef_search": ef_search, "ef_construction": 200}}
     with conn.errors(f"open the collection {name!r}"):
         collection = conn.client.get_or_create_collection(
@@ -229,12 +217,8 @@ def open_collection(conn: Connection, name: str, embedding: EmbeddingModel, ef_s
 
 
 def purger(collection: Any, batch_size: int) -> Callable[[], None]:
-    """Deletes every record of an in-process collection before its database is dropped.
-
-    chromadb 1.5.9 leaves a dropped database's metadata rows behind, and records written later to
-    another in-process collection can inherit them (tests/stores/test_chroma.py reproduces it), so the
-    records are deleted one by one first, which removes their rows.
-    """
+    """Deletes every record of an in-process collection before its database is dropped: chromadb 1.5.9
+    leaves a dropped database's metadata rows behind for later records to inherit (test_chroma.py)."""
 
     def purge() -> None:
         ids = collection.get(include=[])["ids"]

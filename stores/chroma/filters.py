@@ -1,26 +1,14 @@
 """Filter trees (docs/filters.md) as Chroma `where` clauses that select a superset, finished in Python.
 
 `compile_filter` turns a filter into a `where` that selects every matching record and perhaps more;
-`ChromaFilter.accepts` then decides each candidate on its decoded metadata with `rag.filters.holds`.
-So `get`, `count` and search eligibility are exact whatever Chroma can or cannot evaluate.
-
-What chromadb 1.5.9 does, and what follows (`tests/stores/test_chroma.py` pins the results):
-
-- A missing key makes `$ne`, `$nin` and `$not_contains` true and every other operator false, as
-  docs/filters.md says; a list value never satisfies `$eq`, `$in` or an ordering, and `$contains`
-  looks into lists only, type-strictly (`2` does not find `2.0`: both are asked for).
-- A float operand is truncated when compared with an integer value (`$eq 1.5` matches `1`), so
-  whole-number operands are sent as integers, and a fractional one only where truncation can add
-  candidates but never lose one (`x < 1.5` is sent as `x <= 2`).
-- Chroma refuses `<`/`>` on strings, a one-clause `$and`/`$or`, an empty `$in` and mixed-type
-  lists, and has no `$exists` nor `$not`: NOT is pushed down first (`normalize`), string orderings and
-  `IS [NOT] NULL` select everything and Python decides, lists are split by type.
-- Values Chroma cannot hold live in `_rag_json` (`stores.chroma.records`): a positive comparison
-  also selects the records listing the key in `_rag_enc`; a negative one already selects them (the
-  key is missing to Chroma).
-- Chroma refuses a `where` nested about 60 levels deep, and its SQLite expressions nested 1,000 deep:
-  junctions below `MAX_LEVELS` select everything and `bounded` trims a clause to `MAX_COST`. Every
-  widening keeps a superset; Python finishes.
+`ChromaFilter.accepts` then decides each candidate on its decoded metadata with `rag.filters.holds`,
+so `get`, `count` and search eligibility are exact whatever Chroma can evaluate. What chromadb 1.5.9
+cannot (string orderings, `$exists`, `$not`, one-clause junctions, empty or mixed-type lists, values
+in `_rag_json`) widens the clause; `tests/stores/test_chroma.py` pins its behaviour. A float operand
+is truncated when compared with an integer value (`$eq 1.5` matches `1`), so whole numbers are sent
+as integers and a fraction only where truncation adds candidates (`x < 1.5` is sent as `x <= 2`).
+Chroma refuses a `where` nested about 60 levels deep, and its SQLite expressions nested 1,000 deep:
+junctions below `MAX_LEVELS` select everything and `bounded` trims a clause to `MAX_COST`.
 """
 
 from __future__ import annotations

@@ -39,8 +39,8 @@ Texts = Callable[[], Iterator[tuple[list[str], list[str], list[Mapping[str, Any]
 class BesideIndex:
     """A `LexicalIndex` of a collection's texts (with titles and headings), loaded, saved, rebuilt.
 
-    Callers hold the store's lock: writes (`add`, `delete`) under its write side; `current` may run
-    in several readers at once and builds the index once.
+    Callers hold the store's lock: `prepare` and the update after the write under its write side;
+    `current` may run in several readers at once and builds the index once.
     """
 
     def __init__(self, folder: Path | None, texts: Texts | None = None) -> None:

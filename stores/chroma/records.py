@@ -42,8 +42,8 @@ JSON = "_rag_json"
 ENCODED = "_rag_enc"
 RESERVED = "_rag_"
 LEGACY_META = "_rag_meta"
+"""Present on every record of the previous layout (rewritten when a store opens the collection)."""
 _LEGACY_TEXT = "_rag_text"
-"""Present on every record of the previous layout (see `stores.chroma.migrate`)."""
 SAFE_INT = 2**53
 """Integers up to this size are exact as floats too, so Chroma compares them with any number exactly."""
 

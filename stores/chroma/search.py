@@ -1,15 +1,9 @@
 """Vector search on Chroma's HNSW index with an exact filter finish, and the `Candidates` for ranking.
 
-`nearest` asks Chroma for the `k` nearest records among a filter's superset (`stores.chroma.filters`),
-checks each candidate's metadata, and asks again four times deeper while fewer than `k` candidates
-pass (or the `k`-th ties with the deepest fetched), until Chroma has no more. A score is Chroma's own
-inner product (float32) read as a cosine and rounded as the engine rounds (`cosines`): within 1e-6 of
-the engine's exact cosine, ties ordered by id. HNSW is approximate: a true neighbour can be missed
-(docs/stores.md gives the measured recall).
-
-`ChromaCandidates` feeds `stores.ranking.rank` for lexical, hybrid, threshold and MMR requests:
-vector lists from `nearest`, lexical lists from the BM25 index beside the collection, and cosines and
-vectors by id from the stored embeddings.
+`nearest` asks Chroma for the `k` nearest records among a filter's superset, checks each candidate,
+and asks four times deeper while fewer than `k` pass (or the `k`-th ties with the deepest fetched). A
+score is Chroma's inner product (float32) read as a cosine, rounded as the engine rounds: within 1e-6
+of the engine's exact cosine; ties go by id. HNSW can miss a true neighbour (docs/stores.md).
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""`ChromaVectorStore`: the `VectorStore` port on a Chroma collection, embedded, in-process or on a server.
-
-Chroma holds the vectors, texts and metadata (laid out by `stores.chroma.records`); filters compile to
-a superset `where` finished in Python (`stores.chroma.filters`); vector search is Chroma's HNSW index
-(`stores.chroma.search`); lexical, hybrid, threshold and MMR requests rank through `stores.ranking`,
-with lexical lists from the BM25 index beside the collection (`stores.chroma.lexical`).
-"""
+"""`ChromaVectorStore`: the `VectorStore` port on a Chroma collection (the package docstring maps it)."""
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import weakref
@@ -118,18 +113,11 @@ def _replacing(old: Mapping[str, Any] | None, record: dict[str, Any]) -> dict[st
 class ChromaVectorStore(GetMixin, AsyncStoreMixin):
     """Documents in a Chroma collection, searched by cosine on Chroma's (approximate) HNSW index.
 
-    `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR
-    --port N`); `client` a chromadb client you made (the store does not close it); none of them, a
-    private in-process store that lives until `close()`. `ef_search` sets how widely the HNSW graph
-    is searched (fixed when the collection is created: more is slower and finds more true
-    neighbours). `index_path` is the folder for the BM25 index of a server or client store (default:
-    built in memory at first use); an embedded store keeps it in its own folder.
-
-    Filters are exact on every call (a Chroma `where` narrows, Python decides); vector top-k is
-    approximate: `SearchRequest(exact=True)` is refused (the exact stores are numpy and pgvector).
-    Safe to share between threads (searches side by side, writes one at a time, one lock per
-    collection in a process). An embedded folder belongs to one process at a time; for several, run
-    a Chroma server.
+    `path` opens an embedded store in that folder; `url` a Chroma server; `client` a chromadb client
+    you made (not closed by the store); none of them, a private in-process store that lives until
+    `close()`. `ef_search` (fixed when the collection is created) sets how widely HNSW searches.
+    `index_path` is the folder for the BM25 index of a server or client store (default: in memory).
+    Safe to share between threads; an embedded folder belongs to one process at a time.
 
     Example:
         >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -407,15 +395,11 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         condition = compile_filter(request.filter)
         if request.top_k == 0 or condition.matches_nothing:
             return []
-        vector: list[npt.NDArray[np.float32]] = []
 
+        @functools.cache
         def query_vector() -> npt.NDArray[np.float32]:
-            if not vector:
-                given = given_vector(request, self._embedding)
-                vector.append(
-                    given if given is not None else embed_queries(self._embedding, [request.query])[0]
-                )
-            return vector[0]
+            given = given_vector(request, self._embedding)
+            return given if given is not None else embed_queries(self._embedding, [request.query])[0]
 
         with self._lock.read():
             if not needs_ranking(request):
