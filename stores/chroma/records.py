@@ -133,7 +133,7 @@ def decode(document: str | None, record: Mapping[str, Any] | None) -> tuple[str,
         text = json.loads(record[TEXT_JSON])
     else:
         text = document or ""
-    metadata = {name: value for name, value in record.items() if not name.startswith(RESERVED)}
+    metadata = {name: value for name, value in record.items() if name[:5] != RESERVED}
     if JSON in record:
         metadata.update(json.loads(record[JSON]))
     return text, metadata

@@ -28,13 +28,9 @@ Query = Callable[[npt.NDArray[np.float32], int, "dict[str, Any] | None"], list[F
 
 
 def cosines(distances: Sequence[float]) -> list[float]:
-    """Chroma's inner-product distances (1 - dot) as cosines, clipped and rounded as `exact_scores`."""
-    out = 1.0 - np.asarray(distances, np.float64)
-    np.minimum(out, 1.0, out=out)
-    np.maximum(out, -1.0, out=out)
-    out.round(SCORE_DECIMALS, out=out)
-    out += 0.0  # turns -0.0 into 0.0
-    return out.tolist()  # type: ignore[no-any-return]
+    """Chroma's inner-product distances (1 - dot) as cosines in [-1, 1], rounded as `exact_scores`
+    rounds (+ 0.0 turns -0.0 into 0.0)."""
+    return [min(1.0, max(-1.0, round(1.0 - d, SCORE_DECIMALS))) + 0.0 for d in distances]
 
 
 def nearest(
