@@ -1,6 +1,6 @@
 """Opening Chroma clients (embedded, ephemeral, server) and collections; chromadb failures as `StoreError`s.
 
-chromadb is imported inside these functions only, so importing `stores` stays light.
+chromadb is imported inside these functions, so importing `stores` stays light.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import (
-    ConfigError,
     EmbeddingModelMismatchError,
     InvalidRequestError,
     RagError,
@@ -24,16 +23,7 @@ from rag.errors import (
     StoreError,
 )
 
-__all__ = [
-    "Connection",
-    "close_client",
-    "connect",
-    "lock_key",
-    "open_collection",
-    "parse_url",
-    "purger",
-    "reach_server",
-]
+__all__ = ["Connection", "close_client", "connect", "open_collection", "parse_url", "purger", "reach_server"]
 
 _MODEL = "rag:embedding_model"
 _DIMENSIONS = "rag:dimensions"
@@ -45,6 +35,8 @@ class Connection:
 
     client: Any
     location: str
+    key: tuple[str, ...] | None
+    """What identifies the client's data in this process (None: nobody else can reach it)."""
     url: str | None = None
     cleanups: list[Callable[[], None]] = field(default_factory=list)
 
@@ -86,14 +78,6 @@ def _settings() -> Any:
     return Settings(anonymized_telemetry=False)
 
 
-def _import_chromadb() -> Any:
-    try:
-        import chromadb
-    except ImportError as exc:  # pragma: no cover - chromadb is a dependency of the distribution
-        raise ConfigError("ChromaVectorStore needs chromadb: pip install 'rag-advisors'") from exc
-    return chromadb
-
-
 def parse_url(url: str) -> tuple[str, int, bool]:
     """Host, port and TLS flag of a Chroma server URL such as `http://127.0.0.1:8000`."""
     parts = urlsplit(url)
@@ -120,18 +104,11 @@ def _shown(url: str) -> str:
 
 
 def reach_server(url: str, timeout: float = 5.0) -> None:
-    """Check that a Chroma server answers at `url` (its heartbeat), before anything relies on it.
-
-    One short request, so a server that is down, or a mistyped URL, is reported as such at once instead
-    of surfacing later as a missing collection or one of chromadb's retries.
+    """Check that a Chroma server answers at `url` (its heartbeat), so a server that is down or a
+    mistyped URL is reported as such at once, not later as a missing collection.
 
     Raises:
         StoreConnectionError: `url` is not an `http(s)://host:port` URL, or nothing answers there.
-
-    Example:
-        >>> reach_server("notaurl")
-        Traceback (most recent call last):
-        rag.errors.StoreConnectionError: cannot reach the Chroma server at 'notaurl': ...
     """
     shown = _shown(url)
     try:
@@ -162,47 +139,35 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
     if len(given) > 1:
         raise InvalidRequestError(f"give at most one of path, url and client, got {' and '.join(given)}")
     if client is not None:
-        return Connection(client, f"the given client {type(client).__name__}")
-    chromadb = _import_chromadb()
+        return Connection(
+            client, f"the given client {type(client).__name__}", ("chroma-client", str(id(client)))
+        )
+    import chromadb
+
     if url is not None:
         host, port, ssl = parse_url(url)
-        conn = Connection(None, f"the server {url!r}", url=url)
+        conn = Connection(None, f"the server {url!r}", ("chroma-url", url), url=url)
         with conn.errors("connect"):
             conn.client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
         server_client = conn.client
         conn.cleanups.append(lambda: close_client(server_client))
         return conn
-    if path is not None:
-        folder = Path(path)
-        if folder.exists() and not folder.is_dir():
-            raise StoreError(f"Chroma store path {str(path)!r} is a file, not a folder")
-        conn = Connection(None, f"the folder {str(path)!r}")
-        try:
-            conn.client = chromadb.PersistentClient(path=str(folder), settings=_settings())
-        except Exception as exc:
-            raise StoreError(f"cannot open a Chroma store at {str(path)!r}: {exc}") from exc
-        conn.cleanups.append(conn.client.close)
-        return conn
-    return _ephemeral(chromadb)
-
-
-def lock_key(name: str, path: str | Path | None, url: str | None, client: Any) -> tuple[str, ...] | None:
-    """What identifies the collection in this process, so stores over the same one share a lock."""
-    if path is not None:
-        return ("chroma-path", os.path.realpath(path), name)
-    if url is not None:
-        return ("chroma-url", url, name)
-    if client is not None:
-        return ("chroma-client", str(id(client)), name)
-    return None  # a private in-process store: nobody else can reach it
+    if path is None:
+        return _ephemeral(chromadb)
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise StoreError(f"Chroma store path {str(path)!r} is a file, not a folder")
+    conn = Connection(None, f"the folder {str(path)!r}", ("chroma-path", os.path.realpath(path)))
+    try:
+        conn.client = chromadb.PersistentClient(path=str(folder), settings=_settings())
+    except Exception as exc:
+        raise StoreError(f"cannot open a Chroma store at {str(path)!r}: {exc}") from exc
+    conn.cleanups.append(conn.client.close)
+    return conn
 
 
 def close_client(client: Any) -> None:
-    """Close a chromadb `HttpClient` and its HTTP connection pools.
-
-    chromadb 1.5.9's `close()` releases the client and its internal admin client but leaves both httpx
-    pools open, so their sockets would stay open until the interpreter exits.
-    """
+    """Close a chromadb `HttpClient` and the httpx pools its `close()` leaves open (chromadb 1.5.9)."""
     for each in (client, getattr(client, "_admin_client", None)):
         session = getattr(getattr(each, "_server", None), "_session", None)
         if session is not None:
@@ -214,7 +179,7 @@ def _ephemeral(chromadb: Any) -> Connection:
     # All ephemeral clients of a process share one in-memory system; a database of its own keeps each
     # store's collections apart, and dropping it on close frees the memory.
     database = f"rag-{uuid.uuid4().hex}"
-    conn = Connection(None, "an in-process (ephemeral) store")
+    conn = Connection(None, "an in-process (ephemeral) store", None)
     with conn.errors("create an in-process store"):
         admin = chromadb.AdminClient(_settings())
         admin.create_database(database)
@@ -227,8 +192,7 @@ def _ephemeral(chromadb: Any) -> Connection:
 def open_collection(conn: Connection, name: str, embedding: EmbeddingModel, ef_search: int) -> Any:
     """Get or create the collection `name` for unit vectors of `embedding`; refuse another model's."""
     model = {_MODEL: embedding.name, _DIMENSIONS: int(embedding.dimensions)}
-    # Inner product over unit vectors is cosine. Chroma's "cosine" space alters stored vectors in the
-    # last bit, which would break bit-exact agreement with the numpy store's scores; "ip" keeps them.
+    # Inner product over unit vectors is cosine; Chroma's "cosine" space would alter stored vectors.
     config = {"hnsw": {"space": "ip", "ef_search": ef_search, "ef_construction": 200}}
     with conn.errors(f"open the collection {name!r}"):
         collection = conn.client.get_or_create_collection(
@@ -253,12 +217,8 @@ def open_collection(conn: Connection, name: str, embedding: EmbeddingModel, ef_s
 
 
 def purger(collection: Any, batch_size: int) -> Callable[[], None]:
-    """Deletes every record of an in-process collection before its database is dropped.
-
-    chromadb 1.5.9 leaves a dropped database's metadata rows behind, and records written later to
-    another in-process collection can inherit them (tests/stores/test_chroma.py reproduces it), so the
-    records are deleted one by one first, which removes their rows.
-    """
+    """Deletes every record of an in-process collection before its database is dropped: chromadb 1.5.9
+    leaves a dropped database's metadata rows behind for later records to inherit (test_chroma.py)."""
 
     def purge() -> None:
         ids = collection.get(include=[])["ids"]

@@ -1,32 +1,20 @@
 """Filter trees (docs/filters.md) as Chroma `where` clauses that select a superset, finished in Python.
 
 `compile_filter` turns a filter into a `where` that selects every matching record and perhaps more;
-`ChromaFilter.accepts` then decides each candidate on its decoded metadata with `rag.filters.holds`.
-So `get`, `count` and search eligibility are exact whatever Chroma can or cannot evaluate.
-
-What chromadb 1.5.9 does, and what follows (`tests/stores/test_chroma.py` pins the results):
-
-- A missing key makes `$ne`, `$nin` and `$not_contains` true and every other operator false, as
-  docs/filters.md says; a list value never satisfies `$eq`, `$in` or an ordering, and `$contains`
-  looks into lists only, type-strictly (`2` does not find `2.0`: both are asked for).
-- A float operand is truncated when compared with an integer value (`$eq 1.5` matches `1`), so
-  whole-number operands are sent as integers, and a fractional one only where truncation can add
-  candidates but never lose one (`x < 1.5` is sent as `x <= 2`).
-- Chroma refuses `<`/`>` on strings, a one-clause `$and`/`$or`, an empty `$in` and mixed-type
-  lists, and has no `$exists` nor `$not`: NOT is pushed down first (`normalize`), string orderings and
-  `IS [NOT] NULL` select everything and Python decides, lists are split by type.
-- Values Chroma cannot hold live in `_rag_json` (`stores.chroma.records`): a positive comparison
-  also selects the records listing the key in `_rag_enc`; a negative one already selects them (the
-  key is missing to Chroma).
-- Chroma refuses a `where` nested about 60 levels deep, and its SQLite expressions nested 1,000 deep:
-  junctions below `MAX_LEVELS` select everything and `bounded` trims a clause to `MAX_COST`. Every
-  widening keeps a superset; Python finishes.
+`ChromaFilter.accepts` then decides each candidate on its decoded metadata with `rag.filters.holds`,
+so `get`, `count` and search eligibility are exact whatever Chroma can evaluate. What chromadb 1.5.9
+cannot (string orderings, `$exists`, `$not`, one-clause junctions, empty or mixed-type lists, values
+in `_rag_json`) widens the clause; `tests/stores/test_chroma.py` pins its behaviour. A float operand
+is truncated when compared with an integer value (`$eq 1.5` matches `1`), so whole numbers are sent
+as integers and a fraction only where truncation adds candidates (`x < 1.5` is sent as `x <= 2`).
+Chroma refuses a `where` nested about 60 levels deep, and its SQLite expressions nested 1,000 deep:
+junctions below `MAX_LEVELS` select everything and `bounded` trims a clause to `MAX_COST`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -41,19 +29,9 @@ MAX_COST = 300
 """Bound on a clause's cost: along any path, the widths of its `$and`/`$or` lists summed."""
 
 Where: TypeAlias = dict[str, Any]
+_Part: TypeAlias = Where | bool
+"""A compiled subtree: a clause, or everything (True) or nothing (False)."""
 _OPS = {Op.EQ: "$eq", Op.NE: "$ne", Op.LT: "$lt", Op.LE: "$lte", Op.GT: "$gt", Op.GE: "$gte"}
-
-
-@dataclass(frozen=True)
-class _Part:
-    """A compiled subtree: a clause, or (`where` None) everything (`everything`) or nothing."""
-
-    where: Where | None
-    everything: bool = True
-
-
-_ALL = _Part(None, True)
-_NONE = _Part(None, False)
 
 
 @dataclass(frozen=True)
@@ -91,9 +69,9 @@ def compile_filter(tree: Filter | None) -> ChromaFilter:
         return ChromaFilter(None, False, None)
     normal = normalize(tree)
     part = _compile(normal, 0)
-    if part.where is None:
-        return ChromaFilter(None, not part.everything, normal)
-    where, _ = bounded(part.where, MAX_COST)
+    if isinstance(part, bool):
+        return ChromaFilter(None, not part, normal)
+    where, _ = bounded(part, MAX_COST)
     return ChromaFilter(where, False, normal)
 
 
@@ -102,7 +80,7 @@ def _compile(node: Normal, level: int) -> _Part:
         return _comparison(node)
     if level >= MAX_LEVELS:
         if not node.conjunction:
-            return _ALL
+            return True
         return _combine("$and", [_comparison(item) for item in node.items if isinstance(item, Comparison)])
     parts = [_compile(item, level + 1) for item in node.items]
     return _combine("$and" if node.conjunction else "$or", parts)
@@ -136,19 +114,19 @@ def bounded(where: Where, budget: int) -> tuple[Where | None, bool]:
     return (kept[0] if len(kept) == 1 else {op: kept}), exact
 
 
-def _combine(op: str, parts: list[_Part]) -> _Part:
+def _combine(op: str, parts: Sequence[_Part]) -> _Part:
     """`$and` / `$or` of parts: constants folded, nested clauses of the same operator flattened."""
     absorbing = op == "$or"  # everything absorbs an OR, nothing absorbs an AND
     clauses: list[Where] = []
     for part in parts:
-        if part.where is None:
-            if part.everything == absorbing:
+        if isinstance(part, bool):
+            if part == absorbing:
                 return part
             continue
-        clauses.extend(part.where[op] if set(part.where) == {op} else [part.where])
+        clauses.extend(part[op] if set(part) == {op} else [part])
     if not clauses:
-        return _Part(None, not absorbing)
-    return _Part(clauses[0] if len(clauses) == 1 else {op: clauses})  # Chroma refuses one-clause lists
+        return not absorbing
+    return clauses[0] if len(clauses) == 1 else {op: clauses}  # Chroma refuses one-clause lists
 
 
 def _number(value: object) -> bool:
@@ -172,19 +150,19 @@ def _comparison(node: Comparison) -> _Part:
     op, key, value = node.op, node.key, node.value
     if op in (Op.LT, Op.LE, Op.GT, Op.GE) and not _number(value):
         if isinstance(value, bool):
-            return _NONE  # docs/filters.md orders numbers with numbers only
-        return _with_encoded(key, _ALL)  # Chroma refuses string orderings: Python decides
+            return False  # docs/filters.md orders numbers with numbers only
+        return _with_encoded(key, True)  # Chroma refuses string orderings: Python decides
     if op in (Op.IS_NULL, Op.IS_NOT_NULL):
-        return _ALL  # Chroma has no $exists
+        return True  # Chroma has no $exists
     if op is Op.IN and not value:
-        return _NONE
-    native = _native_clause(node) if native_key(key) else (_NONE if op.is_positive else _ALL)
+        return False
+    native = _native_clause(node) if native_key(key) else (not op.is_positive)
     return _with_encoded(key, native) if op.is_positive else native
 
 
 def _with_encoded(key: str, part: _Part) -> _Part:
     """`part`, or a record holding `key` among its encoded values."""
-    return _combine("$or", [part, _Part({ENCODED: {"$contains": key_token(key)}})])
+    return _combine("$or", [part, {ENCODED: {"$contains": key_token(key)}}])
 
 
 def _native_clause(node: Comparison) -> _Part:
@@ -196,19 +174,19 @@ def _native_clause(node: Comparison) -> _Part:
         return _contains(key, op is Op.CONTAINS, value)
     operand = _exact_operand(value)
     if operand is not None:
-        return _Part({key: {_OPS[op]: operand}})
+        return {key: {_OPS[op]: operand}}
     if op is Op.NE:
-        return _ALL
+        return True
     if not _number(value):
-        return _NONE  # a string Chroma cannot store is only ever encoded
+        return False  # a string Chroma cannot store is only ever encoded
     number = float(value)  # type: ignore[arg-type]
     if not math.isfinite(number) or abs(number) > SAFE_INT:
-        return _ALL  # beyond exact floats: Python decides
+        return True  # beyond exact floats: Python decides
     if op is Op.EQ:
-        return _Part({key: {"$eq": number}})  # matches the equal floats; truncation adds ints only
+        return {key: {"$eq": number}}  # matches the equal floats; truncation adds ints only
     upward = op in (Op.LT, Op.LE)
     bound = math.ceil(number) if upward else math.floor(number)
-    return _Part({key: {"$lte" if upward else "$gte": bound}})
+    return {key: {"$lte" if upward else "$gte": bound}}
 
 
 def _list_clause(key: str, op: Op, values: tuple[object, ...]) -> _Part:
@@ -227,9 +205,9 @@ def _list_clause(key: str, op: Op, values: tuple[object, ...]) -> _Part:
         if operand not in groups.setdefault(type(operand), []):
             groups[type(operand)].append(operand)
     if positive and loose and any(_number(v) and abs(v) > SAFE_INT for v in values):  # type: ignore[arg-type]
-        return _ALL
+        return True
     name = "$in" if positive else "$nin"
-    parts = [_Part({key: {name: group}}) for group in groups.values()]
+    parts = [{key: {name: group}} for group in groups.values()]
     return _combine("$or" if positive else "$and", parts)
 
 
@@ -238,7 +216,7 @@ def _contains(key: str, positive: bool, value: object) -> _Part:
     operand = _exact_operand(value)
     if operand is None:
         if not positive or not _number(value) or not math.isfinite(float(value)):  # type: ignore[arg-type]
-            return _NONE if positive else _ALL
+            return not positive
         # Only a float equal to `value` can be in a native list: ints there are within 2**53.
         operands: list[object] = [float(value)]  # type: ignore[arg-type]
     elif _number(operand):
@@ -246,4 +224,4 @@ def _contains(key: str, positive: bool, value: object) -> _Part:
     else:
         operands = [operand]
     test = "$contains" if positive else "$not_contains"
-    return _combine("$or" if positive else "$and", [_Part({key: {test: each}}) for each in operands])
+    return _combine("$or" if positive else "$and", [{key: {test: each}} for each in operands])

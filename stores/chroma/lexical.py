@@ -1,16 +1,11 @@
 """The BM25 index kept beside a Chroma collection: the one thing this store keeps outside Chroma.
 
-Its contract, in one sentence: the index reflects the writes made through this toolkit; a write made
-to the collection by other means (raw chromadb) is not in it until `ChromaVectorStore.reindex()`
-(`rag reindex`) rebuilds it from the collection, and `ChromaVectorStore.lexical_current()` says
-whether it holds exactly the collection's ids.
-
-An embedded store saves the index in `<folder>/rag-bm25/<collection>/` when it closes (or on
-`flush()`); the first write after a save leaves a `dirty` mark there until the next save, so a
-process killed in between leaves a mark, and the next open rebuilds the index from the collection
-instead of answering from a stale save. A save that does not load (damaged, another tokenizer) is
-rebuilt the same way. A server or in-process store builds its index in memory, from the
-collection, at its first lexical request or write.
+Its contract (docs/stores.md): it reflects the writes made through this toolkit; `reindex()` rebuilds
+it from the collection and `lexical_current()` says whether it holds exactly the collection's ids. An
+embedded store saves it in `<folder>/rag-bm25/<collection>/` on `close()` or `flush()`; the first write
+after a save leaves a `dirty` mark there until the next save, so after a crash, or when the save does
+not load, the next open rebuilds the index from the collection. A server or in-process store without
+`index_path` builds it in memory at its first lexical request.
 
 Example:
     >>> index = BesideIndex(None, lambda: iter([(["a"], ["Tides flood the causeway."], [{}])]))
@@ -22,7 +17,7 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +39,8 @@ Texts = Callable[[], Iterator[tuple[list[str], list[str], list[Mapping[str, Any]
 class BesideIndex:
     """A `LexicalIndex` of a collection's texts (with titles and headings), loaded, saved, rebuilt.
 
-    Callers hold the store's lock: writes (`add`, `delete`) under its write side; `current` may run
-    in several readers at once and builds the index once.
+    Callers hold the store's lock: `prepare` and the update after the write under its write side;
+    `current` may run in several readers at once and builds the index once.
     """
 
     def __init__(self, folder: Path | None, texts: Texts | None = None) -> None:
@@ -88,30 +83,15 @@ class BesideIndex:
             (self._folder / _DIRTY).touch()
         self._unsaved = True
 
-    def prepare(self) -> None:
-        """Before a write to the collection: load or build the index (so the write is not read back
-        and indexed twice) and mark its save stale (so a crash during the write leaves the mark)."""
-        self._writable()
-
-    def _writable(self) -> LexicalIndex | None:
-        """The index to write to; None when it is built in memory and not yet (it will see the write)."""
+    def prepare(self) -> LexicalIndex | None:
+        """Before a write to the collection: the index to update after it, loaded or built now (so the
+        write is not read back and indexed twice), its save marked stale (so a crash during the write
+        leaves the mark); None while an in-memory index is unbuilt (its build will see the write)."""
         if self._index is None and self._folder is None:
             return None
         index = self.current()
         self._changed()
         return index
-
-    def add(self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
-        """Index (or re-index: the index upserts by id) these documents, after the collection's write."""
-        index = self._writable()
-        if index is not None:
-            index.add(ids, list(texts), list(metadatas))
-
-    def delete(self, ids: Sequence[str]) -> None:
-        """Drop these documents, after the collection's delete."""
-        index = self._writable()
-        if index is not None:
-            index.delete(ids)
 
     def rebuild(self) -> None:
         """Build the index afresh from the collection, and save it."""

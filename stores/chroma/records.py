@@ -1,20 +1,11 @@
-"""How a `Document` is laid out in a Chroma record, and read back exactly.
+"""How a `Document` is laid out in a Chroma record, and read back exactly (docs/stores.md, "What a
+record holds").
 
-A record holds the document's vector, and in its metadata:
-
-- each metadata value Chroma holds exactly, under its own key: a string, a boolean, an integer of at
-  most 2**53 in size, a float of at most 12 significant digits between 1e-4 and 1e12 in size (Chroma
-  alters some longer ones in the last bit), or a non-empty list of one of those types;
-- `_rag_doc`: the text (`_rag_docj`, JSON with ASCII escapes, when it holds lone surrogates Chroma
-  cannot store). Chroma's own `documents` field stays empty: Chroma indexes it for full-text search,
-  which this store does not use and which slows every write;
-- `_rag_json` and `_rag_enc`, only on records that need them: the values Chroma cannot hold (larger
-  integers, other floats, empty or mixed lists, unencodable strings, keys Chroma refuses or reserves such as
-  `$x`, `#x`, `chroma:x`, `_rag_x`) as one JSON object, and the JSON-quoted names of their keys, so a
-  filter on such a key still finds the record (`stores.chroma.filters`).
-
-Keys starting with `_rag_` are this layout's. A record written by another tool (no `_rag_doc`) reads
-as its Chroma document and metadata.
+Values Chroma holds exactly stay under their own keys; the text goes in `_rag_doc` (`_rag_docj`, JSON,
+when it holds lone surrogates); values or keys Chroma cannot hold go in one JSON object, `_rag_json`,
+with their JSON-quoted keys listed in `_rag_enc` so filters still find them (`stores.chroma.filters`).
+Keys starting with `_rag_` are this layout's. A record written by another tool reads as its Chroma
+document and metadata.
 
 Example:
     >>> record = encode("hello", {"n": 2**60, "tags": ["a"]})
@@ -33,7 +24,17 @@ from typing import Any
 
 from rag.documents import MetadataValue
 
-__all__ = ["ENCODED", "LEGACY_META", "SAFE_INT", "decode", "encodable", "encode", "key_token", "native_key"]
+__all__ = [
+    "ENCODED",
+    "LEGACY_META",
+    "SAFE_INT",
+    "decode",
+    "encodable",
+    "encode",
+    "key_token",
+    "native_key",
+    "needs_document",
+]
 
 TEXT = "_rag_doc"
 TEXT_JSON = "_rag_docj"
@@ -41,7 +42,8 @@ JSON = "_rag_json"
 ENCODED = "_rag_enc"
 RESERVED = "_rag_"
 LEGACY_META = "_rag_meta"
-"""Present on every record of the previous layout (see `stores.chroma.migrate`)."""
+"""Present on every record of the previous layout (rewritten when a store opens the collection)."""
+_LEGACY_TEXT = "_rag_text"
 SAFE_INT = 2**53
 """Integers up to this size are exact as floats too, so Chroma compares them with any number exactly."""
 
@@ -113,11 +115,16 @@ def encode(text: str, metadata: Mapping[str, MetadataValue]) -> dict[str, Any]:
     return record
 
 
+def needs_document(record: Mapping[str, Any] | None) -> bool:
+    """Whether a record keeps its text in Chroma's document (another tool's, or an old one's)."""
+    return not record or not (TEXT in record or TEXT_JSON in record or _LEGACY_TEXT in record)
+
+
 def decode(document: str | None, record: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
     """The text and metadata of a record (this layout, the previous one, or another tool's)."""
     record = record or {}
     if LEGACY_META in record:
-        legacy = record.get("_rag_text")
+        legacy = record.get(_LEGACY_TEXT)
         text = document or "" if legacy is None else json.loads(legacy)
         return text, json.loads(record[LEGACY_META])
     if TEXT in record:
@@ -126,7 +133,7 @@ def decode(document: str | None, record: Mapping[str, Any] | None) -> tuple[str,
         text = json.loads(record[TEXT_JSON])
     else:
         text = document or ""
-    metadata = {name: value for name, value in record.items() if not name.startswith(RESERVED)}
+    metadata = {name: value for name, value in record.items() if name[:5] != RESERVED}
     if JSON in record:
         metadata.update(json.loads(record[JSON]))
     return text, metadata

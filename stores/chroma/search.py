@@ -1,15 +1,9 @@
 """Vector search on Chroma's HNSW index with an exact filter finish, and the `Candidates` for ranking.
 
-`nearest` asks Chroma for the `k` nearest records among a filter's superset (`stores.chroma.filters`),
-checks each candidate's metadata, and asks again four times deeper while fewer than `k` candidates
-pass (or the `k`-th ties with the deepest fetched), until Chroma has no more. HNSW chooses the
-candidates; their scores are the cosines of their stored vectors computed as the engine computes
-them (`exact_scores`), so a score, the threshold and the order of ties are the engine's. HNSW is
-approximate: a true neighbour can be missed (docs/stores.md gives the measured recall).
-
-`ChromaCandidates` feeds `stores.ranking.rank_scored` for lexical, hybrid, threshold and MMR requests:
-vector lists from `nearest`, lexical lists from the BM25 index beside the collection, and cosines and
-vectors by id from the stored embeddings.
+`nearest` asks Chroma for the `k` nearest records among a filter's superset, checks each candidate,
+and asks four times deeper while fewer than `k` pass (or the `k`-th ties with the deepest fetched). A
+score is Chroma's inner product (float32) read as a cosine, rounded as the engine rounds: within 1e-6
+of the engine's exact cosine; ties go by id. HNSW can miss a true neighbour (docs/stores.md).
 """
 
 from __future__ import annotations
@@ -22,20 +16,21 @@ import numpy as np
 import numpy.typing as npt
 
 from stores.chroma.filters import ChromaFilter
-from stores.chroma.records import decode
 from stores.lexical import LexicalIndex
-from stores.numpy.search import exact_scores
+from stores.numpy.search import SCORE_DECIMALS, exact_scores
 
-__all__ = ["ChromaCandidates", "Found", "Query", "nearest"]
+__all__ = ["ChromaCandidates", "Found", "Query", "cosines", "nearest"]
 
 Found = tuple[str, float, str, dict[str, Any]]
 """A hit: id, cosine, text and metadata."""
-Query = Callable[
-    [npt.NDArray[np.float32], int, "dict[str, Any] | None"],
-    tuple[list[str], npt.NDArray[np.float32], list[Any]],
-]
-"""Chroma's query: (vector, n_results, where) -> ids, their stored vectors, (document, raw metadata)
-pairs, nearest first."""
+Query = Callable[[npt.NDArray[np.float32], int, "dict[str, Any] | None"], list[Found]]
+"""Chroma's query: (vector, n_results, where) -> the records found, nearest first."""
+
+
+def cosines(distances: Sequence[float]) -> list[float]:
+    """Chroma's inner-product distances (1 - dot) as cosines in [-1, 1], rounded as `exact_scores`
+    rounds (+ 0.0 turns -0.0 into 0.0)."""
+    return [min(1.0, max(-1.0, round(1.0 - d, SCORE_DECIMALS))) + 0.0 for d in distances]
 
 
 def nearest(
@@ -46,19 +41,12 @@ def nearest(
         return []
     wanted = k + 1  # one more, to see whether the k-th ties with the next
     while True:
-        ids, vectors, records = query(vector, wanted, condition.where)
-        scores = exact_scores(vectors, np.arange(len(ids)), vector).tolist() if ids else []
-        hits: list[Found] = []
-        deepest = min(scores, default=1.0)
-        for doc_id, score, record in zip(ids, scores, records, strict=True):
-            if threshold and score < threshold:
-                continue
-            text, metadata = decode(*record)
-            if condition.accepts(metadata):
-                hits.append((doc_id, score, text, metadata))
+        found = query(vector, wanted, condition.where)
+        deepest = min((hit[1] for hit in found), default=1.0)
+        hits = [hit for hit in found if (not threshold or hit[1] >= threshold) and condition.accepts(hit[3])]
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
-        exhausted = len(ids) < wanted or (threshold > 0 and deepest < threshold)
-        if exhausted or (len(hits) > k and hits[k - 1][1] > deepest):
+        exhausted = len(found) < wanted or (threshold > 0 and deepest < threshold)
+        if exhausted or (len(hits) >= k and hits[k - 1][1] > deepest):
             return hits[:k]
         wanted *= 4
 
@@ -91,18 +79,14 @@ class ChromaCandidates:
             self._eligible = self.matching(self.condition)
         return self.index().search(self.text, depth, allowed=self._eligible)
 
-    def _vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+    def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         missing = [doc_id for doc_id in ids if doc_id not in self._stored]
         if missing:
             self._stored.update(self.embeddings(missing))
-        rows = [self._stored.get(doc_id) for doc_id in ids]
         dimensions = len(self.query_vector())
         zero = np.zeros(dimensions, np.float32)  # an id the collection lost since the index saw it
-        return np.array([zero if row is None else row for row in rows], np.float32).reshape(-1, dimensions)
+        rows = [self._stored.get(doc_id, zero) for doc_id in ids]
+        return np.array(rows, np.float32).reshape(-1, dimensions)
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
-        matrix = self._vectors(ids)
-        return exact_scores(matrix, np.arange(len(ids)), self.query_vector())
-
-    def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        return self._vectors(ids)
+        return exact_scores(self.vectors(ids), np.arange(len(ids)), self.query_vector())

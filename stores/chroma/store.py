@@ -1,16 +1,8 @@
-"""`ChromaVectorStore`: the `VectorStore` port on a Chroma collection, embedded, in-process or on a server.
-
-Chroma holds everything: vectors, texts and metadata (laid out by `stores.chroma.records`). Filters
-compile to a `where` that selects a superset and are finished in Python (`stores.chroma.filters`), so
-`get`, `count` and eligibility are exact. Vector search is Chroma's HNSW index: approximate
-(`CAPABILITIES.exact` is False; `exact=True` is refused). Lexical, hybrid, threshold and MMR requests
-rank through `stores.ranking` over `stores.chroma.search.ChromaCandidates`, whose lexical lists come
-from the BM25 index kept beside the collection (`stores.chroma.lexical`, the only thing kept outside
-Chroma). chromadb is imported when the first store is constructed.
-"""
+"""`ChromaVectorStore`: the `VectorStore` port on a Chroma collection (the package docstring maps it)."""
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import weakref
@@ -27,15 +19,15 @@ from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin, Capabilities
-from stores.chroma.client import Connection, connect, lock_key, open_collection, purger
-from stores.chroma.filters import ChromaFilter, compile_filter
+from stores.chroma.client import connect, open_collection, purger
+from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.lexical import FOLDER, BesideIndex, Texts, remove_old_files
-from stores.chroma.records import LEGACY_META, decode, encode
-from stores.chroma.search import ChromaCandidates, Found, nearest
+from stores.chroma.records import LEGACY_META, decode, encode, needs_document
+from stores.chroma.search import ChromaCandidates, Found, cosines, nearest
 from stores.locking import shared_lock
 from stores.numpy.embed import document_vectors, embed_queries
 from stores.query_vector import given_vector
-from stores.ranking import ScoredHit, named_scores, needs_ranking, rank_scored
+from stores.ranking import ScoredHit, needs_ranking, rank_scored
 
 __all__ = ["ChromaVectorStore"]
 
@@ -43,10 +35,11 @@ _LAYOUT_KEY = "rag:layout"
 _LAYOUT = 3
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
-_READ = ["documents", "metadatas"]
 _indexes: dict[tuple[str, ...], BesideIndex] = {}
 """The BM25 index of each collection open in this process, shared by its open stores."""
 _indexes_lock = threading.Lock()
+Row = tuple[str, dict[str, Any], Any]
+"""A record as read: text, metadata, and the embedding (None unless asked for)."""
 
 
 def _open_index(key: tuple[str, ...] | None, folder: Path | None) -> BesideIndex:
@@ -80,51 +73,51 @@ def _check_options(collection: object, batch_size: int | None, ef_search: int) -
             raise InvalidRequestError(f"{name} must be an integer >= 1, got {value!r}")
 
 
-def _every(
-    collection: Any, batch: int, include: list[str]
-) -> Iterator[tuple[list[str], list[tuple[Any, Any]]]]:
-    """Every record, a page at a time: ids and (document, raw metadata) pairs (None unless included)."""
+def _decoded(collection: Any, ids: list[str], metadatas: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The text and metadata of each record; Chroma's documents are read only for the records that
+    keep their text there (written by other tools), so the usual read leaves them out."""
+    foreign = [doc_id for doc_id, record in zip(ids, metadatas, strict=True) if needs_document(record)]
+    documents: dict[str, Any] = {}
+    if foreign:
+        page = collection.get(ids=foreign, include=["documents"])
+        documents = dict(zip(page["ids"], page["documents"], strict=True))
+    return [decode(documents.get(i), record) for i, record in zip(ids, metadatas, strict=True)]
+
+
+def _pages(collection: Any, batch: int, include: list[str]) -> Iterator[Mapping[str, Any]]:
+    """Every record, a `get` page at a time."""
     for start in range(0, int(collection.count()), batch):
-        page = collection.get(limit=batch, offset=start, include=include)
-        yield page["ids"], _pairs(page)
+        yield collection.get(limit=batch, offset=start, include=include)
 
 
-def _texts(conn: Connection, collection: Any, batch: int) -> Texts:
+def _texts(collection: Any, batch: int, errors: Any) -> Texts:
     """What the BM25 index is built from: ids, texts and metadata of every record, a page at a time.
 
     Bound to the collection, not to a store, so an index shared by the stores of one collection
     never keeps a store alive."""
 
     def pages() -> Iterator[tuple[list[str], list[str], list[Mapping[str, Any]]]]:
-        with conn.errors(f"read the collection {collection.name!r}"):
-            for ids, pairs in _every(collection, batch, _READ):
-                decoded = [decode(*pair) for pair in pairs]
-                yield ids, [text for text, _ in decoded], [meta for _, meta in decoded]
+        with errors(f"read the collection {collection.name!r}"):
+            for page in _pages(collection, batch, ["metadatas"]):
+                decoded = _decoded(collection, page["ids"], page["metadatas"])
+                yield page["ids"], [text for text, _ in decoded], [meta for _, meta in decoded]
 
     return pages
 
 
-def _pairs(page: Mapping[str, Any]) -> list[tuple[Any, Any]]:
-    """(document, raw metadata) of each record of a `get` page (None where not included)."""
-    none = [None] * len(page["ids"])
-    return list(zip(page.get("documents") or none, page.get("metadatas") or none, strict=True))
+def _replacing(old: Mapping[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
+    """`record` with the keys only `old` holds set to None: chromadb's upsert merges metadata."""
+    return {**{name: None for name in old or {} if name not in record}, **record}
 
 
 class ChromaVectorStore(GetMixin, AsyncStoreMixin):
     """Documents in a Chroma collection, searched by cosine on Chroma's (approximate) HNSW index.
 
-    `path` opens an embedded store in that folder; `url` a Chroma server (`chroma run --path DIR
-    --port N`); `client` a chromadb client you made (the store does not close it); none of them, a
-    private in-process store that lives until `close()`. `ef_search` sets how widely the HNSW graph
-    is searched (fixed when the collection is created: more is slower and finds more true
-    neighbours). `index_path` is the folder for the BM25 index of a server or client store (default:
-    built in memory at first use); an embedded store keeps it in its own folder.
-
-    Filters are exact on every call (a Chroma `where` narrows, Python decides); vector top-k is
-    approximate: `SearchRequest(exact=True)` is refused (the exact stores are numpy and pgvector).
-    Safe to share between threads (searches side by side, writes one at a time, one lock per
-    collection in a process). An embedded folder belongs to one process at a time; for several, run
-    a Chroma server.
+    `path` opens an embedded store in that folder; `url` a Chroma server; `client` a chromadb client
+    you made (not closed by the store); none of them, a private in-process store that lives until
+    `close()`. `ef_search` (fixed when the collection is created) sets how widely HNSW searches.
+    `index_path` is the folder for the BM25 index of a server or client store (default: in memory).
+    Safe to share between threads; an embedded folder belongs to one process at a time.
 
     Example:
         >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -157,10 +150,10 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         _check_options(collection, batch_size, ef_search)
         self._embedding = embedding
         self._name = collection
-        key = lock_key(collection, path, url, client)
-        self._lock = shared_lock(key)
         self._conn = connect(path, url, client)
         self._finalizer = weakref.finalize(self, self._conn.close)
+        key = None if self._conn.key is None else (*self._conn.key, collection)
+        self._lock = shared_lock(key)
         try:
             with self._conn.errors("read the maximum batch size"):
                 limit = int(self._conn.client.get_max_batch_size())
@@ -171,7 +164,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             self._home = None if path is None else Path(path)
             folder = Path(index_path) if index_path is not None else self._home
             index = self._index = _open_index(key, None if folder is None else folder / FOLDER / collection)
-            index.texts = _texts(self._conn, self._collection, self._batch_size)  # the latest store's
+            index.texts = _texts(self._collection, self._batch_size, self._conn.errors)  # the latest store's
             self._conn.cleanups.append(lambda: _release_index(key, index))  # before the client closes
             self._upgrade()
         except BaseException:
@@ -184,13 +177,17 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         if marks.get(_LAYOUT_KEY) == _LAYOUT:
             return
         with self._lock.write(), self._conn.errors(f"upgrade the collection {self._name!r}"):
-            for ids, pairs in self._raw_pages(_READ):
+            for page in _pages(self._collection, self._batch_size, ["metadatas"]):
                 old = [
-                    (i, pair) for i, pair in zip(ids, pairs, strict=True) if LEGACY_META in (pair[1] or {})
+                    (i, m)
+                    for i, m in zip(page["ids"], page["metadatas"], strict=True)
+                    if LEGACY_META in (m or {})
                 ]
                 if old:
-                    records = [self._replacing(pair[1], encode(*decode(*pair))) for _, pair in old]
-                    self._collection.update(ids=[i for i, _ in old], metadatas=records)
+                    ids, metadatas = [i for i, _ in old], [m for _, m in old]
+                    decoded = _decoded(self._collection, ids, metadatas)
+                    records = [_replacing(m, encode(*row)) for m, row in zip(metadatas, decoded, strict=True)]
+                    self._collection.update(ids=ids, metadatas=records)
             self._collection.modify(metadata={**marks, _LAYOUT_KEY: _LAYOUT})
             if self._home is not None:
                 remove_old_files(self._home, self._name)
@@ -234,7 +231,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         """Whether the BM25 index holds exactly the collection's ids (False: run `reindex()`)."""
         with self._lock.read():
             held = set(self._index.current().ids())
-            return held == {doc_id for ids, _ in self._raw_pages([]) for doc_id in ids}
+            return held == set(self._all_ids())
 
     def close(self) -> None:
         """Save the BM25 index, release the client; an in-process store's data is dropped."""
@@ -253,45 +250,53 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
 
     # -- reading Chroma -------------------------------------------------------------------------------
 
-    def _raw_pages(self, include: list[str]) -> Iterator[tuple[list[str], list[tuple[Any, Any]]]]:
-        return _every(self._collection, self._batch_size, include)
+    def _all_ids(self) -> list[str]:
+        with self._conn.errors(f"read the collection {self._name!r}"):
+            return list(self._collection.get(include=[])["ids"])
 
-    def _fetch(self, ids: Sequence[str], include: list[str]) -> dict[str, tuple[Any, Any]]:
-        """The records of these ids that exist: id -> (raw metadata, embedding or None)."""
-        found: dict[str, tuple[Any, Any]] = {}
+    def _gets(self, ids: Sequence[str], include: list[str]) -> Iterator[Mapping[str, Any]]:
+        """Chroma's `get` of these ids (those that exist), a batch at a time."""
         with self._conn.errors(f"read the collection {self._name!r}"):
             for start in range(0, len(ids), self._batch_size):
-                page = self._collection.get(ids=list(ids[start : start + self._batch_size]), include=include)
-                vectors = page["embeddings"] if "embeddings" in include else [None] * len(page["ids"])
-                found.update(zip(page["ids"], zip(_pairs(page), vectors, strict=True), strict=True))
-        return found
+                yield self._collection.get(ids=list(ids[start : start + self._batch_size]), include=include)
+
+    def _read(self, ids: Sequence[str], embeddings: bool = False) -> dict[str, Row]:
+        """The records of these ids that exist."""
+        rows: dict[str, Row] = {}
+        for page in self._gets(ids, ["metadatas", "embeddings"] if embeddings else ["metadatas"]):
+            vectors = page["embeddings"] if embeddings else [None] * len(page["ids"])
+            decoded = _decoded(self._collection, page["ids"], page["metadatas"])
+            rows.update(
+                (i, (text, meta, vector))
+                for i, (text, meta), vector in zip(page["ids"], decoded, vectors, strict=True)
+            )
+        return rows
 
     def _matching(self, condition: ChromaFilter) -> dict[str, tuple[str, dict[str, Any]]]:
         """The records matching a filter: id -> (text, metadata)."""
         if condition.matches_nothing:
             return {}
         with self._conn.errors(f"filter the collection {self._name!r}"):
-            page = self._collection.get(where=condition.where, include=_READ)
-        matches: dict[str, tuple[str, dict[str, Any]]] = {}
-        for doc_id, pair in zip(page["ids"], _pairs(page), strict=True):
-            text, metadata = decode(*pair)
-            if condition.accepts(metadata):
-                matches[doc_id] = (text, metadata)
-        return matches
+            page = self._collection.get(where=condition.where, include=["metadatas"])
+            decoded = _decoded(self._collection, page["ids"], page["metadatas"])
+        return {i: row for i, row in zip(page["ids"], decoded, strict=True) if condition.accepts(row[1])}
 
-    def _query(
-        self, vector: npt.NDArray[np.float32], n: int, where: dict[str, Any] | None
-    ) -> tuple[list[str], npt.NDArray[np.float32], list[Any]]:
+    def _query(self, vector: npt.NDArray[np.float32], n: int, where: Where | None) -> list[Found]:
         with self._conn.errors(f"search the collection {self._name!r}"):
             found = self._collection.query(
-                query_embeddings=vector[None, :], n_results=n, where=where, include=[*_READ, "embeddings"]
+                query_embeddings=vector[None, :], n_results=n, where=where, include=["metadatas", "distances"]
             )
-        pairs = list(zip(found["documents"][0], found["metadatas"][0], strict=True))
-        return found["ids"][0], np.asarray(found["embeddings"][0], np.float32), pairs
+            ids = found["ids"][0]
+            decoded = _decoded(self._collection, ids, found["metadatas"][0])
+        scores = cosines(found["distances"][0])
+        return [(i, score, *row) for i, score, row in zip(ids, scores, decoded, strict=True)]
 
     def _embeddings(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
-        rows = self._fetch(ids, ["embeddings"])
-        return {doc_id: np.asarray(vector, np.float32) for doc_id, (_, vector) in rows.items()}
+        return {
+            i: np.asarray(vector, np.float32)
+            for page in self._gets(ids, ["embeddings"])
+            for i, vector in zip(page["ids"], page["embeddings"], strict=True)
+        }
 
     # -- the port -------------------------------------------------------------------------------------
 
@@ -310,23 +315,20 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         vectors = document_vectors(batch, self._embedding, _EMBED_BATCH)
         records = [encode(doc.text, doc.metadata) for doc in batch]
         with self._lock.write():
-            self._index.prepare()
+            index = self._index.prepare()
             with self._conn.errors(f"write documents to the collection {self._name!r}"):
                 for start in range(0, len(batch), self._batch_size):
                     stop = start + self._batch_size
                     ids = [doc.id for doc in batch[start:stop]]
-                    # chromadb's upsert merges metadata: keys the new record lacks are set to None.
-                    stale = self._fetch(ids, ["metadatas"])
+                    stale = self._collection.get(ids=ids, include=["metadatas"])
+                    old = dict(zip(stale["ids"], stale["metadatas"], strict=True))
                     metadatas = [
-                        self._replacing(stale[i][0][1], record) if i in stale else record
+                        _replacing(old[i], record) if i in old else record
                         for i, record in zip(ids, records[start:stop], strict=True)
                     ]
                     self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=metadatas)
-            self._index.add(list(docs), [doc.text for doc in batch], [doc.metadata for doc in batch])
-
-    @staticmethod
-    def _replacing(old: Mapping[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
-        return {**{name: None for name in old or {} if name not in record}, **record}
+            if index is not None:
+                index.add(list(docs), [doc.text for doc in batch], [doc.metadata for doc in batch])
 
     def delete(self, ids: Iterable[str] | None = None, *, filter: str | Filter | None = None) -> int:
         """Delete by ids or by filter; returns how many documents were removed."""
@@ -335,14 +337,18 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         unique = None if ids is None else unique_ids(ids)
         condition = compile_filter(as_filter(filter))
         with self._lock.write():
-            targets = list(self._matching(condition) if unique is None else self._fetch(unique, []))
+            if unique is None:
+                targets = list(self._matching(condition))
+            else:
+                targets = [i for page in self._gets(unique, []) for i in page["ids"]]
             if not targets:
                 return 0
-            self._index.prepare()
+            index = self._index.prepare()
             with self._conn.errors(f"delete documents from the collection {self._name!r}"):
                 for start in range(0, len(targets), self._batch_size):
                     self._collection.delete(ids=targets[start : start + self._batch_size])
-            self._index.delete(targets)
+            if index is not None:
+                index.delete(targets)
             return len(targets)
 
     def count(self, filter: str | Filter | None = None) -> int:
@@ -356,25 +362,21 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
 
     def _get_documents(self, request: GetRequest) -> list[Document]:
         condition = compile_filter(request.filter)
-        embeddings = ["embeddings"] if request.include_embeddings else []
+        embeddings = request.include_embeddings
         with self._lock.read():
             if request.ids is not None:
-                rows = self._fetch(request.ids, [*_READ, *embeddings])
-                chosen = [(i, *decode(*rows[i][0]), rows[i][1]) for i in request.ids if i in rows]
-                chosen = [row for row in chosen if condition.accepts(row[2])][: request.limit]
-            elif condition.normal is not None or request.limit is None:
-                every = self._matching(condition)
-                ids = sorted(every)[: request.limit]
-                vectors = self._fetch(ids, embeddings) if embeddings else {}
-                chosen = [(i, *every[i], vectors[i][1] if i in vectors else None) for i in ids]
+                rows = self._read(request.ids, embeddings)
+                ids = [i for i in request.ids if i in rows and condition.accepts(rows[i][1])][: request.limit]
+            elif condition.normal is None and request.limit is not None:
+                ids = sorted(self._all_ids())[: request.limit]
+                rows = self._read(ids, embeddings)
             else:
-                with self._conn.errors(f"read the collection {self._name!r}"):
-                    ids = sorted(self._collection.get(include=[])["ids"])[: request.limit]
-                rows = self._fetch(ids, [*_READ, *embeddings])
-                chosen = [(i, *decode(*rows[i][0]), rows[i][1]) for i in ids if i in rows]
+                matches = self._matching(condition)
+                ids = sorted(matches)[: request.limit]
+                rows = self._read(ids, True) if embeddings else {i: (*matches[i], None) for i in ids}
         return [
             Document(i, text, meta, embedding=None if vector is None else np.asarray(vector, np.float32))
-            for i, text, meta, vector in chosen
+            for i, (text, meta, vector) in ((i, rows[i]) for i in ids if i in rows)
         ]
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
@@ -393,15 +395,11 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         condition = compile_filter(request.filter)
         if request.top_k == 0 or condition.matches_nothing:
             return []
-        vector: list[npt.NDArray[np.float32]] = []
 
+        @functools.cache
         def query_vector() -> npt.NDArray[np.float32]:
-            if not vector:
-                given = given_vector(request, self._embedding)
-                vector.append(
-                    given if given is not None else embed_queries(self._embedding, [request.query])[0]
-                )
-            return vector[0]
+            given = given_vector(request, self._embedding)
+            return given if given is not None else embed_queries(self._embedding, [request.query])[0]
 
         with self._lock.read():
             if not needs_ranking(request):
@@ -409,7 +407,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                     self._query, query_vector(), request.top_k, condition, request.similarity_threshold
                 )
                 return [
-                    Document._trusted(i, text, meta, score).with_scores(named_scores(request, score))
+                    Document._trusted(i, text, meta, score, scores={"cosine": score})
                     for i, score, text, meta in hits
                 ]
             source = ChromaCandidates(
@@ -425,15 +423,10 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             return self._documents(ranked, source.found)
 
     def _documents(self, ranked: list[ScoredHit], found: dict[str, Found]) -> list[Document]:
-        missing = [hit.id for hit in ranked if hit.id not in found]
-        rows = self._fetch(missing, _READ) if missing else {}
-        documents = []
-        for hit in ranked:
-            if hit.id in found:
-                text, metadata = found[hit.id][2], found[hit.id][3]
-            elif hit.id in rows:
-                text, metadata = decode(*rows[hit.id][0])
-            else:
-                continue  # in the BM25 index but no longer in the collection
-            documents.append(Document._trusted(hit.id, text, metadata, hit.score).with_scores(hit.scores))
-        return documents
+        rows = self._read([hit.id for hit in ranked if hit.id not in found])
+        rows.update((i, (text, meta, None)) for i, _, text, meta in found.values())
+        return [  # a hit in the BM25 index but no longer in the collection is left out
+            Document._trusted(hit.id, *rows[hit.id][:2], hit.score).with_scores(hit.scores)
+            for hit in ranked
+            if hit.id in rows
+        ]

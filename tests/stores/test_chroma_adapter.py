@@ -57,6 +57,9 @@ def test_raw_writes_that_keep_the_count_are_seen_after_reopening(opener: dict[st
         assert [d.text for d in again.get(["d", "b"])] == ["lighthouse keepers"]
         found = again.similarity_search(SearchRequest("granite lighthouse", top_k=5, filter="year >= 2021"))
         assert sorted(d.id for d in found) == ["c", "d"]
+        # The raw record's text is Chroma's document, in searches and filtered reads alike.
+        assert {d.id: d.text for d in found}["d"] == "lighthouse keepers"
+        assert [d.text for d in again.get(filter="year == 2023")] == ["lighthouse keepers"]
         # The BM25 index reflects this toolkit's writes only, and says so until it is rebuilt.
         assert not again.lexical_current()
         assert _lexical(again, "lighthouse granite") == []  # "b" is gone from Chroma, "d" not indexed
