@@ -76,7 +76,7 @@ class Candidates(Protocol):
         """The best `depth` (id, BM25) among filter matches holding at least one query term."""
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
-        """The cosine of each id, computed as `stores.numpy.search.exact_scores` does."""
+        """The cosine of each id with the query, from its stored vector."""
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         """The stored unit vector of each id, one row each."""
