@@ -36,7 +36,6 @@ __all__ = [
     "KeyedPage",
     "ScoredHit",
     "candidate_depth",
-    "named_scores",
     "needs_ranking",
     "rank_keys",
     "rank_scored",
@@ -102,16 +101,6 @@ class ScoredHit(NamedTuple):
     id: str
     score: float
     scores: dict[str, float]
-
-
-def named_scores(request: SearchRequest, score: float) -> dict[str, float]:
-    """The named scores of a plain vector hit (`needs_ranking` False), whose score is its cosine.
-
-    Example:
-        >>> named_scores(SearchRequest("q"), 0.5)
-        {'cosine': 0.5}
-    """
-    return {"cosine": score}
 
 
 def _lexical(

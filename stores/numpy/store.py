@@ -43,7 +43,7 @@ from stores.numpy.rowmap import RowMap
 from stores.numpy.saved_ids import SavedIds
 from stores.numpy.search import rank_rows, scan_scored
 from stores.query_vector import given_vector
-from stores.ranking import named_scores, needs_ranking
+from stores.ranking import needs_ranking
 
 __all__ = ["NumpyVectorStore"]
 
@@ -338,7 +338,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             candidates, _ = scan_scored(matrix, query, request.top_k, threshold, rows)
             kept, exact = rank_rows(matrix, candidates, query, request.top_k, self._rows, threshold)
             found, scores = kept.tolist(), exact.tolist()
-            named = [named_scores(request, score) for score in scores]
+            named = [{"cosine": score} for score in scores]
         documents = self._documents(found, scores)
         return [doc.with_scores(names) for doc, names in zip(documents, named, strict=True)]
 
