@@ -42,7 +42,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 
 from rag.chat.messages import AssistantMessage, ChatOptions, ChatResponse, Prompt, Usage
-from rag.models.extractive_text import Passage, Sentence, find_context, sentences, terms
+from rag.models.extractive_text import Passage, Sentence, find_context, gist, sentences, terms
 
 __all__ = ["ExtractiveChatModel"]
 
@@ -109,7 +109,8 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
         pick = max(pool, key=lambda s: (scores[s.order] + score(s, wanted - covered), -s.order))
         chosen.append(pick)
         covered |= pick.terms & wanted
-        pool = [s for s in pool if s.text != pick.text and (pick.group < 0 or s.group != pick.group)]
+        said = gist(pick.text)  # a sentence saying the same again is not quoted twice
+        pool = [s for s in pool if gist(s.text) != said and (pick.group < 0 or s.group != pick.group)]
     return chosen
 
 

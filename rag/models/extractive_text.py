@@ -89,6 +89,13 @@ def _stemmer() -> object:
     return Stemmer.Stemmer("english")
 
 
+def gist(text: str) -> tuple[str, ...]:
+    """The stems of every word of `text`, in order: two sentences with the same gist say the same thing
+    ("Add a subdirectory." and "Adds a subdirectory."), while "not" or "no" keeps them apart."""
+    stems: list[str] = _stemmer().stemWords(_WORD.findall(text.lower()))  # type: ignore[attr-defined]
+    return tuple(stems)
+
+
 def terms(text: str) -> list[str]:
     """The stems of the words of `text` that are not stop words."""
     words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]

@@ -89,3 +89,21 @@ def test_a_piped_shell_line_is_not_a_table_row() -> None:
     )
     lines = _lines(passages, "Which file does tee write the key to?")
     assert lines and not any(line.startswith("- | sudo tee") for line in lines), lines
+
+
+def test_a_sentence_saying_the_same_again_is_quoted_once_but_a_negation_is_not_the_same() -> None:
+    # A page's one-line summary often repeats under its title: "Add ..." and "Adds ..." say one thing.
+    passages = (
+        "[1] (source: add_subdirectory.rst)\nAdd a subdirectory to the build.\n\n"
+        "[2] (source: add_subdirectory.rst)\nAdds a subdirectory to the build. "
+        "The source directory holds a CMakeLists.txt file.\n\n"
+        "[3] (source: subdirs.rst)\nAdd a list of subdirectories to the build."
+    )
+    lines = _lines(passages, "How do I add a subdirectory to the build?")
+    assert sum(" a subdirectory to the build." in line for line in lines) == 1, lines
+    assert "- Add a list of subdirectories to the build. [subdirs.rst]" in lines
+    negated = (
+        "[1] (source: service.md)\nThe daemon runs as root.\n\n"
+        "[2] (source: notes.md)\nThe daemon does not run as root."
+    )
+    assert len(_lines(negated, "Does the daemon run as root?")) == 2
