@@ -14,7 +14,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -40,8 +40,7 @@ _LEXICAL = (
 )
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     """A stored document as read for search."""
 
     id: str
@@ -165,7 +164,7 @@ class PgCandidates:
         ]
         return (
             [t for t, _, _ in chosen],
-            [w for _, _, w in chosen],
+            [w for *_, w in chosen],
             [language_marker(la) for _, la, _ in chosen],
         )
 

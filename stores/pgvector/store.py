@@ -119,19 +119,16 @@ class PgVectorStore(GetMixin):
         """Whether vector candidates come from the HNSW index."""
         return self._ef_search is not None
 
-    def create_hnsw_index(self, *, memory: str = "256MB") -> None:
-        """Build the HNSW index now, if it does not exist (with `memory` of `maintenance_work_mem`).
-
-        Keeping the index up to date slows writes many times over; for a bulk load, open the store with
-        `hnsw=False`, add everything, then call this once (pgvector builds it in parallel, in memory).
-        """
+    def create_hnsw_index(self) -> None:
+        """Build the HNSW index now, if it does not exist: for a bulk load, open the store with
+        `hnsw=False`, add everything, then call this once (keeping the index up to date slows writes)."""
         if self._embedding.dimensions > MAX_INDEXED_DIMENSIONS:
             raise InvalidRequestError(
                 f"pgvector indexes vectors of at most {MAX_INDEXED_DIMENSIONS} dimensions; "
                 f"this store's have {self._embedding.dimensions}"
             )
         with self._transaction(f"index {self.table}") as conn:
-            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (memory,))
+            conn.execute("SELECT set_config('maintenance_work_mem', '256MB', true)")
             conn.execute(self._tables.sql(HNSW_INDEX))
 
     def close(self) -> None:
@@ -154,7 +151,7 @@ class PgVectorStore(GetMixin):
     @contextmanager
     def _transaction(self, action: str, *, lock: bool = False, read_only: bool = False) -> Iterator[Any]:
         """A transaction whose errors name `action`; `lock` takes the info row's lock (every write does)."""
-        with self._db.errors(action), self._db.transaction(read_only=read_only) as conn:
+        with self._db.transaction(action, read_only=read_only) as conn:
             if lock:
                 self._tables.check_model(self._tables.read_info(conn, lock=True), self._wanted())
             yield conn
@@ -167,7 +164,7 @@ class PgVectorStore(GetMixin):
         for document in documents:
             if not isinstance(document, Document):
                 raise InvalidRequestError(f"add() takes Document objects, got {document!r}")
-            check_text(document.id, document.text, document.metadata)
+            check_text(document)
             latest[document.id] = document
         if latest:
             batch = list(latest.values())

@@ -28,16 +28,7 @@ from stores.lexical.fields import encode_documents
 from stores.lexical.text import Vocabulary
 from stores.pgvector.filters import first_unstorable, json_value
 
-__all__ = [
-    "MAX_INDEXED_DIMENSIONS",
-    "StoreInfo",
-    "Tables",
-    "check_text",
-    "delete_rows",
-    "postings",
-    "rebuild_lexical",
-    "write_rows",
-]
+__all__ = ["MAX_INDEXED_DIMENSIONS", "StoreInfo", "Tables", "check_text", "delete_rows", "write_rows"]
 
 MAX_INDEXED_DIMENSIONS = 2000
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
@@ -155,36 +146,26 @@ _TABLES = {"docs": "", "lexical": "_lexical", "terms": "_terms", "info": "_info"
 _INDEXES = {"metadata_index": "_metadata", "terms_index": "_lexical_terms", "hnsw_index": "_hnsw"}
 
 
-def metadata_json(metadata: Mapping[str, MetadataValue]) -> str:
-    """The metadata as a JSON object text for the JSONB column."""
-    return (
-        "{" + ", ".join(f"{json_value(name)}: {json_value(value)}" for name, value in metadata.items()) + "}"
-    )
-
-
-def _unstorable(text: object) -> str | None:
-    index = first_unstorable(text) if isinstance(text, str) else None
-    if index is None:
-        return None
-    assert isinstance(text, str)
-    if text[index] == "\x00":
-        return "the NUL character"
-    return f"a lone surrogate ({text[index]!r} at index {index}), which is not valid Unicode text"
-
-
-def check_text(doc_id: str, text: str, metadata: Mapping[str, MetadataValue]) -> None:
+def check_text(document: Document) -> None:
     """Refuse, naming the document and the field, what PostgreSQL cannot hold (see `first_unstorable`)."""
-    for field, part in (("id", doc_id), ("text", text)):
-        if problem := _unstorable(part):
-            raise InvalidRequestError(
-                f"document {doc_id!r}: PostgreSQL cannot store {problem} in its {field}"
+    doc_id = document.id
+    fields: list[tuple[str, str, object]] = [
+        (f"document {doc_id!r}", f" in its {f}", text)
+        for f, text in (("id", doc_id), ("text", document.text))
+    ]
+    fields += [
+        (f"metadata {name!r} of document {doc_id!r}", "", item)
+        for name, entry in document.metadata.items()
+        for item in [name, *(entry if isinstance(entry, list) else [entry])]
+    ]
+    for subject, where, text in fields:
+        if isinstance(text, str) and (index := first_unstorable(text)) is not None:
+            problem = (
+                "the NUL character"
+                if text[index] == "\x00"
+                else f"a lone surrogate ({text[index]!r} at index {index}), which is not valid Unicode text"
             )
-    for name, entry in metadata.items():
-        for item in [name, *(entry if isinstance(entry, list) else [entry])]:
-            if problem := _unstorable(item):
-                raise InvalidRequestError(
-                    f"metadata {name!r} of document {doc_id!r}: PostgreSQL cannot store {problem}"
-                )
+            raise InvalidRequestError(f"{subject}: PostgreSQL cannot store {problem}{where}")
 
 
 def postings(
@@ -259,7 +240,7 @@ def write_rows(
     with conn.cursor() as cursor, cursor.copy(statement) as copy:
         copy.set_types(["text", "text", "jsonb", "vector"])
         for doc, vector in zip(documents, vectors, strict=True):
-            copy.write_row((doc.id, doc.text, Jsonb(metadata_json(doc.metadata), dumps=str), vector))
+            copy.write_row((doc.id, doc.text, Jsonb(json_value(doc.metadata), dumps=str), vector))
     length = _copy_lexical(conn, tables, [(d.id, d.text, d.metadata) for d in documents], frequencies)
     _settle(conn, tables, frequencies, len(ids) - old_documents, length - old_length)
 
@@ -275,14 +256,14 @@ def delete_rows(conn: Any, tables: Tables, where: str, params: Sequence[Any]) ->
     return len(deleted)
 
 
-def rebuild_lexical(conn: Any, tables: Tables, tokenizer: str, batch: int = 5000) -> None:
+def rebuild_lexical(conn: Any, tables: Tables, tokenizer: str) -> None:
     """Analyse every stored text again (another tokenizer wrote the terms) and record `tokenizer`."""
     conn.execute(tables.sql("DELETE FROM {lexical}; DELETE FROM {terms}"))
     frequencies: Counter[str] = Counter()
     documents = total = 0
     with conn.cursor(name="rag_rebuild") as reader:  # server-side: the texts never all sit in memory
         reader.execute(tables.sql("SELECT id, text, metadata FROM {docs} ORDER BY id"))
-        while rows := reader.fetchmany(batch):
+        while rows := reader.fetchmany(5000):
             total += _copy_lexical(conn, tables, rows, frequencies)
             documents += len(rows)
     statement = "UPDATE {info} SET documents = 0, total_length = 0, tokenizer = %s"
