@@ -63,7 +63,8 @@ def _needs_more(keys: list[float], depth: int, fetched: int, asked: int, margin:
 
 @dataclass
 class PgCandidates:
-    """Candidate lists for one request inside one REPEATABLE READ transaction on `conn`.
+    """Candidate lists for one request inside one REPEATABLE READ transaction on `conn` (the methods are
+    `stores.ranking.Candidates`'s).
 
     `query` is the query's unit vector, None for a search that needs no cosine (lexical without a
     threshold); `ef_search` reads vector candidates through HNSW with that width, None exactly.
@@ -89,7 +90,6 @@ class PgCandidates:
         return exact_scores(np.stack([r.embedding for r in rows]), np.arange(len(rows)), self.query)
 
     def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
-        """The best `depth` (id, cosine) among filter matches whose cosine passes `threshold`."""
         if depth == 0:
             return []
         where, params = [self.condition.text], list(self.condition.params)
@@ -184,7 +184,6 @@ class PgCandidates:
         return score
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
-        """The best `depth` (id, BM25) among filter matches holding at least one query term."""
         terms, weights, markers = self._weights() if depth else ([], [], [])
         if not terms:
             return []
@@ -215,9 +214,7 @@ class PgCandidates:
         return [self._rows[doc_id] for doc_id in ids]
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
-        """Exact cosine of each id with the query."""
         return self._cosines(self.rows(ids))
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The stored vector of each id."""
         return np.stack([row.embedding for row in self.rows(ids)]).astype(np.float32)

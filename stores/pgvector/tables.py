@@ -15,18 +15,18 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import Document, MetadataValue
+from rag.documents import Document
 from rag.errors import EmbeddingModelMismatchError, InvalidRequestError
 from stores.lexical.fields import encode_documents
 from stores.lexical.text import Vocabulary
-from stores.pgvector.filters import first_unstorable, json_value
+from stores.pgvector.filters import Condition, first_unstorable, json_value
 
 __all__ = ["MAX_INDEXED_DIMENSIONS", "StoreInfo", "Tables", "check_text", "delete_rows", "write_rows"]
 
@@ -46,11 +46,9 @@ CREATE TABLE IF NOT EXISTS {info} (singleton boolean PRIMARY KEY DEFAULT TRUE CH
     b double precision NOT NULL, documents bigint NOT NULL DEFAULT 0, total_length bigint NOT NULL DEFAULT 0)
 """
 HNSW_INDEX = "CREATE INDEX IF NOT EXISTS {hnsw_index} ON {docs} USING hnsw (embedding vector_cosine_ops)"
-_COPY_LEXICAL = "COPY {lexical} (id, length, terms, tfs) FROM STDIN (FORMAT BINARY)"
 
 
-@dataclass(frozen=True)
-class StoreInfo:
+class StoreInfo(NamedTuple):
     """The info row: the model, the text analysis and the collection statistics."""
 
     model: str
@@ -122,12 +120,8 @@ class Tables:
             conn.execute(self.sql(_DDL, dimensions=str(int(wanted.dimensions))))
             if hnsw and wanted.dimensions <= MAX_INDEXED_DIMENSIONS:
                 conn.execute(self.sql(HNSW_INDEX))
-            conn.execute(
-                self.sql(
-                    "INSERT INTO {info} (model, dimensions, tokenizer, k1, b) VALUES (%s, %s, %s, %s, %s)"
-                ),
-                (wanted.model, wanted.dimensions, wanted.tokenizer, wanted.k1, wanted.b),
-            )
+            insert = "INSERT INTO {info} (model, dimensions, tokenizer, k1, b) VALUES (%s, %s, %s, %s, %s)"
+            conn.execute(self.sql(insert), wanted[:5])
         recorded = self.read_info(conn)
         self.check_model(recorded, wanted)
         return recorded
@@ -168,22 +162,6 @@ def check_text(document: Document) -> None:
             raise InvalidRequestError(f"{subject}: PostgreSQL cannot store {problem}{where}")
 
 
-def postings(
-    texts: Sequence[str], metadatas: Sequence[Mapping[str, MetadataValue]]
-) -> list[tuple[list[str], list[int], int]]:
-    """For each text (with its metadata): its distinct terms, each term's frequency, and its length."""
-    vocabulary = Vocabulary()
-    encoded = encode_documents(vocabulary, texts, metadatas)
-    result: list[tuple[list[str], list[int], int]] = [([], [], int(n)) for n in encoded.lengths.tolist()]
-    width, names = len(vocabulary) + 1, vocabulary.terms
-    pairs, counts = np.unique(encoded.owners * width + encoded.ids.astype(np.int64), return_counts=True)
-    for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
-        owner, term = divmod(pair, width)
-        result[owner][0].append(names[term])
-        result[owner][1].append(count)
-    return result
-
-
 # The writes below run inside a transaction that holds the lock on the info row.
 
 
@@ -197,16 +175,25 @@ def _forget(conn: Any, tables: Tables, ids: list[str], frequencies: Counter[str]
 
 
 def _copy_lexical(conn: Any, tables: Tables, rows: Sequence[Sequence[Any]], frequencies: Counter[str]) -> int:
-    """Write the postings of `rows` (id, text, metadata), counting their terms in; returns their length."""
-    total = 0
-    with conn.cursor() as cursor, cursor.copy(tables.sql(_COPY_LEXICAL)) as copy:
+    """Write the postings of `rows` (id, text, metadata): each one's length and distinct terms with their
+    frequencies. Counts the terms into `frequencies`; returns the total length."""
+    vocabulary = Vocabulary()
+    encoded = encode_documents(vocabulary, [row[1] for row in rows], [row[2] or {} for row in rows])
+    postings: list[tuple[list[str], list[int]]] = [([], []) for _ in rows]
+    width, names = len(vocabulary) + 1, vocabulary.terms
+    pairs, counts = np.unique(encoded.owners * width + encoded.ids.astype(np.int64), return_counts=True)
+    for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+        owner, term = divmod(pair, width)
+        postings[owner][0].append(names[term])
+        postings[owner][1].append(count)
+    lengths = encoded.lengths.tolist()
+    statement = tables.sql("COPY {lexical} (id, length, terms, tfs) FROM STDIN (FORMAT BINARY)")
+    with conn.cursor() as cursor, cursor.copy(statement) as copy:
         copy.set_types(["text", "int4", "text[]", "int4[]"])
-        lexical = postings([row[1] for row in rows], [row[2] or {} for row in rows])
-        for (doc_id, *_), (terms, tfs, length) in zip(rows, lexical, strict=True):
-            copy.write_row((doc_id, length, terms, tfs))
+        for (doc_id, *_), (terms, tfs), length in zip(rows, postings, lengths, strict=True):
+            copy.write_row((doc_id, int(length), terms, tfs))
             frequencies.update(terms)
-            total += length
-    return total
+    return int(sum(lengths))
 
 
 def _settle(conn: Any, tables: Tables, frequencies: Counter[str], documents: int, length: int) -> None:
@@ -245,10 +232,10 @@ def write_rows(
     _settle(conn, tables, frequencies, len(ids) - old_documents, length - old_length)
 
 
-def delete_rows(conn: Any, tables: Tables, where: str, params: Sequence[Any]) -> int:
-    """Delete the documents matching the SQL condition `where`; returns how many were removed."""
-    statement = tables.sql("DELETE FROM {docs} WHERE {where} RETURNING id", where=where)
-    deleted = [row[0] for row in conn.execute(statement, params).fetchall()]
+def delete_rows(conn: Any, tables: Tables, condition: Condition) -> int:
+    """Delete the documents matching `condition`; returns how many were removed."""
+    statement = tables.sql("DELETE FROM {docs} WHERE {where} RETURNING id", where=condition.text)
+    deleted = [row[0] for row in conn.execute(statement, condition.params).fetchall()]
     if deleted:
         frequencies: Counter[str] = Counter()
         documents, length = _forget(conn, tables, deleted, frequencies)

@@ -120,13 +120,8 @@ class VectorStoreConformance:
         store.add(
             [Document("x", "apples and pears", {"kind": "fruit", "tags": ["old"]}), Document("y", "trains")]
         )
-        store.add(
-            [
-                Document("z", "first", {"v": 1}),
-                Document("x", "rockets and planets", {"kind": "space"}),
-                Document("z", "second", {"v": 2}),
-            ]
-        )
+        repeated = [Document("z", "first", {"v": 1}), Document("x", "rockets and planets", {"kind": "space"})]
+        store.add([*repeated, Document("z", "second", {"v": 2})])
         assert store.count() == 3
         expected = [("rockets and planets", {"kind": "space"}), ("second", {"v": 2})]
         assert [(d.text, d.metadata) for d in store.get(["x", "z"])] == expected
@@ -387,9 +382,7 @@ class VectorStoreConformance:
     def test_diversity_skips_a_near_duplicate(self, store: VectorStore, mode: str) -> None:
         q = query_vector(store.embedding, "alpha")
         twin = vector_with_cosine(q, 0.9, seed=1)
-        store.add(
-            [Document("a", "alpha alpha", embedding=twin), Document("a2", "alpha alpha", embedding=twin)]
-        )
+        store.add([Document(i, "alpha alpha", embedding=twin) for i in ("a", "a2")])
         store.add([Document("b", "alpha gamma delta", embedding=vector_with_cosine(q, 0.6, seed=2))])
         request = SearchRequest("alpha", top_k=2, mode=mode)  # type: ignore[arg-type]
         assert ids(store.similarity_search(request)) == ["a", "a2"]
