@@ -286,10 +286,6 @@ class VectorStoreConformance:
             found = filtered.similarity_search(SearchRequest("document", top_k=20, filter=tree, mode=mode))
             assert sorted(ids(found)) == expected, mode
 
-    def test_filter_text_with_quoting(self, filtered: VectorStore) -> None:
-        assert ids(filtered.get(filter="'file name' == \"a b.txt\" OR \"名前\" == '東京'")) == ["d1", "d3"]
-        assert ids(filtered.get(filter="meta.lang IN ['en', 'nl'] AND NOT draft == true")) == ["d1"]
-
     # -- lexical and hybrid search ---------------------------------------------------------------
 
     def test_lexical_ranks_by_bm25_and_follows_upserts_and_deletes(self, store: VectorStore) -> None:
