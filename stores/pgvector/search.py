@@ -131,15 +131,11 @@ class PgCandidates:
         """Query terms some document holds, with qtf * idf * (k1 + 1) and the language marker of the
         documents each counts for: the query is analysed in each language the store holds, in the order
         of `stores.lexical.index` (languages by code, terms by first appearance)."""
-        if not self._info.documents:
-            return [], [], []
         statement = self.tables.sql("SELECT term, df FROM {terms} WHERE starts_with(term, %s) AND df > 0")
         held = {t[len(MARKER_PREFIX) :]: int(df) for t, df in self.conn.execute(statement, (MARKER_PREFIX,))}
         languages = sorted(held) or [DEFAULT_LANGUAGE]
         analysed = [(language, query_weights(self.text, language)) for language in languages]
         pairs = [(term, language) for language, counts in analysed for term in counts]
-        if not pairs:
-            return [], [], []
         terms = [term for term, _ in pairs]
         if len(languages) == 1:  # every document: the kept document frequencies
             documents = {languages[0]: self._info.documents}
