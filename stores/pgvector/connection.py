@@ -19,18 +19,6 @@ __all__ = ["Database"]
 _MAX_IDLE = 8
 
 
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise MissingDependencyError(
-            'the Postgres store needs psycopg, which is not installed: pip install "rag-advisors[postgres]"',
-            package="psycopg",
-            extra="postgres",
-        ) from exc
-    return psycopg
-
-
 class Database:
     """A pool of connections to one database (a libpq URL or keyword string).
 
@@ -72,7 +60,15 @@ class Database:
         """A connection inside one transaction: REPEATABLE READ for reads (one snapshot for every
         statement), READ COMMITTED for writes (which lock before they read). Driver errors become
         `StoreError`s naming `action` and the masked URL."""
-        psycopg = _psycopg()
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "the Postgres store needs psycopg, which is not installed: "
+                'pip install "rag-advisors[postgres]"',
+                package="psycopg",
+                extra="postgres",
+            ) from exc
         try:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
