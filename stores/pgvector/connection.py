@@ -19,18 +19,6 @@ __all__ = ["Database"]
 _MAX_IDLE = 8
 
 
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise MissingDependencyError(
-            'the Postgres store needs psycopg, which is not installed: pip install "rag-advisors[postgres]"',
-            package="psycopg",
-            extra="postgres",
-        ) from exc
-    return psycopg
-
-
 class Database:
     """A pool of connections to one database (a libpq URL or keyword string).
 
@@ -48,22 +36,7 @@ class Database:
         self._idle: list[Any] = []
         self._lock = threading.Lock()
 
-    @contextmanager
-    def errors(self, action: str) -> Iterator[None]:
-        """Driver errors as `StoreError`s naming `action` and the masked URL, without the password."""
-        psycopg = _psycopg()
-        try:
-            yield
-        except psycopg.Error as exc:
-            message = str(exc).strip()
-            message = message.replace(self._secret, "***") if self._secret else message
-            text = f"cannot {action} at {self.masked_url}: {message}"
-            if isinstance(exc, psycopg.OperationalError):
-                raise StoreConnectionError(text, url=self.masked_url) from None
-            raise StoreError(text) from None
-
-    def _open(self) -> Any:
-        psycopg = _psycopg()
+    def _open(self, psycopg: Any) -> Any:
         conn = psycopg.connect(self._url, autocommit=True)
         try:
             from pgvector.psycopg import register_vector
@@ -83,23 +56,40 @@ class Database:
         return conn
 
     @contextmanager
-    def transaction(self, *, read_only: bool = False) -> Iterator[Any]:
+    def transaction(self, action: str, *, read_only: bool = False) -> Iterator[Any]:
         """A connection inside one transaction: REPEATABLE READ for reads (one snapshot for every
-        statement), READ COMMITTED for writes (which lock before they read)."""
-        psycopg = _psycopg()
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None or conn.closed:
-            conn = self._open()
+        statement), READ COMMITTED for writes (which lock before they read). Driver errors become
+        `StoreError`s naming `action` and the masked URL."""
         try:
-            level = psycopg.IsolationLevel
-            conn.isolation_level = level.REPEATABLE_READ if read_only else level.READ_COMMITTED
-            conn.read_only = read_only
-            with conn.transaction():
-                yield conn
-        except BaseException:
-            conn.close()
-            raise
+            import psycopg
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "the Postgres store needs psycopg, which is not installed: "
+                'pip install "rag-advisors[postgres]"',
+                package="psycopg",
+                extra="postgres",
+            ) from exc
+        try:
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None or conn.closed:
+                conn = self._open(psycopg)
+            try:
+                level = psycopg.IsolationLevel
+                conn.isolation_level = level.REPEATABLE_READ if read_only else level.READ_COMMITTED
+                conn.read_only = read_only
+                with conn.transaction():
+                    yield conn
+            except BaseException:
+                conn.close()
+                raise
+        except psycopg.Error as exc:
+            message = str(exc).strip()
+            message = message.replace(self._secret, "***") if self._secret else message
+            text = f"cannot {action} at {self.masked_url}: {message}"
+            if isinstance(exc, psycopg.OperationalError):
+                raise StoreConnectionError(text, url=self.masked_url) from None
+            raise StoreError(text) from None
         with self._lock:
             if len(self._idle) < _MAX_IDLE and not conn.closed:
                 self._idle.append(conn)

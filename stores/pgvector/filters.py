@@ -1,24 +1,22 @@
 """Filter trees compiled to a SQL condition over the JSONB column `metadata`, every value bound.
 
-The meaning is docs/filters.md's. `NOT` is pushed down first, so each comparison is true or false,
-never SQL NULL, for a missing key. `==`, `IN` and `CONTAINS` are JSONB containment (`metadata @>
-'{"k": v}'`, `'{"k": [v]}'`), which already compares numbers by value, keeps booleans apart and matches
-lists only through `CONTAINS`; ordering checks the stored type first, strings in the "C" collation.
-No value is ever part of the SQL text.
+The meaning is docs/filters.md's. `NOT` is pushed down first, so a missing key makes each comparison
+true or false, never SQL NULL. `==`, `IN` and `CONTAINS` are JSONB containment (`metadata @>
+'{"k": v}'`, `'{"k": [v]}'`), which compares numbers by value, keeps booleans apart and matches lists
+only through `CONTAINS`; ordering checks the stored type first, strings in the "C" collation.
 
 JSONB numbers are `numeric`, compared exactly, so `json_value` writes a float as its exact decimal
-value (0.1 becomes 0.1000000000000000055511151231257827...): int and float then compare in SQL as in
-Python, at any size, and read back as the same value (an integral float keeps a ".0"; PostgreSQL has
-no negative zero). A key or string holding what PostgreSQL cannot store (`first_unstorable`; `add`
-refuses it) is answered without sending it: nothing stored has such a key or equals such a value, and
-ordering compares with the value's storable prefix.
+value: int and float compare in SQL as in Python, at any size, and read back as the same value. A key
+or string holding what PostgreSQL cannot store (`first_unstorable`; `add` refuses it) is answered
+without sending it: nothing stored has such a key or equals such a value, and ordering compares with
+the value's storable prefix.
 
 Example:
     >>> from rag.filters import parse
     >>> compile_filter(parse("year >= 2020 AND NOT draft == true")).params
     ['year', 'year', '2020', '{"draft": true}']
-    >>> json_value([2020, 0.5, "a", True])
-    '[2020, 0.5, "a", true]'
+    >>> json_value({"n": [2020, 0.5, "a", True]})
+    '{"n": [2020, 0.5, "a", true]}'
 """
 
 from __future__ import annotations
@@ -48,7 +46,9 @@ class Condition(NamedTuple):
 
 
 def json_value(value: object) -> str:
-    """A metadata value (a scalar or a list of them) as JSON text, floats exact."""
+    """Metadata (a dict), a metadata value or a list of them as JSON text, floats exact."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json_value(k)}: {json_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(json_value(item) for item in value) + "]"
     if isinstance(value, float):

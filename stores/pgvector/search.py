@@ -14,7 +14,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -40,8 +40,7 @@ _LEXICAL = (
 )
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     """A stored document as read for search."""
 
     id: str
@@ -64,7 +63,8 @@ def _needs_more(keys: list[float], depth: int, fetched: int, asked: int, margin:
 
 @dataclass
 class PgCandidates:
-    """Candidate lists for one request inside one REPEATABLE READ transaction on `conn`.
+    """Candidate lists for one request inside one REPEATABLE READ transaction on `conn` (the methods are
+    `stores.ranking.Candidates`'s).
 
     `query` is the query's unit vector, None for a search that needs no cosine (lexical without a
     threshold); `ef_search` reads vector candidates through HNSW with that width, None exactly.
@@ -90,7 +90,6 @@ class PgCandidates:
         return exact_scores(np.stack([r.embedding for r in rows]), np.arange(len(rows)), self.query)
 
     def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
-        """The best `depth` (id, cosine) among filter matches whose cosine passes `threshold`."""
         if depth == 0:
             return []
         where, params = [self.condition.text], list(self.condition.params)
@@ -132,15 +131,11 @@ class PgCandidates:
         """Query terms some document holds, with qtf * idf * (k1 + 1) and the language marker of the
         documents each counts for: the query is analysed in each language the store holds, in the order
         of `stores.lexical.index` (languages by code, terms by first appearance)."""
-        if not self._info.documents:
-            return [], [], []
         statement = self.tables.sql("SELECT term, df FROM {terms} WHERE starts_with(term, %s) AND df > 0")
         held = {t[len(MARKER_PREFIX) :]: int(df) for t, df in self.conn.execute(statement, (MARKER_PREFIX,))}
         languages = sorted(held) or [DEFAULT_LANGUAGE]
         analysed = [(language, query_weights(self.text, language)) for language in languages]
         pairs = [(term, language) for language, counts in analysed for term in counts]
-        if not pairs:
-            return [], [], []
         terms = [term for term, _ in pairs]
         if len(languages) == 1:  # every document: the kept document frequencies
             documents = {languages[0]: self._info.documents}
@@ -165,7 +160,7 @@ class PgCandidates:
         ]
         return (
             [t for t, _, _ in chosen],
-            [w for _, _, w in chosen],
+            [w for *_, w in chosen],
             [language_marker(la) for _, la, _ in chosen],
         )
 
@@ -185,7 +180,6 @@ class PgCandidates:
         return score
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
-        """The best `depth` (id, BM25) among filter matches holding at least one query term."""
         terms, weights, markers = self._weights() if depth else ([], [], [])
         if not terms:
             return []
@@ -216,9 +210,7 @@ class PgCandidates:
         return [self._rows[doc_id] for doc_id in ids]
 
     def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
-        """Exact cosine of each id with the query."""
         return self._cosines(self.rows(ids))
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        """The stored vector of each id."""
         return np.stack([row.embedding for row in self.rows(ids)]).astype(np.float32)

@@ -39,16 +39,12 @@ _EMBED_BATCH = 256
 class PgVectorStore(GetMixin):
     """Documents in PostgreSQL (pgvector), searched by cosine exactly like the numpy store.
 
-    The tables (`table`, `table_lexical`, `table_terms`, `table_info` in `schema`) are created on first
-    use, and the pgvector extension too when the user may create it. Search is exact by default (a
-    sequential scan by inner product, re-scored like the numpy store); `approximate=True` reads vector
-    candidates through the HNSW index with `ef_search` instead (faster on large tables, may miss a
-    neighbour). `close()` (or `with`) releases the connections.
-
-    Safe to share between threads, processes and machines: each `add` and `delete` is one transaction
-    that first locks the store's info row, so writers run one after another and each commits entirely or
-    not at all (a killed writer leaves the previous state); each read runs in one REPEATABLE READ
-    snapshot, never waits for writers and never sees half a batch.
+    The tables (`table`, `table_lexical`, `table_terms`, `table_info` in `schema`) and the pgvector
+    extension (when the user may create it) are created on first use. `close()` (or `with`) releases
+    the connections. Safe to share between threads, processes and machines: each `add` and `delete` is
+    one transaction that first locks the store's info row, so writers run one after another and each
+    commits entirely or not at all; each read runs in one REPEATABLE READ snapshot, never waits for
+    writers and never sees half a batch.
 
     Example:
         >>> from rag import Document, HashingEmbedding, SearchRequest
@@ -63,7 +59,8 @@ class PgVectorStore(GetMixin):
         url: A libpq URL (`postgresql://user:password@host:5432/db`) or keyword string.
         table: The documents table's name (letters, digits, `_`).
         schema: The schema holding the tables (created if missing).
-        approximate: Vector candidates from the HNSW index instead of an exact scan.
+        approximate: Vector candidates from the HNSW index (faster on large tables, may miss a
+            neighbour) instead of an exact scan by inner product.
         ef_search: HNSW's search width when `approximate`.
         hnsw: Whether a new table gets the HNSW index (see `create_hnsw_index` for bulk loads).
     """
@@ -119,19 +116,16 @@ class PgVectorStore(GetMixin):
         """Whether vector candidates come from the HNSW index."""
         return self._ef_search is not None
 
-    def create_hnsw_index(self, *, memory: str = "256MB") -> None:
-        """Build the HNSW index now, if it does not exist (with `memory` of `maintenance_work_mem`).
-
-        Keeping the index up to date slows writes many times over; for a bulk load, open the store with
-        `hnsw=False`, add everything, then call this once (pgvector builds it in parallel, in memory).
-        """
+    def create_hnsw_index(self) -> None:
+        """Build the HNSW index now, if it does not exist: for a bulk load, open the store with
+        `hnsw=False`, add everything, then call this once (keeping the index up to date slows writes)."""
         if self._embedding.dimensions > MAX_INDEXED_DIMENSIONS:
             raise InvalidRequestError(
                 f"pgvector indexes vectors of at most {MAX_INDEXED_DIMENSIONS} dimensions; "
                 f"this store's have {self._embedding.dimensions}"
             )
         with self._transaction(f"index {self.table}") as conn:
-            conn.execute("SELECT set_config('maintenance_work_mem', %s, true)", (memory,))
+            conn.execute("SELECT set_config('maintenance_work_mem', '256MB', true)")
             conn.execute(self._tables.sql(HNSW_INDEX))
 
     def close(self) -> None:
@@ -154,7 +148,7 @@ class PgVectorStore(GetMixin):
     @contextmanager
     def _transaction(self, action: str, *, lock: bool = False, read_only: bool = False) -> Iterator[Any]:
         """A transaction whose errors name `action`; `lock` takes the info row's lock (every write does)."""
-        with self._db.errors(action), self._db.transaction(read_only=read_only) as conn:
+        with self._db.transaction(action, read_only=read_only) as conn:
             if lock:
                 self._tables.check_model(self._tables.read_info(conn, lock=True), self._wanted())
             yield conn
@@ -167,7 +161,7 @@ class PgVectorStore(GetMixin):
         for document in documents:
             if not isinstance(document, Document):
                 raise InvalidRequestError(f"add() takes Document objects, got {document!r}")
-            check_text(document.id, document.text, document.metadata)
+            check_text(document)
             latest[document.id] = document
         if latest:
             batch = list(latest.values())
@@ -179,14 +173,14 @@ class PgVectorStore(GetMixin):
         """Delete by ids (unknown ones ignored) or by filter; returns how many documents were removed."""
         if (ids is None) == (filter is None):
             raise InvalidRequestError("delete() takes either ids or filter=..., not both and not neither")
-        if ids is not None:
-            condition = Condition("id = ANY(%s)", [unique_ids(ids)])
-            if not condition.params[0]:
-                return 0
-        else:
+        if ids is None:
             condition = compile_filter(as_filter(filter))
+        elif not (unique := unique_ids(ids)):
+            return 0
+        else:
+            condition = Condition("id = ANY(%s)", [unique])
         with self._transaction(f"delete documents from {self.table}", lock=True) as conn:
-            return delete_rows(conn, self._tables, condition.text, condition.params)
+            return delete_rows(conn, self._tables, condition)
 
     def _get_documents(self, request: GetRequest) -> list[Document]:
         condition = compile_filter(request.filter)
@@ -194,15 +188,13 @@ class PgVectorStore(GetMixin):
         if wanted == [] or limit == 0:
             return []
         where, params = condition.text, list(condition.params)
-        if wanted is not None:
+        if wanted is not None:  # the limit applies in the order of `wanted`, below
             where, params = f"{where} AND id = ANY(%s)", [*params, wanted]
         columns = "id, text, metadata" + (", embedding" if with_vectors else "")
-        tail = " LIMIT %s" if wanted is None and limit is not None else ""
-        statement = self._tables.sql(
-            f"SELECT {columns} FROM {{docs}} WHERE {{where}} ORDER BY id{tail}", where=where
-        )
+        text = f"SELECT {columns} FROM {{docs}} WHERE {{where}} ORDER BY id LIMIT %s"  # LIMIT NULL: all
         with self._transaction(f"read from {self.table}", read_only=True) as conn:
-            rows = conn.execute(statement, [*params, limit] if tail else params, binary=True).fetchall()
+            limited = [*params, limit if wanted is None else None]
+            rows = conn.execute(self._tables.sql(text, where=where), limited, binary=True).fetchall()
         found = {
             row[0]: Document(row[0], row[1], row[2], embedding=row[3].to_numpy() if with_vectors else None)
             for row in rows

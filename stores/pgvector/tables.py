@@ -15,29 +15,20 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from rag.documents import Document, MetadataValue
+from rag.documents import Document
 from rag.errors import EmbeddingModelMismatchError, InvalidRequestError
 from stores.lexical.fields import encode_documents
 from stores.lexical.text import Vocabulary
-from stores.pgvector.filters import first_unstorable, json_value
+from stores.pgvector.filters import Condition, first_unstorable, json_value
 
-__all__ = [
-    "MAX_INDEXED_DIMENSIONS",
-    "StoreInfo",
-    "Tables",
-    "check_text",
-    "delete_rows",
-    "postings",
-    "rebuild_lexical",
-    "write_rows",
-]
+__all__ = ["MAX_INDEXED_DIMENSIONS", "StoreInfo", "Tables", "check_text", "delete_rows", "write_rows"]
 
 MAX_INDEXED_DIMENSIONS = 2000
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,47}$")
@@ -55,11 +46,9 @@ CREATE TABLE IF NOT EXISTS {info} (singleton boolean PRIMARY KEY DEFAULT TRUE CH
     b double precision NOT NULL, documents bigint NOT NULL DEFAULT 0, total_length bigint NOT NULL DEFAULT 0)
 """
 HNSW_INDEX = "CREATE INDEX IF NOT EXISTS {hnsw_index} ON {docs} USING hnsw (embedding vector_cosine_ops)"
-_COPY_LEXICAL = "COPY {lexical} (id, length, terms, tfs) FROM STDIN (FORMAT BINARY)"
 
 
-@dataclass(frozen=True)
-class StoreInfo:
+class StoreInfo(NamedTuple):
     """The info row: the model, the text analysis and the collection statistics."""
 
     model: str
@@ -131,12 +120,8 @@ class Tables:
             conn.execute(self.sql(_DDL, dimensions=str(int(wanted.dimensions))))
             if hnsw and wanted.dimensions <= MAX_INDEXED_DIMENSIONS:
                 conn.execute(self.sql(HNSW_INDEX))
-            conn.execute(
-                self.sql(
-                    "INSERT INTO {info} (model, dimensions, tokenizer, k1, b) VALUES (%s, %s, %s, %s, %s)"
-                ),
-                (wanted.model, wanted.dimensions, wanted.tokenizer, wanted.k1, wanted.b),
-            )
+            insert = "INSERT INTO {info} (model, dimensions, tokenizer, k1, b) VALUES (%s, %s, %s, %s, %s)"
+            conn.execute(self.sql(insert), wanted[:5])
         recorded = self.read_info(conn)
         self.check_model(recorded, wanted)
         return recorded
@@ -155,52 +140,26 @@ _TABLES = {"docs": "", "lexical": "_lexical", "terms": "_terms", "info": "_info"
 _INDEXES = {"metadata_index": "_metadata", "terms_index": "_lexical_terms", "hnsw_index": "_hnsw"}
 
 
-def metadata_json(metadata: Mapping[str, MetadataValue]) -> str:
-    """The metadata as a JSON object text for the JSONB column."""
-    return (
-        "{" + ", ".join(f"{json_value(name)}: {json_value(value)}" for name, value in metadata.items()) + "}"
-    )
-
-
-def _unstorable(text: object) -> str | None:
-    index = first_unstorable(text) if isinstance(text, str) else None
-    if index is None:
-        return None
-    assert isinstance(text, str)
-    if text[index] == "\x00":
-        return "the NUL character"
-    return f"a lone surrogate ({text[index]!r} at index {index}), which is not valid Unicode text"
-
-
-def check_text(doc_id: str, text: str, metadata: Mapping[str, MetadataValue]) -> None:
+def check_text(document: Document) -> None:
     """Refuse, naming the document and the field, what PostgreSQL cannot hold (see `first_unstorable`)."""
-    for field, part in (("id", doc_id), ("text", text)):
-        if problem := _unstorable(part):
-            raise InvalidRequestError(
-                f"document {doc_id!r}: PostgreSQL cannot store {problem} in its {field}"
+    doc_id = document.id
+    fields: list[tuple[str, str, object]] = [
+        (f"document {doc_id!r}", f" in its {f}", text)
+        for f, text in (("id", doc_id), ("text", document.text))
+    ]
+    fields += [
+        (f"metadata {name!r} of document {doc_id!r}", "", item)
+        for name, entry in document.metadata.items()
+        for item in [name, *(entry if isinstance(entry, list) else [entry])]
+    ]
+    for subject, where, text in fields:
+        if isinstance(text, str) and (index := first_unstorable(text)) is not None:
+            problem = (
+                "the NUL character"
+                if text[index] == "\x00"
+                else f"a lone surrogate ({text[index]!r} at index {index}), which is not valid Unicode text"
             )
-    for name, entry in metadata.items():
-        for item in [name, *(entry if isinstance(entry, list) else [entry])]:
-            if problem := _unstorable(item):
-                raise InvalidRequestError(
-                    f"metadata {name!r} of document {doc_id!r}: PostgreSQL cannot store {problem}"
-                )
-
-
-def postings(
-    texts: Sequence[str], metadatas: Sequence[Mapping[str, MetadataValue]]
-) -> list[tuple[list[str], list[int], int]]:
-    """For each text (with its metadata): its distinct terms, each term's frequency, and its length."""
-    vocabulary = Vocabulary()
-    encoded = encode_documents(vocabulary, texts, metadatas)
-    result: list[tuple[list[str], list[int], int]] = [([], [], int(n)) for n in encoded.lengths.tolist()]
-    width, names = len(vocabulary) + 1, vocabulary.terms
-    pairs, counts = np.unique(encoded.owners * width + encoded.ids.astype(np.int64), return_counts=True)
-    for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
-        owner, term = divmod(pair, width)
-        result[owner][0].append(names[term])
-        result[owner][1].append(count)
-    return result
+            raise InvalidRequestError(f"{subject}: PostgreSQL cannot store {problem}{where}")
 
 
 # The writes below run inside a transaction that holds the lock on the info row.
@@ -216,16 +175,25 @@ def _forget(conn: Any, tables: Tables, ids: list[str], frequencies: Counter[str]
 
 
 def _copy_lexical(conn: Any, tables: Tables, rows: Sequence[Sequence[Any]], frequencies: Counter[str]) -> int:
-    """Write the postings of `rows` (id, text, metadata), counting their terms in; returns their length."""
-    total = 0
-    with conn.cursor() as cursor, cursor.copy(tables.sql(_COPY_LEXICAL)) as copy:
+    """Write the postings of `rows` (id, text, metadata): each one's length and distinct terms with their
+    frequencies. Counts the terms into `frequencies`; returns the total length."""
+    vocabulary = Vocabulary()
+    encoded = encode_documents(vocabulary, [row[1] for row in rows], [row[2] or {} for row in rows])
+    postings: list[tuple[list[str], list[int]]] = [([], []) for _ in rows]
+    width, names = len(vocabulary) + 1, vocabulary.terms
+    pairs, counts = np.unique(encoded.owners * width + encoded.ids.astype(np.int64), return_counts=True)
+    for pair, count in zip(pairs.tolist(), counts.tolist(), strict=True):
+        owner, term = divmod(pair, width)
+        postings[owner][0].append(names[term])
+        postings[owner][1].append(count)
+    lengths = encoded.lengths.tolist()
+    statement = tables.sql("COPY {lexical} (id, length, terms, tfs) FROM STDIN (FORMAT BINARY)")
+    with conn.cursor() as cursor, cursor.copy(statement) as copy:
         copy.set_types(["text", "int4", "text[]", "int4[]"])
-        lexical = postings([row[1] for row in rows], [row[2] or {} for row in rows])
-        for (doc_id, *_), (terms, tfs, length) in zip(rows, lexical, strict=True):
-            copy.write_row((doc_id, length, terms, tfs))
+        for (doc_id, *_), (terms, tfs), length in zip(rows, postings, lengths, strict=True):
+            copy.write_row((doc_id, int(length), terms, tfs))
             frequencies.update(terms)
-            total += length
-    return total
+    return int(sum(lengths))
 
 
 def _settle(conn: Any, tables: Tables, frequencies: Counter[str], documents: int, length: int) -> None:
@@ -259,15 +227,15 @@ def write_rows(
     with conn.cursor() as cursor, cursor.copy(statement) as copy:
         copy.set_types(["text", "text", "jsonb", "vector"])
         for doc, vector in zip(documents, vectors, strict=True):
-            copy.write_row((doc.id, doc.text, Jsonb(metadata_json(doc.metadata), dumps=str), vector))
+            copy.write_row((doc.id, doc.text, Jsonb(json_value(doc.metadata), dumps=str), vector))
     length = _copy_lexical(conn, tables, [(d.id, d.text, d.metadata) for d in documents], frequencies)
     _settle(conn, tables, frequencies, len(ids) - old_documents, length - old_length)
 
 
-def delete_rows(conn: Any, tables: Tables, where: str, params: Sequence[Any]) -> int:
-    """Delete the documents matching the SQL condition `where`; returns how many were removed."""
-    statement = tables.sql("DELETE FROM {docs} WHERE {where} RETURNING id", where=where)
-    deleted = [row[0] for row in conn.execute(statement, params).fetchall()]
+def delete_rows(conn: Any, tables: Tables, condition: Condition) -> int:
+    """Delete the documents matching `condition`; returns how many were removed."""
+    statement = tables.sql("DELETE FROM {docs} WHERE {where} RETURNING id", where=condition.text)
+    deleted = [row[0] for row in conn.execute(statement, condition.params).fetchall()]
     if deleted:
         frequencies: Counter[str] = Counter()
         documents, length = _forget(conn, tables, deleted, frequencies)
@@ -275,14 +243,14 @@ def delete_rows(conn: Any, tables: Tables, where: str, params: Sequence[Any]) ->
     return len(deleted)
 
 
-def rebuild_lexical(conn: Any, tables: Tables, tokenizer: str, batch: int = 5000) -> None:
+def rebuild_lexical(conn: Any, tables: Tables, tokenizer: str) -> None:
     """Analyse every stored text again (another tokenizer wrote the terms) and record `tokenizer`."""
     conn.execute(tables.sql("DELETE FROM {lexical}; DELETE FROM {terms}"))
     frequencies: Counter[str] = Counter()
     documents = total = 0
     with conn.cursor(name="rag_rebuild") as reader:  # server-side: the texts never all sit in memory
         reader.execute(tables.sql("SELECT id, text, metadata FROM {docs} ORDER BY id"))
-        while rows := reader.fetchmany(batch):
+        while rows := reader.fetchmany(5000):
             total += _copy_lexical(conn, tables, rows, frequencies)
             documents += len(rows)
     statement = "UPDATE {info} SET documents = 0, total_length = 0, tokenizer = %s"

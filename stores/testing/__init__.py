@@ -1,9 +1,9 @@
 """Shared tests and test data for vector stores: subclass `VectorStoreConformance` (see its module).
 
 This package, `stores.testing.cases` (data, a counting embedder) and `stores.testing.concurrency` (the
-threads check) import without pytest or hypothesis. The suite (`stores.testing.conformance` and
-`stores.testing.modes`) needs pytest and `stores.testing.strategies` hypothesis, both in the `dev`
-extra; without them they raise `MissingDependencyError` naming it.
+threads check) import without pytest or hypothesis. The suite (`stores.testing.conformance`) needs
+pytest and `stores.testing.strategies` hypothesis, both in the `dev` extra; without them they raise
+`MissingDependencyError` naming it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Data for the store conformance suite: a counting embedder, vectors with chosen cosines, filter cases,
-and the helpers the suite shares. Plain Python and numpy: importable without pytest or hypothesis.
-
-Example:
-    >>> from rag import HashingEmbedding
-    >>> model = CountingEmbedding(HashingEmbedding(dimensions=32))
-    >>> _ = model.embed(["a", "b"])
-    >>> model.texts
-    ['a', 'b']
-"""
+"""Data for the store conformance suite: a counting embedder, vectors with chosen cosines, documents,
+filter cases and the helpers the suite shares. Plain Python and numpy: importable without pytest or
+hypothesis."""
 
 from __future__ import annotations
 
@@ -35,14 +28,37 @@ __all__ = [
 Reopen = Callable[[VectorStore, EmbeddingModel], VectorStore]
 """A store's `reopen` fixture: open the same stored data again with the given embedding model."""
 
+DIMENSIONS = 64
+COSINES = {"p": 0.9, "q": 0.6, "r": 0.3, "s": 0.0, "t": -0.5}
+KEPT: dict[str, Any] = {"source": "Zürich/東京.md", "page": 3, "ratio": 0.25, "ok": True, "tags": ["a", "ä"]}
+WRITTEN: dict[str, Any] = {**KEPT, "gone": None}  # a None value is a missing key
+_ONES = np.ones(DIMENSIONS - 1, np.float32)
+_SIZES = "{0}.*{1}|{1}.*{0}"  # a message naming both sizes
+BAD_VECTORS = {  # each with what its message must say
+    "too-short": (_ONES, _SIZES.format(DIMENSIONS - 1, DIMENSIONS)),
+    "too-long": (np.ones(DIMENSIONS + 7, np.float32), _SIZES.format(DIMENSIONS + 7, DIMENSIONS)),
+    "nan": (np.full(DIMENSIONS, np.nan, np.float32), "NaN|finite"),
+    "inf": (np.append(_ONES, np.float32(np.inf)), "inf|finite"),
+    "minus-inf": (np.append(_ONES, np.float32(-np.inf)), "inf|finite"),
+}
+BAD_GETS = {  # arguments of `get` and the one message each gives
+    "negative": ({"limit": -1}, "limit must be an integer >= 0 or None, got -1"),
+    "bool": ({"limit": True}, "limit must be an integer >= 0 or None, got True"),
+    "float": ({"limit": 1.5}, "limit must be an integer >= 0 or None, got 1.5"),
+    "one-string": ({"ids": "d1"}, "ids must be a list of ids, not the single string 'd1'"),
+    "not-a-string": ({"ids": ["d1", 7]}, "ids must be strings, got 7"),
+}
+
 
 class CountingEmbedding:
     """Wraps an embedding model and records every text it embeds (optionally under another name).
 
     Example:
         >>> from rag import HashingEmbedding
-        >>> CountingEmbedding(HashingEmbedding(dimensions=8), name="other").name
-        'other'
+        >>> model = CountingEmbedding(HashingEmbedding(dimensions=8), name="other")
+        >>> _ = model.embed(["a", "b"])
+        >>> model.name, model.texts
+        ('other', ['a', 'b'])
     """
 
     __test__ = False
@@ -120,6 +136,31 @@ def lexical_documents() -> list[Document]:
     """LEXICAL_TEXTS as documents with metadata `kind` (where it applies) and `n` (their number)."""
     kinds = {i: {"kind": kind} for i, kind in _LEXICAL_KINDS.items()}
     return [Document(i, text, {**kinds.get(i, {}), "n": int(i[1:])}) for i, text in LEXICAL_TEXTS.items()]
+
+
+# Cosines with "alpha beta" and texts chosen so that the cosine order and the BM25 order differ.
+SCORED = {
+    "p": (0.9, "alpha"),
+    "q": (0.6, "alpha beta alpha beta"),
+    "r": (0.3, "beta beta beta alpha gamma"),
+    "s": (0.1, "alpha alpha alpha alpha alpha"),
+    "t": (0.8, "gamma delta"),
+    "u": (-0.4, "beta"),
+}
+# A title and heading path that a chunk's own text does not repeat, one it does, and none at all.
+TITLED = [
+    Document(
+        "sec", "Declare the type of the path parameter.", {"title": "Guide", "headings": ["Validators"]}
+    ),
+    Document("rec", "Aspirin\n\nReduces fever in guides.", {"title": "Aspirin", "n": 1}),
+    Document("bare", "A guide to path parameters and fever.", {"n": 2}),
+]
+LANGUAGES = [
+    Document("de", "Die Häuser am Fluss", {"lang": "de"}),
+    Document("en", "The houses by the river", {"lang": "en"}),
+    Document("ru", "Дома у реки", {"lang": "ru"}),
+    Document("doc", "Release notes", {"title": "Houses", "source": "guide/river-house.md"}),
+]
 
 
 # Documents for the filter cases. Each tests a rule of docs/filters.md: int vs float, bool vs number,

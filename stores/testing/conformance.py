@@ -4,7 +4,9 @@ A store joins by subclassing `VectorStoreConformance` and supplying two fixtures
 built with the suite's `embedding` fixture, and `reopen`, a function that opens the same stored data
 again with a given embedding model (for persistence and the model-mismatch check). The store's
 `capabilities` say what it promises: an approximate store is held to the exact answers where its index
-finds every neighbour (the small data here) and must refuse `exact=True`.
+finds every neighbour (the small data here) and must refuse `exact=True`. Lexical and hybrid answers
+are compared with their definitions: a reference `LexicalIndex` over the same texts, and
+`rag.retrieval`'s fusion functions applied to the store's own vector and lexical rankings.
 
 Example:
     >>> import pytest
@@ -17,7 +19,7 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,42 +38,34 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.errors import DimensionMismatchError, EmbeddingModelMismatchError, InvalidRequestError
 from rag.filters import Filter, key
+from rag.retrieval import reciprocal_rank_fusion, weighted_fusion
 from rag.vectorstore import Capabilities, VectorStore
+from stores.ranking import candidate_depth
 from stores.testing.cases import (
+    BAD_GETS,
+    BAD_VECTORS,
+    COSINES,
+    DIMENSIONS,
     FILTER_CASES,
+    KEPT,
+    LANGUAGES,
+    LEXICAL_QUERY,
+    LEXICAL_TEXTS,
+    SCORED,
+    TITLED,
+    WRITTEN,
     CountingEmbedding,
     Reopen,
     add_with_cosines,
     filter_documents,
     ids,
+    lexical_documents,
+    lexical_reference,
     query_vector,
     vector_with_cosine,
 )
-from stores.testing.modes import SearchModeConformance
 
 __all__ = ["Reopen", "VectorStoreConformance"]
-
-DIMENSIONS = 64
-
-_COSINES = {"p": 0.9, "q": 0.6, "r": 0.3, "s": 0.0, "t": -0.5}
-_KEPT: dict[str, Any] = {"source": "Zürich/東京.md", "page": 3, "ratio": 0.25, "ok": True, "tags": ["a", "ä"]}
-_WRITTEN: dict[str, Any] = {**_KEPT, "gone": None}  # a None value is a missing key
-_ONES = np.ones(DIMENSIONS - 1, np.float32)
-_SIZES = "{0}.*{1}|{1}.*{0}"  # a message naming both sizes
-_BAD_VECTORS = {  # each with what its message must say
-    "too-short": (_ONES, _SIZES.format(DIMENSIONS - 1, DIMENSIONS)),
-    "too-long": (np.ones(DIMENSIONS + 7, np.float32), _SIZES.format(DIMENSIONS + 7, DIMENSIONS)),
-    "nan": (np.full(DIMENSIONS, np.nan, np.float32), "NaN|finite"),
-    "inf": (np.append(_ONES, np.float32(np.inf)), "inf|finite"),
-    "minus-inf": (np.append(_ONES, np.float32(-np.inf)), "inf|finite"),
-}
-_BAD_GETS = {  # arguments of `get` and the one message each gives
-    "negative": ({"limit": -1}, "limit must be an integer >= 0 or None, got -1"),
-    "bool": ({"limit": True}, "limit must be an integer >= 0 or None, got True"),
-    "float": ({"limit": 1.5}, "limit must be an integer >= 0 or None, got 1.5"),
-    "one-string": ({"ids": "d1"}, "ids must be a list of ids, not the single string 'd1'"),
-    "not-a-string": ({"ids": ["d1", 7]}, "ids must be strings, got 7"),
-}
 
 
 def _scored(store: VectorStore, cosines: dict[str, float]) -> None:
@@ -79,8 +73,22 @@ def _scored(store: VectorStore, cosines: dict[str, float]) -> None:
     add_with_cosines(store, {i: (c, f"doc {i}") for i, c in cosines.items()}, "alpha beta")
 
 
-class VectorStoreConformance(SearchModeConformance):
-    """Mixin of contract tests; see the module docstring for the two fixtures a subclass supplies."""
+def _hits(found: list[Document]) -> list[tuple[str, float]]:
+    return [(d.id, d.score if d.score is not None else float("nan")) for d in found]
+
+
+def _assert_hits(found: list[Document], expected: Sequence[tuple[str, float]]) -> None:
+    """Same ids in the same order, scores within 1e-9."""
+    assert ids(found) == [doc_id for doc_id, _ in expected]
+    assert [d.score for d in found] == pytest.approx([score for _, score in expected], abs=1e-9)
+
+
+def _lexical(store: VectorStore, query: str, top_k: int = 4) -> list[Document]:
+    return store.similarity_search(SearchRequest(query, top_k=top_k, mode="lexical"))
+
+
+class VectorStoreConformance:
+    """Contract tests; see the module docstring for the two fixtures a subclass supplies."""
 
     @pytest.fixture
     def embedding(self) -> CountingEmbedding:
@@ -98,65 +106,52 @@ class VectorStoreConformance(SearchModeConformance):
     # -- add / upsert ----------------------------------------------------------------------------
 
     def test_add_then_get_round_trips_text_and_metadata(self, store: VectorStore) -> None:
-        store.add([Document("doc-1", "Grüße aus 東京 🙂", _WRITTEN)])
+        store.add([])  # a no-op, and an empty store finds nothing in any mode
+        assert store.count() == 0 and store.get() == []
+        for mode in ("vector", "lexical", "hybrid"):
+            assert store.similarity_search(SearchRequest("anything", mode=mode)) == [], mode
+        store.add([Document("doc-1", "Grüße aus 東京 🙂", WRITTEN)])
         [got] = store.get(["doc-1"])
-        assert (got.id, got.text, got.score, got.metadata) == ("doc-1", "Grüße aus 東京 🙂", None, _KEPT)
+        assert (got.id, got.text, got.score, got.metadata) == ("doc-1", "Grüße aus 東京 🙂", None, KEPT)
         assert type(got.metadata["page"]) is int and type(got.metadata["ok"]) is bool
         assert store.count() == 1
 
-    def test_upsert_replaces_text_metadata_and_vector(self, store: VectorStore) -> None:
+    def test_upsert_replaces_and_the_last_of_repeated_ids_wins(self, store: VectorStore) -> None:
         store.add(
             [Document("x", "apples and pears", {"kind": "fruit", "tags": ["old"]}), Document("y", "trains")]
         )
-        store.add([Document("x", "rockets and planets", {"kind": "space"})])
-        assert store.count() == 2
-        [got] = store.get(["x"])
-        assert (got.text, got.metadata) == ("rockets and planets", {"kind": "space"})
+        repeated = [Document("z", "first", {"v": 1}), Document("x", "rockets and planets", {"kind": "space"})]
+        store.add([*repeated, Document("z", "second", {"v": 2})])
+        assert store.count() == 3
+        expected = [("rockets and planets", {"kind": "space"}), ("second", {"v": 2})]
+        assert [(d.text, d.metadata) for d in store.get(["x", "z"])] == expected
         assert store.count(key("kind") == "fruit") == 0 and store.count(key("tags").contains("old")) == 0
-        assert ids(store.similarity_search(SearchRequest("rockets planets", top_k=1))) == ["x"]
+        assert ids(store.similarity_search("rockets planets"))[0] == "x"  # a text request
 
-    def test_repeated_id_in_one_add_keeps_the_last(self, store: VectorStore) -> None:
-        store.add(
-            [Document("a", "first", {"v": 1}), Document("b", "other"), Document("a", "second", {"v": 2})]
-        )
-        assert store.count() == 2
-        assert [(d.text, d.metadata) for d in store.get(["a"])] == [("second", {"v": 2})]
-
-    def test_add_nothing_is_a_no_op_and_an_empty_store_finds_nothing(self, store: VectorStore) -> None:
-        store.add([])
-        assert store.count() == 0 and store.get() == [] and store.similarity_search("anything") == []
-
-    def test_given_embeddings_are_kept_normalised_and_not_recomputed(
+    def test_missing_embeddings_are_computed_once_and_given_ones_kept_normalised(
         self, store: VectorStore, embedding: CountingEmbedding
     ) -> None:
         given = np.zeros(DIMENSIONS, np.float32)
         given[[3, 5]] = [3.0, 4.0]
-        store.add([Document("g", "given text", embedding=given), Document("m", "missing text")])
-        assert embedding.texts == ["missing text"]
-        vectors = {d.id: d.embedding for d in store.get(include_embeddings=True)}
-        np.testing.assert_allclose(vectors["g"], given / 5.0, atol=1e-6)  # type: ignore[arg-type]
-        np.testing.assert_allclose(vectors["m"], embedding.inner.embed(["missing text"])[0], atol=1e-6)  # type: ignore[arg-type]
-
-    def test_many_documents_are_each_embedded_once(
-        self, store: VectorStore, embedding: CountingEmbedding
-    ) -> None:
         texts = [f"text number {i}" for i in range(700)]
-        store.add(Document(f"id{i:04d}", t) for i, t in enumerate(texts))
-        assert sorted(embedding.texts) == sorted(texts)
-        assert store.count() == 700 and ids(store.get(limit=2)) == ["id0000", "id0001"]
+        store.add(
+            [Document("given", "given text", embedding=given)]
+            + [Document(f"id{i:04d}", t) for i, t in enumerate(texts)]
+        )
+        assert sorted(embedding.texts) == sorted(texts)  # each once, the given vector's text never
+        assert store.count() == 701 and ids(store.get(limit=2)) == ["given", "id0000"]
+        vectors = [d.embedding for d in store.get(["given", "id0699"], include_embeddings=True)]
+        np.testing.assert_allclose(vectors[0], given / 5.0, atol=1e-6)  # type: ignore[arg-type]
+        np.testing.assert_allclose(vectors[1], embedding.inner.embed([texts[-1]])[0], atol=1e-6)  # type: ignore[arg-type]
 
-    @pytest.mark.parametrize(("vector", "message"), _BAD_VECTORS.values(), ids=_BAD_VECTORS)
+    @pytest.mark.parametrize(("vector", "message"), BAD_VECTORS.values(), ids=BAD_VECTORS)
     def test_bad_vector_raises_and_loses_nothing(
         self, store: VectorStore, vector: np.ndarray, message: str
     ) -> None:
         store.add([Document("keep", "kept text", {"v": 1})])
-        batch = [
-            Document("keep", "overwritten?"),
-            Document("new", "new text"),
-            Document("bad id", "x", embedding=vector),
-        ]
+        batch = [Document("keep", "overwritten?"), Document("new", "new text")]
         with pytest.raises(DimensionMismatchError, match=message) as info:
-            store.add(batch)
+            store.add([*batch, Document("bad id", "x", embedding=vector)])
         assert "'bad id'" in str(info.value)
         assert [(d.id, d.text, d.metadata) for d in store.get()] == [("keep", "kept text", {"v": 1})]
 
@@ -173,37 +168,39 @@ class VectorStoreConformance(SearchModeConformance):
         assert filtered.delete([]) == 0 and filtered.count() == 5
 
     @pytest.mark.parametrize("as_text", [False, True], ids=["tree", "text"])
-    def test_delete_by_filter(self, filtered: VectorStore, as_text: bool) -> None:
+    def test_delete_by_filter_down_to_nothing_then_add_again(
+        self, filtered: VectorStore, as_text: bool
+    ) -> None:
         tree = key("tags").contains("tech") | (key("year") < 2000)
         assert filtered.delete(filter=str(tree) if as_text else tree) == 3
         assert ids(filtered.get()) == ["d3", "d4", "d5", "d7"]
         assert filtered.delete(filter=key("nokey") == 1) == 0
-
-    def test_delete_everything_then_add_again(self, filtered: VectorStore) -> None:
-        assert filtered.delete(filter=key("nokey").is_null()) == 7
+        assert filtered.delete(filter=key("nokey").is_null()) == 4
         assert filtered.count() == 0 and filtered.get() == [] and filtered.similarity_search("document") == []
         filtered.add([Document("d1", "back again", {"year": 2020})])
         assert ids(filtered.get(filter=key("year") == 2020)) == ["d1"]
 
     # -- get / count -----------------------------------------------------------------------------
 
-    def test_get_by_ids_keeps_their_order(self, filtered: VectorStore) -> None:
-        assert ids(filtered.get(["d7", "zz", "d1", "d7", "d3"])) == ["d7", "d1", "d3"]
+    def test_get_and_count(self, filtered: VectorStore) -> None:
+        assert ids(filtered.get(["d7", "zz", "d1", "d7", "d3"])) == ["d7", "d1", "d3"]  # in their order
         assert ids(filtered.get(["d7", "d1", "d3"], filter=key("year") >= 2020)) == ["d1", "d3"]
         assert ids(filtered.get(["d7", "d1", "d3"], limit=2)) == ["d7", "d1"]
         assert filtered.get([]) == []
+        for limit in (0, 1, 3, 100):  # the limit applies after the filter
+            found = ids(filtered.get(filter=key("year").is_not_null(), limit=limit))
+            assert found == ["d1", "d2", "d3", "d4", "d6", "d7"][:limit], limit
+        assert all(d.embedding is None for d in filtered.get())  # embeddings only when asked
+        got = filtered.get(["d1"], include_embeddings=True)[0].embedding
+        np.testing.assert_allclose(got, filter_documents(DIMENSIONS)[0].embedding, atol=1e-6)  # type: ignore[arg-type]
+        assert filtered.count() == 7 and filtered.count(key("year") == 2020) == 2
 
     def test_get_without_ids_is_in_code_point_id_order(self, store: VectorStore) -> None:
         every = ["b", "B", "a", "ä", "10", "9", "Z", "_", "東"]
         store.add(Document(i, f"text {n}") for n, i in enumerate(every))
         assert ids(store.get()) == sorted(every) and ids(store.get(limit=3)) == sorted(every)[:3]
 
-    @pytest.mark.parametrize("limit", [0, 1, 3, 100])
-    def test_get_limit_applies_after_filter(self, filtered: VectorStore, limit: int) -> None:
-        found = ids(filtered.get(filter=key("year").is_not_null(), limit=limit))
-        assert found == ["d1", "d2", "d3", "d4", "d6", "d7"][:limit]
-
-    @pytest.mark.parametrize(("arguments", "message"), _BAD_GETS.values(), ids=_BAD_GETS)
+    @pytest.mark.parametrize(("arguments", "message"), BAD_GETS.values(), ids=BAD_GETS)
     def test_bad_get_arguments_have_one_message(
         self, filtered: VectorStore, arguments: dict[str, object], message: str
     ) -> None:
@@ -211,32 +208,33 @@ class VectorStoreConformance(SearchModeConformance):
             filtered.get(**arguments)  # type: ignore[arg-type]
         assert str(info.value) == message
 
-    def test_get_embeddings_only_when_asked_and_count(self, filtered: VectorStore) -> None:
-        assert all(d.embedding is None for d in filtered.get())
-        expected = filter_documents(DIMENSIONS)[0].embedding
-        got = filtered.get(["d1"], include_embeddings=True)[0].embedding
-        np.testing.assert_allclose(got, expected, atol=1e-6)  # type: ignore[arg-type]
-        assert filtered.count() == 7 and filtered.count(key("year") == 2020) == 2
-
-    # -- similarity search -----------------------------------------------------------------------
-
-    def test_best_first_with_cosine_scores(self, store: VectorStore) -> None:
-        _scored(store, _COSINES)
-        found = store.similarity_search(SearchRequest("alpha beta", top_k=3))
-        assert ids(found) == ["p", "q", "r"]
-        assert [d.score for d in found] == pytest.approx([0.9, 0.6, 0.3], abs=1e-5)
-        assert found[0].metadata == {"n": 0} and found[0].text == "doc p" and found[0].embedding is None
+    # -- vector search ---------------------------------------------------------------------------
 
     @pytest.mark.parametrize(
         ("top_k", "threshold", "expected"),
-        [(0, 0.0, ""), (10, 0.0, "pqrst"), (10, 0.25, "pqr"), (10, 0.5, "pq"), (1, 0.5, "p"), (10, 0.95, "")],
+        [
+            (0, 0.0, ""),
+            (3, 0.0, "pqr"),
+            (10, 0.0, "pqrst"),
+            (10, 0.25, "pqr"),
+            (10, 0.5, "pq"),
+            (1, 0.5, "p"),
+            (10, 0.95, ""),
+        ],
     )  # threshold 0 accepts every score, negative ones too
-    def test_top_k_and_threshold(
+    def test_best_first_with_cosine_scores_top_k_and_threshold(
         self, store: VectorStore, top_k: int, threshold: float, expected: str
     ) -> None:
-        _scored(store, _COSINES)
-        request = SearchRequest("alpha beta", top_k=top_k, similarity_threshold=threshold)
-        assert ids(store.similarity_search(request)) == list(expected)
+        _scored(store, COSINES)
+        found = store.similarity_search(
+            SearchRequest("alpha beta", top_k=top_k, similarity_threshold=threshold)
+        )
+        assert ids(found) == list(expected)
+        assert [d.score for d in found] == pytest.approx([COSINES[i] for i in expected], abs=1e-5)
+        order = list(COSINES)
+        assert [(d.text, d.metadata, d.embedding) for d in found] == [
+            (f"doc {i}", {"n": order.index(i)}, None) for i in expected
+        ]
 
     def test_threshold_one_keeps_identical_vectors_only(self, store: VectorStore) -> None:
         _scored(store, {"same": 1.0, "close": 0.999, "far": 0.2})
@@ -252,43 +250,25 @@ class VectorStoreConformance(SearchModeConformance):
         assert ids(store.similarity_search(SearchRequest("alpha beta", top_k=10))) == expected
         assert ids(store.similarity_search(SearchRequest("alpha beta", top_k=3))) == expected[:3]
 
-    def test_text_request_and_real_embeddings(self, store: VectorStore) -> None:
-        texts = ["Chroma keeps vectors on disk", "café au lait à Paris", "東京 タワー"]
-        store.add(Document(str(n), text) for n, text in enumerate(texts, 1))
-        assert ids(store.similarity_search("where does chroma keep vectors"))[0] == "1"
-        assert ids(store.similarity_search(SearchRequest("東京", top_k=1))) == ["3"]
-        assert ids(store.similarity_search(SearchRequest("café", top_k=1))) == ["2"]
-
-    def test_search_with_filter_ranks_within_matches(self, store: VectorStore) -> None:
-        _scored(store, {"p": 0.9, "q": 0.6, "r": 0.3, "s": 0.0})
-        request = SearchRequest("alpha beta", top_k=2, filter=key("n") >= 1)
-        assert ids(store.similarity_search(request)) == ["q", "r"]
-        assert store.similarity_search(request.replace(filter="n > 100")) == []
-
-    def test_declares_its_capabilities(self, store: VectorStore) -> None:
+    def test_capabilities_and_exact_ranking_of_every_match(self, store: VectorStore) -> None:
         capabilities = getattr(store, "capabilities", None)
         assert isinstance(capabilities, Capabilities), "a store declares `capabilities`"
-        if not capabilities.exact:
-            # An approximate store refuses exact requests, naming the stores that answer them.
+        if not capabilities.exact:  # refused, naming the stores that answer it
             with pytest.raises(InvalidRequestError, match=r"numpy.*pgvector"):
                 store.similarity_search(SearchRequest("alpha beta", exact=True))
-
-    def test_exact_requests_rank_every_match_exactly(self, store: VectorStore) -> None:
-        # An exact store ranks every match exactly with `exact=True`, filtered or not, with ties by id,
-        # zero vectors included; an approximate one gives the same result set and order at this size.
-        exact = store.capabilities.exact  # type: ignore[attr-defined]
+        # An exact store ranks every match exactly with `exact=True`, filtered or not, within the top k,
+        # with ties by id, zero vectors included; an approximate one gives the same ids at this size.
         q = query_vector(store.embedding, "alpha beta")
         _scored(store, {f"c{i:02d}": round(0.9 - 0.05 * i, 2) for i in range(20)})
         store.add([Document("z0", "", {"n": 0}), Document("z1", "", {"n": 1})])  # zero vectors: cosine 0
         store.add([Document("tie", "t", {"n": 2}, embedding=vector_with_cosine(q, 0.5, seed=5))])
-        for text_filter, least in ((None, 0), ("n >= 2", 2)):
-            request = SearchRequest("alpha beta", top_k=25, filter=text_filter, exact=exact)
-            every = store.get(filter=text_filter, include_embeddings=True)
+        for tree, top_k in ((None, 25), (key("n") >= 2, 25), (key("n") >= 2, 3), ("n > 100", 5)):
+            request = SearchRequest("alpha beta", top_k=top_k, filter=tree, exact=capabilities.exact)
+            every = store.get(filter=tree, include_embeddings=True)
             expected = sorted(every, key=lambda d: (-round(float(np.dot(d.embedding, q)), 5), d.id))  # type: ignore[arg-type]
             found = store.similarity_search(request)
-            assert ids(found) == ids(expected)[:25]
-            assert all(int(str(d.metadata["n"])) >= least for d in found)
-            if exact:
+            assert ids(found) == ids(expected)[:top_k]
+            if capabilities.exact:
                 assert store.similarity_search(request.replace(exact=False)) == found  # small: exact anyway
 
     # -- filters ---------------------------------------------------------------------------------
@@ -306,29 +286,128 @@ class VectorStoreConformance(SearchModeConformance):
             found = filtered.similarity_search(SearchRequest("document", top_k=20, filter=tree, mode=mode))
             assert sorted(ids(found)) == expected, mode
 
-    def test_filter_text_with_quoting(self, filtered: VectorStore) -> None:
-        assert ids(filtered.get(filter="'file name' == \"a b.txt\" OR \"名前\" == '東京'")) == ["d1", "d3"]
-        assert ids(filtered.get(filter="meta.lang IN ['en', 'nl'] AND NOT draft == true")) == ["d1"]
+    # -- lexical and hybrid search ---------------------------------------------------------------
+
+    def test_lexical_ranks_by_bm25_and_follows_upserts_and_deletes(self, store: VectorStore) -> None:
+        store.add(lexical_documents())
+        found = _lexical(store, LEXICAL_QUERY, 10)
+        _assert_hits(found, lexical_reference(lexical_documents()).search(LEXICAL_QUERY, 10))
+        assert found[0].id == "l2" and "l5" not in ids(found)  # no query term, no hit
+        assert found[0].text == LEXICAL_TEXTS["l2"] and found[0].metadata == {"kind": "sparse", "n": 2}
+        for query, expected in (("東京", "l7"), ("cafe zurich", "l6")):  # accents and other scripts
+            assert ids(_lexical(store, query)) == [expected]
+        store.add([Document("l5", "sparse sparse sparse sparse retrieval", {"kind": "sparse"})])
+        assert store.delete(["l2"]) == 1 and store.delete(filter=key("kind") == "dense") == 1
+        kept = [d for d in lexical_documents() if d.id not in {"l2", "l3", "l5"}]
+        kept.append(Document("l5", "sparse sparse sparse sparse retrieval"))
+        _assert_hits(_lexical(store, LEXICAL_QUERY, 10), lexical_reference(kept).search(LEXICAL_QUERY, 10))
+        store.add([Document("l5", "nothing relevant")])
+        assert "l5" not in ids(_lexical(store, "sparse"))
+
+    def test_titles_and_headings_are_indexed_beside_the_text(
+        self, store: VectorStore, reopen: Reopen, embedding: CountingEmbedding
+    ) -> None:
+        store.add(TITLED)
+        [found] = _lexical(store, "validators", 5)  # the word is only in its heading path
+        assert (found.id, found.text, found.metadata) == ("sec", TITLED[0].text, TITLED[0].metadata)
+        expected = lexical_reference(TITLED).search("guide aspirin path fever", 5)
+        for opened in (store, reopen(store, embedding)):
+            _assert_hits(_lexical(opened, "guide aspirin path fever", 5), expected)
+
+    def test_lexical_analyses_each_document_in_its_language(self, store: VectorStore) -> None:
+        store.add(LANGUAGES)
+        assert _lexical(store, "Haus")[0].id == "de"
+        for query in ("Haus", "house rivers", "дом", "die Flüsse"):
+            _assert_hits(_lexical(store, query, 5), lexical_reference(LANGUAGES).search(query, 5))
+        store.delete(["ru", "en"])  # the languages held, and their statistics, follow deletes
+        kept = [d for d in LANGUAGES if d.id not in {"ru", "en"}]
+        for query in ("Haus", "house rivers", "дом"):
+            _assert_hits(_lexical(store, query, 5), lexical_reference(kept).search(query, 5))
+
+    def test_lexical_filter_top_k_and_empty_queries(self, store: VectorStore) -> None:
+        store.add(lexical_documents())
+        request = SearchRequest(LEXICAL_QUERY, top_k=2, mode="lexical", filter=key("kind") != "sparse")
+        # BM25 statistics cover the whole collection; the filter chooses which documents come back.
+        allowed = set(LEXICAL_TEXTS) - {"l1", "l2"}
+        _assert_hits(
+            store.similarity_search(request),
+            lexical_reference(lexical_documents()).search(LEXICAL_QUERY, 2, allowed=allowed),
+        )
+        assert store.similarity_search(request.replace(top_k=0)) == []
+        assert store.similarity_search(request.replace(query="the of and")) == []  # stopwords only
+        # Without lexical hits, hybrid is reciprocal rank fusion of the vector ranking alone, less the
+        # documents without evidence (cosine 0 and no query term): here, every one.
+        vector = store.similarity_search(SearchRequest("the of and", top_k=3))
+        hybrid = store.similarity_search(SearchRequest("the of and", top_k=3, mode="hybrid"))
+        evident = [d for d in vector if d.score is not None and d.score > 0.0]
+        _assert_hits(hybrid, [(d.id, 1 / (61 + rank)) for rank, d in enumerate(evident)])
+
+    @pytest.mark.parametrize("threshold", [0.0, 0.2, 0.5, 0.85])
+    def test_threshold_applies_to_cosine_in_every_mode(self, store: VectorStore, threshold: float) -> None:
+        add_with_cosines(store, SCORED, "alpha beta")
+        passing = {doc_id for doc_id, (c, _) in SCORED.items() if threshold == 0 or c >= threshold}
+        request = SearchRequest("alpha beta", top_k=10, similarity_threshold=threshold, mode="lexical")
+        documents = [Document(doc_id, text) for doc_id, (_, text) in SCORED.items()]
+        _assert_hits(
+            store.similarity_search(request),
+            lexical_reference(documents).search("alpha beta", 10, allowed=passing),
+        )
+        for mode in ("vector", "hybrid"):
+            assert set(ids(store.similarity_search(request.replace(mode=mode)))) == passing, mode
+
+    @pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+    @pytest.mark.parametrize("filtered", [False, True])
+    def test_hybrid_fuses_the_vector_and_lexical_rankings(
+        self, store: VectorStore, fusion: str, filtered: bool
+    ) -> None:
+        add_with_cosines(store, SCORED, "alpha beta")
+        store.add(lexical_documents())
+        tree = key("n") < 4 if filtered else None
+        base = SearchRequest("alpha beta sparse", top_k=4, filter=tree, rrf_k=7, vector_weight=0.3)
+        depth = candidate_depth(base.top_k)
+        vector = _hits(store.similarity_search(base.replace(top_k=depth)))
+        lexical = _hits(store.similarity_search(base.replace(top_k=depth, mode="lexical")))
+        if fusion == "rrf":  # vector_weight 0.3 weighs the rankings 0.6 and 1.4
+            rankings = [[i for i, _ in vector], [i for i, _ in lexical]]
+            expected = reciprocal_rank_fusion(rankings, k=7, weights=[0.6, 1.4])
+        else:
+            expected = weighted_fusion(vector, lexical, 0.3)
+        _assert_hits(store.similarity_search(base.replace(mode="hybrid", fusion=fusion)), expected[:4])
+
+    @pytest.mark.parametrize("mode", ["vector", "lexical", "hybrid"])
+    def test_diversity_skips_a_near_duplicate(self, store: VectorStore, mode: str) -> None:
+        q = query_vector(store.embedding, "alpha")
+        twin = vector_with_cosine(q, 0.9, seed=1)
+        store.add([Document(i, "alpha alpha", embedding=twin) for i in ("a", "a2")])
+        store.add([Document("b", "alpha gamma delta", embedding=vector_with_cosine(q, 0.6, seed=2))])
+        request = SearchRequest("alpha", top_k=2, mode=mode)  # type: ignore[arg-type]
+        assert ids(store.similarity_search(request)) == ["a", "a2"]
+        scores = {d.id: d.score for d in store.similarity_search(request.replace(top_k=3))}
+        found = store.similarity_search(request.replace(diversity=0.9))  # the mode's scores kept
+        assert [(d.id, d.score) for d in found] == [("a", scores["a"]), ("b", scores["b"])]
 
     # -- persistence and the embedding model -----------------------------------------------------
 
-    def test_reopen_with_same_model_sees_the_documents(
+    def test_reopening_with_the_same_model_keeps_documents_and_rankings(
         self, filtered: VectorStore, reopen: Reopen, embedding: CountingEmbedding
     ) -> None:
+        add_with_cosines(filtered, SCORED, "alpha beta")
+        filtered.add(lexical_documents())
+        requests = [
+            SearchRequest("alpha sparse", top_k=5, mode=m, diversity=0.3)
+            for m in ("vector", "lexical", "hybrid")
+        ]
+        before = [_hits(filtered.similarity_search(r)) for r in requests]
         again = reopen(filtered, embedding)
-        assert ids(again.get()) == ids(filtered.get())
+        assert again.get() == filtered.get()
         assert ids(again.get(filter=key("tags").contains("tech"))) == ["d1", "d2"]
+        assert [_hits(again.similarity_search(r)) for r in requests] == before
 
     @pytest.mark.parametrize(("name", "dimensions"), [("another-model", DIMENSIONS), (None, 32)])
     def test_reopen_with_another_model_is_refused(
-        self,
-        filtered: VectorStore,
-        reopen: Reopen,
-        embedding: CountingEmbedding,
-        name: str | None,
-        dimensions: int,
+        self, filtered: VectorStore, reopen: Reopen, name: str | None, dimensions: int
     ) -> None:
         other = CountingEmbedding(HashingEmbedding(dimensions=dimensions), name=name)
         with pytest.raises(EmbeddingModelMismatchError) as info:
             reopen(filtered, other)
-        assert repr(embedding.name) in str(info.value) and repr(other.name) in str(info.value)
+        assert repr(filtered.embedding.name) in str(info.value) and repr(other.name) in str(info.value)

@@ -31,7 +31,7 @@ from rag.errors import MissingDependencyError
 
 assert CountingEmbedding(HashingEmbedding(dimensions=8)).embed(["a"]).shape == (1, 8)
 errors = {}
-for name in ("stores.testing.conformance", "stores.testing.modes", "stores.testing.strategies"):
+for name in ("stores.testing.conformance", "stores.testing.strategies"):
     try:
         importlib.import_module(name)
     except MissingDependencyError as exc:
@@ -55,7 +55,6 @@ def test_plain_parts_import_without_pytest_and_the_suite_names_the_extra() -> No
     install = 'is not installed: pip install "rag-advisors[dev]"'
     assert report["errors"] == {
         "stores.testing.conformance": [f"stores.testing.conformance needs pytest, which {install}", "dev"],
-        "stores.testing.modes": [f"stores.testing.modes needs pytest, which {install}", "dev"],
         "stores.testing.strategies": [f"stores.testing.strategies needs hypothesis, which {install}", "dev"],
         "VectorStoreConformance": [f"stores.testing.conformance needs pytest, which {install}", "dev"],
     }
