@@ -35,8 +35,8 @@ class Connection:
 
     client: Any
     location: str
-    key: tuple[str, ...] | None
-    """What identifies the client's data in this process (None: nobody else can reach it)."""
+    key: tuple[str, ...]
+    """What identifies the client's data in this process."""
     url: str | None = None
     cleanups: list[Callable[[], None]] = field(default_factory=list)
 
@@ -179,7 +179,7 @@ def _ephemeral(chromadb: Any) -> Connection:
     # All ephemeral clients of a process share one in-memory system; a database of its own keeps each
     # store's collections apart, and dropping it on close frees the memory.
     database = f"rag-{uuid.uuid4().hex}"
-    conn = Connection(None, "an in-process (ephemeral) store", None)
+    conn = Connection(None, "an in-process (ephemeral) store", ("chroma-ephemeral", database))
     with conn.errors("create an in-process store"):
         admin = chromadb.AdminClient(_settings())
         admin.create_database(database)

@@ -24,7 +24,6 @@ from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.lexical import FOLDER, BesideIndex, Texts, remove_old_files
 from stores.chroma.records import LEGACY_META, decode, encode, needs_document
 from stores.chroma.search import ChromaCandidates, Found, cosines, nearest
-from stores.locking import shared_lock
 from stores.numpy.embed import document_vectors, embed_queries
 from stores.query_vector import given_vector
 from stores.ranking import ScoredHit, needs_ranking, rank_scored
@@ -36,29 +35,25 @@ _LAYOUT = 3
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 _indexes: dict[tuple[str, ...], BesideIndex] = {}
-"""The BM25 index of each collection open in this process, shared by its open stores."""
+"""The BM25 index (and lock) of each collection open in this process, shared by its open stores."""
 _indexes_lock = threading.Lock()
 Row = tuple[str, dict[str, Any], Any]
 """A record as read: text, metadata, and the embedding (None unless asked for)."""
 
 
-def _open_index(key: tuple[str, ...] | None, folder: Path | None) -> BesideIndex:
+def _open_index(key: tuple[str, ...], folder: Path | None) -> BesideIndex:
     with _indexes_lock:
-        index = _indexes.get(key) if key is not None else None
-        if index is None:
-            index = BesideIndex(folder)
-            if key is not None:
-                _indexes[key] = index
+        index = _indexes.setdefault(key, BesideIndex(folder))
         index.users += 1
         return index
 
 
-def _release_index(key: tuple[str, ...] | None, index: BesideIndex) -> None:
+def _release_index(key: tuple[str, ...], index: BesideIndex) -> None:
     """Save the index; the last store of a collection to close forgets it (a later open loads it)."""
     index.save()
     with _indexes_lock:
         index.users -= 1
-        if index.users == 0 and key is not None and _indexes.get(key) is index:
+        if not index.users:
             del _indexes[key]
 
 
@@ -152,8 +147,12 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         self._name = collection
         self._conn = connect(path, url, client)
         self._finalizer = weakref.finalize(self, self._conn.close)
-        key = None if self._conn.key is None else (*self._conn.key, collection)
-        self._lock = shared_lock(key)
+        self._home = None if path is None else Path(path)
+        folder = Path(index_path) if index_path is not None else self._home
+        key = (*self._conn.key, collection)
+        index = self._index = _open_index(key, None if folder is None else folder / FOLDER / collection)
+        self._conn.cleanups.append(lambda: _release_index(key, index))
+        self._lock = index.lock
         try:
             with self._conn.errors("read the maximum batch size"):
                 limit = int(self._conn.client.get_max_batch_size())
@@ -161,11 +160,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             self._collection = open_collection(self._conn, collection, embedding, ef_search)
             if path is None and url is None and client is None:
                 self._conn.cleanups.append(purger(self._collection, self._batch_size))
-            self._home = None if path is None else Path(path)
-            folder = Path(index_path) if index_path is not None else self._home
-            index = self._index = _open_index(key, None if folder is None else folder / FOLDER / collection)
             index.texts = _texts(self._collection, self._batch_size, self._conn.errors)  # the latest store's
-            self._conn.cleanups.append(lambda: _release_index(key, index))  # before the client closes
             self._upgrade()
         except BaseException:
             self.close()  # a refused store must not keep the folder's files open
@@ -178,16 +173,12 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             return
         with self._lock.write(), self._conn.errors(f"upgrade the collection {self._name!r}"):
             for page in _pages(self._collection, self._batch_size, ["metadatas"]):
-                old = [
-                    (i, m)
-                    for i, m in zip(page["ids"], page["metadatas"], strict=True)
-                    if LEGACY_META in (m or {})
-                ]
+                pairs = zip(page["ids"], page["metadatas"], strict=True)
+                old = {i: m for i, m in pairs if LEGACY_META in (m or {})}
                 if old:
-                    ids, metadatas = [i for i, _ in old], [m for _, m in old]
-                    decoded = _decoded(self._collection, ids, metadatas)
-                    records = [_replacing(m, encode(*row)) for m, row in zip(metadatas, decoded, strict=True)]
-                    self._collection.update(ids=ids, metadatas=records)
+                    rows = _decoded(self._collection, list(old), list(old.values()))
+                    records = [_replacing(m, encode(*row)) for m, row in zip(old.values(), rows, strict=True)]
+                    self._collection.update(ids=list(old), metadatas=records)
             self._collection.modify(metadata={**marks, _LAYOUT_KEY: _LAYOUT})
             if self._home is not None:
                 remove_old_files(self._home, self._name)
