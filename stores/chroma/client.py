@@ -1,7 +1,4 @@
-"""Opening Chroma clients (embedded, ephemeral, server) and collections; chromadb failures as `StoreError`s.
-
-chromadb is imported inside these functions, so importing `stores` stays light.
-"""
+"""Opening Chroma clients (embedded, ephemeral, server) and collections; chromadb errors as `StoreError`s."""
 
 from __future__ import annotations
 
@@ -81,14 +78,13 @@ def _settings() -> Any:
 def parse_url(url: str) -> tuple[str, int, bool]:
     """Host, port and TLS flag of a Chroma server URL such as `http://127.0.0.1:8000`."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidRequestError(f"Chroma server URL must look like 'http://host:port', got {url!r}")
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise InvalidRequestError(f"Chroma server URL must not carry a path or query, got {url!r}")
+    extra = parts.path not in ("", "/") or parts.query or parts.fragment
+    if parts.scheme not in ("http", "https") or not parts.hostname or extra:
+        raise InvalidRequestError(f"Chroma server URL must look like 'http://host:port', got {_shown(url)!r}")
     try:
         port = parts.port
     except ValueError as exc:
-        raise InvalidRequestError(f"Chroma server URL has an invalid port: {url!r}") from exc
+        raise InvalidRequestError(f"Chroma server URL has an invalid port: {_shown(url)!r}") from exc
     ssl = parts.scheme == "https"
     return parts.hostname, port or (443 if ssl else 8000), ssl
 
@@ -96,16 +92,12 @@ def parse_url(url: str) -> tuple[str, int, bool]:
 def _shown(url: str) -> str:
     """The URL without any user and password, fit to quote in an error."""
     parts = urlsplit(url)
-    if parts.password is None and parts.username is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc).geturl()
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 def reach_server(url: str, timeout: float = 5.0) -> None:
-    """Check that a Chroma server answers at `url` (its heartbeat), so a server that is down or a
-    mistyped URL is reported as such at once, not later as a missing collection.
+    """Check that a Chroma server answers at `url` (its heartbeat): a server down or a mistyped URL is
+    reported at once, not later as a missing collection.
 
     Raises:
         StoreConnectionError: `url` is not an `http(s)://host:port` URL, or nothing answers there.
@@ -114,7 +106,6 @@ def reach_server(url: str, timeout: float = 5.0) -> None:
     try:
         parse_url(url)
     except InvalidRequestError as exc:
-        # Not parse_url's message: it quotes the URL as given, password included.
         raise StoreConnectionError(
             f"cannot reach the Chroma server at {shown!r}: not a valid server URL, expected "
             "'http://host:port' (check RAG_CHROMA_URL)",
@@ -146,7 +137,8 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
 
     if url is not None:
         host, port, ssl = parse_url(url)
-        conn = Connection(None, f"the server {url!r}", ("chroma-url", url), url=url)
+        shown = _shown(url)
+        conn = Connection(None, f"the server {shown!r}", ("chroma-url", url), url=shown)
         with conn.errors("connect"):
             conn.client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
         server_client = conn.client

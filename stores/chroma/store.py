@@ -69,8 +69,7 @@ def _check_options(collection: object, batch_size: int | None, ef_search: int) -
 
 
 def _decoded(collection: Any, ids: list[str], metadatas: list[Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The text and metadata of each record; Chroma's documents are read only for the records that
-    keep their text there (written by other tools), so the usual read leaves them out."""
+    """The text and metadata of each record (Chroma's document read only for the records keeping it)."""
     foreign = [doc_id for doc_id, record in zip(ids, metadatas, strict=True) if needs_document(record)]
     documents: dict[str, Any] = {}
     if foreign:
@@ -86,10 +85,7 @@ def _pages(collection: Any, batch: int, include: list[str]) -> Iterator[Mapping[
 
 
 def _texts(collection: Any, batch: int, errors: Any) -> Texts:
-    """What the BM25 index is built from: ids, texts and metadata of every record, a page at a time.
-
-    Bound to the collection, not to a store, so an index shared by the stores of one collection
-    never keeps a store alive."""
+    """What the BM25 index is built from (bound to the collection: the index never keeps a store alive)."""
 
     def pages() -> Iterator[tuple[list[str], list[str], list[Mapping[str, Any]]]]:
         with errors(f"read the collection {collection.name!r}"):
@@ -255,7 +251,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         """The records of these ids that exist."""
         rows: dict[str, Row] = {}
         for page in self._gets(ids, ["metadatas", "embeddings"] if embeddings else ["metadatas"]):
-            vectors = page["embeddings"] if embeddings else [None] * len(page["ids"])
+            vectors = np.asarray(page["embeddings"], np.float32) if embeddings else [None] * len(page["ids"])
             decoded = _decoded(self._collection, page["ids"], page["metadatas"])
             rows.update(
                 (i, (text, meta, vector))
@@ -283,11 +279,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         return [(i, score, *row) for i, score, row in zip(ids, scores, decoded, strict=True)]
 
     def _embeddings(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
-        return {
-            i: np.asarray(vector, np.float32)
-            for page in self._gets(ids, ["embeddings"])
-            for i, vector in zip(page["ids"], page["embeddings"], strict=True)
-        }
+        return {i: vector for i, (_, _, vector) in self._read(ids, embeddings=True).items()}
 
     # -- the port -------------------------------------------------------------------------------------
 
@@ -365,10 +357,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                 matches = self._matching(condition)
                 ids = sorted(matches)[: request.limit]
                 rows = self._read(ids, True) if embeddings else {i: (*matches[i], None) for i in ids}
-        return [
-            Document(i, text, meta, embedding=None if vector is None else np.asarray(vector, np.float32))
-            for i, (text, meta, vector) in ((i, rows[i]) for i in ids if i in rows)
-        ]
+        return [Document(i, *rows[i][:2], embedding=rows[i][2]) for i in ids if i in rows]
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request (see `VectorStore`); vector top-k is approximate.
@@ -401,15 +390,8 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                     Document._trusted(i, text, meta, score, scores={"cosine": score})
                     for i, score, text, meta in hits
                 ]
-            source = ChromaCandidates(
-                request.query,
-                condition,
-                query_vector,
-                self._query,
-                self._embeddings,
-                lambda c: set(self._matching(c)),
-                self._index.current,
-            )
+            reads = (self._query, self._embeddings, self._matching, self._index.current)
+            source = ChromaCandidates(request.query, condition, query_vector, *reads)
             ranked = rank_scored(request, source)
             return self._documents(ranked, source.found)
 

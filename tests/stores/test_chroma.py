@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import uuid
@@ -337,6 +338,18 @@ def test_closed_server_is_a_connection_error(tmp_path: Path, embedding: HashingE
     with pytest.raises(StoreConnectionError, match=url) as info:
         ChromaVectorStore(embedding, url=url)
     assert info.value.url == url
+
+
+def test_a_password_in_the_server_url_stays_out_of_errors(embedding: HashingEmbedding) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again below: nothing listens there
+    for url, error in ((f"http://ann:s3cret@127.0.0.1:{port}", StoreConnectionError),
+                       ("http://ann:s3cret@127.0.0.1:port", InvalidRequestError),
+                       ("http://ann:s3cret@127.0.0.1/path", InvalidRequestError)):  # fmt: skip
+        with pytest.raises(error, match=r"127\.0\.0\.1") as info:
+            ChromaVectorStore(embedding, url=url)
+        assert "s3cret" not in str(info.value) and "s3cret" not in str(getattr(info.value, "url", ""))
 
 
 # -- exact search -------------------------------------------------------------------------------
