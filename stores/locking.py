@@ -16,12 +16,11 @@ except ImportError:  # pragma: no cover - Windows: no advisory file locks from t
 
 
 class ReadWriteLock:
-    """Many readers or one writer, phase-fair, re-entrant per thread.
-
-    Phase-fair: readers that arrive while a writer waits queue behind it, and when a writer releases,
-    every reader that was waiting goes in before the next writer, so neither side starves. A thread
-    may nest a read inside its own read or write and a write inside its own write; a read cannot
-    upgrade to a write (two readers doing so would deadlock): that raises `RuntimeError`.
+    """Many readers or one writer, re-entrant per thread, phase-fair: readers that arrive while a writer
+    waits queue behind it, and when a writer releases, every reader that was waiting goes in before the
+    next writer, so neither side starves. A thread may nest a read inside its own read or write and a
+    write inside its own write; a read cannot upgrade to a write (two readers doing so would deadlock):
+    that raises `RuntimeError`.
 
     Example:
         >>> lock = ReadWriteLock()
@@ -163,11 +162,7 @@ class FolderLock:
         self._descriptor: int | None = None
 
     def acquire(self) -> None:
-        """Create the file if needed and wait for the exclusive lock on it.
-
-        Raises:
-            OSError: the file cannot be created or opened (a read-only folder, say).
-        """
+        """Create the file if needed and wait for the exclusive lock on it (OSError if it cannot)."""
         if self._descriptor is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
