@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ from rag.errors import (
     StoreError,
 )
 
-__all__ = ["Connection", "close_client", "connect", "open_collection", "parse_url", "purger", "reach_server"]
+__all__ = ["Connection", "close_client", "connect", "open_collection", "parse_url", "reach_server"]
 
 _MODEL = "rag:embedding_model"
 _DIMENSIONS = "rag:dimensions"
@@ -130,9 +131,8 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
     if len(given) > 1:
         raise InvalidRequestError(f"give at most one of path, url and client, got {' and '.join(given)}")
     if client is not None:
-        return Connection(
-            client, f"the given client {type(client).__name__}", ("chroma-client", str(id(client)))
-        )
+        name = type(client).__name__
+        return Connection(client, f"the given client {name}", ("chroma-client", str(id(client))))
     import chromadb
 
     if url is not None:
@@ -141,8 +141,7 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
         conn = Connection(None, f"the server {shown!r}", ("chroma-url", url), url=shown)
         with conn.errors("connect"):
             conn.client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
-        server_client = conn.client
-        conn.cleanups.append(lambda: close_client(server_client))
+        conn.cleanups.append(functools.partial(close_client, conn.client))
         return conn
     if path is None:
         return _ephemeral(chromadb)
@@ -150,10 +149,8 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
     if folder.exists() and not folder.is_dir():
         raise StoreError(f"Chroma store path {str(path)!r} is a file, not a folder")
     conn = Connection(None, f"the folder {str(path)!r}", ("chroma-path", os.path.realpath(path)))
-    try:
+    with conn.errors("open the store"):
         conn.client = chromadb.PersistentClient(path=str(folder), settings=_settings())
-    except Exception as exc:
-        raise StoreError(f"cannot open a Chroma store at {str(path)!r}: {exc}") from exc
     conn.cleanups.append(conn.client.close)
     return conn
 
@@ -175,10 +172,19 @@ def _ephemeral(chromadb: Any) -> Connection:
     with conn.errors("create an in-process store"):
         admin = chromadb.AdminClient(_settings())
         admin.create_database(database)
-        conn.client = chromadb.EphemeralClient(_settings(), database=database)
-    conn.cleanups.append(conn.client.close)
-    conn.cleanups.append(lambda: admin.delete_database(database))
+        conn.client = client = chromadb.EphemeralClient(_settings(), database=database)
+    conn.cleanups += [client.close, lambda: admin.delete_database(database), lambda: _purge(client)]
     return conn
+
+
+def _purge(client: Any) -> None:
+    """Delete every record of an in-process database before it is dropped: chromadb 1.5.9 leaves a
+    dropped database's metadata rows behind for later records to inherit (test_chroma.py)."""
+    batch = int(client.get_max_batch_size())
+    for collection in client.list_collections():
+        ids = collection.get(include=[])["ids"]
+        for start in range(0, len(ids), batch):
+            collection.delete(ids=ids[start : start + batch])
 
 
 def open_collection(conn: Connection, name: str, embedding: EmbeddingModel, ef_search: int) -> Any:
@@ -206,15 +212,3 @@ def open_collection(conn: Connection, name: str, embedding: EmbeddingModel, ef_s
             f"used with {model[_MODEL]!r} ({model[_DIMENSIONS]} dimensions)"
         )
     return collection
-
-
-def purger(collection: Any, batch_size: int) -> Callable[[], None]:
-    """Deletes every record of an in-process collection before its database is dropped: chromadb 1.5.9
-    leaves a dropped database's metadata rows behind for later records to inherit (test_chroma.py)."""
-
-    def purge() -> None:
-        ids = collection.get(include=[])["ids"]
-        for start in range(0, len(ids), batch_size):
-            collection.delete(ids=ids[start : start + batch_size])
-
-    return purge

@@ -76,9 +76,7 @@ class ChromaCandidates:
         return self.index().search(self.text, depth, allowed=self._eligible)
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        missing = [doc_id for doc_id in ids if doc_id not in self._stored]
-        if missing:
-            self._stored.update(self.embeddings(missing))
+        self._stored.update(self.embeddings([doc_id for doc_id in ids if doc_id not in self._stored]))
         dimensions = len(self.query_vector())
         zero = np.zeros(dimensions, np.float32)  # an id the collection lost since the index saw it
         rows = [self._stored.get(doc_id, zero) for doc_id in ids]

@@ -19,7 +19,7 @@ from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin, Capabilities
-from stores.chroma.client import connect, open_collection, purger
+from stores.chroma.client import connect, open_collection
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
 from stores.chroma.lexical import FOLDER, BesideIndex, Texts, remove_old_files
 from stores.chroma.records import LEGACY_META, decode, encode, needs_document
@@ -154,8 +154,6 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                 limit = int(self._conn.client.get_max_batch_size())
             self._batch_size = min(batch_size or limit, limit)
             self._collection = open_collection(self._conn, collection, embedding, ef_search)
-            if path is None and url is None and client is None:
-                self._conn.cleanups.append(purger(self._collection, self._batch_size))
             index.texts = _texts(self._collection, self._batch_size, self._conn.errors)  # the latest store's
             self._upgrade()
         except BaseException:
@@ -235,8 +233,6 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         where = self._conn.location
         return f"ChromaVectorStore(collection={self._name!r}, location={where}, model={self._embedding!r})"
 
-    # -- reading Chroma -------------------------------------------------------------------------------
-
     def _all_ids(self) -> list[str]:
         with self._conn.errors(f"read the collection {self._name!r}"):
             return list(self._collection.get(include=[])["ids"])
@@ -253,10 +249,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         for page in self._gets(ids, ["metadatas", "embeddings"] if embeddings else ["metadatas"]):
             vectors = np.asarray(page["embeddings"], np.float32) if embeddings else [None] * len(page["ids"])
             decoded = _decoded(self._collection, page["ids"], page["metadatas"])
-            rows.update(
-                (i, (text, meta, vector))
-                for i, (text, meta), vector in zip(page["ids"], decoded, vectors, strict=True)
-            )
+            rows.update((i, (*row, v)) for i, row, v in zip(page["ids"], decoded, vectors, strict=True))
         return rows
 
     def _matching(self, condition: ChromaFilter) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -281,8 +274,6 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
     def _embeddings(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         return {i: vector for i, (_, _, vector) in self._read(ids, embeddings=True).items()}
 
-    # -- the port -------------------------------------------------------------------------------------
-
     def add(self, documents: Iterable[Document]) -> None:
         """Upsert documents by id (the last of repeated ids wins); a bad batch writes nothing."""
         if isinstance(documents, Document | str):
@@ -306,8 +297,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                     stale = self._collection.get(ids=ids, include=["metadatas"])
                     old = dict(zip(stale["ids"], stale["metadatas"], strict=True))
                     metadatas = [
-                        _replacing(old[i], record) if i in old else record
-                        for i, record in zip(ids, records[start:stop], strict=True)
+                        _replacing(old.get(i), r) for i, r in zip(ids, records[start:stop], strict=True)
                     ]
                     self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=metadatas)
             if index is not None:
