@@ -97,12 +97,8 @@ def _shown(url: str) -> str:
 
 
 def reach_server(url: str, timeout: float = 5.0) -> None:
-    """Check that a Chroma server answers at `url` (its heartbeat): a server down or a mistyped URL is
-    reported at once, not later as a missing collection.
-
-    Raises:
-        StoreConnectionError: `url` is not an `http(s)://host:port` URL, or nothing answers there.
-    """
+    """Check that a Chroma server answers at `url` (its heartbeat), so that a server down or a mistyped
+    URL is reported at once (`StoreConnectionError`), not later as a missing collection."""
     shown = _shown(url)
     try:
         parse_url(url)

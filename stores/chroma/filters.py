@@ -138,20 +138,16 @@ def _comparison(node: Comparison) -> _Part:
     """A superset clause for one comparison."""
     op, key, value = node.op, node.key, node.value
     if op in (Op.LT, Op.LE, Op.GT, Op.GE) and not is_number(value):
-        if isinstance(value, bool):
-            return False  # docs/filters.md orders numbers with numbers only
-        return _with_encoded(key, True)  # Chroma refuses string orderings: Python decides
+        # docs/filters.md orders no boolean; Chroma refuses string orderings, so Python decides them.
+        return not isinstance(value, bool)
     if op in (Op.IS_NULL, Op.IS_NOT_NULL):
         return True  # Chroma has no $exists
     if op is Op.IN and not value:
         return False
     native = _native_clause(node) if native_key(key) else (not op.is_positive)
-    return _with_encoded(key, native) if op.is_positive else native
-
-
-def _with_encoded(key: str, part: _Part) -> _Part:
-    """`part`, or a record holding `key` among its encoded values."""
-    return _combine("$or", [part, {ENCODED: {"$contains": key_token(key)}}])
+    if not op.is_positive:
+        return native
+    return _combine("$or", [native, {ENCODED: {"$contains": key_token(key)}}])  # or among encoded values
 
 
 def _native_clause(node: Comparison) -> _Part:
@@ -181,7 +177,7 @@ def _native_clause(node: Comparison) -> _Part:
 def _list_clause(key: str, op: Op, values: tuple[object, ...]) -> _Part:
     """`IN` / `NOT IN`: one `$in`/`$nin` per type (Chroma refuses mixed lists)."""
     positive = op is Op.IN
-    groups: dict[type, list[object]] = {}
+    groups: dict[type, dict[object, None]] = {}
     loose = False
     for value in values:
         operand = _exact_operand(value)
@@ -191,12 +187,11 @@ def _list_clause(key: str, op: Op, values: tuple[object, ...]) -> _Part:
                 operand = float(value)  # type: ignore[arg-type]  # truncation only adds candidates
             else:
                 continue  # NIN: leaving the value out only widens; IN: only encoded records hold it
-        if operand not in groups.setdefault(type(operand), []):
-            groups[type(operand)].append(operand)
+        groups.setdefault(type(operand), {})[operand] = None
     if positive and loose and any(is_number(v) and abs(v) > SAFE_INT for v in values):  # type: ignore[arg-type]
         return True
     name = "$in" if positive else "$nin"
-    parts = [{key: {name: group}} for group in groups.values()]
+    parts = [{key: {name: list(group)}} for group in groups.values()]
     return _combine("$or" if positive else "$and", parts)
 
 

@@ -8,7 +8,6 @@ open rebuilds the index from the collection. Without a folder it is built in mem
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -83,9 +82,8 @@ class BesideIndex:
         self._unsaved = True
 
     def prepare(self) -> LexicalIndex | None:
-        """Before a write to the collection: the index to update after it, loaded or built now (so the
-        write is not read back and indexed twice), its save marked stale (so a crash during the write
-        leaves the mark); None while an in-memory index is unbuilt (its build will see the write)."""
+        """Before a write: the index to update after it, loaded or built now and its save marked stale
+        (a crash during the write leaves the mark); None while an in-memory index is unbuilt."""
         if self._index is None and self._folder is None:
             return None
         index = self.current()
@@ -106,9 +104,3 @@ class BesideIndex:
             self._index.save(self._folder / _SAVE)
             (self._folder / _DIRTY).unlink(missing_ok=True)
             self._unsaved = False
-
-
-def remove_old_files(home: Path, collection: str) -> None:
-    """Delete what earlier versions kept beside an embedded collection (its index and exact copy)."""
-    for name in ("rag-lexical", "rag-copy"):
-        shutil.rmtree(home / name / collection, ignore_errors=True)

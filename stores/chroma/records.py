@@ -1,5 +1,4 @@
-"""How a `Document` is laid out in a Chroma record, and read back exactly (docs/stores.md, "What a
-record holds").
+"""How a `Document` is laid out in a Chroma record, and read back exactly (docs/stores.md).
 
 Values Chroma holds exactly stay under their own keys; the text goes in `_rag_doc` (`_rag_docj`, JSON,
 when it holds lone surrogates); values or keys Chroma cannot hold go in one JSON object, `_rag_json`,

@@ -1,8 +1,6 @@
 """Vector search on Chroma's HNSW index with an exact filter finish, and the `Candidates` for ranking.
 
-`nearest` asks Chroma for the `k` nearest records among a filter's superset, checks each candidate,
-and asks four times deeper while fewer than `k` pass (or the `k`-th ties with the deepest fetched). A
-score is Chroma's inner product (float32) read as a cosine, rounded as the engine rounds: within 1e-6
+A score is Chroma's inner product (float32) read as a cosine, rounded as the engine rounds: within 1e-6
 of the engine's exact cosine; ties go by id. HNSW can miss a true neighbour (docs/stores.md).
 """
 
@@ -36,7 +34,9 @@ def cosines(distances: Sequence[float]) -> list[float]:
 def nearest(
     query: Query, vector: npt.NDArray[np.float32], k: int, condition: ChromaFilter, threshold: float
 ) -> list[Found]:
-    """The best `k` (>= 1) records that match `condition` and whose cosine passes `threshold` (0: any)."""
+    """The best `k` (>= 1) records that match `condition` and whose cosine passes `threshold` (0: any):
+    Chroma's nearest among the filter's superset, fetched four times deeper while fewer than `k` pass
+    (or the `k`-th ties with the deepest fetched)."""
     wanted = k + 1  # one more, to see whether the k-th ties with the next
     while True:
         found = query(vector, wanted, condition.where)

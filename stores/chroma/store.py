@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -21,7 +22,7 @@ from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin, Capabilities
 from stores.chroma.client import connect, open_collection
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
-from stores.chroma.lexical import FOLDER, BesideIndex, Texts, remove_old_files
+from stores.chroma.lexical import FOLDER, BesideIndex, Texts
 from stores.chroma.records import LEGACY_META, decode, encode, needs_document
 from stores.chroma.search import ChromaCandidates, Found, cosines, nearest
 from stores.numpy.embed import document_vectors, embed_queries
@@ -174,8 +175,9 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                     records = [_replacing(m, encode(*row)) for m, row in zip(old.values(), rows, strict=True)]
                     self._collection.update(ids=list(old), metadatas=records)
             self._collection.modify(metadata={**marks, _LAYOUT_KEY: _LAYOUT})
-            if self._home is not None:
-                remove_old_files(self._home, self._name)
+            if self._home is not None:  # the folders the previous layout kept beside the collection
+                for folder in ("rag-lexical", "rag-copy"):
+                    shutil.rmtree(self._home / folder / self._name, ignore_errors=True)
 
     @property
     def embedding(self) -> EmbeddingModel:
@@ -215,8 +217,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
     def lexical_current(self) -> bool:
         """Whether the BM25 index holds exactly the collection's ids (False: run `reindex()`)."""
         with self._lock.read():
-            held = set(self._index.current().ids())
-            return held == set(self._all_ids())
+            return set(self._index.current().ids()) == set(self._all_ids())
 
     def close(self) -> None:
         """Save the BM25 index, release the client; an in-process store's data is dropped."""
@@ -350,11 +351,8 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         return [Document(i, *rows[i][:2], embedding=rows[i][2]) for i in ids if i in rows]
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
-        """The best `top_k` documents for the request (see `VectorStore`); vector top-k is approximate.
-
-        Raises:
-            InvalidRequestError: `exact=True` (Chroma's index is approximate; use numpy or pgvector).
-        """
+        """The best `top_k` documents for the request (see `VectorStore`); vector top-k is approximate,
+        and `exact=True` raises `InvalidRequestError` naming the exact stores."""
         if isinstance(request, str):
             request = SearchRequest(request)
         if request.exact:
