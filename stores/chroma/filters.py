@@ -40,7 +40,7 @@ class ChromaFilter:
     Example:
         >>> from rag.filters import parse
         >>> f = compile_filter(parse("year >= 2020 AND draft == false"))
-        >>> f.where["$and"][1]
+        >>> f.where["$and"][1]["$or"][0]  # or the key among the encoded values
         {'draft': {'$eq': False}}
         >>> f.accepts({"year": 2021, "draft": False}), f.matches_nothing
         (True, False)

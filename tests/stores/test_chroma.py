@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import socket
 import subprocess
 import sys
@@ -365,6 +367,14 @@ class _Lookup:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.stack([self.vectors[text] for text in texts]).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "name", ["stores.chroma.filters", "stores.chroma.lexical", "stores.chroma.records", "stores.locking"]
+)
+def test_the_docstring_examples_run(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
 
 
 def test_importing_stores_does_not_import_chromadb() -> None:
