@@ -1,27 +1,13 @@
-"""Locks the stores share: a readers-writer lock for threads and an exclusive lock file for processes.
-
-`ReadWriteLock` lets any number of readers in at once and a writer alone. It is phase-fair: readers
-that arrive while a writer waits queue behind it, and when a writer releases, every reader that was
-waiting goes in before the next writer, so neither searches nor writes starve. A thread may nest a read
-inside its own read or write and a write inside its own write; a read cannot upgrade to a write (two
-readers doing so would deadlock): that raises `RuntimeError`.
-
-`FolderLock` is an exclusive advisory lock on a file (`fcntl.flock`) for the span of one operation, so
-two processes never write one folder at once (without `fcntl`, it only serialises one process's
-threads). `shared_lock(key)` hands every caller with an equal key the same `ReadWriteLock`, so two
-store objects over one collection in a process exclude each other as one store's threads do.
-"""
+"""Locks the stores share: a readers-writer lock for threads and an exclusive lock file for processes."""
 
 from __future__ import annotations
 
 import os
 import threading
-import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
-__all__ = ["FolderLock", "ReadWriteLock", "shared_lock"]
+__all__ = ["FolderLock", "ReadWriteLock"]
 
 try:
     import fcntl
@@ -29,12 +15,12 @@ except ImportError:  # pragma: no cover - Windows: no advisory file locks from t
     fcntl = None  # type: ignore[assignment]
 
 
-_registry_lock = threading.Lock()
-_rw_locks: weakref.WeakValueDictionary[Hashable, ReadWriteLock] = weakref.WeakValueDictionary()
-
-
 class ReadWriteLock:
-    """Many readers or one writer, phase-fair, re-entrant per thread (see the module docstring).
+    """Many readers or one writer, re-entrant per thread, phase-fair: readers that arrive while a writer
+    waits queue behind it, and when a writer releases, every reader that was waiting goes in before the
+    next writer, so neither side starves. A thread may nest a read inside its own read or write and a
+    write inside its own write; a read cannot upgrade to a write (two readers doing so would deadlock):
+    that raises `RuntimeError`.
 
     Example:
         >>> lock = ReadWriteLock()
@@ -154,14 +140,13 @@ class _Held:
     def __enter__(self) -> None:
         self._acquire()
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._release()
 
 
 class FolderLock:
-    """An exclusive lock on `folder / name` shared by processes, held inside a `with` block.
+    """An exclusive advisory lock (`fcntl.flock`) on `folder / name` shared by processes, held inside a
+    `with` block (without `fcntl`, it only serialises one process's threads).
 
     The file is left in place (removing it would let two processes lock two files of one name). Each
     `with` opens it anew, so two threads or stores of one process also take the lock in turn.
@@ -177,11 +162,7 @@ class FolderLock:
         self._descriptor: int | None = None
 
     def acquire(self) -> None:
-        """Create the file if needed and wait for the exclusive lock on it.
-
-        Raises:
-            OSError: the file cannot be created or opened (a read-only folder, say).
-        """
+        """Create the file if needed and wait for the exclusive lock on it (OSError if it cannot)."""
         if self._descriptor is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -204,23 +185,5 @@ class FolderLock:
         self.acquire()
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
-
-
-def shared_lock(key: Hashable | None) -> ReadWriteLock:
-    """The `ReadWriteLock` of `key` in this process (a new private one for None).
-
-    Example:
-        >>> shared_lock(("chroma", "/data", "docs")) is shared_lock(("chroma", "/data", "docs"))
-        True
-    """
-    if key is None:
-        return ReadWriteLock()
-    with _registry_lock:
-        lock = _rw_locks.get(key)
-        if lock is None:
-            lock = _rw_locks[key] = ReadWriteLock()
-        return lock

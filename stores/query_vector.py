@@ -1,7 +1,5 @@
-"""The query vector a search needs: the one the request carries, the model's embedding, or none.
-
-A store embeds a request's query at most once, and not at all when the search reads only text
-(`SearchRequest.embeds_query`: a lexical request without a threshold).
+"""The query vector a search needs: the one the request carries, the model's embedding, or none (a
+lexical request without a threshold embeds nothing: `SearchRequest.embeds_query`).
 
 Example:
     >>> from rag import HashingEmbedding, SearchRequest
@@ -50,8 +48,7 @@ def given_vector(request: SearchRequest, model: EmbeddingModel) -> Vector | None
 def request_vector(
     request: SearchRequest, model: EmbeddingModel, embed: Callable[[str], Vector]
 ) -> Vector | None:
-    """The query vector `request` needs: its own (`given_vector`), else `embed(query)` (the store's
-    embedding of one text), or None when the search needs none."""
+    """The request's own vector (`given_vector`), else `embed(query)`, or None when the search needs none."""
     given = given_vector(request, model)
     if given is not None or not request.embeds_query:
         return given

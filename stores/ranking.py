@@ -4,22 +4,14 @@ A store supplies exact candidate lists (`Candidates`); `rank_scored` turns them 
 any `SearchRequest` (each mode's spec is `rag.vectorstore.VectorStore`), so stores with exact candidates
 agree by construction, ties (to the smaller id) and scores included. Hybrid fuses the vector and the
 lexical lists, each cut at `candidate_depth(top_k)`, and keeps documents with a positive cosine or a
-query term; MMR (`diversity` > 0) picks from the same depth. The pool is fixed for every `top_k` up to
-`CANDIDATE_POOL`, so the results at `top_k=10` are the first ten at `top_k=100`. A source of integer
-keys (`KeyedCandidates`, the numpy store's) has its RRF hybrid requests fused on keys by `rank_keys`,
-with the same floating-point operations, decoding ids for the page and ties only. Every hit carries
-its named scores (`cosine`, `bm25`, `fused`; `Document.scores`).
-
-Example:
-    >>> candidate_depth(4), candidate_depth(100), candidate_depth(150)
-    (100, 100, 150)
+query term; MMR (`diversity` > 0) picks from the same depth. Every hit carries its named scores.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol, cast
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -49,11 +41,8 @@ CANDIDATE_POOL = 100
 
 
 def candidate_depth(top_k: int) -> int:
-    """How many candidates each list contributes to fusion or MMR: `max(top_k, CANDIDATE_POOL)`.
-
-    Fixed rather than proportional to `top_k`, so a longer list only extends a shorter one; 100 is deep
-    enough that RRF sees the documents both rankers rank moderately and MMR has alternatives.
-    """
+    """How many candidates each list contributes to fusion or MMR: `max(top_k, CANDIDATE_POOL)`, fixed
+    so that the results at `top_k=10` are the first ten at `top_k=100`."""
     return max(top_k, CANDIDATE_POOL)
 
 
@@ -103,10 +92,8 @@ class ScoredHit(NamedTuple):
     scores: dict[str, float]
 
 
-def _lexical(
-    request: SearchRequest, source: Candidates, depth: int, cosines_of: dict[str, float]
-) -> list[Hit]:
-    """The best `depth` lexical hits whose cosine passes the threshold (their cosines into `cosines_of`)."""
+def _lexical(request: SearchRequest, source: Candidates, depth: int, seen: dict[str, float]) -> list[Hit]:
+    """The best `depth` lexical hits whose cosine passes the threshold (their cosines into `seen`)."""
     if request.similarity_threshold == 0.0:
         return source.lexical(depth)
     wanted = depth
@@ -115,7 +102,7 @@ def _lexical(
         cosines = source.cosines([doc_id for doc_id, _ in hits]).tolist()
         passing = [hit for hit, cosine in zip(hits, cosines, strict=True) if request.accepts(cosine)]
         if len(passing) >= depth or len(hits) < wanted:  # fewer hits than asked: the ranking is exhausted
-            cosines_of.update(zip((doc_id for doc_id, _ in hits), cosines, strict=True))
+            seen.update(zip((doc_id for doc_id, _ in hits), cosines, strict=True))
             return passing[:depth]
         wanted *= 4
 
@@ -143,14 +130,13 @@ class KeyedPage(NamedTuple):
     named: Sequence[dict[str, float]]
 
 
-def rank_keys(request: SearchRequest, source: Candidates) -> KeyedPage | None:
-    """The final page of an RRF hybrid request without threshold or diversity over a `KeyedCandidates`
-    source, fused on keys (`_fuse`'s operations on each score); None for any other request or source."""
+def rank_keys(request: SearchRequest, keyed: KeyedCandidates) -> KeyedPage | None:
+    """The final page of an RRF hybrid request without threshold or diversity, fused on keys (`_fuse`'s
+    operations on each score, ids decoded for the page and ties only); None for any other request."""
     if request.mode != "hybrid" or request.fusion != "rrf" or request.diversity > 0:
         return None
-    if request.similarity_threshold != 0.0 or request.top_k == 0 or not hasattr(source, "vector_keys"):
+    if request.similarity_threshold != 0.0 or request.top_k == 0:
         return None
-    keyed = cast(KeyedCandidates, source)
     depth, vw, top_k = candidate_depth(request.top_k), request.vector_weight, request.top_k
     lexical_keys, lexical_scores = keyed.lexical_keys(depth)
     vector_keys, vector_scores = keyed.vector_keys(depth, 0.0)
@@ -178,8 +164,7 @@ def rank_keys(request: SearchRequest, source: Candidates) -> KeyedPage | None:
 
 
 def rank_scored(request: SearchRequest, source: Candidates) -> list[ScoredHit]:
-    """The final hits for `request`, best (or, with diversity, first picked) first, each with its
-    named scores (see the module docstring)."""
+    """The final hits for `request`, best (or, with diversity, first picked) first, with named scores."""
     if request.top_k == 0:
         return []
     diverse = request.diversity > 0
@@ -203,23 +188,18 @@ def rank_scored(request: SearchRequest, source: Candidates) -> list[ScoredHit]:
         vectors = source.vectors([doc_id for doc_id, _ in ranked])
         picked = mmr(None, vectors, [score for _, score in ranked], request.top_k, request.diversity)
         ranked = [ranked[index] for index in picked]
+    ranked = ranked[: request.top_k]
+    # The cosines no list held (hybrid hits found by BM25 alone), when the request embedded its query;
+    # one the source cannot give (not finite: a document deleted meanwhile) is left out.
+    missing = [doc_id for doc_id, _ in ranked if doc_id not in cosines]
+    if request.embeds_query and missing:
+        cosines.update(zip(missing, source.cosines(missing).tolist(), strict=True))
     hits = []
-    for doc_id, score in ranked[: request.top_k]:
+    for doc_id, score in ranked:
         named = {kind: score}
         if kind != "cosine" and math.isfinite(cosines.get(doc_id, math.nan)):
             named["cosine"] = cosines[doc_id]
         if kind == "fused" and doc_id in bm25:
             named["bm25"] = bm25[doc_id]
         hits.append(ScoredHit(doc_id, score, named))
-    # The cosines no list held (hybrid hits found by BM25 alone), when the request embedded its query;
-    # one the source cannot give (not finite: a document deleted meanwhile) is left out.
-    missing = [hit.id for hit in hits if "cosine" not in hit.scores]
-    if not request.embeds_query or not missing:
-        return hits
-    found = dict(zip(missing, source.cosines(missing).tolist(), strict=True))
-    return [
-        hit._replace(scores={**hit.scores, "cosine": found[hit.id]})
-        if math.isfinite(found.get(hit.id, math.nan))
-        else hit
-        for hit in hits
-    ]
+    return hits

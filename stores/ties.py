@@ -1,17 +1,5 @@
-"""Best-first order of scored keys, equal scores by ascending id, looking up only the ids of ties.
-
-Every ranked list the stores return is ordered by score descending, then id ascending (code points).
-Decoding ids is what ranking a hundred rows spends most on, and scores are rarely equal, so
-`best_first` sorts the scores with numpy and asks for the ids of the tied keys only.
-
-Example:
-    >>> import numpy as np
-    >>> names = {1: "b", 2: "a", 3: "c"}
-    >>> keys, scores = best_first(np.array([1, 2, 3]), np.array([0.5, 0.5, 0.9]),
-    ...                           lambda tied: [names[k] for k in tied.tolist()])
-    >>> keys.tolist(), scores.tolist()
-    ([3, 2, 1], [0.9, 0.5, 0.5])
-"""
+"""Best-first order of scored keys, equal scores by ascending id (code points), looking up only the ids
+of ties: decoding ids is what ranking a hundred rows spends most on, and scores are rarely equal."""
 
 from __future__ import annotations
 

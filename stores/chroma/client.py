@@ -1,10 +1,8 @@
-"""Opening Chroma clients (embedded, ephemeral, server) and collections; chromadb failures as `StoreError`s.
-
-chromadb is imported inside these functions, so importing `stores` stays light.
-"""
+"""Opening Chroma clients (embedded, ephemeral, server) and collections; chromadb errors as `StoreError`s."""
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,7 +21,7 @@ from rag.errors import (
     StoreError,
 )
 
-__all__ = ["Connection", "close_client", "connect", "open_collection", "parse_url", "purger", "reach_server"]
+__all__ = ["Connection", "close_client", "connect", "open_collection", "parse_url", "reach_server"]
 
 _MODEL = "rag:embedding_model"
 _DIMENSIONS = "rag:dimensions"
@@ -35,8 +33,8 @@ class Connection:
 
     client: Any
     location: str
-    key: tuple[str, ...] | None
-    """What identifies the client's data in this process (None: nobody else can reach it)."""
+    key: tuple[str, ...]
+    """What identifies the client's data in this process."""
     url: str | None = None
     cleanups: list[Callable[[], None]] = field(default_factory=list)
 
@@ -81,14 +79,13 @@ def _settings() -> Any:
 def parse_url(url: str) -> tuple[str, int, bool]:
     """Host, port and TLS flag of a Chroma server URL such as `http://127.0.0.1:8000`."""
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidRequestError(f"Chroma server URL must look like 'http://host:port', got {url!r}")
-    if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise InvalidRequestError(f"Chroma server URL must not carry a path or query, got {url!r}")
+    extra = parts.path not in ("", "/") or parts.query or parts.fragment
+    if parts.scheme not in ("http", "https") or not parts.hostname or extra:
+        raise InvalidRequestError(f"Chroma server URL must look like 'http://host:port', got {_shown(url)!r}")
     try:
         port = parts.port
     except ValueError as exc:
-        raise InvalidRequestError(f"Chroma server URL has an invalid port: {url!r}") from exc
+        raise InvalidRequestError(f"Chroma server URL has an invalid port: {_shown(url)!r}") from exc
     ssl = parts.scheme == "https"
     return parts.hostname, port or (443 if ssl else 8000), ssl
 
@@ -96,25 +93,16 @@ def parse_url(url: str) -> tuple[str, int, bool]:
 def _shown(url: str) -> str:
     """The URL without any user and password, fit to quote in an error."""
     parts = urlsplit(url)
-    if parts.password is None and parts.username is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc).geturl()
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 def reach_server(url: str, timeout: float = 5.0) -> None:
-    """Check that a Chroma server answers at `url` (its heartbeat), so a server that is down or a
-    mistyped URL is reported as such at once, not later as a missing collection.
-
-    Raises:
-        StoreConnectionError: `url` is not an `http(s)://host:port` URL, or nothing answers there.
-    """
+    """Check that a Chroma server answers at `url` (its heartbeat), so that a server down or a mistyped
+    URL is reported at once (`StoreConnectionError`), not later as a missing collection."""
     shown = _shown(url)
     try:
         parse_url(url)
     except InvalidRequestError as exc:
-        # Not parse_url's message: it quotes the URL as given, password included.
         raise StoreConnectionError(
             f"cannot reach the Chroma server at {shown!r}: not a valid server URL, expected "
             "'http://host:port' (check RAG_CHROMA_URL)",
@@ -139,18 +127,17 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
     if len(given) > 1:
         raise InvalidRequestError(f"give at most one of path, url and client, got {' and '.join(given)}")
     if client is not None:
-        return Connection(
-            client, f"the given client {type(client).__name__}", ("chroma-client", str(id(client)))
-        )
+        name = type(client).__name__
+        return Connection(client, f"the given client {name}", ("chroma-client", str(id(client))))
     import chromadb
 
     if url is not None:
         host, port, ssl = parse_url(url)
-        conn = Connection(None, f"the server {url!r}", ("chroma-url", url), url=url)
+        shown = _shown(url)
+        conn = Connection(None, f"the server {shown!r}", ("chroma-url", url), url=shown)
         with conn.errors("connect"):
             conn.client = chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=_settings())
-        server_client = conn.client
-        conn.cleanups.append(lambda: close_client(server_client))
+        conn.cleanups.append(functools.partial(close_client, conn.client))
         return conn
     if path is None:
         return _ephemeral(chromadb)
@@ -158,10 +145,8 @@ def connect(path: str | Path | None, url: str | None, client: Any = None) -> Con
     if folder.exists() and not folder.is_dir():
         raise StoreError(f"Chroma store path {str(path)!r} is a file, not a folder")
     conn = Connection(None, f"the folder {str(path)!r}", ("chroma-path", os.path.realpath(path)))
-    try:
+    with conn.errors("open the store"):
         conn.client = chromadb.PersistentClient(path=str(folder), settings=_settings())
-    except Exception as exc:
-        raise StoreError(f"cannot open a Chroma store at {str(path)!r}: {exc}") from exc
     conn.cleanups.append(conn.client.close)
     return conn
 
@@ -179,14 +164,23 @@ def _ephemeral(chromadb: Any) -> Connection:
     # All ephemeral clients of a process share one in-memory system; a database of its own keeps each
     # store's collections apart, and dropping it on close frees the memory.
     database = f"rag-{uuid.uuid4().hex}"
-    conn = Connection(None, "an in-process (ephemeral) store", None)
+    conn = Connection(None, "an in-process (ephemeral) store", ("chroma-ephemeral", database))
     with conn.errors("create an in-process store"):
         admin = chromadb.AdminClient(_settings())
         admin.create_database(database)
-        conn.client = chromadb.EphemeralClient(_settings(), database=database)
-    conn.cleanups.append(conn.client.close)
-    conn.cleanups.append(lambda: admin.delete_database(database))
+        conn.client = client = chromadb.EphemeralClient(_settings(), database=database)
+    conn.cleanups += [client.close, lambda: admin.delete_database(database), lambda: _purge(client)]
     return conn
+
+
+def _purge(client: Any) -> None:
+    """Delete every record of an in-process database before it is dropped: chromadb 1.5.9 leaves a
+    dropped database's metadata rows behind for later records to inherit (test_chroma.py)."""
+    batch = int(client.get_max_batch_size())
+    for collection in client.list_collections():
+        ids = collection.get(include=[])["ids"]
+        for start in range(0, len(ids), batch):
+            collection.delete(ids=ids[start : start + batch])
 
 
 def open_collection(conn: Connection, name: str, embedding: EmbeddingModel, ef_search: int) -> Any:
@@ -214,15 +208,3 @@ def open_collection(conn: Connection, name: str, embedding: EmbeddingModel, ef_s
             f"used with {model[_MODEL]!r} ({model[_DIMENSIONS]} dimensions)"
         )
     return collection
-
-
-def purger(collection: Any, batch_size: int) -> Callable[[], None]:
-    """Deletes every record of an in-process collection before its database is dropped: chromadb 1.5.9
-    leaves a dropped database's metadata rows behind for later records to inherit (test_chroma.py)."""
-
-    def purge() -> None:
-        ids = collection.get(include=[])["ids"]
-        for start in range(0, len(ids), batch_size):
-            collection.delete(ids=ids[start : start + batch_size])
-
-    return purge

@@ -1,14 +1,12 @@
 """Filter trees (docs/filters.md) as Chroma `where` clauses that select a superset, finished in Python.
 
-`compile_filter` turns a filter into a `where` that selects every matching record and perhaps more;
-`ChromaFilter.accepts` then decides each candidate on its decoded metadata with `rag.filters.holds`,
-so `get`, `count` and search eligibility are exact whatever Chroma can evaluate. What chromadb 1.5.9
-cannot (string orderings, `$exists`, `$not`, one-clause junctions, empty or mixed-type lists, values
-in `_rag_json`) widens the clause; `tests/stores/test_chroma.py` pins its behaviour. A float operand
-is truncated when compared with an integer value (`$eq 1.5` matches `1`), so whole numbers are sent
-as integers and a fraction only where truncation adds candidates (`x < 1.5` is sent as `x <= 2`).
-Chroma refuses a `where` nested about 60 levels deep, and its SQLite expressions nested 1,000 deep:
-junctions below `MAX_LEVELS` select everything and `bounded` trims a clause to `MAX_COST`.
+`ChromaFilter.accepts` decides each candidate with `rag.filters.holds`, so `get`, `count` and search
+eligibility are exact whatever Chroma can evaluate. What chromadb 1.5.9 cannot (string orderings,
+`$exists`, `$not`, one-clause junctions, empty or mixed-type lists, values in `_rag_json`) widens the
+clause. A float operand is truncated when compared with an integer value (`$eq 1.5` matches `1`), so
+whole numbers are sent as integers and a fraction only where truncation adds candidates (`x < 1.5` is
+sent as `x <= 2`). Chroma refuses a `where` nested about 60 levels deep, and SQLite expressions
+1,000 deep: junctions below `MAX_LEVELS` select everything and `bounded` trims a clause to `MAX_COST`.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from rag.filters import Comparison, Filter, Normal, Op, holds, normalize
+from rag.filters.evaluate import is_number
 from stores.chroma.records import ENCODED, SAFE_INT, encodable, key_token, native_key
 
 __all__ = ["MAX_COST", "MAX_LEVELS", "ChromaFilter", "Where", "bounded", "compile_filter"]
@@ -41,7 +40,7 @@ class ChromaFilter:
     Example:
         >>> from rag.filters import parse
         >>> f = compile_filter(parse("year >= 2020 AND draft == false"))
-        >>> f.where["$and"][1]
+        >>> f.where["$and"][1]["$or"][0]  # or the key among the encoded values
         {'draft': {'$eq': False}}
         >>> f.accepts({"year": 2021, "draft": False}), f.matches_nothing
         (True, False)
@@ -71,8 +70,7 @@ def compile_filter(tree: Filter | None) -> ChromaFilter:
     part = _compile(normal, 0)
     if isinstance(part, bool):
         return ChromaFilter(None, not part, normal)
-    where, _ = bounded(part, MAX_COST)
-    return ChromaFilter(where, False, normal)
+    return ChromaFilter(bounded(part, MAX_COST), False, normal)
 
 
 def _compile(node: Normal, level: int) -> _Part:
@@ -86,32 +84,27 @@ def _compile(node: Normal, level: int) -> _Part:
     return _combine("$and" if node.conjunction else "$or", parts)
 
 
-def bounded(where: Where, budget: int) -> tuple[Where | None, bool]:
-    """A clause selecting `where`'s records or more, of cost at most about `budget` (see `MAX_COST`).
-
-    Returns the clause (None: no constraint) and whether it is still exactly `where`.
-    """
+def bounded(where: Where, budget: int) -> Where | None:
+    """A clause selecting `where`'s records or more (None: everything), of cost at most about `budget`."""
     op = next(iter(where))
     if len(where) != 1 or op not in ("$and", "$or"):
-        return where, True
+        return where
     clauses: list[Where] = where[op]
     if op == "$or" and len(clauses) >= budget:
-        return None, False
+        return None
     # Dropping clauses of an $and only widens it; an $or must keep every clause or become "everything".
     keep = len(clauses) if op == "$or" else min(len(clauses), max(1, budget // 2))
     kept: list[Where] = []
-    exact = keep == len(clauses)
     for clause in clauses[:keep]:
-        trimmed, whole = bounded(clause, budget - keep)
-        exact = exact and whole
+        trimmed = bounded(clause, budget - keep)
         if trimmed is None:
             if op == "$or":
-                return None, False
+                return None
             continue
         kept.append(trimmed)
     if not kept:
-        return None, False
-    return (kept[0] if len(kept) == 1 else {op: kept}), exact
+        return None
+    return kept[0] if len(kept) == 1 else {op: kept}
 
 
 def _combine(op: str, parts: Sequence[_Part]) -> _Part:
@@ -129,10 +122,6 @@ def _combine(op: str, parts: Sequence[_Part]) -> _Part:
     return clauses[0] if len(clauses) == 1 else {op: clauses}  # Chroma refuses one-clause lists
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _exact_operand(value: object) -> object | None:
     """The operand Chroma compares exactly with every native value equal to `value`, or None."""
     if isinstance(value, bool):
@@ -148,21 +137,17 @@ def _exact_operand(value: object) -> object | None:
 def _comparison(node: Comparison) -> _Part:
     """A superset clause for one comparison."""
     op, key, value = node.op, node.key, node.value
-    if op in (Op.LT, Op.LE, Op.GT, Op.GE) and not _number(value):
-        if isinstance(value, bool):
-            return False  # docs/filters.md orders numbers with numbers only
-        return _with_encoded(key, True)  # Chroma refuses string orderings: Python decides
+    if op in (Op.LT, Op.LE, Op.GT, Op.GE) and not is_number(value):
+        # docs/filters.md orders no boolean; Chroma refuses string orderings, so Python decides them.
+        return not isinstance(value, bool)
     if op in (Op.IS_NULL, Op.IS_NOT_NULL):
         return True  # Chroma has no $exists
     if op is Op.IN and not value:
         return False
     native = _native_clause(node) if native_key(key) else (not op.is_positive)
-    return _with_encoded(key, native) if op.is_positive else native
-
-
-def _with_encoded(key: str, part: _Part) -> _Part:
-    """`part`, or a record holding `key` among its encoded values."""
-    return _combine("$or", [part, {ENCODED: {"$contains": key_token(key)}}])
+    if not op.is_positive:
+        return native
+    return _combine("$or", [native, {ENCODED: {"$contains": key_token(key)}}])  # or among encoded values
 
 
 def _native_clause(node: Comparison) -> _Part:
@@ -177,7 +162,7 @@ def _native_clause(node: Comparison) -> _Part:
         return {key: {_OPS[op]: operand}}
     if op is Op.NE:
         return True
-    if not _number(value):
+    if not is_number(value):
         return False  # a string Chroma cannot store is only ever encoded
     number = float(value)  # type: ignore[arg-type]
     if not math.isfinite(number) or abs(number) > SAFE_INT:
@@ -192,22 +177,21 @@ def _native_clause(node: Comparison) -> _Part:
 def _list_clause(key: str, op: Op, values: tuple[object, ...]) -> _Part:
     """`IN` / `NOT IN`: one `$in`/`$nin` per type (Chroma refuses mixed lists)."""
     positive = op is Op.IN
-    groups: dict[type, list[object]] = {}
+    groups: dict[type, dict[object, None]] = {}
     loose = False
     for value in values:
         operand = _exact_operand(value)
         if operand is None:
             loose = True
-            if positive and _number(value) and math.isfinite(float(value)) and abs(value) <= SAFE_INT:  # type: ignore[arg-type]
+            if positive and is_number(value) and math.isfinite(float(value)) and abs(value) <= SAFE_INT:  # type: ignore[arg-type]
                 operand = float(value)  # type: ignore[arg-type]  # truncation only adds candidates
             else:
                 continue  # NIN: leaving the value out only widens; IN: only encoded records hold it
-        if operand not in groups.setdefault(type(operand), []):
-            groups[type(operand)].append(operand)
-    if positive and loose and any(_number(v) and abs(v) > SAFE_INT for v in values):  # type: ignore[arg-type]
+        groups.setdefault(type(operand), {})[operand] = None
+    if positive and loose and any(is_number(v) and abs(v) > SAFE_INT for v in values):  # type: ignore[arg-type]
         return True
     name = "$in" if positive else "$nin"
-    parts = [{key: {name: group}} for group in groups.values()]
+    parts = [{key: {name: list(group)}} for group in groups.values()]
     return _combine("$or" if positive else "$and", parts)
 
 
@@ -215,11 +199,11 @@ def _contains(key: str, positive: bool, value: object) -> _Part:
     """`CONTAINS` / `NOT CONTAINS`: Chroma's `$contains` is type-strict, so 2 asks for 2 and 2.0."""
     operand = _exact_operand(value)
     if operand is None:
-        if not positive or not _number(value) or not math.isfinite(float(value)):  # type: ignore[arg-type]
+        if not positive or not is_number(value) or not math.isfinite(float(value)):  # type: ignore[arg-type]
             return not positive
         # Only a float equal to `value` can be in a native list: ints there are within 2**53.
         operands: list[object] = [float(value)]  # type: ignore[arg-type]
-    elif _number(operand):
+    elif is_number(operand):
         operands = [operand, float(operand)]  # type: ignore[arg-type]
     else:
         operands = [operand]

@@ -1,21 +1,13 @@
 """The BM25 index kept beside a Chroma collection: the one thing this store keeps outside Chroma.
 
-Its contract (docs/stores.md): it reflects the writes made through this toolkit; `reindex()` rebuilds
-it from the collection and `lexical_current()` says whether it holds exactly the collection's ids. An
-embedded store saves it in `<folder>/rag-bm25/<collection>/` on `close()` or `flush()`; the first write
-after a save leaves a `dirty` mark there until the next save, so after a crash, or when the save does
-not load, the next open rebuilds the index from the collection. A server or in-process store without
-`index_path` builds it in memory at its first lexical request.
-
-Example:
-    >>> index = BesideIndex(None, lambda: iter([(["a"], ["Tides flood the causeway."], [{}])]))
-    >>> [doc_id for doc_id, _ in index.current().search("causeway", top_k=3)]
-    ['a']
+It reflects the writes made through this toolkit (docs/stores.md). An embedded store saves it in
+`<folder>/rag-bm25/<collection>/` on `close()` or `flush()`; the first write after a save leaves a
+`dirty` mark there until the next save, so after a crash, or when the save does not load, the next
+open rebuilds the index from the collection. Without a folder it is built in memory at first use.
 """
 
 from __future__ import annotations
 
-import shutil
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -23,12 +15,11 @@ from typing import Any
 
 from rag.errors import RagError
 from stores.lexical import LexicalIndex
+from stores.locking import ReadWriteLock
 
-__all__ = ["FOLDER", "OLD_FOLDERS", "BesideIndex", "Texts"]
+__all__ = ["FOLDER", "BesideIndex", "Texts"]
 
 FOLDER = "rag-bm25"
-OLD_FOLDERS = ("rag-lexical", "rag-copy")
-"""Folders of earlier versions beside an embedded collection (its index and its exact copy)."""
 _DIRTY = "dirty"
 _SAVE = "index"
 
@@ -37,18 +28,25 @@ Texts = Callable[[], Iterator[tuple[list[str], list[str], list[Mapping[str, Any]
 
 
 class BesideIndex:
-    """A `LexicalIndex` of a collection's texts (with titles and headings), loaded, saved, rebuilt.
+    """A `LexicalIndex` of a collection's texts, loaded, saved, rebuilt, and the lock of its stores.
 
-    Callers hold the store's lock: `prepare` and the update after the write under its write side;
-    `current` may run in several readers at once and builds the index once.
+    Callers hold `lock`: `prepare` and the update after the write under its write side; `current`
+    may run in several readers at once and builds the index once.
+
+    Example:
+        >>> index = BesideIndex(None, lambda: iter([(["a"], ["Tides flood the causeway."], [{}])]))
+        >>> [doc_id for doc_id, _ in index.current().search("causeway", top_k=3)]
+        ['a']
     """
 
     def __init__(self, folder: Path | None, texts: Texts | None = None) -> None:
         self._folder = folder
-        self.users = 0
-        """How many open stores share this index."""
         self.texts = texts
         """Where a build reads the collection from (set by each store that opens the collection)."""
+        self.users = 0
+        """How many open stores share this index."""
+        self.lock = ReadWriteLock()
+        """The lock every store of this collection in this process holds while it reads or writes."""
         self._index: LexicalIndex | None = None
         self._unsaved = False
         self._mutex = threading.Lock()
@@ -73,7 +71,7 @@ class BesideIndex:
         index = LexicalIndex()
         assert self.texts is not None, "a store sets `texts` before the index is used"
         for ids, texts, metadatas in self.texts():
-            index.add(ids, list(texts), list(metadatas))
+            index.add(ids, texts, metadatas)
         self._changed()
         return index
 
@@ -84,9 +82,8 @@ class BesideIndex:
         self._unsaved = True
 
     def prepare(self) -> LexicalIndex | None:
-        """Before a write to the collection: the index to update after it, loaded or built now (so the
-        write is not read back and indexed twice), its save marked stale (so a crash during the write
-        leaves the mark); None while an in-memory index is unbuilt (its build will see the write)."""
+        """Before a write: the index to update after it, loaded or built now and its save marked stale
+        (a crash during the write leaves the mark); None while an in-memory index is unbuilt."""
         if self._index is None and self._folder is None:
             return None
         index = self.current()
@@ -107,9 +104,3 @@ class BesideIndex:
             self._index.save(self._folder / _SAVE)
             (self._folder / _DIRTY).unlink(missing_ok=True)
             self._unsaved = False
-
-
-def remove_old_files(home: Path, collection: str) -> None:
-    """Delete what earlier versions kept beside an embedded collection (its index and exact copy)."""
-    for name in OLD_FOLDERS:
-        shutil.rmtree(home / name / collection, ignore_errors=True)

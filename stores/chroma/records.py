@@ -1,5 +1,4 @@
-"""How a `Document` is laid out in a Chroma record, and read back exactly (docs/stores.md, "What a
-record holds").
+"""How a `Document` is laid out in a Chroma record, and read back exactly (docs/stores.md).
 
 Values Chroma holds exactly stay under their own keys; the text goes in `_rag_doc` (`_rag_docj`, JSON,
 when it holds lone surrogates); values or keys Chroma cannot hold go in one JSON object, `_rag_json`,
@@ -19,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,17 +44,14 @@ RESERVED = "_rag_"
 LEGACY_META = "_rag_meta"
 """Present on every record of the previous layout (rewritten when a store opens the collection)."""
 _LEGACY_TEXT = "_rag_text"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 SAFE_INT = 2**53
 """Integers up to this size are exact as floats too, so Chroma compares them with any number exactly."""
 
 
 def encodable(text: str) -> bool:
     """Whether Chroma can store `text` (valid UTF-8: no lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return _SURROGATE.search(text) is None
 
 
 def native_key(key: str) -> bool:
@@ -68,17 +65,16 @@ def key_token(key: str) -> str:
 
 
 def _short_float(value: float) -> bool:
-    """Whether Chroma keeps this float exactly: up to 12 significant digits, magnitude 1e-4 to 1e12.
-
-    chromadb 1.5.9 changes the last bit of some longer floats (measured: 669 of 4,000 random ones;
-    none of 22,000 within these bounds), which would alter values and filters on them.
-    """
+    """Whether Chroma keeps this float exactly: up to 12 significant digits, magnitude 1e-4 to 1e12
+    (chromadb 1.5.9 changes the last bit of some longer floats: 669 of 4,000 random ones)."""
     if value == 0.0:
         return math.copysign(1.0, value) > 0  # -0.0 comes back as 0.0
     return 1e-4 <= abs(value) < 1e12 and float(f"{value:.12g}") == value
 
 
-def _native_scalar(value: object) -> bool:
+def _native(value: object) -> bool:
+    if isinstance(value, list):  # Chroma refuses empty lists and lists of mixed types (1 and 1.0 included)
+        return bool(value) and len({type(element) for element in value}) == 1 and all(map(_native, value))
     if isinstance(value, bool):
         return True
     if isinstance(value, int):
@@ -86,14 +82,6 @@ def _native_scalar(value: object) -> bool:
     if isinstance(value, float):
         return _short_float(value)
     return isinstance(value, str) and encodable(value)
-
-
-def _native(value: object) -> bool:
-    if not isinstance(value, list):
-        return _native_scalar(value)
-    if not value or len({type(element) for element in value}) != 1:
-        return False  # Chroma refuses empty lists and lists of mixed types (1 and 1.0 included)
-    return all(_native_scalar(element) for element in value)
 
 
 def encode(text: str, metadata: Mapping[str, MetadataValue]) -> dict[str, Any]:

@@ -1,14 +1,12 @@
 """Vector search on Chroma's HNSW index with an exact filter finish, and the `Candidates` for ranking.
 
-`nearest` asks Chroma for the `k` nearest records among a filter's superset, checks each candidate,
-and asks four times deeper while fewer than `k` pass (or the `k`-th ties with the deepest fetched). A
-score is Chroma's inner product (float32) read as a cosine, rounded as the engine rounds: within 1e-6
+A score is Chroma's inner product (float32) read as a cosine, rounded as the engine rounds: within 1e-6
 of the engine's exact cosine; ties go by id. HNSW can miss a true neighbour (docs/stores.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,9 +34,9 @@ def cosines(distances: Sequence[float]) -> list[float]:
 def nearest(
     query: Query, vector: npt.NDArray[np.float32], k: int, condition: ChromaFilter, threshold: float
 ) -> list[Found]:
-    """The best `k` records that match `condition` and whose cosine passes `threshold` (0: any)."""
-    if k == 0 or condition.matches_nothing:
-        return []
+    """The best `k` (>= 1) records that match `condition` and whose cosine passes `threshold` (0: any):
+    Chroma's nearest among the filter's superset, fetched four times deeper while fewer than `k` pass
+    (or the `k`-th ties with the deepest fetched)."""
     wanted = k + 1  # one more, to see whether the k-th ties with the next
     while True:
         found = query(vector, wanted, condition.where)
@@ -61,11 +59,11 @@ class ChromaCandidates:
     """The query's unit vector (embedded on first need: lexical requests without threshold never ask)."""
     query: Query
     embeddings: Callable[[Sequence[str]], dict[str, npt.NDArray[np.float32]]]
-    matching: Callable[[ChromaFilter], set[str]]
+    matching: Callable[[ChromaFilter], Collection[str]]
     index: Callable[[], LexicalIndex]
     found: dict[str, Found] = field(default_factory=dict)
     _stored: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
-    _eligible: set[str] | None = None
+    _eligible: Collection[str] | None = None
 
     def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
         hits = nearest(self.query, self.query_vector(), depth, self.condition, threshold)
@@ -73,16 +71,12 @@ class ChromaCandidates:
         return [(hit[0], hit[1]) for hit in hits]
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
-        if self.condition.matches_nothing:
-            return []
         if self.condition.normal is not None and self._eligible is None:
             self._eligible = self.matching(self.condition)
         return self.index().search(self.text, depth, allowed=self._eligible)
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
-        missing = [doc_id for doc_id in ids if doc_id not in self._stored]
-        if missing:
-            self._stored.update(self.embeddings(missing))
+        self._stored.update(self.embeddings([doc_id for doc_id in ids if doc_id not in self._stored]))
         dimensions = len(self.query_vector())
         zero = np.zeros(dimensions, np.float32)  # an id the collection lost since the index saw it
         rows = [self._stored.get(doc_id, zero) for doc_id in ids]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -19,12 +20,11 @@ from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin, Capabilities
-from stores.chroma.client import connect, open_collection, purger
+from stores.chroma.client import connect, open_collection
 from stores.chroma.filters import ChromaFilter, Where, compile_filter
-from stores.chroma.lexical import FOLDER, BesideIndex, Texts, remove_old_files
+from stores.chroma.lexical import FOLDER, BesideIndex, Texts
 from stores.chroma.records import LEGACY_META, decode, encode, needs_document
 from stores.chroma.search import ChromaCandidates, Found, cosines, nearest
-from stores.locking import shared_lock
 from stores.numpy.embed import document_vectors, embed_queries
 from stores.query_vector import given_vector
 from stores.ranking import ScoredHit, needs_ranking, rank_scored
@@ -36,29 +36,25 @@ _LAYOUT = 3
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]$")
 _EMBED_BATCH = 256
 _indexes: dict[tuple[str, ...], BesideIndex] = {}
-"""The BM25 index of each collection open in this process, shared by its open stores."""
+"""The BM25 index (and lock) of each collection open in this process, shared by its open stores."""
 _indexes_lock = threading.Lock()
 Row = tuple[str, dict[str, Any], Any]
 """A record as read: text, metadata, and the embedding (None unless asked for)."""
 
 
-def _open_index(key: tuple[str, ...] | None, folder: Path | None) -> BesideIndex:
+def _open_index(key: tuple[str, ...], folder: Path | None) -> BesideIndex:
     with _indexes_lock:
-        index = _indexes.get(key) if key is not None else None
-        if index is None:
-            index = BesideIndex(folder)
-            if key is not None:
-                _indexes[key] = index
+        index = _indexes.setdefault(key, BesideIndex(folder))
         index.users += 1
         return index
 
 
-def _release_index(key: tuple[str, ...] | None, index: BesideIndex) -> None:
+def _release_index(key: tuple[str, ...], index: BesideIndex) -> None:
     """Save the index; the last store of a collection to close forgets it (a later open loads it)."""
     index.save()
     with _indexes_lock:
         index.users -= 1
-        if index.users == 0 and key is not None and _indexes.get(key) is index:
+        if not index.users:
             del _indexes[key]
 
 
@@ -74,8 +70,7 @@ def _check_options(collection: object, batch_size: int | None, ef_search: int) -
 
 
 def _decoded(collection: Any, ids: list[str], metadatas: list[Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The text and metadata of each record; Chroma's documents are read only for the records that
-    keep their text there (written by other tools), so the usual read leaves them out."""
+    """The text and metadata of each record (Chroma's document read only for the records keeping it)."""
     foreign = [doc_id for doc_id, record in zip(ids, metadatas, strict=True) if needs_document(record)]
     documents: dict[str, Any] = {}
     if foreign:
@@ -91,10 +86,7 @@ def _pages(collection: Any, batch: int, include: list[str]) -> Iterator[Mapping[
 
 
 def _texts(collection: Any, batch: int, errors: Any) -> Texts:
-    """What the BM25 index is built from: ids, texts and metadata of every record, a page at a time.
-
-    Bound to the collection, not to a store, so an index shared by the stores of one collection
-    never keeps a store alive."""
+    """What the BM25 index is built from (bound to the collection: the index never keeps a store alive)."""
 
     def pages() -> Iterator[tuple[list[str], list[str], list[Mapping[str, Any]]]]:
         with errors(f"read the collection {collection.name!r}"):
@@ -152,20 +144,18 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         self._name = collection
         self._conn = connect(path, url, client)
         self._finalizer = weakref.finalize(self, self._conn.close)
-        key = None if self._conn.key is None else (*self._conn.key, collection)
-        self._lock = shared_lock(key)
+        self._home = None if path is None else Path(path)
+        folder = Path(index_path) if index_path is not None else self._home
+        key = (*self._conn.key, collection)
+        index = self._index = _open_index(key, None if folder is None else folder / FOLDER / collection)
+        self._conn.cleanups.append(lambda: _release_index(key, index))
+        self._lock = index.lock
         try:
             with self._conn.errors("read the maximum batch size"):
                 limit = int(self._conn.client.get_max_batch_size())
             self._batch_size = min(batch_size or limit, limit)
             self._collection = open_collection(self._conn, collection, embedding, ef_search)
-            if path is None and url is None and client is None:
-                self._conn.cleanups.append(purger(self._collection, self._batch_size))
-            self._home = None if path is None else Path(path)
-            folder = Path(index_path) if index_path is not None else self._home
-            index = self._index = _open_index(key, None if folder is None else folder / FOLDER / collection)
             index.texts = _texts(self._collection, self._batch_size, self._conn.errors)  # the latest store's
-            self._conn.cleanups.append(lambda: _release_index(key, index))  # before the client closes
             self._upgrade()
         except BaseException:
             self.close()  # a refused store must not keep the folder's files open
@@ -178,19 +168,16 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             return
         with self._lock.write(), self._conn.errors(f"upgrade the collection {self._name!r}"):
             for page in _pages(self._collection, self._batch_size, ["metadatas"]):
-                old = [
-                    (i, m)
-                    for i, m in zip(page["ids"], page["metadatas"], strict=True)
-                    if LEGACY_META in (m or {})
-                ]
+                pairs = zip(page["ids"], page["metadatas"], strict=True)
+                old = {i: m for i, m in pairs if LEGACY_META in (m or {})}
                 if old:
-                    ids, metadatas = [i for i, _ in old], [m for _, m in old]
-                    decoded = _decoded(self._collection, ids, metadatas)
-                    records = [_replacing(m, encode(*row)) for m, row in zip(metadatas, decoded, strict=True)]
-                    self._collection.update(ids=ids, metadatas=records)
+                    rows = _decoded(self._collection, list(old), list(old.values()))
+                    records = [_replacing(m, encode(*row)) for m, row in zip(old.values(), rows, strict=True)]
+                    self._collection.update(ids=list(old), metadatas=records)
             self._collection.modify(metadata={**marks, _LAYOUT_KEY: _LAYOUT})
-            if self._home is not None:
-                remove_old_files(self._home, self._name)
+            if self._home is not None:  # the folders the previous layout kept beside the collection
+                for folder in ("rag-lexical", "rag-copy"):
+                    shutil.rmtree(self._home / folder / self._name, ignore_errors=True)
 
     @property
     def embedding(self) -> EmbeddingModel:
@@ -230,8 +217,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
     def lexical_current(self) -> bool:
         """Whether the BM25 index holds exactly the collection's ids (False: run `reindex()`)."""
         with self._lock.read():
-            held = set(self._index.current().ids())
-            return held == set(self._all_ids())
+            return set(self._index.current().ids()) == set(self._all_ids())
 
     def close(self) -> None:
         """Save the BM25 index, release the client; an in-process store's data is dropped."""
@@ -248,8 +234,6 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         where = self._conn.location
         return f"ChromaVectorStore(collection={self._name!r}, location={where}, model={self._embedding!r})"
 
-    # -- reading Chroma -------------------------------------------------------------------------------
-
     def _all_ids(self) -> list[str]:
         with self._conn.errors(f"read the collection {self._name!r}"):
             return list(self._collection.get(include=[])["ids"])
@@ -264,12 +248,9 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         """The records of these ids that exist."""
         rows: dict[str, Row] = {}
         for page in self._gets(ids, ["metadatas", "embeddings"] if embeddings else ["metadatas"]):
-            vectors = page["embeddings"] if embeddings else [None] * len(page["ids"])
+            vectors = np.asarray(page["embeddings"], np.float32) if embeddings else [None] * len(page["ids"])
             decoded = _decoded(self._collection, page["ids"], page["metadatas"])
-            rows.update(
-                (i, (text, meta, vector))
-                for i, (text, meta), vector in zip(page["ids"], decoded, vectors, strict=True)
-            )
+            rows.update((i, (*row, v)) for i, row, v in zip(page["ids"], decoded, vectors, strict=True))
         return rows
 
     def _matching(self, condition: ChromaFilter) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -292,13 +273,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
         return [(i, score, *row) for i, score, row in zip(ids, scores, decoded, strict=True)]
 
     def _embeddings(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
-        return {
-            i: np.asarray(vector, np.float32)
-            for page in self._gets(ids, ["embeddings"])
-            for i, vector in zip(page["ids"], page["embeddings"], strict=True)
-        }
-
-    # -- the port -------------------------------------------------------------------------------------
+        return {i: vector for i, (_, _, vector) in self._read(ids, embeddings=True).items()}
 
     def add(self, documents: Iterable[Document]) -> None:
         """Upsert documents by id (the last of repeated ids wins); a bad batch writes nothing."""
@@ -323,8 +298,7 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                     stale = self._collection.get(ids=ids, include=["metadatas"])
                     old = dict(zip(stale["ids"], stale["metadatas"], strict=True))
                     metadatas = [
-                        _replacing(old[i], record) if i in old else record
-                        for i, record in zip(ids, records[start:stop], strict=True)
+                        _replacing(old.get(i), r) for i, r in zip(ids, records[start:stop], strict=True)
                     ]
                     self._collection.upsert(ids=ids, embeddings=vectors[start:stop], metadatas=metadatas)
             if index is not None:
@@ -374,17 +348,11 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                 matches = self._matching(condition)
                 ids = sorted(matches)[: request.limit]
                 rows = self._read(ids, True) if embeddings else {i: (*matches[i], None) for i in ids}
-        return [
-            Document(i, text, meta, embedding=None if vector is None else np.asarray(vector, np.float32))
-            for i, (text, meta, vector) in ((i, rows[i]) for i in ids if i in rows)
-        ]
+        return [Document(i, *rows[i][:2], embedding=rows[i][2]) for i in ids if i in rows]
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
-        """The best `top_k` documents for the request (see `VectorStore`); vector top-k is approximate.
-
-        Raises:
-            InvalidRequestError: `exact=True` (Chroma's index is approximate; use numpy or pgvector).
-        """
+        """The best `top_k` documents for the request (see `VectorStore`); vector top-k is approximate,
+        and `exact=True` raises `InvalidRequestError` naming the exact stores."""
         if isinstance(request, str):
             request = SearchRequest(request)
         if request.exact:
@@ -410,15 +378,8 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
                     Document._trusted(i, text, meta, score, scores={"cosine": score})
                     for i, score, text, meta in hits
                 ]
-            source = ChromaCandidates(
-                request.query,
-                condition,
-                query_vector,
-                self._query,
-                self._embeddings,
-                lambda c: set(self._matching(c)),
-                self._index.current,
-            )
+            reads = (self._query, self._embeddings, self._matching, self._index.current)
+            source = ChromaCandidates(request.query, condition, query_vector, *reads)
             ranked = rank_scored(request, source)
             return self._documents(ranked, source.found)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
+import socket
 import subprocess
 import sys
 import uuid
@@ -339,6 +342,18 @@ def test_closed_server_is_a_connection_error(tmp_path: Path, embedding: HashingE
     assert info.value.url == url
 
 
+def test_a_password_in_the_server_url_stays_out_of_errors(embedding: HashingEmbedding) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again below: nothing listens there
+    for url, error in ((f"http://ann:s3cret@127.0.0.1:{port}", StoreConnectionError),
+                       ("http://ann:s3cret@127.0.0.1:port", InvalidRequestError),
+                       ("http://ann:s3cret@127.0.0.1/path", InvalidRequestError)):  # fmt: skip
+        with pytest.raises(error, match=r"127\.0\.0\.1") as info:
+            ChromaVectorStore(embedding, url=url)
+        assert "s3cret" not in str(info.value) and "s3cret" not in str(getattr(info.value, "url", ""))
+
+
 # -- exact search -------------------------------------------------------------------------------
 
 
@@ -352,6 +367,14 @@ class _Lookup:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return np.stack([self.vectors[text] for text in texts]).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "name", ["stores.chroma.filters", "stores.chroma.lexical", "stores.chroma.records", "stores.locking"]
+)
+def test_the_docstring_examples_run(name: str) -> None:
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0
 
 
 def test_importing_stores_does_not_import_chromadb() -> None:
