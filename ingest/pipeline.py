@@ -23,13 +23,12 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import PurePath
 
 from ingest.chunking import RESERVED_METADATA, Splitter
 from ingest.manifest import Manifest
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions
-from ingest.readers.registry import reader_key
+from ingest.readers.registry import file_suffix, reader_key
 from ingest.report import IngestReport
 from ingest.run import Run
 from ingest.walk import walk
@@ -134,7 +133,7 @@ class IngestPipeline:
             >>> pipeline().settings_for("a.cfg") == pipeline(".cfg").settings_for("a.cfg")
             False
         """
-        treatment = reader_key(PurePath(path).suffix, self.reader_options)  # as read_file picks
+        treatment = reader_key(file_suffix(path), self.reader_options)  # as read_file picks
         key = self._keys.get(treatment)
         if key is None:
             key = self._keys[treatment] = _digest([*self._common, treatment])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ingest.readers.registry import file_suffix
 from ingest.walk import LEAVES_ROOT
 
 __all__ = ["STATUSES", "FileReport", "FileStatus", "IngestReport"]
@@ -139,8 +140,7 @@ class IngestReport:
             if file.reason == LEAVES_ROOT:
                 kind = "link outside the folder"
             else:
-                name = file.source.rsplit("/", 1)[-1]
-                kind = "." + name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else "(no suffix)"
+                kind = file_suffix(file.source) or "(no suffix)"
             kinds[kind] = kinds.get(kind, 0) + 1
         if not kinds:
             return None

@@ -21,7 +21,7 @@ from ingest.identity import Base, RootResolver, escape_name, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions, SkippedFile, read_file
-from ingest.readers.registry import check_size, reader_key
+from ingest.readers.registry import check_size, file_suffix, reader_key
 from ingest.report import FileReport, FileStatus, IngestReport
 from ingest.walk import Walk
 from rag.documents import Document, MetadataValue
@@ -179,7 +179,7 @@ class Run:
         if kept is not None and (kept.size, kept.mtime_ns) == (info.st_size, info.st_mtime_ns):
             self._unchanged(file, kept, root, info)
             return
-        if reader_key(Path(file.fspath).suffix, self.p.reader_options) != "unsupported":
+        if reader_key(file_suffix(file.fspath), self.p.reader_options) != "unsupported":
             try:
                 check_size(info.st_size, file.rel, self.p.reader_options)
             except IngestError as exc:  # refused before reading: its bytes are never all in memory
@@ -207,7 +207,7 @@ class Run:
         Only `--as-text` makes a reader take a suffix no reader is registered for, so a stored file with
         such a suffix was read through it. Leaving the option out of a later run must not delete it.
         """
-        suffix = Path(file.fspath).suffix
+        suffix = file_suffix(file.fspath)
         if reader_key(suffix, self.p.reader_options) != "unsupported":
             return False
         option = f"--as-text {suffix.lower() or '.'}"

@@ -11,16 +11,27 @@ Example:
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
+import zlib
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile
 from rag.errors import IngestError
 
-__all__ = ["SUPPORTED_SUFFIXES", "Reader", "check_size", "read_file", "reader_key", "source_name"]
+__all__ = [
+    "SUPPORTED_SUFFIXES",
+    "Reader",
+    "check_size",
+    "file_suffix",
+    "read_file",
+    "reader_key",
+    "source_name",
+]
 
 Reader = Callable[[bytes, str, ReaderOptions], ReadResult]
 
@@ -86,6 +97,35 @@ SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
 
 _KINDS = {".text": ".txt", ".markdown": ".md", ".rest": ".rst", ".asciidoc": ".adoc", ".htm": ".html"}
 """Suffixes that share a reader, mapped to the one that names it (`.htm` is read as `.html` is)."""
+
+
+def file_suffix(name: str | PurePath) -> str:
+    """The lower-case suffix that picks a file's reader; a gzip-compressed file's is the one inside.
+
+    Example:
+        >>> file_suffix("guide/Install.MD"), file_suffix("README.md.gz"), file_suffix("changelog.gz")
+        ('.md', '.md', '')
+    """
+    path = PurePath(name)
+    if path.suffix.lower() == ".gz":
+        path = PurePath(path.stem)
+    return path.suffix.lower()
+
+
+def _gunzip(data: bytes, source: str, options: ReaderOptions) -> bytes:
+    """The unpacked bytes of a gzip file, refused past `options.max_file_size` before more is unpacked."""
+    limit = options.max_file_size
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as packed:
+            plain = packed.read(-1 if limit is None else limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise IngestError(f"cannot read {source!r}: not a valid gzip file ({exc})", path=source) from exc
+    if limit is not None and len(plain) > limit:
+        raise IngestError(
+            f"{source!r} unpacks to over the {limit / 2**20:.1f} MB limit (--max-file-size MB raises it)",
+            path=source,
+        )
+    return plain
 
 
 def reader_key(suffix: str, options: ReaderOptions) -> str:
@@ -157,9 +197,10 @@ def read_file(
     data: bytes | None = None,
     source: str | None = None,
 ) -> ReadResult:
-    """Read one file with the reader its suffix (case-insensitive) selects.
+    """Read one file with the reader its suffix (case-insensitive, `file_suffix`) selects.
 
     A suffix in `options.text_suffixes` is read as plain text, whatever reader it would otherwise get.
+    A `.gz` file is unpacked and read as its inner suffix says (`README.md.gz` as Markdown).
 
     Args:
         path: the file.
@@ -175,7 +216,7 @@ def read_file(
     """
     if source is None:
         source = source_name(path, root)
-    suffix = path.suffix.lower()
+    suffix = file_suffix(path)
     options = options or ReaderOptions()
     if suffix in options.text_suffixes:
         reader: Reader = _readers()[".txt"]
@@ -190,6 +231,8 @@ def read_file(
         except OSError as exc:
             raise IngestError(f"cannot read {source!r}: {exc.strerror or exc}", path=source) from exc
     check_size(len(data), source, options)
+    if path.suffix.lower() == ".gz":
+        data = _gunzip(data, source, options)
     try:
         return reader(data, source, options)
     except IngestError:

@@ -11,6 +11,7 @@ import click
 from ingest.embedders import make_splitter
 from ingest.home import Home, home_lock
 from ingest.readers.base import DEFAULT_MAX_FILE_SIZE, DEFAULT_PDF_MAX_CONTENT, DEFAULT_PDF_TIMEOUT, MB
+from ingest.readers.registry import file_suffix
 from rag.cli._common import command_settings, common_options, open_store
 from rag.cli._options import store_options
 from rag.documents import MetadataValue
@@ -93,10 +94,10 @@ def _named_text_hint(report: Any) -> str | None:
     suffixes: dict[str, list[str]] = {}
     for file in report.by_status("skipped"):
         name = file.source.rsplit("/", 1)[-1]
-        stem, dot, suffix = name.partition(".")
-        last = "." + suffix.rsplit(".", 1)[-1].lower()
+        stem = name.partition(".")[0]
+        last = file_suffix(name)
         unsupported = "unsupported file type" in (file.reason or "")
-        if dot and stem.lower() in _PLAIN_NAMES and unsupported and last not in _COMPRESSED:
+        if last and stem.lower() in _PLAIN_NAMES and unsupported and last not in _COMPRESSED:
             suffixes.setdefault(last, []).append(name)
     if not suffixes:
         return None
@@ -274,6 +275,7 @@ def ingest(
       text .txt .text, Markdown .md .markdown, reStructuredText .rst .rest,
       AsciiDoc .adoc .asciidoc, HTML .html .htm, PDF .pdf, JSON Lines .jsonl .ndjson,
       Word .docx, PowerPoint .pptx, Excel .xlsx (the office extra), OpenDocument .odt, EPUB .epub
+      and each of them gzip-compressed (guide.md.gz is read as Markdown)
 
     Each chunk records `dirs` (its folders in the root) and `lang` (detected), so
     --filter "dirs CONTAINS 'docs/en'" or "lang == 'en'" keeps one part of a tree.

@@ -59,7 +59,8 @@ class ChromaCandidates:
     """The query's unit vector (embedded on first need: lexical requests without threshold never ask)."""
     query: Query
     embeddings: Callable[[Sequence[str]], dict[str, npt.NDArray[np.float32]]]
-    matching: Callable[[ChromaFilter], Collection[str]]
+    matching: Callable[[ChromaFilter, Sequence[str] | None], Collection[str]]
+    """The ids that match a filter, among the given ids (None: among all records)."""
     index: Callable[[], LexicalIndex]
     found: dict[str, Found] = field(default_factory=dict)
     _stored: dict[str, npt.NDArray[np.float32]] = field(default_factory=dict)
@@ -71,9 +72,18 @@ class ChromaCandidates:
         return [(hit[0], hit[1]) for hit in hits]
 
     def lexical(self, depth: int) -> list[tuple[str, float]]:
+        index = self.index()
         if self.condition.normal is not None and self._eligible is None:
-            self._eligible = self.matching(self.condition)
-        return self.index().search(self.text, depth, allowed=self._eligible)
+            # Check the best few by id first: a filter most records pass (the answering commands' "no
+            # chat-memory turns") then reads a few records, not every record the filter selects.
+            wanted = 4 * depth
+            found = index.search(self.text, wanted)
+            passing = self.matching(self.condition, [doc_id for doc_id, _ in found])
+            hits = [hit for hit in found if hit[0] in passing]
+            if len(hits) >= depth or len(found) < wanted:
+                return hits[:depth]
+            self._eligible = self.matching(self.condition, None)
+        return index.search(self.text, depth, allowed=self._eligible)
 
     def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
         self._stored.update(self.embeddings([doc_id for doc_id in ids if doc_id not in self._stored]))

@@ -253,12 +253,14 @@ class ChromaVectorStore(GetMixin, AsyncStoreMixin):
             rows.update((i, (*row, v)) for i, row, v in zip(page["ids"], decoded, vectors, strict=True))
         return rows
 
-    def _matching(self, condition: ChromaFilter) -> dict[str, tuple[str, dict[str, Any]]]:
-        """The records matching a filter: id -> (text, metadata)."""
-        if condition.matches_nothing:
+    def _matching(
+        self, condition: ChromaFilter, ids: Sequence[str] | None = None
+    ) -> dict[str, tuple[str, dict[str, Any]]]:
+        """The records matching a filter, among `ids` (None: all): id -> (text, metadata)."""
+        if condition.matches_nothing or ids == []:
             return {}
         with self._conn.errors(f"filter the collection {self._name!r}"):
-            page = self._collection.get(where=condition.where, include=["metadatas"])
+            page = self._collection.get(ids=ids, where=condition.where, include=["metadatas"])
             decoded = _decoded(self._collection, page["ids"], page["metadatas"])
         return {i: row for i, row in zip(page["ids"], decoded, strict=True) if condition.accepts(row[1])}
 

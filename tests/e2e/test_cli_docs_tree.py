@@ -153,7 +153,8 @@ def test_a_folder_of_suffixless_files_alone_says_how_to_read_them(cli: Cli, tmp_
 
 
 def test_readme_dot_something_gets_an_as_text_hint(cli: Cli, tmp_path: Path) -> None:
-    """/usr/share/doc/git holds README.Debian and README.source: text by name, skipped by suffix."""
+    """/usr/share/doc/git holds README.Debian and README.source: text by name, skipped by suffix; most of
+    its files are gzip-compressed, read as the suffix inside says."""
     import gzip
 
     package = tmp_path / "git"
@@ -162,18 +163,26 @@ def test_readme_dot_something_gets_an_as_text_hint(cli: Cli, tmp_path: Path) -> 
     (package / "README.source").write_text(
         "The lantern source lives in the harbour repo.\n", encoding="utf-8"
     )
-    (package / "NEWS.Debian.gz").write_bytes(gzip.compress(b"compressed news"))
+    (package / "NEWS.Debian.gz").write_bytes(gzip.compress(b"The beacon now turns twice a minute.\n"))
+    (package / "howto.md.gz").write_bytes(gzip.compress(b"# Howto\n\nPolish the lens with vinegar.\n"))
     (package / "notes.md").write_text("# Notes\n\nOil the hinges.\n", encoding="utf-8")
     first = cli("ingest", package, "--store", "numpy")
     assert first.exit_code == 0, first.stderr
-    hint = "hint: --as-text .debian --as-text .source reads README.Debian, README.source as plain text"
+    assert "skipped 3 files: .debian x2, .source x1" in first.stderr
+    hint = (
+        "hint: --as-text .debian --as-text .source reads NEWS.Debian.gz, README.Debian, README.source "
+        "as plain text"
+    )
     assert hint in first.stderr.splitlines()
     again = cli(
         "ingest", package, "--store", "numpy", "--as-text", ".debian", "--as-text", ".source", "--json"
     )
     assert again.exit_code == 0, again.stderr
-    assert json.loads(again.stdout)["files"]["new"] == 2
-    assert "hint:" not in again.stderr  # only the compressed NEWS is left, and no hint offers it
+    assert json.loads(again.stdout)["files"]["new"] == 3
+    assert "hint:" not in again.stderr
+    found = cli("query", "beacon turns lens vinegar", "--store", "numpy", "--top-k", "10", "--json")
+    sources = {h["source"] for h in json.loads(found.stdout)}
+    assert {"NEWS.Debian.gz", "howto.md.gz"} <= sources
 
 
 def test_the_hint_examples_run() -> None:
