@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import zlib
 from collections.abc import Callable
 from functools import cache
@@ -99,7 +100,7 @@ _KINDS = {".text": ".txt", ".markdown": ".md", ".rest": ".rst", ".asciidoc": ".a
 """Suffixes that share a reader, mapped to the one that names it (`.htm` is read as `.html` is)."""
 
 
-def file_suffix(name: str | PurePath) -> str:
+def file_suffix(name: str | os.PathLike[str]) -> str:
     """The lower-case suffix that picks a file's reader; a gzip-compressed file's is the one inside.
 
     Example:
