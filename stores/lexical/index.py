@@ -10,7 +10,8 @@ Scoring is Okapi BM25 with Lucene's idf:
 N, df and avgdl describe the live documents exactly after any sequence of writes. `tf(t, d)` counts
 the term in the text plus `FIELD_WEIGHT` times in the names field (`stores.lexical.fields`). A
 document is scored with the query analysed in its own language, N and df counted among that
-language's documents. Every hit holds a query term, so every score is > 0.
+language's documents (a stop word of one language, never indexed there, would otherwise look rare to
+the documents of another). Every hit holds a query term, so every score is > 0.
 
 Rows are assigned in order of arrival and postings kept in segments (`stores.lexical.segments`) of
 geometric sizes; a delete clears a row's live bit, and rows are renumbered once most are dead.
@@ -221,8 +222,6 @@ class LexicalIndex:
         """The languages (`lang` codes with a stemmer, `stores.lexical.languages`) of the live documents."""
         return list(self._language_rows())
 
-    # ----- writes ------------------------------------------------------------------------------------
-
     def add(
         self,
         ids: Sequence[str],
@@ -241,9 +240,9 @@ class LexicalIndex:
         pairs = list(batch.values())
         encoded = encode_documents(self._vocabulary, [text for text, _ in pairs], [meta for _, meta in pairs])
         first, end = self._ids.row_count, self._ids.row_count + len(batch)
-        if end > self._lengths.size or _narrowest(encoded.lengths, self._lengths) != self._lengths.dtype:
-            grown = self._lengths.astype(_narrowest(encoded.lengths, self._lengths))
-            self._lengths = np.resize(grown, max(end, 2 * self._lengths.size, 64))
+        dtype = _narrowest(encoded.lengths, self._lengths)
+        if end > self._lengths.size or dtype != self._lengths.dtype:
+            self._lengths = np.resize(self._lengths.astype(dtype), max(end, 2 * self._lengths.size, 64))
         self._ids.append(list(batch))
         self._lengths[first:end] = encoded.lengths
         self._total_length += int(encoded.lengths.sum())
@@ -272,7 +271,7 @@ class LexicalIndex:
         """Renumber rows without gaps and merge all postings into one segment (done automatically)."""
         live = self._ids.live_mask[: self._ids.row_count]
         new_row = np.cumsum(live, dtype=np.int64) - 1
-        self._segments = split(merge(self._segments, live, new_row)) if self._segments else []
+        self._segments = split(merge(self._segments, live, new_row))
         self._renumbered = np.where(live, new_row, -1)
         self._ids.renumber()  # `live` stays a view of the old mask
         self._lengths = self._lengths[: live.size][live]
@@ -289,17 +288,13 @@ class LexicalIndex:
         if dead >= _COMPACT_MIN_DEAD and dead > len(self._ids):
             self.compact()
 
-    # ----- searches ----------------------------------------------------------------------------------
-
     def _language_rows(self) -> Languages:
         """Each language of the live documents: its rows (None when it is the only one) and how many."""
         if self._languages is None:
             codes = sorted(SNOWBALL)  # the order every store analyses a query in
             markers = self._vocabulary.ids_of([language_marker(code) for code in codes]).tolist()
-            held = [(code, term) for code, term in zip(codes, markers, strict=True) if term >= 0]
-            found = postings_of(self._segments, [term for _, term in held])
             languages: Languages = {}
-            for (code, _), (rows, _) in zip(held, found, strict=True):
+            for code, (rows, _) in zip(codes, postings_of(self._segments, markers), strict=True):
                 mask = np.zeros(self._ids.row_count, np.bool_)
                 mask[rows] = True
                 mask &= self._ids.live_mask[: mask.size]
@@ -311,12 +306,7 @@ class LexicalIndex:
         return self._languages
 
     def _hits(self, query: str) -> tuple[Rows, Scores]:
-        """The rows holding a query term (ascending) and their BM25 scores.
-
-        Each document is scored with the query analysed in its own language, N and df counted among
-        that language's documents: a stop word of one language, never indexed there, would otherwise
-        look rare to the documents of another.
-        """
+        """The rows holding a query term (ascending) and their BM25 scores (see the module docstring)."""
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
         count = len(self._ids)
@@ -400,8 +390,6 @@ class LexicalIndex:
         scores[hits] = values
         return scores[self.rows_of(ids)]
 
-    # ----- persistence -------------------------------------------------------------------------------
-
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write the index into `folder` atomically (a crash leaves the previous save loadable)."""
         write(folder, self.saved())
@@ -409,14 +397,10 @@ class LexicalIndex:
     def saved(self) -> Saved:
         """What a save holds: the live documents renumbered from 0, their postings in one segment."""
         live = self._ids.live_mask[: self._ids.row_count]
-        ids = self._ids.live_ids()
-        if self._segments:
-            segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
-        else:
-            segment = build(np.zeros(0, np.int32), np.zeros(0, np.int64), len(ids), 0)
+        segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
         lengths = self._lengths[: live.size][live].astype(np.int64)
         settings = {"k1": self.settings.k1, "b": self.settings.b, "tokenizer": self.settings.tokenizer}
-        return Saved(settings, self._vocabulary.terms, ids, lengths, segment)
+        return Saved(settings, self._vocabulary.terms, self._ids.live_ids(), lengths, segment)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], settings: LexicalSettings | None = None) -> LexicalIndex:

@@ -1,10 +1,8 @@
 """Text analysis for the lexical index: words to term ids, with a cache so each distinct word is stemmed once.
 
-The words are `rag.embeddings.tokenize.split_words` (Unicode case folding, character bigrams for scripts
-written without spaces), plus `compounds` ("IL-10" also gives "il10"), `symbol_words` ("C++" also gives
-"cpp") and `identifier_parts` ("HttpClient" also gives "http", "client"). Each word then goes through the
-`Analyser` of its text's language (`stores.lexical.languages`). `TOKENIZER` names this analysis; an index
-saved under another name is rebuilt from its texts when a store opens it (docs/retrieval.md).
+The `words` of a text go through the `Analyser` of its language (`stores.lexical.languages`).
+`TOKENIZER` names this analysis; an index saved under another name is rebuilt from its texts when a
+store opens it (docs/retrieval.md).
 
 Example:
     >>> analyze("The Cafés were RUNNING")
@@ -30,16 +28,7 @@ from rag.embeddings.tokenize import fold, split_words
 from stores.lexical.idmap import PackedIds
 from stores.lexical.languages import DEFAULT_LANGUAGE, Analyser, analyser_for, question_stopwords
 
-__all__ = [
-    "TOKENIZER",
-    "Vocabulary",
-    "analyze",
-    "compounds",
-    "identifier_parts",
-    "query_weights",
-    "symbol_words",
-    "words",
-]
+__all__ = ["TOKENIZER", "Vocabulary", "analyze", "query_weights", "words"]
 
 TOKENIZER = "rag-5"
 _STOP = -1  # cached id of a word that is dropped (a stopword)
@@ -92,37 +81,8 @@ def _word_hashes(data: Bytes, starts: Positions, lengths: Positions) -> npt.NDAr
 # Two ASCII words joined by one hyphen or slash, the second one looked ahead so that "a-b-c" gives both
 # "a-b" and "b-c". On folded text; the look-behind and look-ahead keep each part a whole word.
 _COMPOUND = re.compile(r"(?<![^\W_])([a-z0-9]+)[-/](?=([a-z0-9]+)(?![^\W_]))")
-
-
-def compounds(text: str) -> list[str]:
-    """Pairs of words one hyphen or slash apart, joined: "IL-10" gives "il10", "T-cell/B" "tcell", "cellb".
-
-    Biomedical and technical names are spelt with and without the hyphen ("IL-10", "IL10"); indexing
-    the joined form beside the parts lets either spelling find the other. Only ASCII letters and digits
-    join (after folding, so "Café-Bar" gives "cafebar").
-    """
-    if "-" not in text and "/" not in text:
-        return []
-    folded = text.lower() if text.isascii() else fold(text)
-    return [first + second for first, second in _COMPOUND.findall(folded)]
-
-
 # A word followed by "++" ("C++", "g++"), or one letter followed by "#" ("C#", "F#"), on folded text.
 _SYMBOLIC = re.compile(r"(?<![^\W_])(?:([a-z0-9]+)\+\+|([a-z])#)")
-
-
-def symbol_words(text: str) -> list[str]:
-    """Words written with "++" or "#", spelt out: "C++" gives "cpp", "g++" "gpp", "C#" "csharp".
-
-    The symbols are not word characters, so "C++" alone would be the word "c", which every page on C,
-    Objective-C or C++ holds. Only ASCII letters and digits count, as for `compounds`.
-    """
-    if "+" not in text and "#" not in text:
-        return []
-    folded = text.lower() if text.isascii() else fold(text)
-    return [plus + "pp" if plus else letter + "sharp" for plus, letter in _SYMBOLIC.findall(folded)]
-
-
 # A word joining words by case ("DropSitePassword", "getElementById", "XMLHttpRequest": two lower-case
 # letters, then a capitalised word), and its parts: a capital run before a capitalised word, a
 # capitalised or lower-case word, digits. On the text as written.
@@ -153,21 +113,27 @@ def _mixed_case_words(text: str, joins: Iterable[int]) -> list[tuple[int, str]]:
     return found
 
 
-def identifier_parts(text: str) -> list[str]:
-    """The parts of words written in mixed case, folded: "DropSitePassword" gives "drop", "site",
-    "password"; "XMLHttpRequest" "xml", "http", "request".
-
-    Docs name their subjects with identifiers that the prose spells as words; indexing the parts beside
-    the whole word lets either find the other. Only ASCII letters and digits count.
-    """
-    joins = (join.start() for join in _CASE_JOIN.finditer(text))
-    return [part.lower() for _, word in _mixed_case_words(text, joins) for part in _CASE_PART.findall(word)]
-
-
 def words(text: str) -> list[str]:
-    """The words the lexical index analyses: `split_words` (case-folded, accents kept for the
-    stemmers), the `compounds`, the `symbol_words`, then the `identifier_parts`."""
-    return split_words(text) + compounds(text) + symbol_words(text) + identifier_parts(text)
+    """The words the lexical index analyses, with the spellings that name one thing several ways.
+
+    First `split_words` (case-folded, accents kept for the stemmers); then, of ASCII letters and digits
+    only: two words one hyphen or slash apart, joined ("IL-10" gives "il10", so either spelling finds
+    the other); a word written with "++" or "#" spelt out ("C++" gives "cpp", "C#" "csharp", where the
+    symbols alone would leave "c"); the parts of a word joined by case ("XMLHttpRequest" gives "xml",
+    "http", "request", as prose names an identifier).
+
+    Example:
+        >>> words("IL-10 in C++ HttpClient")
+        ['il', '10', 'in', 'c', 'httpclient', 'il10', 'cpp', 'http', 'client']
+    """
+    found = split_words(text)
+    if "-" in text or "/" in text:
+        found += [first + second for first, second in _COMPOUND.findall(fold(text))]
+    if "+" in text or "#" in text:
+        found += [plus + "pp" if plus else letter + "sharp" for plus, letter in _SYMBOLIC.findall(fold(text))]
+    joins = (join.start() for join in _CASE_JOIN.finditer(text))
+    found += [part.lower() for _, word in _mixed_case_words(text, joins) for part in _CASE_PART.findall(word)]
+    return found
 
 
 def analyze(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
@@ -356,14 +322,10 @@ class Vocabulary:
         ids = self._ids(
             analyser, data, starts, lengths, lambda at: _spelt(data, starts[at], lengths[at]), False
         )
-        names, firsts = _ascii_names(joined, data, starts, ends)
-        part_names, part_owners = _part_names(written, text_ends)
-        if not names and not part_names:
-            return ids, owners
-        return (
-            np.concatenate([ids, self._ids_of_words(analyser, names + part_names)]),
-            np.concatenate([owners, owners[firsts], part_owners]),
-        )
+        names, at = _ascii_extras(written, joined, data, starts, ends)
+        extra_owners = np.searchsorted(text_ends, at, side="right").astype(np.int64)
+        ids = np.concatenate([ids, self._ids_of_words(analyser, names)])
+        return ids, np.concatenate([owners, extra_owners])
 
     def encode_query(self, text: str, language: str = DEFAULT_LANGUAGE) -> dict[int, float]:
         """The query's terms in `language` that some document holds, by id, with their frequency."""
@@ -385,10 +347,12 @@ def _spelt(data: Bytes, starts: Positions, lengths: Positions) -> list[str]:
     return gathered.tobytes().decode("ascii").split("\n")[:-1]
 
 
-def _ascii_names(joined: str, data: Bytes, starts: Positions, ends: Positions) -> tuple[list[str], Positions]:
-    """The `compounds`, then the `symbol_words`, of the folded ASCII words `joined[start:end]`, and the
-    position among the words of each one's first word. Few words are hyphenated or carry symbols, so
-    a Python step per name costs little."""
+def _ascii_extras(
+    written: str, joined: str, data: Bytes, starts: Positions, ends: Positions
+) -> tuple[list[str], Positions]:
+    """The words `words` adds to `split_words` in the ASCII texts `written` (`joined` and its bytes
+    `data` folded, its words bounded by `starts` and `ends`), and where each one starts. Few words are
+    hyphenated, carry symbols or join words by case, so a Python step per such word costs little."""
     gap = ends[:-1]
     pairs = np.flatnonzero((starts[1:] == gap + 1) & ((data[gap] == _HYPHEN) | (data[gap] == _SLASH)))
     after = np.append(data, [0, 0])  # two bytes of padding: every word end can look two ahead
@@ -401,20 +365,12 @@ def _ascii_names(joined: str, data: Bytes, starts: Positions, ends: Positions) -
     names += [
         joined[w:x] + ("pp" if is_plus else "sharp") for w, x, is_plus in zip(a, b, symbol, strict=True)
     ]
-    return names, np.concatenate([pairs, marked])
-
-
-def _part_names(written: str, text_ends: IntArray) -> tuple[list[str], IntArray]:
-    """The `identifier_parts` of the joined ASCII texts as written, and the text each belongs to."""
-    data = np.frombuffer(written.encode("ascii"), dtype=np.uint8)
-    lower = (data >= ord("a")) & (data <= ord("z"))
-    upper = (data >= ord("A")) & (data <= ord("Z"))
+    raw = np.frombuffer(written.encode("ascii"), dtype=np.uint8)
+    lower, upper = (raw >= ord("a")) & (raw <= ord("z")), (raw >= ord("A")) & (raw <= ord("Z"))
     joins = np.flatnonzero(lower[:-3] & lower[1:-2] & upper[2:-1] & lower[3:])  # `_CASE_JOIN`
-    names: list[str] = []
-    at: list[int] = []
-    # Few words are written in mixed case, so a Python step per word costs little.
+    at = [starts[pairs], starts[marked]]
     for start, word in _mixed_case_words(written, joins.tolist()):
         parts = _CASE_PART.findall(word)
         names.extend(part.lower() for part in parts)
-        at.extend([start] * len(parts))
-    return names, np.searchsorted(text_ends, np.array(at, np.int64), side="right").astype(np.int64)
+        at.append(np.full(len(parts), start, np.intp))
+    return names, np.concatenate(at)
