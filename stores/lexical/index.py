@@ -36,16 +36,13 @@ from rag.errors import InvalidRequestError
 from stores.lexical.fields import encode_documents, is_marker, language_marker
 from stores.lexical.idmap import PackedIds
 from stores.lexical.languages import DEFAULT_LANGUAGE, SNOWBALL
-from stores.lexical.persist import Saved, read, write
+from stores.lexical.persist import DEFAULT_B, DEFAULT_K1, LexicalSettings, Saved, read, write
 from stores.lexical.segments import NARROW_SPAN, Segment, build, merge, postings_of, split
 from stores.lexical.text import TOKENIZER, Vocabulary
 from stores.ties import best_first
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
 
-# Chosen on BEIR SciFact (docs/retrieval.md): nDCG@10 0.704 at k1=1.0, b=0.6; 0.701 at Lucene's 1.2, 0.75.
-DEFAULT_K1 = 1.0
-DEFAULT_B = 0.6
 _COMPACT_MIN_DEAD = 1024  # renumber rows once this many are dead and they outnumber the live ones
 _MERGE_RATIO = 2  # merge the newest segment into its neighbour while that one is at most 2x larger
 
@@ -54,26 +51,6 @@ Rows = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float64]
 Languages = dict[str, tuple[npt.NDArray[np.bool_] | None, int]]
 _NO_HITS: tuple[Rows, Scores] = (np.zeros(0, np.int64), np.zeros(0, np.float64))
-
-
-@dataclass(frozen=True)
-class LexicalSettings:
-    """What a saved index records and checks on load: BM25 parameters and the text analysis name.
-
-    Example:
-        >>> LexicalSettings(k1=1.2).b
-        0.6
-    """
-
-    k1: float = DEFAULT_K1
-    b: float = DEFAULT_B
-    tokenizer: str = TOKENIZER
-
-    def __post_init__(self) -> None:
-        if isinstance(self.k1, bool) or not isinstance(self.k1, int | float) or not 0 <= self.k1 < math.inf:
-            raise InvalidRequestError(f"BM25 k1 must be a finite number >= 0, got {self.k1!r}")
-        if isinstance(self.b, bool) or not isinstance(self.b, int | float) or not 0 <= self.b <= 1:
-            raise InvalidRequestError(f"BM25 b must be within [0, 1], got {self.b!r}")
 
 
 @dataclass(frozen=True)
@@ -399,8 +376,7 @@ class LexicalIndex:
         live = self._ids.live_mask[: self._ids.row_count]
         segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
         lengths = self._lengths[: live.size][live].astype(np.int64)
-        settings = {"k1": self.settings.k1, "b": self.settings.b, "tokenizer": self.settings.tokenizer}
-        return Saved(settings, self._vocabulary.terms, self._ids.live_ids(), lengths, segment)
+        return Saved(self.settings, self._vocabulary.terms, self._ids.live_ids(), lengths, segment)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], settings: LexicalSettings | None = None) -> LexicalIndex:
@@ -416,7 +392,7 @@ class LexicalIndex:
     @classmethod
     def from_saved(cls, saved: Saved, settings: LexicalSettings | None = None) -> LexicalIndex:
         """The index `saved` describes (`saved()`, or `stores.lexical.persist.from_arrays`)."""
-        chosen = settings or LexicalSettings(saved.settings["k1"], saved.settings["b"])
+        chosen = settings or saved.settings
         if chosen.tokenizer != TOKENIZER:
             raise InvalidRequestError(
                 f"this version analyses text with tokenizer {TOKENIZER!r}, not {chosen.tokenizer!r}"

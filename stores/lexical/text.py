@@ -207,12 +207,9 @@ class Vocabulary:
         """The id of each of `terms` (-1 for one not held, unless `add` adds it)."""
         found = self._terms.rows_of(list(terms))
         if add and (found < 0).any():
-            pairs = list(zip(terms, found.tolist(), strict=True))
-            fresh = list(dict.fromkeys(term for term, at in pairs if at < 0))
-            first = self._terms.row_count
-            self._terms.append(fresh)
-            index = dict(zip(fresh, range(first, first + len(fresh)), strict=True))
-            found = np.array([index.get(term, at) for term, at in pairs], np.int64)
+            fresh = [term for term, at in zip(terms, found.tolist(), strict=True) if at < 0]
+            self._terms.append(list(dict.fromkeys(fresh)))
+            found = self._terms.rows_of(list(terms))
         return found
 
     def _learn(self, analyser: Analyser, new_words: list[str]) -> npt.NDArray[np.int32]:
