@@ -15,7 +15,6 @@ the documents of another). Every hit holds a query term, so every score is > 0.
 
 Rows are assigned in order of arrival and postings kept in segments (`stores.lexical.segments`) of
 geometric sizes; a delete clears a row's live bit, and rows are renumbered once most are dead.
-
 Thread safety: searches only read and may run together; writes must not overlap anything else (the
 stores hold their write lock around both).
 """
@@ -186,14 +185,10 @@ class LexicalIndex:
         return self._ids.rows_of(ids if isinstance(ids, Sequence) else list(ids))
 
     def document_frequencies(self) -> dict[str, int]:
-        """df of every term held by a live document (for inspection and tests; scans every posting)."""
-        counts = np.zeros(len(self._vocabulary), dtype=np.int64)
-        for segment in self._segments:
-            live = self._ids.live_mask[segment.absolute_rows]
-            counts += np.bincount(segment.posting_terms[live], minlength=counts.size)
-        names = self._vocabulary.terms
-        found = ((names[term], int(counts[term])) for term in np.flatnonzero(counts))
-        return {term: df for term, df in found if not is_marker(term)}
+        """df of every term held by a live document (for inspection and tests: it builds a save)."""
+        segment, names = self.saved().segment, self._vocabulary.terms
+        found = zip(segment.terms.tolist(), np.diff(segment.starts).tolist(), strict=True)
+        return {names[term]: df for term, df in found if not is_marker(names[term])}
 
     def languages(self) -> list[str]:
         """The languages (`lang` codes with a stemmer, `stores.lexical.languages`) of the live documents."""
@@ -292,8 +287,8 @@ class LexicalIndex:
             lengths = self._lengths[: self._ids.row_count].astype(np.float64)
             k1, b = self.settings.k1, self.settings.b
             self._norm = k1 * (1.0 - b + b * lengths / (self.stats.average_length or 1.0))
-        row_parts: list[npt.NDArray[np.integer[Any]]] = []
-        weights: list[Scores] = []
+        row_parts: list[npt.NDArray[np.integer[Any]]] = [np.zeros(0, np.int32)]
+        weights: list[Scores] = [np.zeros(0)]
         held = self._language_rows() or {DEFAULT_LANGUAGE: (None, count)}
         for language, (within, documents) in held.items() if count else ():
             term_counts = self._vocabulary.encode_query(query, language)
@@ -308,8 +303,6 @@ class LexicalIndex:
                     tf = tfs.astype(np.float64)
                     weights.append(query_tf * idf * (self.settings.k1 + 1.0) * tf / (tf + self._norm[rows]))
                     row_parts.append(rows)
-        if not row_parts:
-            return _NO_HITS
         return _sum_by_row(np.concatenate(row_parts), np.concatenate(weights), self._ids.row_count)
 
     def search(
@@ -384,8 +377,8 @@ class LexicalIndex:
 
         Raises:
             StoreNotFoundError: no index was saved there.
-            StoreError: an unreadable or inconsistent save, or one made with another tokenizer (whose
-                terms this version cannot match: rebuild the index from the documents' texts).
+            StoreError: an unreadable or inconsistent save, or one made with another tokenizer (rebuild
+                the index from the documents' texts).
         """
         return cls.from_saved(read(folder, TOKENIZER), settings)
 
