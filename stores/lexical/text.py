@@ -44,11 +44,8 @@ Bytes = npt.NDArray[np.uint8]
 
 
 def _chunks(rows: IntArray, sizes: IntArray) -> list[IntArray]:
-    """`rows` cut into runs of about `_CHUNK_BYTES` of text (`sizes`: each text's length plus one).
-
-    Rows stay numpy arrays: a Python int per row would be a small object made during a bulk add,
-    and such objects scatter over the allocator's arenas (see `stores.numpy.records`).
-    """
+    """`rows` cut into runs of about `_CHUNK_BYTES` of text (`sizes`: each text's length plus one), as
+    numpy arrays: a Python int per row would scatter over the allocator's arenas (`stores.numpy.records`)."""
     if not rows.size:
         return []
     before = np.cumsum(sizes[rows]) - sizes[rows]  # text ahead of each row in `rows`
@@ -64,12 +61,8 @@ def _texts_of(texts: Sequence[str], rows: IntArray) -> list[str]:
 
 
 def _word_hashes(data: Bytes, starts: Positions, lengths: Positions) -> npt.NDArray[np.uint64]:
-    """A 64-bit polynomial hash of each word `data[start:start + length]`, seeded with its length.
-
-    Words of up to 64 bytes hash without collision in practice (about 2^-50 for a pair): the index maps
-    hashes to term ids, so a collision would merge two words, which is the price of skipping a Python
-    dictionary lookup per word.
-    """
+    """A 64-bit polynomial hash of each word `data[start:start + length]`, seeded with its length: a
+    collision (about 2^-50 for a pair of words up to 64 bytes) would merge two words in the index."""
     hashes = lengths.astype(np.uint64)
     active = np.arange(starts.size)
     for offset in range(int(lengths.max(initial=0))):
@@ -92,11 +85,8 @@ _ASCII_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 
 
 def _mixed_case_words(text: str, joins: Iterable[int]) -> list[tuple[int, str]]:
-    """(start, word) of each whole word of ASCII letters and digits in `text` that joins words by case.
-
-    The joins (`_CASE_JOIN` positions, in order) are found first, then widened to their word: a pattern
-    that had to find where words start would try every position of the text.
-    """
+    """(start, word) of each whole word of ASCII letters and digits in `text` that joins words by case,
+    widened from its `joins` (`_CASE_JOIN` positions, in order): a pattern for whole words would be slow."""
     found: list[tuple[int, str]] = []
     end = 0
     for at in joins:
@@ -162,8 +152,7 @@ def query_weights(text: str, language: str = DEFAULT_LANGUAGE) -> dict[str, floa
 
 @dataclass
 class _WordCache:
-    """Word hash -> term id or _STOP for one analyser (sorted keys, aligned ids); words over
-    _MAX_HASHED bytes, rare, sit in a dict."""
+    """Word hash -> term id or _STOP for one analyser; words over _MAX_HASHED bytes, rare, in a dict."""
 
     keys: npt.NDArray[np.uint64] = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     ids: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
