@@ -120,7 +120,7 @@ def split(segment: Segment) -> list[Segment]:
 
 def postings_of(segments: Sequence[Segment], terms: Sequence[int]) -> list[Postings]:
     """The rows (dead ones included) and frequencies of each of `terms` across `segments`."""
-    parts: list[list[Postings]] = [[(np.zeros(0, np.int32), np.zeros(0, np.uint8))] for _ in terms]
+    parts: list[list[Postings]] = [[] for _ in terms]
     wanted = np.array(terms, np.int64)
     for segment in segments:
         held, starts = segment.terms, segment.starts
@@ -129,7 +129,12 @@ def postings_of(segments: Sequence[Segment], terms: Sequence[int]) -> list[Posti
                 begin, end = int(starts[at]), int(starts[at + 1])
                 rows = np.add(segment.rows[begin:end], segment.first_row, dtype=np.int32)
                 parts[i].append((rows, segment.tfs[begin:end]))
-    return [
-        (np.concatenate([rows for rows, _ in found]), np.concatenate([tfs for _, tfs in found]))
-        for found in parts
-    ]
+    return [_joined(found) for found in parts]
+
+
+def _joined(found: list[Postings]) -> Postings:
+    if len(found) == 1:  # the common case, without a copy
+        return found[0]
+    if not found:
+        return np.zeros(0, np.int32), np.zeros(0, np.uint8)
+    return np.concatenate([rows for rows, _ in found]), np.concatenate([tfs for _, tfs in found])
