@@ -43,15 +43,6 @@ def _hashes(ids: Iterable[str], count: int) -> npt.NDArray[np.uint32]:
     return np.fromiter(map(_hash, ids), np.int64, count).astype(np.uint32)
 
 
-def _encode(ids: Sequence[str]) -> tuple[bytes, IntArray]:
-    """The UTF-8 bytes of `ids` joined, and each one's length (ids are any str, lone surrogates included)."""
-    joined = "".join(ids)
-    if joined.isascii():  # the common case, without a bytes object per id
-        return joined.encode("ascii"), np.fromiter(map(len, ids), np.int64, len(ids))
-    encoded = [doc_id.encode("utf-8", "surrogatepass") for doc_id in ids]
-    return b"".join(encoded), np.fromiter(map(len, encoded), np.int64, len(ids))
-
-
 class PackedIds:
     """Ids by row, rows that die, and an id -> live row map (see the module docstring)."""
 
@@ -86,16 +77,17 @@ class PackedIds:
         """Rows appended since the last `renumber`, live or dead."""
         return self._rows
 
+    def _bounds(self, rows: IntArray) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.integer[Any]]]:
+        """Where the bytes of each of `rows` start and stop."""
+        return np.where(rows > 0, self._stops[rows - 1], 0), self._stops[rows]
+
     def id_at(self, row: int) -> str:
         """The id of `row` (live or dead)."""
-        start = int(self._stops[row - 1]) if row else 0
-        return str(memoryview(self._data)[start : int(self._stops[row])], "utf-8", "surrogatepass")  # type: ignore[arg-type]
+        return self.ids_at([row])[0]
 
     def ids_at(self, rows: Iterable[int]) -> list[str]:
         """`id_at` for each of `rows`."""
-        at = np.fromiter(rows, np.int64)
-        stops = self._stops[at]
-        starts = np.where(at > 0, self._stops[at - 1], 0)
+        starts, stops = self._bounds(np.fromiter(rows, np.int64))
         view = memoryview(self._data)  # type: ignore[arg-type]
         return [
             str(view[a:b], "utf-8", "surrogatepass")
@@ -108,7 +100,12 @@ class PackedIds:
 
     def append(self, ids: Sequence[str]) -> None:
         """New live rows for `ids`, which must be distinct and not live already."""
-        blob, lengths = _encode(ids)
+        joined = "".join(ids)
+        if joined.isascii():  # the common case, without a bytes object per id
+            blob, lengths = joined.encode("ascii"), np.fromiter(map(len, ids), np.int64, len(ids))
+        else:  # ids are any str, lone surrogates included
+            encoded = [doc_id.encode("utf-8", "surrogatepass") for doc_id in ids]
+            blob, lengths = b"".join(encoded), np.fromiter(map(len, encoded), np.int64, len(ids))
         first, end = self._rows, self._rows + len(ids)
         used = int(self._stops[first - 1]) if first else 0
         self._stops = offsets_for(self._stops, used + len(blob))
@@ -166,8 +163,7 @@ class PackedIds:
         """Drop the dead rows: live rows keep their order and are numbered from 0."""
         live = self._live[: self._rows]
         rows = np.flatnonzero(live)
-        starts = np.concatenate(([0], self._stops[: self._rows - 1]))[rows] if self._rows else rows
-        stops = self._stops[rows]
+        starts, stops = self._bounds(rows)
         view = memoryview(self._data)  # type: ignore[arg-type]
         blob = b"".join([view[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
         self._data = np.frombuffer(blob, np.uint8).copy()

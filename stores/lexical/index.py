@@ -10,11 +10,11 @@ Scoring is Okapi BM25 with Lucene's idf:
 N, df and avgdl describe the live documents exactly after any sequence of writes. `tf(t, d)` counts
 the term in the text plus `FIELD_WEIGHT` times in the names field (`stores.lexical.fields`). A
 document is scored with the query analysed in its own language, N and df counted among that
-language's documents. Every hit holds a query term, so every score is > 0.
+language's documents (a stop word of one language, never indexed there, would otherwise look rare to
+the documents of another). Every hit holds a query term, so every score is > 0.
 
 Rows are assigned in order of arrival and postings kept in segments (`stores.lexical.segments`) of
 geometric sizes; a delete clears a row's live bit, and rows are renumbered once most are dead.
-
 Thread safety: searches only read and may run together; writes must not overlap anything else (the
 stores hold their write lock around both).
 """
@@ -35,16 +35,13 @@ from rag.errors import InvalidRequestError
 from stores.lexical.fields import encode_documents, is_marker, language_marker
 from stores.lexical.idmap import PackedIds
 from stores.lexical.languages import DEFAULT_LANGUAGE, SNOWBALL
-from stores.lexical.persist import Saved, read, write
+from stores.lexical.persist import DEFAULT_B, DEFAULT_K1, LexicalSettings, Saved, read, write
 from stores.lexical.segments import NARROW_SPAN, Segment, build, merge, postings_of, split
 from stores.lexical.text import TOKENIZER, Vocabulary
 from stores.ties import best_first
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
 
-# Chosen on BEIR SciFact (docs/retrieval.md): nDCG@10 0.704 at k1=1.0, b=0.6; 0.701 at Lucene's 1.2, 0.75.
-DEFAULT_K1 = 1.0
-DEFAULT_B = 0.6
 _COMPACT_MIN_DEAD = 1024  # renumber rows once this many are dead and they outnumber the live ones
 _MERGE_RATIO = 2  # merge the newest segment into its neighbour while that one is at most 2x larger
 
@@ -53,26 +50,6 @@ Rows = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float64]
 Languages = dict[str, tuple[npt.NDArray[np.bool_] | None, int]]
 _NO_HITS: tuple[Rows, Scores] = (np.zeros(0, np.int64), np.zeros(0, np.float64))
-
-
-@dataclass(frozen=True)
-class LexicalSettings:
-    """What a saved index records and checks on load: BM25 parameters and the text analysis name.
-
-    Example:
-        >>> LexicalSettings(k1=1.2).b
-        0.6
-    """
-
-    k1: float = DEFAULT_K1
-    b: float = DEFAULT_B
-    tokenizer: str = TOKENIZER
-
-    def __post_init__(self) -> None:
-        if isinstance(self.k1, bool) or not isinstance(self.k1, int | float) or not 0 <= self.k1 < math.inf:
-            raise InvalidRequestError(f"BM25 k1 must be a finite number >= 0, got {self.k1!r}")
-        if isinstance(self.b, bool) or not isinstance(self.b, int | float) or not 0 <= self.b <= 1:
-            raise InvalidRequestError(f"BM25 b must be within [0, 1], got {self.b!r}")
 
 
 @dataclass(frozen=True)
@@ -208,20 +185,14 @@ class LexicalIndex:
         return self._ids.rows_of(ids if isinstance(ids, Sequence) else list(ids))
 
     def document_frequencies(self) -> dict[str, int]:
-        """df of every term held by a live document (for inspection and tests; scans every posting)."""
-        counts = np.zeros(len(self._vocabulary), dtype=np.int64)
-        for segment in self._segments:
-            live = self._ids.live_mask[segment.absolute_rows]
-            counts += np.bincount(segment.posting_terms[live], minlength=counts.size)
-        names = self._vocabulary.terms
-        found = ((names[term], int(counts[term])) for term in np.flatnonzero(counts))
-        return {term: df for term, df in found if not is_marker(term)}
+        """df of every term held by a live document (for inspection and tests: it builds a save)."""
+        segment, names = self.saved().segment, self._vocabulary.terms
+        found = zip(segment.terms.tolist(), np.diff(segment.starts).tolist(), strict=True)
+        return {names[term]: df for term, df in found if not is_marker(names[term])}
 
     def languages(self) -> list[str]:
         """The languages (`lang` codes with a stemmer, `stores.lexical.languages`) of the live documents."""
         return list(self._language_rows())
-
-    # ----- writes ------------------------------------------------------------------------------------
 
     def add(
         self,
@@ -241,9 +212,9 @@ class LexicalIndex:
         pairs = list(batch.values())
         encoded = encode_documents(self._vocabulary, [text for text, _ in pairs], [meta for _, meta in pairs])
         first, end = self._ids.row_count, self._ids.row_count + len(batch)
-        if end > self._lengths.size or _narrowest(encoded.lengths, self._lengths) != self._lengths.dtype:
-            grown = self._lengths.astype(_narrowest(encoded.lengths, self._lengths))
-            self._lengths = np.resize(grown, max(end, 2 * self._lengths.size, 64))
+        dtype = _narrowest(encoded.lengths, self._lengths)
+        if end > self._lengths.size or dtype != self._lengths.dtype:
+            self._lengths = np.resize(self._lengths.astype(dtype), max(end, 2 * self._lengths.size, 64))
         self._ids.append(list(batch))
         self._lengths[first:end] = encoded.lengths
         self._total_length += int(encoded.lengths.sum())
@@ -272,7 +243,7 @@ class LexicalIndex:
         """Renumber rows without gaps and merge all postings into one segment (done automatically)."""
         live = self._ids.live_mask[: self._ids.row_count]
         new_row = np.cumsum(live, dtype=np.int64) - 1
-        self._segments = split(merge(self._segments, live, new_row)) if self._segments else []
+        self._segments = split(merge(self._segments, live, new_row))
         self._renumbered = np.where(live, new_row, -1)
         self._ids.renumber()  # `live` stays a view of the old mask
         self._lengths = self._lengths[: live.size][live]
@@ -289,17 +260,13 @@ class LexicalIndex:
         if dead >= _COMPACT_MIN_DEAD and dead > len(self._ids):
             self.compact()
 
-    # ----- searches ----------------------------------------------------------------------------------
-
     def _language_rows(self) -> Languages:
         """Each language of the live documents: its rows (None when it is the only one) and how many."""
         if self._languages is None:
             codes = sorted(SNOWBALL)  # the order every store analyses a query in
             markers = self._vocabulary.ids_of([language_marker(code) for code in codes]).tolist()
-            held = [(code, term) for code, term in zip(codes, markers, strict=True) if term >= 0]
-            found = postings_of(self._segments, [term for _, term in held])
             languages: Languages = {}
-            for (code, _), (rows, _) in zip(held, found, strict=True):
+            for code, (rows, _) in zip(codes, postings_of(self._segments, markers), strict=True):
                 mask = np.zeros(self._ids.row_count, np.bool_)
                 mask[rows] = True
                 mask &= self._ids.live_mask[: mask.size]
@@ -311,12 +278,7 @@ class LexicalIndex:
         return self._languages
 
     def _hits(self, query: str) -> tuple[Rows, Scores]:
-        """The rows holding a query term (ascending) and their BM25 scores.
-
-        Each document is scored with the query analysed in its own language, N and df counted among
-        that language's documents: a stop word of one language, never indexed there, would otherwise
-        look rare to the documents of another.
-        """
+        """The rows holding a query term (ascending) and their BM25 scores (see the module docstring)."""
         if not isinstance(query, str):
             raise InvalidRequestError(f"query must be a str, got {query!r}")
         count = len(self._ids)
@@ -325,8 +287,8 @@ class LexicalIndex:
             lengths = self._lengths[: self._ids.row_count].astype(np.float64)
             k1, b = self.settings.k1, self.settings.b
             self._norm = k1 * (1.0 - b + b * lengths / (self.stats.average_length or 1.0))
-        row_parts: list[npt.NDArray[np.integer[Any]]] = []
-        weights: list[Scores] = []
+        row_parts: list[npt.NDArray[np.integer[Any]]] = [np.zeros(0, np.int32)]
+        weights: list[Scores] = [np.zeros(0)]
         held = self._language_rows() or {DEFAULT_LANGUAGE: (None, count)}
         for language, (within, documents) in held.items() if count else ():
             term_counts = self._vocabulary.encode_query(query, language)
@@ -341,8 +303,6 @@ class LexicalIndex:
                     tf = tfs.astype(np.float64)
                     weights.append(query_tf * idf * (self.settings.k1 + 1.0) * tf / (tf + self._norm[rows]))
                     row_parts.append(rows)
-        if not row_parts:
-            return _NO_HITS
         return _sum_by_row(np.concatenate(row_parts), np.concatenate(weights), self._ids.row_count)
 
     def search(
@@ -400,8 +360,6 @@ class LexicalIndex:
         scores[hits] = values
         return scores[self.rows_of(ids)]
 
-    # ----- persistence -------------------------------------------------------------------------------
-
     def save(self, folder: str | os.PathLike[str]) -> None:
         """Write the index into `folder` atomically (a crash leaves the previous save loadable)."""
         write(folder, self.saved())
@@ -409,14 +367,9 @@ class LexicalIndex:
     def saved(self) -> Saved:
         """What a save holds: the live documents renumbered from 0, their postings in one segment."""
         live = self._ids.live_mask[: self._ids.row_count]
-        ids = self._ids.live_ids()
-        if self._segments:
-            segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
-        else:
-            segment = build(np.zeros(0, np.int32), np.zeros(0, np.int64), len(ids), 0)
+        segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
         lengths = self._lengths[: live.size][live].astype(np.int64)
-        settings = {"k1": self.settings.k1, "b": self.settings.b, "tokenizer": self.settings.tokenizer}
-        return Saved(settings, self._vocabulary.terms, ids, lengths, segment)
+        return Saved(self.settings, self._vocabulary.terms, self._ids.live_ids(), lengths, segment)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], settings: LexicalSettings | None = None) -> LexicalIndex:
@@ -424,15 +377,15 @@ class LexicalIndex:
 
         Raises:
             StoreNotFoundError: no index was saved there.
-            StoreError: an unreadable or inconsistent save, or one made with another tokenizer (whose
-                terms this version cannot match: rebuild the index from the documents' texts).
+            StoreError: an unreadable or inconsistent save, or one made with another tokenizer (rebuild
+                the index from the documents' texts).
         """
         return cls.from_saved(read(folder, TOKENIZER), settings)
 
     @classmethod
     def from_saved(cls, saved: Saved, settings: LexicalSettings | None = None) -> LexicalIndex:
         """The index `saved` describes (`saved()`, or `stores.lexical.persist.from_arrays`)."""
-        chosen = settings or LexicalSettings(saved.settings["k1"], saved.settings["b"])
+        chosen = settings or saved.settings
         if chosen.tokenizer != TOKENIZER:
             raise InvalidRequestError(
                 f"this version analyses text with tokenizer {TOKENIZER!r}, not {chosen.tokenizer!r}"

@@ -84,14 +84,16 @@ def build(term_ids: Ints, owners: Ints, count: int, first_row: int) -> Segment:
 
 
 def merge(parts: Sequence[Segment], live: npt.NDArray[np.bool_], new_row: Ints | None = None) -> Segment:
-    """One segment of the live postings of neighbouring `parts`, rows renumbered through `new_row`."""
-    terms = np.concatenate([part.posting_terms for part in parts])
-    rows = np.concatenate([part.absolute_rows for part in parts])
-    tfs = np.concatenate([part.tfs for part in parts])
+    """One segment of the live postings of neighbouring `parts` (none only with `new_row`), rows
+    renumbered through `new_row`."""
+    terms = np.concatenate([np.zeros(0, np.int32), *(part.posting_terms for part in parts)])
+    rows = np.concatenate([np.zeros(0, np.int32), *(part.absolute_rows for part in parts)])
+    tfs = np.concatenate([np.zeros(0, np.uint8), *(part.tfs for part in parts)])
     kept = live[rows]
     terms, rows, tfs = terms[kept], rows[kept], tfs[kept]
-    first_row, end_row = parts[0].first_row, parts[-1].end_row
-    if new_row is not None:
+    if new_row is None:
+        first_row, end_row = parts[0].first_row, parts[-1].end_row
+    else:
         rows = new_row[rows]
         first_row, end_row = 0, int(np.count_nonzero(live))
     # Each part is sorted by (term, row) and rows grow from part to part: a stable sort by term keeps
@@ -131,7 +133,7 @@ def postings_of(segments: Sequence[Segment], terms: Sequence[int]) -> list[Posti
 
 
 def _joined(found: list[Postings]) -> Postings:
-    if len(found) == 1:
+    if len(found) == 1:  # the common case, without a copy
         return found[0]
     if not found:
         return np.zeros(0, np.int32), np.zeros(0, np.uint8)

@@ -120,9 +120,11 @@ def test_a_document_of_more_terms_than_two_bytes_count_scores_exactly() -> None:
 @pytest.mark.parametrize(
     "name",
     [
+        "stores.lexical.idmap",
         "stores.lexical.index",
         "stores.lexical.persist",
         "stores.lexical.segments",
+        "stores.lexical.text",
         "stores.numpy.columns",
         "stores.numpy.records",
     ],
