@@ -25,7 +25,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-import stores.ranking  # noqa: E402
+import rag.retrieval.ranking  # noqa: E402
 from ingest.pipeline import IngestPipeline  # noqa: E402
 from ingest.readers import ReaderOptions  # noqa: E402
 from rag.cli._common import DEFAULT_EMBEDDER, build_embedder  # noqa: E402
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vector-weight", type=float, default=0.2, help="vector share in the fusion")
     parser.add_argument(
         "--pools",
-        default=str(stores.ranking.CANDIDATE_POOL),
+        default=str(rag.retrieval.ranking.CANDIDATE_POOL),
         help="fixed pool sizes to compare, e.g. 100,400",
     )
     parser.add_argument("--store", choices=("numpy", "chroma"), default="numpy", help="store to search")
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         f"SciFact test: {len(questions)} queries; embedder {model.name}; vector weight {args.vector_weight:g}"
     )
     print(f"{'search':<18}{'pool':<20}{'top10 != prefix':>16}{'nDCG@10':>10}{'recall@100':>12}{'ms@10':>8}")
-    original = stores.ranking.candidate_depth
+    original = rag.retrieval.ranking.candidate_depth
     with tempfile.TemporaryDirectory(prefix="rag-page-size-") as folder:
         store: VectorStore = (
             NumpyVectorStore(model, path=folder)
@@ -126,12 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for name, base in settings.items():
                 for pool, depth in _pools([int(size) for size in args.pools.split(",")]).items():
-                    stores.ranking.candidate_depth = depth  # type: ignore[assignment]  # rank() looks it up here
+                    rag.retrieval.ranking.candidate_depth = depth  # type: ignore[assignment]  # rank() looks it up here
                     differ, ndcg, recall, ms = _measure(store, questions, base)
                     cells = f"{differ:>10}/{len(questions):<5}{ndcg:>10.3f}{recall:>12.3f}{ms:>8.1f}"
                     print(f"{name:<18}{pool:<20}{cells}")
         finally:
-            stores.ranking.candidate_depth = original
+            rag.retrieval.ranking.candidate_depth = original
             if isinstance(store, ChromaVectorStore):
                 store.close()
     return 0

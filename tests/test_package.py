@@ -79,7 +79,7 @@ def test_modular_rag_modules_import_first_in_a_fresh_interpreter() -> None:
         "import rag.advisors.aliases",
         "import rag.client.client",
         "import rag.advisors.retrieval_augmentation",
-        "import stores.ranking",
+        "import rag.retrieval.ranking",
         "from rag.retrieval import ContextualQueryAugmenter",
         "import rag.retrieval.follow_up",
     ):

@@ -5,7 +5,7 @@ query on every search. Wrapped in this cache, the store's model embeds each ques
 with one text (a query; stores embed documents in batches) is answered from memory when the text was
 seen. While `query_vector_unused()` is active, single texts get a placeholder vector without any
 model call: `evaluate` uses it for lexical searches with threshold 0 and no diversity, whose ranking
-reads BM25 scores only (see `stores.ranking`), so lexical mode embeds nothing.
+reads BM25 scores only (see `rag.retrieval.ranking`), so lexical mode embeds nothing.
 
 Example:
     >>> from rag.testing import FakeEmbedding

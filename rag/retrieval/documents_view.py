@@ -20,7 +20,7 @@ Two things stand between a store and what those commands show:
   the original ranking.
 
 - **Evidence.** A hit needs a query word or a positive cosine. Lexical and hybrid searches return no
-  other (`stores.ranking`); a vector search returns the store's nearest documents whatever their
+  other (`rag.retrieval.ranking`); a vector search returns the store's nearest documents whatever their
   cosine, so the view drops those at 0 or below (with the hashing embedder, texts sharing no word).
 
 - **Windows** (`window=n`, what the answering commands read). Each hit's text is widened by up to `n`

@@ -51,7 +51,7 @@ def nearest(
 
 @dataclass
 class ChromaCandidates:
-    """`stores.ranking.Candidates` over a Chroma collection for one request."""
+    """`rag.retrieval.ranking.Candidates` over a Chroma collection for one request."""
 
     text: str
     condition: ChromaFilter

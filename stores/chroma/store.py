@@ -18,6 +18,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
+from rag.retrieval.ranking import ScoredHit, needs_ranking, rank_scored
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin, Capabilities
 from stores.chroma.client import connect, open_collection
@@ -27,7 +28,6 @@ from stores.chroma.records import LEGACY_META, decode, encode, needs_document
 from stores.chroma.search import ChromaCandidates, Found, cosines, nearest
 from stores.numpy.embed import document_vectors, embed_queries
 from stores.query_vector import given_vector
-from stores.ranking import ScoredHit, needs_ranking, rank_scored
 
 __all__ = ["ChromaVectorStore"]
 

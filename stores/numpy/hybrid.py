@@ -1,4 +1,4 @@
-"""Lexical, hybrid and diversified requests on the numpy store, through `stores.ranking`.
+"""Lexical, hybrid and diversified requests on the numpy store, through `rag.retrieval.ranking`.
 
 The store's rows and its BM25 index's rows are numbered differently (the store fills holes left by
 deletes, the index appends and compacts), so a filter's rows reach the index through the store's
@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import SearchRequest
+from rag.retrieval.ranking import Keyed, rank_keys, rank_scored
 from stores.lexical.index import LexicalIndex
 from stores.numpy.rowmap import RowMap
 from stores.numpy.search import exact_scores, rank_rows, scan_scored
-from stores.ranking import Keyed, rank_keys, rank_scored
 
 __all__ = ["NumpyCandidates", "ranked"]
 
@@ -34,7 +34,7 @@ IntArray = npt.NDArray[np.int64]
 
 
 class NumpyCandidates:
-    """`stores.ranking.KeyedCandidates` for one request over the store's live rows.
+    """`rag.retrieval.ranking.KeyedCandidates` for one request over the store's live rows.
 
     Args:
         matrix: The live rows' unit vectors.

@@ -5,7 +5,7 @@ grown geometrically; texts and metadata are packed records (`records`), metadata
 (`columns`) so a filter is a mask computed without a Python loop per document, and a filtered search
 scores only the selected rows (`search`). A BM25 index (`stores.lexical`) over the same texts is
 written by the same calls and keeps the ids: the store reads them through `rowmap`. Lexical, hybrid
-and diversified requests go through `stores.ranking` (`hybrid`).
+and diversified requests go through `rag.retrieval.ranking` (`hybrid`).
 
 A saved folder opens mapped (`persist`): the matrix and records are views of the file, ids are read
 from the save's own tables (`saved_ids`), the filter columns and the BM25 index load at first use,
@@ -30,6 +30,7 @@ from rag.documents import Document, MetadataValue, SearchRequest
 from rag.embeddings import EmbeddingModel
 from rag.errors import InvalidRequestError, StoreError
 from rag.filters import Filter, as_filter
+from rag.retrieval.ranking import needs_ranking
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import AsyncStoreMixin, Capabilities
 from stores.lexical.index import LexicalIndex
@@ -43,7 +44,6 @@ from stores.numpy.rowmap import RowMap
 from stores.numpy.saved_ids import SavedIds
 from stores.numpy.search import rank_rows, scan_scored
 from stores.query_vector import given_vector
-from stores.ranking import needs_ranking
 
 __all__ = ["NumpyVectorStore"]
 

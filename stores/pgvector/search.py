@@ -1,4 +1,4 @@
-"""The pgvector store's `stores.ranking.Candidates`: exact top lists from SQL, re-scored in Python.
+"""The pgvector store's `rag.retrieval.ranking.Candidates`: exact top lists from SQL, re-scored in Python.
 
 PostgreSQL orders the rows (a sequential scan by `<#>`, the negative inner product, exact and 0 for
 the zero vector; or, approximate, the HNSW index by `<=>`) and Python scores the few candidates again as
@@ -64,7 +64,7 @@ def _needs_more(keys: list[float], depth: int, fetched: int, asked: int, margin:
 @dataclass
 class PgCandidates:
     """Candidate lists for one request inside one REPEATABLE READ transaction on `conn` (the methods are
-    `stores.ranking.Candidates`'s).
+    `rag.retrieval.ranking.Candidates`'s).
 
     `query` is the query's unit vector, None for a search that needs no cosine (lexical without a
     threshold); `ef_search` reads vector candidates through HNSW with that width, None exactly.

@@ -10,6 +10,7 @@ from rag.documents import Document, SearchRequest
 from rag.embeddings.base import EmbeddingModel
 from rag.errors import InvalidRequestError
 from rag.filters import Filter, as_filter
+from rag.retrieval.ranking import rank_scored
 from rag.store_get import GetMixin, GetRequest, unique_ids
 from rag.vectorstore import Capabilities
 from stores.lexical.index import DEFAULT_B, DEFAULT_K1
@@ -29,7 +30,6 @@ from stores.pgvector.tables import (
     write_rows,
 )
 from stores.query_vector import request_vector
-from stores.ranking import rank_scored
 
 __all__ = ["PgVectorStore"]
 

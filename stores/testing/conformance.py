@@ -39,8 +39,8 @@ from rag.embeddings import HashingEmbedding
 from rag.errors import DimensionMismatchError, EmbeddingModelMismatchError, InvalidRequestError
 from rag.filters import Filter, key
 from rag.retrieval import reciprocal_rank_fusion, weighted_fusion
+from rag.retrieval.ranking import candidate_depth
 from rag.vectorstore import Capabilities, VectorStore
-from stores.ranking import candidate_depth
 from stores.testing.cases import (
     BAD_GETS,
     BAD_VECTORS,

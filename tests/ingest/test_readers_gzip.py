@@ -32,12 +32,14 @@ def test_a_compressed_file_without_an_inner_suffix_needs_as_text_dot(read: Read)
 def test_a_file_that_unpacks_past_the_limit_is_refused_before_it_is_all_unpacked(read: Read) -> None:
     bomb = gzip.compress(b"beacon " * 300_000)  # 2.1 MB unpacked from a few kB
     assert len(bomb) < 20_000
-    with pytest.raises(IngestError, match=r"'notes.txt.gz' unpacks to over the 1.0 MB limit \(--max-file-size"):
+    with pytest.raises(
+        IngestError, match=r"'notes.txt.gz' unpacks to over the 1.0 MB limit \(--max-file-size"
+    ):
         read("notes.txt.gz", bomb, max_file_size=2**20)
     assert "beacon" in read("notes.txt.gz", bomb, max_file_size=4 * 2**20).text
 
 
 @pytest.mark.parametrize("data", [b"\x1f\x8b\x08 not really gzip", gzip.compress(GUIDE.encode())[:-12]])
 def test_a_damaged_gzip_file_is_one_clear_error(read: Read, data: bytes) -> None:
-    with pytest.raises(IngestError, match="cannot read 'broken.md.gz': not a valid gzip file"):
+    with pytest.raises(IngestError, match=r"cannot read 'broken\.md\.gz': not a valid gzip file"):
         read("broken.md.gz", data)

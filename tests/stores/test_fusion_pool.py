@@ -1,6 +1,6 @@
 """Hybrid and MMR results do not depend on the page size: a shorter list is a prefix of a longer one.
 
-Fusion and MMR run over a fixed candidate pool (`stores.ranking.CANDIDATE_POOL` per ranking), so asking
+Fusion and MMR run over a fixed candidate pool (`rag.retrieval.ranking.CANDIDATE_POOL` per ranking), so asking
 for more results only extends the list: the same ids, in the same order, with the same scores.
 """
 
@@ -15,9 +15,9 @@ import pytest
 
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
+from rag.retrieval.ranking import CANDIDATE_POOL, candidate_depth
 from rag.vectorstore import VectorStore
 from stores import ChromaVectorStore, NumpyVectorStore
-from stores.ranking import CANDIDATE_POOL, candidate_depth
 
 WORDS = str.split(
     "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega river stone cloud lamp tide "

@@ -18,10 +18,10 @@ import pytest
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
 from rag.retrieval import reciprocal_rank_fusion, weighted_fusion
+from rag.retrieval.ranking import candidate_depth
 from stores import LexicalIndex, NumpyVectorStore
 from stores.numpy.embed import embed_queries
 from stores.numpy.search import exact_scores
-from stores.ranking import candidate_depth
 
 DIMENSIONS = 32
 WORDS = str.split("tide harbour keeper lamp stone river bridge signal cloud gate rope mast")
@@ -69,7 +69,7 @@ def _bm25_of(store: NumpyVectorStore) -> LexicalIndex:
 
 
 def _reference(store: NumpyVectorStore, request: SearchRequest) -> list[Hit]:
-    """Brute force: every eligible document scored both ways, then fused as `stores.ranking` says."""
+    """Brute force: every eligible document scored both ways, then fused as `rag.retrieval.ranking` says."""
     docs = store.get(filter=request.filter, include_embeddings=True)
     ids = [doc.id for doc in docs]
     query = embed_queries(store.embedding, [request.query])[0]

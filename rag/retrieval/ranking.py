@@ -17,7 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.documents import SearchRequest
-from rag.retrieval import mmr, reciprocal_rank_fusion, weighted_fusion
+from rag.retrieval.fusion import reciprocal_rank_fusion, weighted_fusion
+from rag.retrieval.mmr import mmr
 
 __all__ = [
     "CANDIDATE_POOL",
