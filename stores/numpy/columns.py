@@ -6,21 +6,12 @@ every one is whole and in range (numpy compares those with any operand exactly),
 beyond float64's exact range are settled by the reference evaluator (`rag.filters.matches`). List
 values are flattened into per-key postings of (row, item), so `CONTAINS` is vectorised too. A filter
 becomes a boolean mask over the rows, meaning exactly what `rag.filters.matches` means.
-
-Example:
-    >>> from rag.filters import key
-    >>> columns = MetadataColumns()
-    >>> rows = [{"year": 2020, "tags": ["a"]}, {"year": 2021.5}]
-    >>> columns.write(np.arange(2), rows)
-    >>> columns.mask(key("year") < 2021, 2, rows).tolist()
-    [True, False]
-    >>> narrowest(np.zeros(1, np.int8), np.array([300.0])).dtype
-    dtype('int16')
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +31,7 @@ Number = npt.NDArray[np.floating[Any] | np.integer[Any]]
 MISSING, NUM, BIGNUM, STR, BOOL, LIST = 0, 1, 2, 3, 4, 5  # BIGNUM: an int float64 cannot hold exactly
 _EXACT_INT = 2**53
 _ARRAYS = ("kind", "num", "code", "row")
-_Batch = tuple[list[int], list[int], list[float], list[int]]  # rows, kinds, nums, codes
+_Slot = tuple[int, int, float, int]  # row, kind, num, code
 
 
 class MetadataRows(Protocol):
@@ -66,19 +57,10 @@ def narrowest(held: Number, values: npt.NDArray[np.float64]) -> Number:
 
 
 def _merge(junction: Junction, acc: BoolArray, part: BoolArray) -> None:
-    """Combine an item's mask into its junction's mask, in place."""
     if junction.conjunction:
         acc &= part
     else:
         acc |= part
-
-
-def _append(batches: dict[str, _Batch], name: str, row: int, encoded: tuple[int, float, int]) -> None:
-    rows, kinds, nums, codes = batches.setdefault(name, ([], [], [], []))
-    rows.append(row)
-    kinds.append(encoded[0])
-    nums.append(encoded[1])
-    codes.append(encoded[2])
 
 
 def _as_float(value: int | float) -> tuple[float, bool]:
@@ -124,7 +106,7 @@ class _Encoded:
         self.kind[self.size : size] = MISSING  # slots past `size` may hold stale values
         self.size = size
 
-    def put(self, slots: IntArray, kinds: list[int], nums: list[float], codes: list[int]) -> None:
+    def put(self, slots: IntArray, kinds: Sequence[int], nums: Sequence[float], codes: Sequence[int]) -> None:
         kind = np.asarray(kinds, np.int8)
         self.kind[slots] = kind
         if self.num is None and np.isin(kind, (NUM, BIGNUM, BOOL)).any():
@@ -166,24 +148,21 @@ class _Column:
 
 
 class MetadataColumns:
-    """Per-key numpy columns over a store's rows, and vectorised filter masks (see the module docstring).
+    """Per-key numpy columns over a store's rows, and vectorised filter masks.
 
     Example:
-        >>> columns = MetadataColumns()
-        >>> columns.write(np.arange(1), [{"lang": "en"}])
-        >>> sorted(columns.keys())
-        ['lang']
+        >>> from rag.filters import key
+        >>> columns, rows = MetadataColumns(), [{"year": 2020, "tags": ["a"]}, {"year": 2021.5}]
+        >>> columns.write(np.arange(2), rows)
+        >>> columns.mask(key("year") < 2021, 2, rows).tolist()
+        [True, False]
     """
 
     def __init__(self) -> None:
         self._columns: dict[str, _Column] = {}
         self._codes: dict[str, int] = {}
         self._vocabulary: list[str] = []
-        self._sorted: tuple[list[str], IntArray] | None = None
-
-    def keys(self) -> list[str]:
-        """The metadata keys seen so far."""
-        return list(self._columns)
+        self._sorted: tuple[list[str], IntArray] | None = None  # the strings in order, each code's rank
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -202,22 +181,24 @@ class MetadataColumns:
 
     def write(self, rows: IntArray, metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Record the metadata of `rows` (new rows, or rows emptied by `clear`)."""
-        values: dict[str, _Batch] = {}
-        items: dict[str, _Batch] = {}
+        values: dict[str, list[_Slot]] = {}
+        items: dict[str, list[_Slot]] = {}
         for row, metadata in zip(rows.tolist(), metadatas, strict=True):
             for name, value in metadata.items():
                 if isinstance(value, list):
-                    _append(values, name, row, (LIST, 0.0, -1))
+                    values.setdefault(name, []).append((row, LIST, 0.0, -1))
                     for item in value:
-                        _append(items, name, row, self._encode(item))
+                        items.setdefault(name, []).append((row, *self._encode(item)))
                 else:
-                    _append(values, name, row, self._encode(value))
-        for name, (slots, kinds, nums, codes) in values.items():
+                    values.setdefault(name, []).append((row, *self._encode(value)))
+        for name, batch in values.items():
+            slots, kinds, nums, codes = zip(*batch, strict=True)
             column = self._columns.setdefault(name, _Column()).values
             at = np.asarray(slots, np.int64)
             column.grow_to(int(at.max()) + 1)
             column.put(at, kinds, nums, codes)
-        for name, (item_rows, kinds, nums, codes) in items.items():
+        for name, batch in items.items():
+            item_rows, kinds, nums, codes = zip(*batch, strict=True)
             posting = self._columns[name].items
             start = posting.size
             posting.grow_to(start + len(item_rows))
@@ -258,7 +239,7 @@ class MetadataColumns:
 
     def to_arrays(self) -> dict[str, npt.NDArray[Any]]:
         """Every array of the columns, cut to the slots in use (`from_arrays` reads them back)."""
-        names = self.keys()
+        names = list(self._columns)
         header = json.dumps({"version": 1, "keys": names}).encode("ascii")
         joined = "\x00".join(self._vocabulary).encode("utf-8", "surrogatepass")
         lengths = np.fromiter(map(len, self._vocabulary), np.int64, len(self._vocabulary)) + 1
@@ -266,7 +247,7 @@ class MetadataColumns:
             "columns.header": np.frombuffer(header, np.uint8),
             "vocabulary": np.frombuffer(joined, np.uint8),
             "vocabulary_ends": np.cumsum(lengths, dtype=np.int64) - 1,  # each string's end, in characters
-            "vocabulary_order": self._order()[0],
+            "vocabulary_order": np.argsort(self._order()[1]),  # the codes in string order
         }
         for number, name in enumerate(names):
             column = self._columns[name]
@@ -284,11 +265,7 @@ class MetadataColumns:
             raise ValueError("not a metadata columns header of this version")
         joined = arrays["vocabulary"].tobytes().decode("utf-8", "surrogatepass")
         ends = arrays["vocabulary_ends"].tolist()
-        vocabulary = joined.split("\x00") if ends else []
-        if len(vocabulary) != len(ends):  # some string holds a NUL: cut by the ends instead
-            vocabulary = [
-                joined[a:b] for a, b in zip([0] + [end + 1 for end in ends[:-1]], ends, strict=True)
-            ]
+        vocabulary = [joined[a + 1 : b] for a, b in itertools.pairwise([-1, *ends])]
         columns = cls()
         columns._vocabulary = vocabulary
         columns._codes = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
@@ -399,22 +376,19 @@ class MetadataColumns:
             hit |= (kind == STR) & np.isin(code, codes)
         return hit, settle
 
-    def _order(self) -> tuple[IntArray, list[str], IntArray]:
-        """The vocabulary's codes in string order, the strings in that order, and each code's rank."""
+    def _order(self) -> tuple[list[str], IntArray]:
+        """The vocabulary in string order, and each code's rank in it."""
         if self._sorted is None:
             order = sorted(range(len(self._vocabulary)), key=self._vocabulary.__getitem__)
             rank = np.empty(len(order), np.int64)
             rank[order] = np.arange(len(order))
             self._sorted = ([self._vocabulary[i] for i in order], rank)
-        ordered, rank = self._sorted
-        codes = np.empty(len(rank), np.int64)
-        codes[rank] = np.arange(len(rank))
-        return codes, ordered, rank
+        return self._sorted
 
     def _string_order(self, op: Op, value: str) -> BoolArray:
         """Whether each vocabulary string satisfies `op value`, by code, with one extra False entry at
         the end so code -1 (a slot without a string) looks up False."""
-        _, ordered, rank = self._order()
+        ordered, rank = self._order()
         bound = (bisect.bisect_left if op in (Op.LT, Op.GE) else bisect.bisect_right)(ordered, value)
         table = rank < bound if op in (Op.LT, Op.LE) else rank >= bound
         return np.append(table, False)

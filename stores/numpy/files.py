@@ -3,15 +3,7 @@
 Each array starts on a block boundary, so damage in one never fails a read of another. Opening maps
 the file copy-on-write (the store may change its arrays in memory, never the file) in constant time;
 reads then check the blocks they touch, each once, and a block that fails its checksum raises a
-`StoreError` naming the file. One file a save: one mapping and one descriptor per open store.
-
-Example:
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> path = Path(tempfile.mkdtemp()) / "arrays.bin"
-    >>> entry, spans = write_arrays(path, {"a": np.arange(3), "b": np.ones(2, np.float32)})
-    >>> MappedFile(path, entry).part("a", *spans["a"]).array().tolist(), spans["b"][0]
-    ([0, 1, 2], 262144)
+`StoreError` naming the file.
 """
 
 from __future__ import annotations
@@ -61,8 +53,12 @@ def write_arrays(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> tuple[FileE
 class MappedFile:
     """A saved file mapped into memory, each block checked against its CRC-32 before first use.
 
-    Raises `StoreError` when the file's size is not the manifest's `entry["size"]` (truncated or
-    overwritten); the contents are checked as they are read.
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "arrays.bin"
+        >>> entry, spans = write_arrays(path, {"a": np.arange(3), "b": np.ones(2, np.float32)})
+        >>> MappedFile(path, entry).part("a", *spans["a"]).array().tolist(), spans["b"][0]
+        ([0, 1, 2], 262144)
     """
 
     def __init__(self, path: Path, entry: FileEntry) -> None:
@@ -86,11 +82,7 @@ class MappedFile:
         self._checked = np.zeros(len(sums), np.bool_)
 
     def check(self, starts: npt.NDArray[Any], stops: npt.NDArray[Any]) -> None:
-        """Check the blocks holding bytes `[starts[i], stops[i])` not checked yet.
-
-        Raises:
-            StoreError: a block does not match its checksum (the file is damaged).
-        """
+        """Check the unchecked blocks holding bytes `[starts[i], stops[i])` (`StoreError` if damaged)."""
         starts, stops = np.asarray(starts, np.int64), np.asarray(stops, np.int64)
         used = stops > starts
         firsts = starts[used] // BLOCK
@@ -116,7 +108,6 @@ class MappedFile:
             self._checked[block] = True
 
     def part(self, name: str, start: int, stop: int) -> MappedPart:
-        """The array `name` stored in bytes `[start, stop)` (`write_arrays`)."""
         if not 0 <= start <= stop <= len(self.buffer):
             raise StoreError(f"the store manifest places {name!r} outside {str(self.path)!r}")
         return MappedPart(self, name, start, stop)
@@ -132,8 +123,7 @@ class MappedPart:
         self._all_checked = False
 
     def array(self) -> npt.NDArray[Any]:
-        """The array. Its header must describe exactly the span (it is not checked against the block's
-        checksum here, which would read the block at every open); reads of the data check blocks."""
+        """The array, its header read unchecked (checking its block would read it at every open)."""
         if self._array is None:
             stream = io.BytesIO(memoryview(self.file.buffer)[self.start : min(self.stop, self.start + BLOCK)])
             try:
@@ -163,7 +153,6 @@ class MappedPart:
             self.file.check(self.offset + starts, self.offset + stops)
 
     def check_all(self) -> None:
-        """Check every block of the array (once)."""
         if not self._all_checked:
             self.file.check(np.array([self.start]), np.array([self.stop]))
             self._all_checked = True

@@ -1,18 +1,7 @@
 """Lexical, hybrid and diversified requests on the numpy store, through `stores.ranking`.
 
-The store's rows and its BM25 index's rows are numbered differently (the store fills holes left by
-deletes, the index appends and compacts), so a filter's rows reach the index through the store's
-`RowMap`. The keys of the keyed lists are index rows, so a hybrid fusion decodes only the ids it
-returns.
-
-Example:
-    >>> from stores.lexical import LexicalIndex
-    >>> index = LexicalIndex()
-    >>> index.add(["a", "b"], ["red apples", "green pears"])
-    >>> matrix, query = np.eye(2, dtype=np.float32), np.array([1, 0], np.float32)
-    >>> source = NumpyCandidates(matrix, query, "pears", None, RowMap(index, ["a", "b"]), index)
-    >>> source.vector(2, 0.0), source.lexical(2)
-    ([('a', 1.0), ('b', 0.0)], [('b', 0.6931471805599453)])
+A filter's store rows reach the BM25 index through the store's `RowMap`. The keys of the keyed lists
+are index rows, so a hybrid fusion decodes only the ids it returns.
 """
 
 from __future__ import annotations
@@ -34,16 +23,8 @@ IntArray = npt.NDArray[np.int64]
 
 
 class NumpyCandidates:
-    """`stores.ranking.KeyedCandidates` for one request over the store's live rows.
-
-    Args:
-        matrix: The live rows' unit vectors.
-        query: The query's unit vector.
-        text: The query text, for BM25.
-        rows: The rows matching the request's filter, or None for all of them.
-        row_map: The store's rows <-> index rows and ids.
-        lexical: The store's BM25 index over the same documents.
-    """
+    """`stores.ranking.KeyedCandidates` for one request over the store's live rows (`rows` match the
+    request's filter, None for all)."""
 
     def __init__(
         self,

@@ -9,21 +9,9 @@ CRC-32 per block of the file, and a CRC-32 of its own body.
 A save writes a new generation, flushes it, then replaces the manifest with one `os.replace`: killed
 at any moment, the folder holds the previous generation or the next, never a mix. Saves hold
 `<folder>/.lock` and refuse to replace a generation the saving copy has not seen. Opening maps the
-file and decodes nothing: the vectors, records and ids are read in place, each block checked before
-its first use; the BM25 index and the filter columns load at first use, rebuilt from the records (with
-a warning) when their arrays are damaged or absent. Folders of the first format (version 1: vectors,
-JSON documents) are read by `read_legacy`, once, so the store can write them anew.
-
-Example:
-    >>> import tempfile
-    >>> records = PackedRecords()
-    >>> records.write(np.arange(2), ["x", "y"], [{}, {}])
-    >>> folder = tempfile.mkdtemp()
-    >>> contents = Contents("m", 2, np.eye(2, dtype=np.float32), records, ["a", "b"], None, None, None)
-    >>> generation = write(folder, contents)
-    >>> saved = open_save(folder, "m", 2)
-    >>> saved.count, saved.generation == generation, saved.ids()[1]
-    (2, True, 'b')
+file and decodes nothing; the BM25 index and the filter columns load at first use, rebuilt from the
+records (with a warning) when their arrays are damaged or absent. Folders of the first format
+(version 1: vectors, JSON documents) are read by `read_legacy`, once, so the store can write them anew.
 """
 
 from __future__ import annotations
@@ -77,7 +65,7 @@ class Contents:
     vectors: npt.NDArray[np.float32]
     records: PackedRecords
     ids: list[str]
-    id_order: npt.NDArray[np.int64] | None  # rows sorted by id, if known
+    id_order: npt.NDArray[np.int64]  # rows sorted by id
     lexical: LexicalIndex | None
     columns: MetadataColumns | None
 
@@ -245,20 +233,18 @@ def open_save(path: str | os.PathLike[str], model: str, dimensions: int) -> Save
     """
     folder = Path(path)
     lock = FolderLock(folder, LOCK_FILE)
-    try:
+    with contextlib.suppress(OSError):
         lock.acquire()
-    except OSError:
+    try:
         return Saved(folder, read_manifest(folder, model, dimensions))
-    with lock:
-        return Saved(folder, read_manifest(folder, model, dimensions))
+    finally:
+        lock.release()
 
 
 class Saved:
     """A generation mapped into memory: the parts a store reads in place or loads on first use."""
 
     def __init__(self, folder: Path, manifest: dict[str, Any]) -> None:
-        if manifest["version"] != _VERSION:
-            raise StoreError(f"the store in {str(folder)!r} is of the first format: read it with read_legacy")
         self.folder = folder
         try:
             self.count = int(manifest["count"])

@@ -4,22 +4,12 @@ A `str` costs ~50 bytes beyond its characters and a dict ~200, as much as a shor
 each row keeps one record in a growing `uint8` buffer: the text's UTF-8 bytes (lone surrogates kept),
 the metadata, and the metadata's length in one byte (255, then eight bytes before it, for 255 bytes
 or more). Metadata is the LEB128 number of its key sequence in a table the records share (`_KeySets`)
-and its values serialised with `marshal` (exact for every metadata type: big ints, -0.0, NaN, lone
-surrogates; format 4, read by every Python since 3.4); empty metadata takes no byte. Values of a
-subclass of str, int or float are stored as the plain value. Reading a row decodes a fresh record, so
-callers never share a dict with the store.
+and its values serialised with `marshal` (exact for every metadata type; format 4); empty metadata
+takes no byte. Subclasses of str, int or float are stored as the plain value.
 
-Each row's record ends at `_stops[row]`; while records lie back to back in row order (a store filled
-by adds, a compacted buffer, a save) it starts where the row before ends and no start is kept.
-Replaced and removed records leave garbage, rewritten away once it outweighs the live bytes. The
-buffer in row order with its ends is also the saved form: `saved` reads records straight from the
-mapped files, checking the blocks each read touches.
-
-Example:
-    >>> records = PackedRecords()
-    >>> records.write(np.arange(2), ["red", "blue"], [{"n": 1}, {}])
-    >>> records.read(1), len(records)
-    (('blue', {}), 2)
+Each row's record ends at `_stops[row]`; while records lie back to back in row order it starts where
+the row before ends and no start is kept. Replaced and removed records leave garbage, rewritten away
+once it outweighs the live bytes. The buffer in row order with its ends is also the saved form.
 """
 
 from __future__ import annotations
@@ -89,9 +79,7 @@ def _varint(number: int) -> bytes:
 
 def _read_varint(view: memoryview, at: int) -> tuple[int, int]:
     """The LEB128 number at `view[at]`, and where the bytes after it begin."""
-    if view[at] < 0x80:
-        return view[at], at + 1
-    number, shift = 0, 0
+    number = shift = 0
     while True:
         byte = view[at]
         at += 1
@@ -147,8 +135,14 @@ class _KeySets:
 
 
 class PackedRecords:
-    """`(text, metadata)` per row in one byte buffer (see the module docstring); rows stay dense:
-    `remove` moves the last rows into the holes."""
+    """`(text, metadata)` per row in one byte buffer; `remove` moves the last rows into the holes.
+
+    Example:
+        >>> records = PackedRecords()
+        >>> records.write(np.arange(2), ["red", "blue"], [{"n": 1}, {}])
+        >>> records.read(1), len(records)
+        (('blue', {}), 2)
+    """
 
     def __init__(self) -> None:
         self._keys = _KeySets()
@@ -175,7 +169,6 @@ class PackedRecords:
         return self.read_many([row])[0]
 
     def read_many(self, rows: Sequence[int]) -> list[Record]:
-        """`read` for each of `rows`."""
         view, at = self._view(), np.fromiter(rows, np.int64)
         self._check(at)
         decode, starts, stops = self._keys.decode, self._starts_of(at).tolist(), self._stops[at].tolist()
@@ -185,8 +178,7 @@ class PackedRecords:
         return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
 
     def __getitem__(self, row: int) -> dict[str, MetadataValue]:
-        # Indexing yields metadata: `MetadataColumns.mask` reads rows it must settle in Python this way.
-        return self.read(row)[1]
+        return self.read(row)[1]  # the metadata: `MetadataColumns.mask` settles rows with it
 
     def write(
         self, rows: IntArray, texts: Sequence[str], metadatas: Sequence[dict[str, MetadataValue]]
@@ -288,7 +280,6 @@ class PackedRecords:
         return records
 
     def key_sets(self) -> list[tuple[str, ...]]:
-        """The numbered key sequences the records refer to (saved beside them)."""
         return list(self._keys.keys)
 
     def check_all(self) -> None:
@@ -304,7 +295,6 @@ class PackedRecords:
             packed_bounds(*self._files, rows)
 
     def _starts_of(self, rows: IntArray) -> npt.NDArray[np.integer[Any]]:
-        """Where the records of `rows` start."""
         if not self._in_order:
             return self._starts[rows]
         return np.where(rows > 0, self._stops[rows - 1], 0).astype(self._stops.dtype)

@@ -4,17 +4,6 @@ A save writes the ids by row as one UTF-8 buffer with each id's end (`ids`, `id_
 of each id sorted with its row (`id_hashes`, `id_rows`), and the rows in id order (`id_order`). A
 lookup is a binary search over the hashes confirmed by the id's bytes; reading a row's id decodes that
 id alone. The store reads ids through this until its BM25 index, which maps ids too, is loaded.
-
-Example:
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> from stores.numpy.files import MappedFile, write_arrays
-    >>> path = Path(tempfile.mkdtemp()) / "ids.bin"
-    >>> entry, spans = write_arrays(path, id_arrays(["b", "a"]))
-    >>> mapped = MappedFile(path, entry)
-    >>> ids = SavedIds({name: mapped.part(name, *span) for name, span in spans.items()})
-    >>> ids.rows_of(["a", "x"]).tolist(), ids[0], ids.order().tolist()
-    ([1, -1], 'b', [1, 0])
 """
 
 from __future__ import annotations
@@ -37,15 +26,11 @@ def _encode(doc_id: str) -> bytes:
     return doc_id.encode("utf-8", "surrogatepass")
 
 
-def id_arrays(ids: Sequence[str], order: IntArray | None = None) -> dict[str, npt.NDArray[Any]]:
-    """The arrays a save writes for `ids` (by row); `order`, the rows sorted by id, if already known."""
+def id_arrays(ids: Sequence[str], order: IntArray) -> dict[str, npt.NDArray[Any]]:
+    """The arrays a save writes for `ids` (by row) and `order`, the rows sorted by id."""
     encoded = [_encode(doc_id) for doc_id in ids]
     hashes = np.fromiter(map(zlib.crc32, encoded), np.uint32, len(encoded))
     by_hash = np.argsort(hashes, kind="stable")
-    if order is None:
-        by_id = np.empty(len(ids), dtype=object)
-        by_id[:] = list(ids)
-        order = np.argsort(by_id, kind="stable")
     return {
         "ids.npy": np.frombuffer(b"".join(encoded), np.uint8),
         "id_stops.npy": np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), dtype=np.int64),
@@ -56,15 +41,12 @@ def id_arrays(ids: Sequence[str], order: IntArray | None = None) -> dict[str, np
 
 
 class SavedIds:
-    """Ids by row and rows by id over a save's mapped id files (see the module docstring)."""
+    """Ids by row and rows by id over a save's mapped id files."""
 
     def __init__(self, files: Mapping[str, MappedPart]) -> None:
         self._data, self._stops = files["ids.npy"], files["id_stops.npy"]
-        self._hashes, self._rows, self._order = (
-            files["id_hashes.npy"],
-            files["id_rows.npy"],
-            files["id_order.npy"],
-        )
+        self._hashes, self._rows = files["id_hashes.npy"], files["id_rows.npy"]
+        self._order = files["id_order.npy"]
 
     def order(self) -> IntArray:
         """Every row, sorted by id."""
@@ -73,7 +55,6 @@ class SavedIds:
         return order
 
     def ids_of(self, rows: Iterable[int]) -> list[str]:
-        """The id of each of `rows`."""
         starts, stops = packed_bounds(self._stops, self._data, np.fromiter(rows, np.int64))
         view = memoryview(self._data.array())  # type: ignore[arg-type]  # numpy arrays are buffers
         return [
@@ -85,7 +66,6 @@ class SavedIds:
         return self.ids_of([row])[0]
 
     def all_ids(self) -> list[str]:
-        """The id of every row, in row order."""
         return self.ids_of(range(len(self._stops.array())))
 
     def rows_of(self, ids: Sequence[str]) -> IntArray:

@@ -1,18 +1,11 @@
 """`NumpyVectorStore`: exact cosine search in numpy, vectorised metadata filters, saved to a folder.
 
-Vectors live in one float32 matrix of live rows only (a delete moves the last rows into the holes),
-grown geometrically; texts and metadata are packed records (`records`), metadata also numpy columns
-(`columns`) so a filter is a mask computed without a Python loop per document, and a filtered search
-scores only the selected rows (`search`). A BM25 index (`stores.lexical`) over the same texts is
-written by the same calls and keeps the ids: the store reads them through `rowmap`. Lexical, hybrid
-and diversified requests go through `stores.ranking` (`hybrid`).
-
-A saved folder opens mapped (`persist`): the matrix and records are views of the file, ids are read
-from the save's own tables (`saved_ids`), the filter columns and the BM25 index load at first use,
-and every read checks the blocks it touches. The first write checks and loads the rest.
-
-Threads: one `ReadWriteLock` guards all of it. Searches, `get` and `count` read together; `add` and
-`delete` write alone, so every call sees the state between two writes. Embedding happens outside it.
+One float32 matrix holds the live rows (a delete moves the last rows into the holes); texts and
+metadata are packed `records`, metadata also numpy `columns` for filter masks; the BM25 index keeps
+the ids (`rowmap`). A save opens mapped (`persist`): vectors, records and ids (`saved_ids`) are views
+of the file, the columns and the BM25 index load at first use, and the first write loads the rest.
+One `ReadWriteLock` guards the state: reads share it, `add` and `delete` hold it alone; embedding
+happens outside it.
 """
 
 from __future__ import annotations
@@ -76,7 +69,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     """
 
     kind = "numpy"
-    """The store's name in the CLI (`--store numpy`), in a home's records and in traces."""
     capabilities = Capabilities(exact=True, lexical=True)
 
     def __init__(
@@ -112,7 +104,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     # -- writing ---------------------------------------------------------------------------------
 
     def add(self, documents: Iterable[Document]) -> None:
-        """Upsert documents by id (the last of repeated ids wins). Nothing is written if any is bad."""
+        """Upsert documents by id (the last of repeated ids wins); nothing is written if any is bad."""
         latest: dict[str, Document] = {}
         for document in documents:
             if not isinstance(document, Document):
@@ -173,7 +165,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return len(rows)
 
     def _remove(self, rows: IntArray) -> None:
-        """Remove `rows`, moving the last live rows into the holes so every row stays live."""
         assert self._lexical is not None and self._columns is not None and isinstance(self._rows, RowMap)
         new_size = self._size - len(rows)
         dead = np.zeros(self._size, np.bool_)
@@ -209,7 +200,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return self._id_order
 
     def _loaded_columns(self) -> MetadataColumns:
-        """The filter columns, loaded from the save at the first filtered request."""
         if self._columns is None:
             with self._load_lock:
                 if self._columns is None:
@@ -218,7 +208,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return self._columns
 
     def _loaded_lexical(self) -> LexicalIndex:
-        """The BM25 index, loaded from the save at the first lexical or hybrid search (or write)."""
         if self._lexical is None:
             with self._load_lock:
                 if self._lexical is None:
@@ -229,7 +218,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return self._lexical
 
     def _materialise(self) -> None:
-        """Before the first write after opening a save: check all of it and load every part."""
         if self._saved is not None:
             self._saved.check_all()
             self._loaded_lexical()
@@ -240,7 +228,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     def _documents(
         self, rows: Sequence[int], scores: Sequence[float] | None = None, embeddings: bool = False
     ) -> list[Document]:
-        """The documents of `rows`, with `scores` if given (records were checked when added)."""
         ids = self._rows.ids_of(rows)
         if embeddings and self._saved is not None:
             self._saved.vectors().check_all()
@@ -269,7 +256,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             return self._documents(rows[: request.limit].tolist(), embeddings=request.include_embeddings)
 
     def count(self, filter: str | Filter | None = None) -> int:
-        """How many documents (match the filter)."""
         tree = as_filter(filter)
         with self._lock.read():
             return self._size if tree is None else int(np.count_nonzero(self._mask(tree)))
@@ -281,7 +267,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return self.similarity_search_batch([request])[0]
 
     def similarity_search_batch(self, requests: Sequence[SearchRequest | str]) -> list[list[Document]]:
-        """`similarity_search` for many requests, their queries embedded together."""
         checked = [SearchRequest(r) if isinstance(r, str) else r for r in requests]
         for request in checked:
             if not isinstance(request, SearchRequest):
@@ -300,8 +285,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return results
 
     def _query_vectors(self, requests: list[SearchRequest]) -> npt.NDArray[np.float32]:
-        """One row per request: its `query_vector`, the model's embedding of its query (embedded in
-        batches), or zeros when the request needs no vector (a lexical one)."""
+        """A row per request: its `query_vector`, its query embedded, or zeros (a lexical request)."""
         queries = np.zeros((len(requests), self._dimensions), np.float32)
         embedded: list[int] = []
         for i, request in enumerate(requests):
@@ -347,11 +331,8 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     def save(self, path: PathLike | None = None, *, overwrite: bool = False) -> Path:
         """Write the store to the folder `path` (default: the constructor's `path`) atomically.
 
-        A crash mid-save leaves the previous save loadable. Searches go on during a save; writes wait.
-        A damaged saved file raises `StoreError` instead of being copied. The folder must still hold
-        the save this copy was loaded from or last wrote there (or none): if another writer saved
-        there since, nothing is written and `StoreError` says so; `overwrite=True` replaces it anyway.
-        Returns the folder.
+        Searches go on during a save; writes wait. `StoreError` when a saved file is damaged, or when
+        another writer saved there since this copy loaded or last saved (`overwrite=True` replaces it).
         """
         target = Path(path) if path is not None else self.path
         if target is None:
@@ -386,15 +367,14 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return cls(embedding, batch_size=batch_size, path=path)
 
     def _open(self, folder: Path) -> None:
-        """Map the save in `folder`; a save of the first format is read and written anew (when the
-        folder can be written; otherwise the store works from memory and its next save converts it)."""
+        """Map the save in `folder`; a save of the first format is read and written anew (or, in a
+        read-only folder, kept in memory until a save converts it)."""
         manifest = persist.read_manifest(folder, self.embedding.name, self._dimensions)
         if manifest["version"] == 1:
             generation, vectors, documents = persist.read_legacy(folder, manifest, self._dimensions)
             self._generations[os.path.abspath(folder)] = generation
-            with self._lock.write():
-                ids, texts = [d.id for d in documents], [d.text for d in documents]
-                self._write(ids, texts, [d.metadata for d in documents], np.ascontiguousarray(vectors))
+            ids, texts = [d.id for d in documents], [d.text for d in documents]
+            self._write(ids, texts, [d.metadata for d in documents], np.ascontiguousarray(vectors))
             try:
                 self.save(folder)
             except StoreError as exc:
