@@ -51,7 +51,7 @@ class NumpyCandidates:
         if depth == 0 or not len(self._matrix):
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
         found, _ = scan_scored(self._matrix, self._query, depth, threshold, self._rows)
-        rows, scores = rank_rows(self._matrix, found, self._query, depth, self._row_map, threshold)
+        rows, scores = rank_rows(self._matrix, found, self._query, depth, self._row_map.ids_of, threshold)
         return self._row_map.index_rows_of(rows), scores
 
     def lexical_keys(self, depth: int) -> Keyed:

@@ -38,7 +38,7 @@ from stores.lexical.persist import from_arrays, to_arrays
 from stores.lexical.text import TOKENIZER
 from stores.locking import FolderLock
 from stores.numpy.columns import MetadataColumns
-from stores.numpy.files import BLOCK, MappedFile, MappedPart, write_arrays
+from stores.numpy.files import BLOCK, MappedFile, write_arrays
 from stores.numpy.records import PackedRecords
 from stores.numpy.saved_ids import SavedIds, id_arrays
 
@@ -242,37 +242,28 @@ def open_save(path: str | os.PathLike[str], model: str, dimensions: int) -> Save
 
 
 class Saved:
-    """A generation mapped into memory: the parts a store reads in place or loads on first use."""
+    """A generation mapped into memory: vectors, records and ids read in place, the derived parts
+    loaded on first use."""
 
     def __init__(self, folder: Path, manifest: dict[str, Any]) -> None:
         self.folder = folder
         try:
             self.count = int(manifest["count"])
             self.generation: str = manifest["generation"]
-            self._keys = [tuple(names) for names in manifest["keys"]]
             self._lexical: dict[str, Any] | None = manifest.get("lexical")
             self._columns: list[str] = list(manifest.get("columns", []))
             data = MappedFile(folder / manifest["folder"] / _DATA, manifest["data"])
             self.parts = {
                 name: data.part(name, start, stop) for name, (start, stop) in manifest["arrays"].items()
             }
-            vectors = self.parts["vectors.npy"].array()
+            self.vectors = self.parts["vectors.npy"]  # mapped copy-on-write
+            vectors = self.vectors.array()
+            self.records = PackedRecords.saved(self.parts, [tuple(names) for names in manifest["keys"]])
+            self.ids = SavedIds(self.parts)
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreError(f"the store manifest in {str(folder)!r} is incomplete: {exc}") from exc
         if vectors.dtype != np.float32 or vectors.shape != (self.count, manifest["dimensions"]):
             raise StoreError(f"the saved store file {str(data.path)!r} does not hold the vectors")
-
-    def vectors(self) -> MappedPart:
-        """The vectors' part: its array is mapped copy-on-write and checked by `check_all`."""
-        return self.parts["vectors.npy"]
-
-    def records(self) -> PackedRecords:
-        """The records, read in place."""
-        return PackedRecords.saved(self.parts["records.npy"], self.parts["record_stops.npy"], self._keys)
-
-    def ids(self) -> SavedIds:
-        """The ids and their lookup tables, read in place."""
-        return SavedIds(self.parts)
 
     def check_all(self) -> None:
         """Check every block of the vectors, records and ids (before a write or a save copies them;
@@ -287,8 +278,8 @@ class Saved:
             part.check_all()
         return {name: part.array() for name, part in zip(names, parts, strict=True)}
 
-    def columns(self, records: PackedRecords) -> MetadataColumns:
-        """The saved filter columns, or columns built from `records` when they are damaged or absent."""
+    def columns(self) -> MetadataColumns:
+        """The saved filter columns, or columns built from the records when they are damaged or absent."""
         if self._columns:
             try:
                 return MetadataColumns.from_arrays(self._arrays("columns", self._columns), self.count)
@@ -296,12 +287,12 @@ class Saved:
                 _log.warning("rebuilding the filter columns of %r: %s", str(self.folder), exc)
         columns = MetadataColumns()
         columns.write(
-            np.arange(self.count), [metadata for _, metadata in records.read_many(range(self.count))]
+            np.arange(self.count), [metadata for _, metadata in self.records.read_many(range(self.count))]
         )
         return columns
 
-    def lexical(self, records: PackedRecords) -> tuple[LexicalIndex, list[str] | None]:
-        """The saved BM25 index, or one built from `records` when it is damaged, of another text
+    def lexical(self) -> tuple[LexicalIndex, list[str] | None]:
+        """The saved BM25 index, or one built from the records when it is damaged, of another text
         analysis, or absent; and the store's ids by row, None when the index numbers rows alike."""
         described = self._lexical
         if described is not None:
@@ -310,13 +301,13 @@ class Saved:
                 saved = from_arrays(described, arrays, TOKENIZER, str(self.folder))
                 if len(saved.ids) == self.count:
                     index = LexicalIndex.from_saved(saved)
-                    return index, None if described.get("same_rows") else self.ids().all_ids()
+                    return index, None if described.get("same_rows") else self.ids.all_ids()
             except (StoreError, KeyError, TypeError, ValueError) as exc:
                 if described.get("settings", {}).get("tokenizer") == TOKENIZER:
                     _log.warning("rebuilding the lexical index of %r: %s", str(self.folder), exc)
         index = LexicalIndex()
-        rows = records.read_many(range(self.count))
-        index.add(self.ids().all_ids(), [text for text, _ in rows], [metadata for _, metadata in rows])
+        rows = self.records.read_many(range(self.count))
+        index.add(self.ids.all_ids(), [text for text, _ in rows], [metadata for _, metadata in rows])
         return index, None
 
 

@@ -15,7 +15,7 @@ once it outweighs the live bytes. The buffer in row order with its ends is also 
 from __future__ import annotations
 
 import marshal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -268,8 +268,9 @@ class PackedRecords:
         return np.frombuffer(blob, np.uint8), np.cumsum(stops - starts, dtype=np.int64)
 
     @classmethod
-    def saved(cls, data: MappedPart, stops: MappedPart, keys: list[tuple[str, ...]]) -> PackedRecords:
+    def saved(cls, parts: Mapping[str, MappedPart], keys: list[tuple[str, ...]]) -> PackedRecords:
         """Records over a save's mapped files (`packed` wrote them), each checked as it is read."""
+        data, stops = parts["records.npy"], parts["record_stops.npy"]
         records = cls()
         records._keys.keys = keys
         records._keys._numbers = {names: i + 1 for i, names in enumerate(keys)}

@@ -1,11 +1,9 @@
 """Ids and rows of the numpy store, kept by its BM25 index: the store holds no id map of its own.
 
-The store and its `LexicalIndex` index the same documents, and the index already maps each id to its
-row. The store keeps only two int32 arrays: the index row of each store row and the store row of each
-index row. The numberings differ (the store fills the holes a delete leaves with its last rows; the
-index appends and now and then renumbers everything, `LexicalIndex.last_renumbering`), so the arrays
-are patched after each write. Until the numberings first differ (a store filled by adds of new ids,
-or loaded from a save of one) store row i is index row i and no array is held at all.
+The store keeps two int32 arrays: the index row of each store row and the store row of each index
+row. The numberings differ (the store fills the holes a delete leaves with its last rows; the index
+appends and now and then renumbers everything), so the arrays are patched after each write. Until
+the numberings first differ, store row i is index row i and no array is held at all.
 
 Example:
     >>> from stores.lexical import LexicalIndex
@@ -44,10 +42,8 @@ def _grown(array: npt.NDArray[np.int32], size: int) -> npt.NDArray[np.int32]:
 class RowMap:
     """Store rows <-> rows of the store's `LexicalIndex`; indexing with a store row gives its id.
 
-    Args:
-        lexical: The index the store writes every document into, by the same ids.
-        ids: The ids of the store's rows in row order, when the index already holds them (a load);
-            None when store row i is index row i for every row of the index.
+    `ids` are the store's ids in row order when the index already holds them (a load); None when store
+    row i is index row i for every row of the index.
     """
 
     def __init__(self, lexical: LexicalIndex, ids: Sequence[str] | None = None) -> None:
@@ -67,11 +63,9 @@ class RowMap:
             self._store_row[self._index_row] = np.arange(self._size, dtype=np.int32)
 
     def index_rows_of(self, rows: IntArray) -> IntArray:
-        """The index row of each of the store `rows`."""
         return (rows if self._identity else self._index_row[rows]).astype(np.int64)
 
     def store_rows(self, index_rows: IntArray) -> IntArray:
-        """The store row of each live index row."""
         return (index_rows if self._identity else self._store_row[index_rows]).astype(np.int64)
 
     def rows_of(self, ids: Sequence[str]) -> IntArray:
@@ -87,11 +81,9 @@ class RowMap:
         return self._lexical.id_at(row if self._identity else int(self._index_row[row]))
 
     def ids_of(self, rows: Iterable[int]) -> list[str]:
-        """The id of each store row."""
         return self._lexical.ids_at(self.index_rows_of(np.fromiter(rows, np.int64)).tolist())
 
     def all_ids(self) -> list[str]:
-        """The id of every store row, in row order."""
         return self.ids_of(range(self._size))
 
     def link(self, rows: IntArray, ids: Sequence[str]) -> None:

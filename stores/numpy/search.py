@@ -3,25 +3,19 @@
 A fast float32 pass (`score_rows`, threaded) scores every candidate row and keeps those within
 `TOLERANCE` of a lower bound on the k-th best score: the k-th largest of many block maxima, a pass
 over the scores instead of an `argpartition` (several times slower at a million rows). The survivors
-are scored again by `exact_scores` and sorted by (score descending, id ascending).
-
-`exact_scores` is deterministic for a row whatever its position or the BLAS kernel, and rounds to
-`SCORE_DECIMALS`, so identical vectors tie exactly (and tie-break by id), a document identical to the
-query scores 1.0, and another store can reproduce the same scores from the same vectors.
-
-Example:
-    >>> x = np.eye(3, dtype=np.float32)
-    >>> exact_scores(x, np.arange(3), x[1]).tolist()
-    [0.0, 1.0, 0.0]
+are scored again by `exact_scores` (deterministic for a row whatever its position or the BLAS
+kernel, rounded to `SCORE_DECIMALS`, so every exact store reproduces them) and sorted by (score
+descending, id ascending).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
-import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,9 +43,7 @@ _CONTIGUOUS_GROUP = 4096  # group length from which contiguous blocks beat strid
 _PARALLEL_ROWS = 32768  # below this the rows sit in cache and threads cost more than they give
 # Memory bandwidth, not arithmetic, bounds a single query; a few threads saturate it.
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
-_POOL: ThreadPoolExecutor | None = None
 _VECDOT: Any = getattr(np, "vecdot", None)
-_POOL_LOCK = threading.Lock()
 
 
 def exact_scores(matrix: FloatMatrix, rows: IntArray, query: FloatMatrix) -> npt.NDArray[np.float64]:
@@ -159,18 +151,9 @@ def score_rows(matrix: FloatMatrix, query: FloatMatrix, rows: IntArray | None = 
     return out
 
 
+@functools.cache
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=_WORKERS - 1, thread_name_prefix="numpy-store-search")
-        return _POOL
-
-
-class _Ids(Protocol):
-    """Anything that gives the id of a row by indexing: a sequence or array of ids, a store's row map."""
-
-    def __getitem__(self, row: int, /) -> Any: ...
+    return ThreadPoolExecutor(max_workers=_WORKERS - 1, thread_name_prefix="numpy-store-search")
 
 
 def rank_rows(
@@ -178,14 +161,12 @@ def rank_rows(
     rows: IntArray,
     query: FloatMatrix,
     k: int,
-    ids: _Ids,
+    ids_of: Callable[[IntArray], list[str]],
     threshold: float = 0.0,
 ) -> tuple[IntArray, npt.NDArray[np.float64]]:
     """The best `k` of `rows` and their scores, score descending then id ascending, keeping only
     scores >= `threshold` when it is above 0 (0 keeps every score, as `SearchRequest.accepts`).
-
-    Only rows whose score ties with another's have their id looked up in `ids`.
-    """
+    Only rows whose score ties with another's have their id looked up (`ids_of`)."""
     scores = exact_scores(matrix, rows, query)
     if threshold > 0.0:
         kept = scores >= threshold
@@ -194,4 +175,4 @@ def rank_rows(
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]
         kept = scores >= kth  # rows tied with the k-th come along: the id decides between them
         rows, scores = rows[kept], scores[kept]
-    return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)
+    return best_first(rows, scores, ids_of, k)

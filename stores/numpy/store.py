@@ -204,7 +204,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             with self._load_lock:
                 if self._columns is None:
                     assert self._saved is not None
-                    self._columns = self._saved.columns(self._records)
+                    self._columns = self._saved.columns()
         return self._columns
 
     def _loaded_lexical(self) -> LexicalIndex:
@@ -212,7 +212,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             with self._load_lock:
                 if self._lexical is None:
                     assert self._saved is not None
-                    index, ids = self._saved.lexical(self._records)
+                    index, ids = self._saved.lexical()
                     self._rows = RowMap(index, ids)  # the same ids by row, now through the index's id map
                     self._lexical = index
         return self._lexical
@@ -230,7 +230,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     ) -> list[Document]:
         ids = self._rows.ids_of(rows)
         if embeddings and self._saved is not None:
-            self._saved.vectors().check_all()
+            self._saved.vectors.check_all()
         return [
             Document._trusted(
                 doc_id,
@@ -279,7 +279,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         masks: dict[Filter | None, IntArray | None] = {}  # requests that share a filter share its rows
         with self._lock.read():  # queries were embedded outside: writers wait only for the scans
             if self._size and self._saved is not None:
-                self._saved.vectors().check_all()
+                self._saved.vectors.check_all()
             for position, index in enumerate(active if self._size else ()):  # a delete may have emptied it
                 results[index] = self._search(checked[index], queries[position], masks)
         return results
@@ -320,7 +320,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         else:
             threshold = request.similarity_threshold
             candidates, _ = scan_scored(matrix, query, request.top_k, threshold, rows)
-            kept, exact = rank_rows(matrix, candidates, query, request.top_k, self._rows, threshold)
+            kept, exact = rank_rows(matrix, candidates, query, request.top_k, self._rows.ids_of, threshold)
             found, scores = kept.tolist(), exact.tolist()
             named = [{"cosine": score} for score in scores]
         documents = self._documents(found, scores)
@@ -385,9 +385,9 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         saved = persist.open_save(folder, self.embedding.name, self._dimensions)
         self._generations[os.path.abspath(folder)] = saved.generation  # what save() expects
         self._saved = saved
-        self._matrix = saved.vectors().array()
+        self._matrix = saved.vectors.array()
         self._size = len(self._matrix)
-        self._records = saved.records()
-        self._rows = saved.ids()
+        self._records = saved.records
+        self._rows = saved.ids
         self._columns = None
         self._lexical = None
