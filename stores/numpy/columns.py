@@ -164,8 +164,6 @@ class MetadataColumns:
         self._vocabulary: list[str] = []
         self._sorted: tuple[list[str], IntArray] | None = None  # the strings in order, each code's rank
 
-    # -- writing ---------------------------------------------------------------------------------
-
     def _encode(self, value: Scalar) -> tuple[int, float, int]:
         if isinstance(value, bool):
             return BOOL, float(value), -1
@@ -235,8 +233,6 @@ class MetadataColumns:
                 items.keep(~dead[items.rows()])
                 items.row = moved_to[items.rows()]
 
-    # -- saving ----------------------------------------------------------------------------------
-
     def to_arrays(self) -> dict[str, npt.NDArray[Any]]:
         """Every array of the columns, cut to the slots in use (`from_arrays` reads them back)."""
         names = list(self._columns)
@@ -283,8 +279,6 @@ class MetadataColumns:
                 raise ValueError(f"the saved column {name!r} does not fit the store")
             columns._columns[name] = _Column(values, items)
         return columns
-
-    # -- filtering -------------------------------------------------------------------------------
 
     def mask(self, node: Filter, size: int, metadatas: MetadataRows) -> BoolArray:
         """Which of the first `size` rows match `node`; `metadatas[row]` is each row's metadata dict.

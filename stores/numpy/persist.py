@@ -80,13 +80,8 @@ def _body_check(body: dict[str, Any]) -> int:
 
 
 def read_manifest(folder: Path, model: str | None = None, dimensions: int = 0) -> dict[str, Any]:
-    """The folder's manifest (either format), checked to be of `model` and `dimensions` if given.
-
-    Raises:
-        StoreNotFoundError: there is none.
-        EmbeddingModelMismatchError: it holds another model's vectors.
-        StoreError: it is unreadable, damaged, or of another format.
-    """
+    """The folder's manifest (either format), checked to be of `model` and `dimensions` if given:
+    `StoreNotFoundError` if there is none, `EmbeddingModelMismatchError`, or `StoreError` if damaged."""
     path = folder / MANIFEST
     if not path.is_file():
         raise StoreNotFoundError(f"no saved numpy store at {str(folder)!r} (no {MANIFEST})", path=str(folder))
@@ -118,20 +113,12 @@ def _generation(manifest: dict[str, Any]) -> str:
     return found if isinstance(found, str) else str(manifest["vectors"]).removeprefix("vectors-")[:-4]
 
 
-# -- writing -------------------------------------------------------------------------------------
-
-
 def write(
     path: str | os.PathLike[str], contents: Contents, *, expected: str | None = None, overwrite: bool = False
 ) -> str:
-    """Save `contents` into the folder `path` (created if needed), replacing any earlier save atomically.
-
-    `expected` is the generation the folder must still hold (None: no save yet) unless `overwrite`.
-    Returns the generation written, the `expected` of the same copy's next save.
-
-    Raises:
-        StoreError: the folder cannot be written, or holds another generation than `expected`.
-    """
+    """Save `contents` into the folder `path` (created if needed), replacing any earlier save atomically,
+    and return the generation written. `StoreError` when the folder cannot be written, or holds another
+    generation than `expected` (None: no save yet) and not `overwrite`."""
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -204,10 +191,10 @@ def _write_unlocked(folder: Path, contents: Contents) -> str:
         write_new(staged, json.dumps({**body, "check": _body_check(body)}, indent=1).encode("ascii"))
         os.replace(staged, folder / MANIFEST)  # the switch: before it the old generation, after it the new
         sync_folder(folder)
-    except OSError as exc:
+    except OSError:
         shutil.rmtree(target, ignore_errors=True)
         staged.unlink(missing_ok=True)
-        raise StoreError(f"could not save the store to {str(folder)!r}: {exc}") from exc
+        raise  # `write` reports it
     for entry in folder.iterdir():  # older generations and files of the first format
         if entry.name == target.name:
             continue
@@ -219,18 +206,9 @@ def _write_unlocked(folder: Path, contents: Contents) -> str:
     return generation
 
 
-# -- opening -------------------------------------------------------------------------------------
-
-
 def open_save(path: str | os.PathLike[str], model: str, dimensions: int) -> Saved:
     """Map the generation saved in `path`, under the folder's lock (so a save by another process cannot
-    remove it half-way), or without where no lock file can be made (a read-only folder).
-
-    Raises:
-        StoreNotFoundError: nothing is saved there.
-        EmbeddingModelMismatchError: another model's vectors.
-        StoreError: a damaged manifest, a missing or resized file, or a save of the first format.
-    """
+    remove it half-way), or without where no lock file can be made (a read-only folder)."""
     folder = Path(path)
     lock = FolderLock(folder, LOCK_FILE)
     with contextlib.suppress(OSError):
@@ -315,11 +293,7 @@ def read_legacy(
     folder: Path, manifest: dict[str, Any], dimensions: int
 ) -> tuple[str, FloatArray, list[Document]]:
     """The generation, vectors and documents of a first-format save (`vectors-<g>.npy` and
-    `documents-<g>.json`; the rest of it is derived). JSON has no checksum: each record is checked.
-
-    Raises:
-        StoreError: unreadable, inconsistent or invalid contents (naming the folder).
-    """
+    `documents-<g>.json`; the rest of it is derived). JSON has no checksum: each record is checked."""
     try:
         vectors = np.load(folder / manifest["vectors"], allow_pickle=False)
         found = json.loads((folder / manifest["documents"]).read_bytes().decode("utf-8", "surrogatepass"))

@@ -101,8 +101,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     def __repr__(self) -> str:
         return f"NumpyVectorStore({self.embedding.name!r}, count={self._size})"
 
-    # -- writing ---------------------------------------------------------------------------------
-
     def add(self, documents: Iterable[Document]) -> None:
         """Upsert documents by id (the last of repeated ids wins); nothing is written if any is bad."""
         latest: dict[str, Document] = {}
@@ -182,8 +180,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         if len(self._matrix) > 2 * max(new_size, 1024):
             self._resize(max(new_size + new_size // 4, 64))  # give memory back after large deletes
 
-    # -- reading ---------------------------------------------------------------------------------
-
     def _mask(self, tree: Filter | None) -> npt.NDArray[np.bool_]:
         if tree is None:
             return np.ones(self._size, np.bool_)
@@ -226,22 +222,20 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             self._saved = None
 
     def _documents(
-        self, rows: Sequence[int], scores: Sequence[float] | None = None, embeddings: bool = False
+        self, rows: list[int], scores: list[float] | None = None, embeddings: bool = False
     ) -> list[Document]:
-        ids = self._rows.ids_of(rows)
         if embeddings and self._saved is not None:
             self._saved.vectors.check_all()
+        ids, records = self._rows.ids_of(rows), self._records.read_many(rows)
         return [
             Document._trusted(
-                doc_id,
+                ids[i],
                 text,
                 metadata,
                 None if scores is None else scores[i],
                 self._matrix[row] if embeddings else None,
             )
-            for i, (row, doc_id, (text, metadata)) in enumerate(
-                zip(rows, ids, self._records.read_many(rows), strict=True)
-            )
+            for i, (row, (text, metadata)) in enumerate(zip(rows, records, strict=True))
         ]
 
     def _get_documents(self, request: GetRequest) -> list[Document]:
@@ -259,8 +253,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         tree = as_filter(filter)
         with self._lock.read():
             return self._size if tree is None else int(np.count_nonzero(self._mask(tree)))
-
-    # -- searching -------------------------------------------------------------------------------
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request's query, best first, with `score` set."""
@@ -326,8 +318,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         documents = self._documents(found, scores)
         return [doc.with_scores(names) for doc, names in zip(documents, named, strict=True)]
 
-    # -- persistence -----------------------------------------------------------------------------
-
     def save(self, path: PathLike | None = None, *, overwrite: bool = False) -> Path:
         """Write the store to the folder `path` (default: the constructor's `path`) atomically.
 
@@ -382,12 +372,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
                     "the store in %r keeps the first format until it can be saved: %s", str(folder), exc
                 )
             return
-        saved = persist.open_save(folder, self.embedding.name, self._dimensions)
+        self._saved = saved = persist.open_save(folder, self.embedding.name, self._dimensions)
         self._generations[os.path.abspath(folder)] = saved.generation  # what save() expects
-        self._saved = saved
-        self._matrix = saved.vectors.array()
-        self._size = len(self._matrix)
-        self._records = saved.records
-        self._rows = saved.ids
-        self._columns = None
-        self._lexical = None
+        self._matrix, self._records, self._rows = saved.vectors.array(), saved.records, saved.ids
+        self._size, self._columns, self._lexical = len(self._matrix), None, None  # loaded at first use
