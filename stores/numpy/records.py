@@ -194,9 +194,15 @@ class PackedRecords:
             length_parts.append(np.fromiter(map(len, encoded), np.int64, count=len(encoded)))
             blobs.append(b"".join(encoded))
         lengths = np.concatenate(length_parts)
-        total = int(lengths.sum())
-        self._reserve_rows(int(rows.max()) + 1)
-        self._reserve_bytes(self._end + total)
+        total, top = int(lengths.sum()), int(rows.max()) + 1
+        needed = self._end + total
+        if top > len(self._stops):
+            self._resize_rows(max(top, len(self._stops) * 3 // 2, 64))
+        self._starts, self._stops = offsets_for(self._starts, needed), offsets_for(self._stops, needed)
+        if needed > len(self._data):  # np.empty: the spare tail takes no resident memory until written
+            grown = np.empty(max(needed, len(self._data) * 3 // 2, 4096), np.uint8)
+            grown[: self._end] = self._data[: self._end]
+            self._data = grown
         at = self._end
         for blob in blobs:
             self._data[at : at + len(blob)] = np.frombuffer(blob, np.uint8)
@@ -211,7 +217,7 @@ class PackedRecords:
         self._stops[rows] = stops
         self._end += total
         self._live_bytes += total
-        self._size = max(self._size, int(rows.max()) + 1)
+        self._size = max(self._size, top)
         self._maybe_compact()
 
     def remove(self, rows: IntArray, holes: IntArray, tails: IntArray, new_size: int) -> None:
@@ -225,23 +231,11 @@ class PackedRecords:
         if len(self._stops) > 2 * max(new_size, 1024):
             self._resize_rows(max(new_size + new_size // 4, 64))  # give memory back after large deletes
 
-    def _reserve_rows(self, size: int) -> None:
-        if size > len(self._stops):
-            self._resize_rows(max(size, len(self._stops) * 3 // 2, 64))
-
     def _resize_rows(self, capacity: int) -> None:
         for name in ("_stops",) if self._in_order else ("_starts", "_stops"):
             grown = np.zeros(capacity, getattr(self, name).dtype)
             grown[: self._size] = getattr(self, name)[: self._size]
             setattr(self, name, grown)
-
-    def _reserve_bytes(self, size: int) -> None:
-        self._starts, self._stops = offsets_for(self._starts, size), offsets_for(self._stops, size)
-        if size > len(self._data):
-            # np.empty: the spare tail takes no resident memory until written.
-            grown = np.empty(max(size, len(self._data) * 3 // 2, 4096), np.uint8)
-            grown[: self._end] = self._data[: self._end]
-            self._data = grown
 
     def _maybe_compact(self) -> None:
         garbage = self._end - self._live_bytes

@@ -30,7 +30,7 @@ from stores.locking import ReadWriteLock
 from stores.numpy import persist
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.embed import document_vectors, embed_queries
-from stores.numpy.hybrid import ranked
+from stores.numpy.hybrid import NumpyCandidates
 from stores.numpy.records import PackedRecords
 from stores.numpy.rowmap import RowMap
 from stores.numpy.saved_ids import SavedIds
@@ -308,7 +308,8 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         if needs_ranking(request):
             lexical = self._loaded_lexical()  # first: it moves the store's ids onto the index's id map
             assert isinstance(self._rows, RowMap)
-            found, scores, named = ranked(request, query, matrix, rows, self._rows, lexical)
+            source = NumpyCandidates(matrix, query, request.query, rows, self._rows, lexical)
+            found, scores, named = source.ranked(request)
         else:
             threshold = request.similarity_threshold
             candidates, _ = scan_scored(matrix, query, request.top_k, threshold, rows)
