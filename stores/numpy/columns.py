@@ -1,11 +1,9 @@
 """Metadata as numpy columns, and filters evaluated over them without a Python loop per document.
 
-Each key has one value slot per row: a kind, a number (numbers, and booleans as 0/1) and an int32 code
-into one string vocabulary shared by every key. The numbers sit in the narrowest of int8/16/32 while
-every one is whole and in range (numpy compares those with any operand exactly), else float64; ints
-beyond float64's exact range are settled by the reference evaluator (`rag.filters.matches`). List
-values are flattened into per-key postings of (row, item), so `CONTAINS` is vectorised too. A filter
-becomes a boolean mask over the rows, meaning exactly what `rag.filters.matches` means.
+Each key has one value slot per row: a kind, a number (bools as 0/1; the narrowest int type that
+holds the key's numbers exactly, else float64) and an int32 code into one string vocabulary. List
+values are per-key postings of (row, item). Ints beyond float64's exact range are settled by
+`rag.filters.matches`, so a mask means exactly what `matches` means.
 """
 
 from __future__ import annotations
@@ -119,13 +117,6 @@ class _Encoded:
             self.code = np.zeros(len(self.kind), np.int32)
         if self.code is not None:
             self.code[slots] = codes
-
-    def view(self) -> tuple[npt.NDArray[np.int8], Number, npt.NDArray[np.int32]]:
-        """kind, num and code of the used slots (a missing array reads as 0.0 or -1 everywhere)."""
-        size = self.size
-        num = np.broadcast_to(np.float64(0.0), (size,)) if self.num is None else self.num[:size]
-        code = np.broadcast_to(np.int32(-1), (size,)) if self.code is None else self.code[:size]
-        return self.kind[:size], num, code
 
     def keep(self, kept: BoolArray) -> None:
         """Keep only the slots selected by a mask over the used ones, in order."""
@@ -343,7 +334,9 @@ class MetadataColumns:
     def _match(self, encoded: _Encoded, op: Op, operand: tuple[Scalar, ...]) -> tuple[BoolArray, BoolArray]:
         """Slots whose value satisfies `op` (EQ/IN against `operand`, else ordering against its one
         value), and slots the float64 view cannot settle exactly."""
-        kind, num, code = encoded.view()
+        size, kind = encoded.size, encoded.kind[: encoded.size]  # a missing array reads as 0.0 or -1
+        num = np.broadcast_to(np.float64(0.0), (size,)) if encoded.num is None else encoded.num[:size]
+        code = np.broadcast_to(np.int32(-1), (size,)) if encoded.code is None else encoded.code[:size]
         hit = np.zeros(len(kind), np.bool_)
         settle = np.zeros(len(kind), np.bool_)
         numbers = [v for v in operand if is_number(v)]

@@ -1,9 +1,7 @@
 """The file of a saved generation: `.npy` arrays with a CRC-32 per 256 KiB block, mapped, checked on read.
 
-Each array starts on a block boundary, so damage in one never fails a read of another. Opening maps
-the file copy-on-write (the store may change its arrays in memory, never the file) in constant time;
-reads then check the blocks they touch, each once, and a block that fails its checksum raises a
-`StoreError` naming the file.
+Each array starts on a block boundary; the file is mapped copy-on-write (the store may change its
+arrays in memory, never the file) and a block is checked at its first read (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -123,23 +121,19 @@ class MappedPart:
         """The array, its header read unchecked (checking its block would read it at every open)."""
         if self._array is None:
             stream = io.BytesIO(memoryview(self.file.buffer)[self.start : min(self.stop, self.start + BLOCK)])
+            fmt = np.lib.format
             try:
-                version = np.lib.format.read_magic(stream)
-                fmt = np.lib.format
+                version = fmt.read_magic(stream)
                 read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
                 shape, fortran, dtype = read(stream)
                 count = int(np.prod(shape, dtype=np.int64))
-                if (
-                    fortran
-                    or dtype.hasobject
-                    or stream.tell() + count * dtype.itemsize != self.stop - self.start
-                ):
+                self.offset = self.start + stream.tell()
+                if fortran or dtype.hasobject or self.offset + count * dtype.itemsize != self.stop:
                     raise ValueError("the header does not describe the array")
             except ValueError as exc:
                 raise StoreError(
                     f"the saved store file {str(self.file.path)!r} ({self.name}) is not an array: {exc}"
                 ) from exc
-            self.offset = self.start + stream.tell()
             self._array = np.frombuffer(self.file.buffer, dtype, count, offset=self.offset).reshape(shape)
         return self._array
 

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from rag.documents import SearchRequest
 from stores.lexical.index import LexicalIndex
 from stores.numpy.rowmap import RowMap
-from stores.numpy.search import exact_scores, rank_rows, scan_scored
+from stores.numpy.search import exact_scores, top_rows
 from stores.ranking import Keyed, rank_keys, rank_scored
 
 __all__ = ["NumpyCandidates"]
@@ -47,8 +47,7 @@ class NumpyCandidates:
     def vector_keys(self, depth: int, threshold: float) -> Keyed:
         if depth == 0 or not len(self.matrix):
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        found, _ = scan_scored(self.matrix, self.query, depth, threshold, self.rows)
-        rows, scores = rank_rows(self.matrix, found, self.query, depth, self.row_map.ids_of, threshold)
+        rows, scores = top_rows(self.matrix, self.query, depth, self.row_map.ids_of, threshold, self.rows)
         return self.row_map.index_rows_of(rows), scores
 
     def lexical_keys(self, depth: int) -> Keyed:

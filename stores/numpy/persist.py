@@ -1,17 +1,9 @@
 """Saving the numpy store to a folder and opening it again, crash-safely and in constant time.
 
-A folder holds `manifest.json` and the generation it names, `generation-<id>/arrays.bin`
-(`stores.numpy.files`): the vectors, the packed records and their ends, the ids and their lookup
-tables (`stores.numpy.saved_ids`), the BM25 index (`bm25.*`) and the filter columns (`columns.*`).
-The manifest records the model, the count, the records' key sequences, each array's span and a
-CRC-32 per block of the file, and a CRC-32 of its own body.
-
-A save writes a new generation, flushes it, then replaces the manifest with one `os.replace`: killed
-at any moment, the folder holds the previous generation or the next, never a mix. Saves hold
-`<folder>/.lock` and refuse to replace a generation the saving copy has not seen. Opening maps the
-file and decodes nothing; the BM25 index and the filter columns load at first use, rebuilt from the
-records (with a warning) when their arrays are damaged or absent. Folders of the first format
-(version 1: vectors, JSON documents) are read by `read_legacy`, once, so the store can write them anew.
+The layout, the checks and what each first read costs are described in docs/performance.md. A save
+writes a new generation and switches `manifest.json` (itself under a CRC-32) with one `os.replace`;
+saves hold `<folder>/.lock` and refuse to replace a generation the saving copy has not seen. Folders
+of the first format (version 1: vectors, JSON documents) are read by `read_legacy`, once.
 """
 
 from __future__ import annotations

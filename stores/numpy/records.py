@@ -1,15 +1,10 @@
 """The numpy store's texts and metadata, packed into one byte buffer and decoded on read.
 
-A `str` costs ~50 bytes beyond its characters and a dict ~200, as much as a short chunk's text. So
-each row keeps one record in a growing `uint8` buffer: the text's UTF-8 bytes (lone surrogates kept),
-the metadata, and the metadata's length in one byte (255, then eight bytes before it, for 255 bytes
-or more). Metadata is the LEB128 number of its key sequence in a table the records share (`_KeySets`)
-and its values serialised with `marshal` (exact for every metadata type; format 4); empty metadata
-takes no byte. Subclasses of str, int or float are stored as the plain value.
-
-Each row's record ends at `_stops[row]`; while records lie back to back in row order it starts where
-the row before ends and no start is kept. Replaced and removed records leave garbage, rewritten away
-once it outweighs the live bytes. The buffer in row order with its ends is also the saved form.
+A record is the text's UTF-8 bytes (lone surrogates kept), the metadata, and the metadata's length in
+one byte (255, then eight bytes before it, for 255 bytes or more). Metadata is the LEB128 number of
+its key sequence in a table the records share (`_KeySets`) and its values serialised with `marshal`
+(format 4; exact for every metadata type); empty metadata takes no byte. The memory layout, and when
+a row's start is kept, are described in docs/exactness.md.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Ids and rows of the numpy store, kept by its BM25 index: the store holds no id map of its own.
 
-The store keeps two int32 arrays: the index row of each store row and the store row of each index
-row. The numberings differ (the store fills the holes a delete leaves with its last rows; the index
-appends and now and then renumbers everything), so the arrays are patched after each write. Until
-the numberings first differ, store row i is index row i and no array is held at all.
+The index row of each store row and the store row of each index row, patched after each write (the
+store fills holes with its last rows, the index appends and renumbers); none while they are equal.
 
 Example:
     >>> from stores.lexical import LexicalIndex
@@ -11,8 +9,8 @@ Example:
     >>> index.add(["a", "b"], ["red", "blue"])
     >>> rows = RowMap(index)
     >>> rows.link(np.array([1, 0]), ["a", "b"])
-    >>> rows.rows_of(["b", "x", "a"]).tolist(), rows[0], rows.all_ids()
-    ([0, -1, 1], 'b', ['b', 'a'])
+    >>> rows.rows_of(["b", "x", "a"]).tolist(), rows.all_ids()
+    ([0, -1, 1], ['b', 'a'])
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ def _grown(array: npt.NDArray[np.int32], size: int) -> npt.NDArray[np.int32]:
 
 
 class RowMap:
-    """Store rows <-> rows of the store's `LexicalIndex`; indexing with a store row gives its id.
+    """Store rows <-> rows of the store's `LexicalIndex`, and the ids of store rows.
 
     `ids` are the store's ids in row order when the index already holds them (a load); None when store
     row i is index row i for every row of the index.
@@ -76,9 +74,6 @@ class RowMap:
         out = np.full(len(found), -1, np.int64)
         out[found >= 0] = self._store_row[found[found >= 0]]
         return out
-
-    def __getitem__(self, row: int) -> str:
-        return self._lexical.id_at(row if self._identity else int(self._index_row[row]))
 
     def ids_of(self, rows: Iterable[int]) -> list[str]:
         return self._lexical.ids_at(self.index_rows_of(np.fromiter(rows, np.int64)).tolist())

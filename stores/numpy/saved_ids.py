@@ -1,9 +1,7 @@
 """A saved store's ids, read from its mapped files without decoding them all: id <-> row in O(log n).
 
-A save writes the ids by row as one UTF-8 buffer with each id's end (`ids`, `id_stops`), the CRC-32
-of each id sorted with its row (`id_hashes`, `id_rows`), and the rows in id order (`id_order`). A
-lookup is a binary search over the hashes confirmed by the id's bytes; reading a row's id decodes that
-id alone. The store reads ids through this until its BM25 index, which maps ids too, is loaded.
+The ids by row (one UTF-8 buffer and each id's end), the CRC-32 of each id sorted with its row, and
+the rows in id order. The store reads ids through this until its BM25 index is loaded.
 """
 
 from __future__ import annotations
@@ -61,9 +59,6 @@ class SavedIds:
             str(view[a:b], "utf-8", "surrogatepass")
             for a, b in zip(starts.tolist(), stops.tolist(), strict=True)
         ]
-
-    def __getitem__(self, row: int) -> str:
-        return self.ids_of([row])[0]
 
     def all_ids(self) -> list[str]:
         return self.ids_of(range(len(self._stops.array())))

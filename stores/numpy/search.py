@@ -28,8 +28,8 @@ __all__ = [
     "candidate_positions",
     "exact_scores",
     "rank_rows",
-    "scan_scored",
     "score_rows",
+    "top_rows",
 ]
 
 FloatMatrix = npt.NDArray[np.float32]
@@ -97,14 +97,17 @@ def candidate_positions(scores: FloatMatrix, k: int, threshold: float = 0.0) -> 
     return [row.nonzero()[0] for row in hits]
 
 
-def scan_scored(
-    matrix: FloatMatrix, query: FloatMatrix, k: int, threshold: float, rows: IntArray | None = None
-) -> tuple[IntArray, FloatMatrix]:
-    """The rows of `matrix` (restricted to `rows` if given) that may be among the top `k` for `query`
-    and pass `threshold`, and their float32 scores."""
-    scores = score_rows(matrix, query, rows)
-    [positions] = candidate_positions(scores[None, :], k, threshold)
-    return (positions if rows is None else rows[positions]), scores[positions]
+def top_rows(
+    matrix: FloatMatrix,
+    query: FloatMatrix,
+    k: int,
+    ids_of: Callable[[IntArray], list[str]],
+    threshold: float = 0.0,
+    rows: IntArray | None = None,
+) -> tuple[IntArray, npt.NDArray[np.float64]]:
+    """`rank_rows` over the rows of `matrix` (or `rows`) a float32 scan finds may be in the top `k`."""
+    [positions] = candidate_positions(score_rows(matrix, query, rows)[None, :], k, threshold)
+    return rank_rows(matrix, positions if rows is None else rows[positions], query, k, ids_of, threshold)
 
 
 def _row_dot(block: FloatMatrix, query: FloatMatrix, out: FloatMatrix) -> None:
@@ -139,12 +142,8 @@ def score_rows(matrix: FloatMatrix, query: FloatMatrix, rows: IntArray | None = 
     out = np.empty(total, np.float32)
     # Gathered rows cost more each than contiguous ones, so they are worth threads sooner.
     workers = _WORKERS if total >= (_PARALLEL_ROWS if rows is None else _PARALLEL_ROWS // 4) else 1
-    if workers == 1:
-        _score_range(matrix, query, rows, out, 0, total)
-        return out
     parts = list(itertools.pairwise(np.linspace(0, total, workers + 1).astype(int).tolist()))
-    pool = _pool()
-    futures = [pool.submit(_score_range, matrix, query, rows, out, a, b) for a, b in parts[1:]]
+    futures = [_pool().submit(_score_range, matrix, query, rows, out, a, b) for a, b in parts[1:]]
     _score_range(matrix, query, rows, out, *parts[0])  # the calling thread takes a share too
     for future in futures:
         future.result()

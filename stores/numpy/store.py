@@ -1,11 +1,8 @@
 """`NumpyVectorStore`: exact cosine search in numpy, vectorised metadata filters, saved to a folder.
 
-One float32 matrix holds the live rows (a delete moves the last rows into the holes); texts and
-metadata are packed `records`, metadata also numpy `columns` for filter masks; the BM25 index keeps
-the ids (`rowmap`). A save opens mapped (`persist`): vectors, records and ids (`saved_ids`) are views
-of the file, the columns and the BM25 index load at first use, and the first write loads the rest.
-One `ReadWriteLock` guards the state: reads share it, `add` and `delete` hold it alone; embedding
-happens outside it.
+One float32 matrix of live rows, packed `records`, metadata `columns` and a BM25 index that keeps
+the ids (`rowmap`); a save opens mapped (`persist`). One `ReadWriteLock` guards the state: reads
+share it, `add` and `delete` hold it alone; embedding happens outside it.
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ from stores.numpy.hybrid import NumpyCandidates
 from stores.numpy.records import PackedRecords
 from stores.numpy.rowmap import RowMap
 from stores.numpy.saved_ids import SavedIds
-from stores.numpy.search import rank_rows, scan_scored
+from stores.numpy.search import top_rows
 from stores.query_vector import given_vector
 from stores.ranking import needs_ranking
 
@@ -312,8 +309,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             found, scores, named = source.ranked(request)
         else:
             threshold = request.similarity_threshold
-            candidates, _ = scan_scored(matrix, query, request.top_k, threshold, rows)
-            kept, exact = rank_rows(matrix, candidates, query, request.top_k, self._rows.ids_of, threshold)
+            kept, exact = top_rows(matrix, query, request.top_k, self._rows.ids_of, threshold, rows)
             found, scores = kept.tolist(), exact.tolist()
             named = [{"cosine": score} for score in scores]
         documents = self._documents(found, scores)
@@ -348,12 +344,8 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
 
     @classmethod
     def load(cls, path: PathLike, embedding: EmbeddingModel, *, batch_size: int = 256) -> NumpyVectorStore:
-        """Open a store saved in `path`.
-
-        Raises:
-            StoreNotFoundError: nothing is saved there.
-            EmbeddingModelMismatchError: it was saved with another embedding model.
-        """
+        """Open a store saved in `path`: `StoreNotFoundError` if nothing is saved there,
+        `EmbeddingModelMismatchError` if it was saved with another embedding model."""
         persist.read_manifest(Path(path))  # raises StoreNotFoundError naming the folder
         return cls(embedding, batch_size=batch_size, path=path)
 
