@@ -11,9 +11,9 @@ from __future__ import annotations
 import bisect
 import itertools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -30,12 +30,8 @@ MISSING, NUM, BIGNUM, STR, BOOL, LIST = 0, 1, 2, 3, 4, 5  # BIGNUM: an int float
 _EXACT_INT = 2**53
 _ARRAYS = ("kind", "num", "code", "row")
 _Slot = tuple[int, int, float, int]  # row, kind, num, code
-
-
-class MetadataRows(Protocol):
-    """The metadata of a row by indexing: a sequence of dicts, or the store's packed records."""
-
-    def __getitem__(self, row: int, /) -> Any: ...
+_COMBINE = {True: np.logical_and, False: np.logical_or}  # a junction's items, by `conjunction`
+MetadataOf = Callable[[int], Mapping[str, Any]]  # a row's metadata, for the rows settled in Python
 
 
 def narrowest(held: Number, values: npt.NDArray[np.float64]) -> Number:
@@ -52,13 +48,6 @@ def narrowest(held: Number, values: npt.NDArray[np.float64]) -> Number:
                 dtype = candidate
                 break
     return held if held.dtype == dtype else held.astype(dtype)
-
-
-def _merge(junction: Junction, acc: BoolArray, part: BoolArray) -> None:
-    if junction.conjunction:
-        acc &= part
-    else:
-        acc |= part
 
 
 def _as_float(value: int | float) -> tuple[float, bool]:
@@ -145,7 +134,7 @@ class MetadataColumns:
         >>> from rag.filters import key
         >>> columns, rows = MetadataColumns(), [{"year": 2020, "tags": ["a"]}, {"year": 2021.5}]
         >>> columns.write(np.arange(2), rows)
-        >>> columns.mask(key("year") < 2021, 2, rows).tolist()
+        >>> columns.mask(key("year") < 2021, 2, rows.__getitem__).tolist()
         [True, False]
     """
 
@@ -271,15 +260,15 @@ class MetadataColumns:
             columns._columns[name] = _Column(values, items)
         return columns
 
-    def mask(self, node: Filter, size: int, metadatas: MetadataRows) -> BoolArray:
-        """Which of the first `size` rows match `node`; `metadatas[row]` is each row's metadata dict.
+    def mask(self, node: Filter, size: int, metadata_of: MetadataOf) -> BoolArray:
+        """Which of the first `size` rows match `node`.
 
         Evaluated in normal form (`rag.filters.normalize`) with an explicit stack: no depth raises
         `RecursionError`.
         """
         normal = normalize(node)
         if isinstance(normal, Comparison):
-            return self._comparison(normal, size, metadatas)
+            return self._comparison(normal, size, metadata_of)
         # Each frame: a junction, its items still to combine, and the mask so far.
         frames: list[tuple[Junction, Iterator[Normal], BoolArray]] = [
             (normal, iter(normal.items), np.full(size, normal.conjunction))
@@ -288,26 +277,26 @@ class MetadataColumns:
         while frames:
             junction, items, acc = frames[-1]
             if done is not None:
-                _merge(junction, acc, done)
+                _COMBINE[junction.conjunction](acc, done, out=acc)
                 done = None
             for item in items:
                 if isinstance(item, Junction):
                     frames.append((item, iter(item.items), np.full(size, item.conjunction)))
                     break
-                _merge(junction, acc, self._comparison(item, size, metadatas))
+                _COMBINE[junction.conjunction](acc, self._comparison(item, size, metadata_of), out=acc)
             else:
                 frames.pop()
                 done = acc
         assert done is not None
         return done
 
-    def _comparison(self, node: Comparison, size: int, metadatas: MetadataRows) -> BoolArray:
+    def _comparison(self, node: Comparison, size: int, metadata_of: MetadataOf) -> BoolArray:
         if node.op.is_positive:
-            return self._positive(node, size, metadatas)
+            return self._positive(node, size, metadata_of)
         # NOT is not a plain complement, but a negative operator is: `a != 1` is `~(a == 1)`.
-        return ~self._positive(Comparison(node.key, node.op.opposite, node.value), size, metadatas)
+        return ~self._positive(Comparison(node.key, node.op.opposite, node.value), size, metadata_of)
 
-    def _positive(self, node: Comparison, size: int, metadatas: MetadataRows) -> BoolArray:
+    def _positive(self, node: Comparison, size: int, metadata_of: MetadataOf) -> BoolArray:
         result = np.zeros(size, np.bool_)
         column = self._columns.get(node.key)
         if column is None:
@@ -328,7 +317,7 @@ class MetadataColumns:
             settle_rows = np.flatnonzero(settle[:width])
         for row in settle_rows.tolist():
             # Only rows holding ints beyond float64's exact range (or tied with such a value) get here.
-            result[row] = matches(node, metadatas[row])
+            result[row] = matches(node, metadata_of(row))
         return result
 
     def _match(self, encoded: _Encoded, op: Op, operand: tuple[Scalar, ...]) -> tuple[BoolArray, BoolArray]:

@@ -30,9 +30,8 @@ from stores.lexical.persist import from_arrays, to_arrays
 from stores.lexical.text import TOKENIZER
 from stores.locking import FolderLock
 from stores.numpy.columns import MetadataColumns
-from stores.numpy.files import BLOCK, MappedFile, write_arrays
+from stores.numpy.files import BLOCK, MappedFile, SavedIds, id_arrays, write_arrays
 from stores.numpy.records import PackedRecords
-from stores.numpy.saved_ids import SavedIds, id_arrays
 
 __all__ = ["Contents", "Saved", "exists", "open_save", "read_legacy", "read_manifest", "write"]
 

@@ -172,8 +172,8 @@ class PackedRecords:
     def _view(self) -> memoryview:
         return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
 
-    def __getitem__(self, row: int) -> dict[str, MetadataValue]:
-        return self.read(row)[1]  # the metadata: `MetadataColumns.mask` settles rows with it
+    def metadata(self, row: int) -> dict[str, MetadataValue]:
+        return self.read(row)[1]
 
     def write(
         self, rows: IntArray, texts: Sequence[str], metadatas: Sequence[dict[str, MetadataValue]]

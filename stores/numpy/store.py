@@ -27,11 +27,10 @@ from stores.locking import ReadWriteLock
 from stores.numpy import persist
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.embed import document_vectors, embed_queries
-from stores.numpy.hybrid import NumpyCandidates
+from stores.numpy.files import SavedIds
 from stores.numpy.records import PackedRecords
 from stores.numpy.rowmap import RowMap
-from stores.numpy.saved_ids import SavedIds
-from stores.numpy.search import top_rows
+from stores.numpy.search import NumpyCandidates, top_rows
 from stores.query_vector import given_vector
 from stores.ranking import needs_ranking
 
@@ -180,7 +179,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     def _mask(self, tree: Filter | None) -> npt.NDArray[np.bool_]:
         if tree is None:
             return np.ones(self._size, np.bool_)
-        return self._loaded_columns().mask(tree, self._size, self._records)
+        return self._loaded_columns().mask(tree, self._size, self._records.metadata)
 
     def _rows_by_id(self) -> IntArray:
         if self._id_order is None:
