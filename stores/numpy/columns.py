@@ -35,8 +35,7 @@ MetadataOf = Callable[[int], Mapping[str, Any]]  # a row's metadata, for the row
 
 
 def narrowest(held: Number, values: npt.NDArray[np.float64]) -> Number:
-    """`held`, widened if need be to hold `values` too: the narrowest int type while every number is
-    whole and in its range, else float64."""
+    """`held`, widened to hold `values` too: the narrowest int type that holds them exactly, else float64."""
     if held.dtype == np.float64 or not values.size:
         return held
     low, high = float(values.min()), float(values.max())  # NaN only where some value is NaN
@@ -62,11 +61,8 @@ def _as_float(value: int | float) -> tuple[float, bool]:
 
 @dataclass
 class _Encoded:
-    """Parallel arrays of encoded values with amortised growth; `size` slots are in use.
-
-    `num` appears with the first number or bool, `code` with the first string, `row` (each item's row)
-    only in list postings. A slot's `num` and `code` mean something only where its kind says so.
-    """
+    """Parallel arrays of encoded values, `size` slots in use: `num` appears with the first number or
+    bool, `code` with the first string, `row` (each item's row) only in list postings."""
 
     kind: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
     num: Number | None = None
@@ -261,11 +257,8 @@ class MetadataColumns:
         return columns
 
     def mask(self, node: Filter, size: int, metadata_of: MetadataOf) -> BoolArray:
-        """Which of the first `size` rows match `node`.
-
-        Evaluated in normal form (`rag.filters.normalize`) with an explicit stack: no depth raises
-        `RecursionError`.
-        """
+        """Which of the first `size` rows match `node`, in normal form with an explicit stack (no
+        `RecursionError`)."""
         normal = normalize(node)
         if isinstance(normal, Comparison):
             return self._comparison(normal, size, metadata_of)

@@ -52,15 +52,8 @@ def write_arrays(path: Path, arrays: dict[str, npt.NDArray[Any]]) -> tuple[FileE
 
 
 class MappedFile:
-    """A saved file mapped into memory, each block checked against its CRC-32 before first use.
-
-    Example:
-        >>> import tempfile
-        >>> path = Path(tempfile.mkdtemp()) / "arrays.bin"
-        >>> entry, spans = write_arrays(path, {"a": np.arange(3), "b": np.ones(2, np.float32)})
-        >>> MappedFile(path, entry).part("a", *spans["a"]).array().tolist(), spans["b"][0]
-        ([0, 1, 2], 262144)
-    """
+    """A file `write_arrays` wrote, mapped into memory, each block checked against its CRC-32 before
+    first use; `StoreError` at once if its size is not the manifest's (truncated or overwritten)."""
 
     def __init__(self, path: Path, entry: FileEntry) -> None:
         size, sums = int(entry["size"]), np.frombuffer(bytes.fromhex(entry["crc32"]), ">u4")

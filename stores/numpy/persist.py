@@ -235,8 +235,7 @@ class Saved:
             raise StoreError(f"the saved store file {str(data.path)!r} does not hold the vectors")
 
     def check_all(self) -> None:
-        """Check every block of the vectors, records and ids (before a write or a save copies them;
-        the derived parts are checked as they load, and rebuilt if damaged)."""
+        """Check every block of the vectors, records and ids (the derived parts are checked as they load)."""
         for name, part in self.parts.items():
             if not name.startswith(("bm25.", "columns.")):
                 part.check_all()

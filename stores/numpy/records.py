@@ -27,7 +27,7 @@ Record = tuple[str, dict[str, MetadataValue]]
 _COMPACT_MIN_BYTES = 1 << 20  # below this much garbage a rewrite is not worth its pass
 _ENCODE_BATCH = 2048  # a bytes object per record of a large batch would scatter over allocator arenas
 _LONG = 255  # trailer byte of metadata of 255 bytes or more: its length is in the 8 bytes before
-_MAX_KEY_SETS = 4096  # distinct key sequences numbered (see `_KeySets`)
+_MAX_KEY_SETS = 4096  # distinct key sequences numbered (see `_KeySets`); a number takes two bytes at most
 _BYTES = [bytes((i,)) for i in range(256)]
 _MARSHAL_VERSION = 4
 _PLAIN = (str, int, float, bool)
@@ -61,15 +61,8 @@ def _plain_record(text: str, metadata: dict[str, MetadataValue]) -> Record:
 
 
 def _varint(number: int) -> bytes:
-    """`number` >= 0 in LEB128: seven bits a byte, low bits first, the high bit set on all but the last."""
-    if number < 0x80:
-        return _BYTES[number]
-    out = bytearray()
-    while number >= 0x80:
-        out.append((number & 0x7F) | 0x80)
-        number >>= 7
-    out.append(number)
-    return bytes(out)
+    """`number` (below 2**14) in LEB128: seven bits a byte, low first, a high bit on all but the last."""
+    return _BYTES[number] if number < 0x80 else bytes(((number & 0x7F) | 0x80, number >> 7))
 
 
 def _read_varint(view: memoryview, at: int) -> tuple[int, int]:
@@ -88,9 +81,9 @@ class _KeySets:
     """The distinct key sequences of the metadata written so far, numbered from 1; past
     `_MAX_KEY_SETS` of them, number 0: the keys go into the record."""
 
-    def __init__(self) -> None:
-        self.keys: list[tuple[str, ...]] = []
-        self._numbers: dict[tuple[str, ...], int] = {}
+    def __init__(self, keys: list[tuple[str, ...]] | None = None) -> None:
+        self.keys = keys or []
+        self._numbers = {names: i + 1 for i, names in enumerate(self.keys)}
 
     def number(self, keys: tuple[str, ...]) -> int:
         found = self._numbers.get(keys)
@@ -261,8 +254,7 @@ class PackedRecords:
         """Records over a save's mapped files (`packed` wrote them), each checked as it is read."""
         data, stops = parts["records.npy"], parts["record_stops.npy"]
         records = cls()
-        records._keys.keys = keys
-        records._keys._numbers = {names: i + 1 for i, names in enumerate(keys)}
+        records._keys = _KeySets(keys)
         records._data, records._stops = data.array(), stops.array()
         records._end = records._live_bytes = len(records._data)
         records._size = len(records._stops)

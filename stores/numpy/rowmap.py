@@ -38,11 +38,8 @@ def _grown(array: npt.NDArray[np.int32], size: int) -> npt.NDArray[np.int32]:
 
 
 class RowMap:
-    """Store rows <-> rows of the store's `LexicalIndex`, and the ids of store rows.
-
-    `ids` are the store's ids in row order when the index already holds them (a load); None when store
-    row i is index row i for every row of the index.
-    """
+    """Store rows <-> rows of the store's `LexicalIndex`, and the ids of store rows; `ids` are the
+    store's ids by row when the index already holds them (a load), None when the numberings agree."""
 
     def __init__(self, lexical: LexicalIndex, ids: Sequence[str] | None = None) -> None:
         self._lexical = lexical

@@ -1,12 +1,9 @@
 """Exact top-k cosine search over a float32 matrix of unit rows, and the store's ranked requests.
 
-A fast float32 pass (`score_rows`, threaded) scores every candidate row and keeps those within
-`TOLERANCE` of a lower bound on the k-th best score: the k-th largest of many block maxima, a pass
-over the scores instead of an `argpartition` (several times slower at a million rows). The survivors
-are scored again by `exact_scores` (deterministic for a row whatever its position or the BLAS
-kernel, rounded to `SCORE_DECIMALS`, so every exact store reproduces them) and sorted by (score
-descending, id ascending). Lexical, hybrid and diversified requests go through `stores.ranking`
-(`NumpyCandidates`), keyed by BM25 index rows so a hybrid fusion decodes only the ids it returns.
+A threaded float32 pass (`score_rows`) keeps the rows within `TOLERANCE` of a lower bound on the k-th
+best score (the k-th largest of many block maxima: faster than an `argpartition`); `exact_scores`
+scores them again, the same for a row wherever it lies, so every exact store reproduces them. Ranked
+requests go through `stores.ranking` (`NumpyCandidates`), keyed by BM25 index rows.
 """
 
 from __future__ import annotations
@@ -139,11 +136,8 @@ def _score_range(
 
 
 def score_rows(matrix: FloatMatrix, query: FloatMatrix, rows: IntArray | None = None) -> FloatMatrix:
-    """float32 dot products of `matrix` rows (all, or `rows`) with `query`, split over worker threads.
-
-    `np.vecdot` rather than BLAS: it releases the GIL, so our threads read their parts of the matrix at
-    once, and unlike OpenBLAS's own threads they never spin-wait (which costs dearly on a busy machine).
-    """
+    """float32 dot products of `matrix` rows (all, or `rows`) with `query`, split over worker threads
+    (`np.vecdot` releases the GIL and, unlike OpenBLAS's own threads, never spin-waits)."""
     total = len(matrix) if rows is None else len(rows)
     out = np.empty(total, np.float32)
     # Gathered rows cost more each than contiguous ones, so they are worth threads sooner.

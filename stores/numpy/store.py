@@ -317,9 +317,8 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     def save(self, path: PathLike | None = None, *, overwrite: bool = False) -> Path:
         """Write the store to the folder `path` (default: the constructor's `path`) atomically.
 
-        Searches go on during a save; writes wait. `StoreError` when a saved file is damaged, or when
-        another writer saved there since this copy loaded or last saved (`overwrite=True` replaces it).
-        """
+        `StoreError` when a saved file is damaged, or when another writer saved there since this copy
+        loaded or last saved (`overwrite=True` replaces it). Searches go on during a save."""
         target = Path(path) if path is not None else self.path
         if target is None:
             raise InvalidRequestError("save() needs a path: none was given here or to the constructor")
@@ -349,8 +348,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return cls(embedding, batch_size=batch_size, path=path)
 
     def _open(self, folder: Path) -> None:
-        """Map the save in `folder`; a save of the first format is read and written anew (or, in a
-        read-only folder, kept in memory until a save converts it)."""
+        """Map the save in `folder`; one of the first format is read, then written anew if it can be."""
         manifest = persist.read_manifest(folder, self.embedding.name, self._dimensions)
         if manifest["version"] == 1:
             generation, vectors, documents = persist.read_legacy(folder, manifest, self._dimensions)
