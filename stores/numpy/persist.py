@@ -41,8 +41,7 @@ _FORMAT = "rag-advisors/inmemory-store"  # the store's first name, kept so every
 _VERSION = 2
 _GENERATION = "generation-"
 _DATA = "arrays.bin"
-# Files of the first format and staged manifests, removed once a save of this format is in place.
-_OLD_FILES = ("vectors-", "documents-", "columns-", f".{MANIFEST}.")
+_OLD_FILES = ("vectors-", "documents-", "columns-", f".{MANIFEST}.")  # first format, staged manifests
 _log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float32]
 

@@ -148,8 +148,7 @@ class PackedRecords:
         return self._size
 
     @property
-    def nbytes(self) -> int:
-        """Bytes held: the buffer's used part and the offsets (for memory accounting)."""
+    def nbytes(self) -> int:  # the buffer's used part and the offsets, for memory accounting
         return self._end + self._starts.nbytes + self._stops.nbytes
 
     def read(self, row: int) -> Record:

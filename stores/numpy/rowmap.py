@@ -2,15 +2,6 @@
 
 The index row of each store row and the store row of each index row, patched after each write (the
 store fills holes with its last rows, the index appends and renumbers); none while they are equal.
-
-Example:
-    >>> from stores.lexical import LexicalIndex
-    >>> index = LexicalIndex()
-    >>> index.add(["a", "b"], ["red", "blue"])
-    >>> rows = RowMap(index)
-    >>> rows.link(np.array([1, 0]), ["a", "b"])
-    >>> rows.rows_of(["b", "x", "a"]).tolist(), rows.all_ids()
-    ([0, -1, 1], ['b', 'a'])
 """
 
 from __future__ import annotations
@@ -45,8 +36,7 @@ class RowMap:
         self._lexical = lexical
         self._renumberings = lexical.renumberings
         self._size = lexical.row_count if ids is None else len(ids)
-        # int32: 4 bytes a document each, and no store holds 2**31 documents in one process.
-        self._index_row = np.zeros(0, np.int32)  # store row -> index row
+        self._index_row = np.zeros(0, np.int32)  # store row -> index row (int32: below 2**31 documents)
         self._store_row = np.zeros(0, np.int32)  # index row -> store row (stale for dead index rows)
         index_rows = None if ids is None else lexical.rows_of(ids)
         self._identity = index_rows is None or (
