@@ -1,30 +1,19 @@
 """Metadata as numpy columns, and filters evaluated over them without a Python loop per document.
 
-Each key has one value slot per row: a kind, a number (numbers, and booleans as 0/1) and an int32 code
-into one string vocabulary shared by every key. The numbers sit in the narrowest of int8/16/32 while
-every one is whole and in range (numpy compares those with any operand exactly), else float64; ints
-beyond float64's exact range are settled by the reference evaluator (`rag.filters.matches`). List
-values are flattened into per-key postings of (row, item), so `CONTAINS` is vectorised too. A filter
-becomes a boolean mask over the rows, meaning exactly what `rag.filters.matches` means.
-
-Example:
-    >>> from rag.filters import key
-    >>> columns = MetadataColumns()
-    >>> rows = [{"year": 2020, "tags": ["a"]}, {"year": 2021.5}]
-    >>> columns.write(np.arange(2), rows)
-    >>> columns.mask(key("year") < 2021, 2, rows).tolist()
-    [True, False]
-    >>> narrowest(np.zeros(1, np.int8), np.array([300.0])).dtype
-    dtype('int16')
+Each key has one value slot per row: a kind, a number (bools as 0/1; the narrowest int type that
+holds the key's numbers exactly, else float64) and an int32 code into one string vocabulary. List
+values are per-key postings of (row, item). Ints beyond float64's exact range are settled by
+`rag.filters.matches`, so a mask means exactly what `matches` means.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,18 +29,13 @@ Number = npt.NDArray[np.floating[Any] | np.integer[Any]]
 MISSING, NUM, BIGNUM, STR, BOOL, LIST = 0, 1, 2, 3, 4, 5  # BIGNUM: an int float64 cannot hold exactly
 _EXACT_INT = 2**53
 _ARRAYS = ("kind", "num", "code", "row")
-_Batch = tuple[list[int], list[int], list[float], list[int]]  # rows, kinds, nums, codes
-
-
-class MetadataRows(Protocol):
-    """The metadata of a row by indexing: a sequence of dicts, or the store's packed records."""
-
-    def __getitem__(self, row: int, /) -> Any: ...
+_Slot = tuple[int, int, float, int]  # row, kind, num, code
+_COMBINE = {True: np.logical_and, False: np.logical_or}  # a junction's items, by `conjunction`
+MetadataOf = Callable[[int], Mapping[str, Any]]  # a row's metadata, for the rows settled in Python
 
 
 def narrowest(held: Number, values: npt.NDArray[np.float64]) -> Number:
-    """`held`, widened if need be to hold `values` too: the narrowest int type while every number is
-    whole and in its range, else float64."""
+    """`held`, widened to hold `values` too: the narrowest int type that holds them exactly, else float64."""
     if held.dtype == np.float64 or not values.size:
         return held
     low, high = float(values.min()), float(values.max())  # NaN only where some value is NaN
@@ -63,22 +47,6 @@ def narrowest(held: Number, values: npt.NDArray[np.float64]) -> Number:
                 dtype = candidate
                 break
     return held if held.dtype == dtype else held.astype(dtype)
-
-
-def _merge(junction: Junction, acc: BoolArray, part: BoolArray) -> None:
-    """Combine an item's mask into its junction's mask, in place."""
-    if junction.conjunction:
-        acc &= part
-    else:
-        acc |= part
-
-
-def _append(batches: dict[str, _Batch], name: str, row: int, encoded: tuple[int, float, int]) -> None:
-    rows, kinds, nums, codes = batches.setdefault(name, ([], [], [], []))
-    rows.append(row)
-    kinds.append(encoded[0])
-    nums.append(encoded[1])
-    codes.append(encoded[2])
 
 
 def _as_float(value: int | float) -> tuple[float, bool]:
@@ -93,11 +61,8 @@ def _as_float(value: int | float) -> tuple[float, bool]:
 
 @dataclass
 class _Encoded:
-    """Parallel arrays of encoded values with amortised growth; `size` slots are in use.
-
-    `num` appears with the first number or bool, `code` with the first string, `row` (each item's row)
-    only in list postings. A slot's `num` and `code` mean something only where its kind says so.
-    """
+    """Parallel arrays of encoded values, `size` slots in use: `num` appears with the first number or
+    bool, `code` with the first string, `row` (each item's row) only in list postings."""
 
     kind: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, np.int8))
     num: Number | None = None
@@ -124,7 +89,7 @@ class _Encoded:
         self.kind[self.size : size] = MISSING  # slots past `size` may hold stale values
         self.size = size
 
-    def put(self, slots: IntArray, kinds: list[int], nums: list[float], codes: list[int]) -> None:
+    def put(self, slots: IntArray, kinds: Sequence[int], nums: Sequence[float], codes: Sequence[int]) -> None:
         kind = np.asarray(kinds, np.int8)
         self.kind[slots] = kind
         if self.num is None and np.isin(kind, (NUM, BIGNUM, BOOL)).any():
@@ -137,13 +102,6 @@ class _Encoded:
             self.code = np.zeros(len(self.kind), np.int32)
         if self.code is not None:
             self.code[slots] = codes
-
-    def view(self) -> tuple[npt.NDArray[np.int8], Number, npt.NDArray[np.int32]]:
-        """kind, num and code of the used slots (a missing array reads as 0.0 or -1 everywhere)."""
-        size = self.size
-        num = np.broadcast_to(np.float64(0.0), (size,)) if self.num is None else self.num[:size]
-        code = np.broadcast_to(np.int32(-1), (size,)) if self.code is None else self.code[:size]
-        return self.kind[:size], num, code
 
     def keep(self, kept: BoolArray) -> None:
         """Keep only the slots selected by a mask over the used ones, in order."""
@@ -166,26 +124,21 @@ class _Column:
 
 
 class MetadataColumns:
-    """Per-key numpy columns over a store's rows, and vectorised filter masks (see the module docstring).
+    """Per-key numpy columns over a store's rows, and vectorised filter masks.
 
     Example:
-        >>> columns = MetadataColumns()
-        >>> columns.write(np.arange(1), [{"lang": "en"}])
-        >>> sorted(columns.keys())
-        ['lang']
+        >>> from rag.filters import key
+        >>> columns, rows = MetadataColumns(), [{"year": 2020, "tags": ["a"]}, {"year": 2021.5}]
+        >>> columns.write(np.arange(2), rows)
+        >>> columns.mask(key("year") < 2021, 2, rows.__getitem__).tolist()
+        [True, False]
     """
 
     def __init__(self) -> None:
         self._columns: dict[str, _Column] = {}
         self._codes: dict[str, int] = {}
         self._vocabulary: list[str] = []
-        self._sorted: tuple[list[str], IntArray] | None = None
-
-    def keys(self) -> list[str]:
-        """The metadata keys seen so far."""
-        return list(self._columns)
-
-    # -- writing ---------------------------------------------------------------------------------
+        self._sorted: tuple[list[str], IntArray] | None = None  # the strings in order, each code's rank
 
     def _encode(self, value: Scalar) -> tuple[int, float, int]:
         if isinstance(value, bool):
@@ -202,22 +155,24 @@ class MetadataColumns:
 
     def write(self, rows: IntArray, metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Record the metadata of `rows` (new rows, or rows emptied by `clear`)."""
-        values: dict[str, _Batch] = {}
-        items: dict[str, _Batch] = {}
+        values: dict[str, list[_Slot]] = {}
+        items: dict[str, list[_Slot]] = {}
         for row, metadata in zip(rows.tolist(), metadatas, strict=True):
             for name, value in metadata.items():
                 if isinstance(value, list):
-                    _append(values, name, row, (LIST, 0.0, -1))
+                    values.setdefault(name, []).append((row, LIST, 0.0, -1))
                     for item in value:
-                        _append(items, name, row, self._encode(item))
+                        items.setdefault(name, []).append((row, *self._encode(item)))
                 else:
-                    _append(values, name, row, self._encode(value))
-        for name, (slots, kinds, nums, codes) in values.items():
+                    values.setdefault(name, []).append((row, *self._encode(value)))
+        for name, batch in values.items():
+            slots, kinds, nums, codes = zip(*batch, strict=True)
             column = self._columns.setdefault(name, _Column()).values
             at = np.asarray(slots, np.int64)
             column.grow_to(int(at.max()) + 1)
             column.put(at, kinds, nums, codes)
-        for name, (item_rows, kinds, nums, codes) in items.items():
+        for name, batch in items.items():
+            item_rows, kinds, nums, codes = zip(*batch, strict=True)
             posting = self._columns[name].items
             start = posting.size
             posting.grow_to(start + len(item_rows))
@@ -254,11 +209,9 @@ class MetadataColumns:
                 items.keep(~dead[items.rows()])
                 items.row = moved_to[items.rows()]
 
-    # -- saving ----------------------------------------------------------------------------------
-
     def to_arrays(self) -> dict[str, npt.NDArray[Any]]:
         """Every array of the columns, cut to the slots in use (`from_arrays` reads them back)."""
-        names = self.keys()
+        names = list(self._columns)
         header = json.dumps({"version": 1, "keys": names}).encode("ascii")
         joined = "\x00".join(self._vocabulary).encode("utf-8", "surrogatepass")
         lengths = np.fromiter(map(len, self._vocabulary), np.int64, len(self._vocabulary)) + 1
@@ -266,7 +219,7 @@ class MetadataColumns:
             "columns.header": np.frombuffer(header, np.uint8),
             "vocabulary": np.frombuffer(joined, np.uint8),
             "vocabulary_ends": np.cumsum(lengths, dtype=np.int64) - 1,  # each string's end, in characters
-            "vocabulary_order": self._order()[0],
+            "vocabulary_order": np.argsort(self._order()[1]),  # the codes in string order
         }
         for number, name in enumerate(names):
             column = self._columns[name]
@@ -284,11 +237,7 @@ class MetadataColumns:
             raise ValueError("not a metadata columns header of this version")
         joined = arrays["vocabulary"].tobytes().decode("utf-8", "surrogatepass")
         ends = arrays["vocabulary_ends"].tolist()
-        vocabulary = joined.split("\x00") if ends else []
-        if len(vocabulary) != len(ends):  # some string holds a NUL: cut by the ends instead
-            vocabulary = [
-                joined[a:b] for a, b in zip([0] + [end + 1 for end in ends[:-1]], ends, strict=True)
-            ]
+        vocabulary = [joined[a + 1 : b] for a, b in itertools.pairwise([-1, *ends])]
         columns = cls()
         columns._vocabulary = vocabulary
         columns._codes = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
@@ -307,17 +256,12 @@ class MetadataColumns:
             columns._columns[name] = _Column(values, items)
         return columns
 
-    # -- filtering -------------------------------------------------------------------------------
-
-    def mask(self, node: Filter, size: int, metadatas: MetadataRows) -> BoolArray:
-        """Which of the first `size` rows match `node`; `metadatas[row]` is each row's metadata dict.
-
-        Evaluated in normal form (`rag.filters.normalize`) with an explicit stack: no depth raises
-        `RecursionError`.
-        """
+    def mask(self, node: Filter, size: int, metadata_of: MetadataOf) -> BoolArray:
+        """Which of the first `size` rows match `node`, in normal form with an explicit stack (no
+        `RecursionError`)."""
         normal = normalize(node)
         if isinstance(normal, Comparison):
-            return self._comparison(normal, size, metadatas)
+            return self._comparison(normal, size, metadata_of)
         # Each frame: a junction, its items still to combine, and the mask so far.
         frames: list[tuple[Junction, Iterator[Normal], BoolArray]] = [
             (normal, iter(normal.items), np.full(size, normal.conjunction))
@@ -326,26 +270,26 @@ class MetadataColumns:
         while frames:
             junction, items, acc = frames[-1]
             if done is not None:
-                _merge(junction, acc, done)
+                _COMBINE[junction.conjunction](acc, done, out=acc)
                 done = None
             for item in items:
                 if isinstance(item, Junction):
                     frames.append((item, iter(item.items), np.full(size, item.conjunction)))
                     break
-                _merge(junction, acc, self._comparison(item, size, metadatas))
+                _COMBINE[junction.conjunction](acc, self._comparison(item, size, metadata_of), out=acc)
             else:
                 frames.pop()
                 done = acc
         assert done is not None
         return done
 
-    def _comparison(self, node: Comparison, size: int, metadatas: MetadataRows) -> BoolArray:
+    def _comparison(self, node: Comparison, size: int, metadata_of: MetadataOf) -> BoolArray:
         if node.op.is_positive:
-            return self._positive(node, size, metadatas)
+            return self._positive(node, size, metadata_of)
         # NOT is not a plain complement, but a negative operator is: `a != 1` is `~(a == 1)`.
-        return ~self._positive(Comparison(node.key, node.op.opposite, node.value), size, metadatas)
+        return ~self._positive(Comparison(node.key, node.op.opposite, node.value), size, metadata_of)
 
-    def _positive(self, node: Comparison, size: int, metadatas: MetadataRows) -> BoolArray:
+    def _positive(self, node: Comparison, size: int, metadata_of: MetadataOf) -> BoolArray:
         result = np.zeros(size, np.bool_)
         column = self._columns.get(node.key)
         if column is None:
@@ -366,13 +310,15 @@ class MetadataColumns:
             settle_rows = np.flatnonzero(settle[:width])
         for row in settle_rows.tolist():
             # Only rows holding ints beyond float64's exact range (or tied with such a value) get here.
-            result[row] = matches(node, metadatas[row])
+            result[row] = matches(node, metadata_of(row))
         return result
 
     def _match(self, encoded: _Encoded, op: Op, operand: tuple[Scalar, ...]) -> tuple[BoolArray, BoolArray]:
         """Slots whose value satisfies `op` (EQ/IN against `operand`, else ordering against its one
         value), and slots the float64 view cannot settle exactly."""
-        kind, num, code = encoded.view()
+        size, kind = encoded.size, encoded.kind[: encoded.size]  # a missing array reads as 0.0 or -1
+        num = np.broadcast_to(np.float64(0.0), (size,)) if encoded.num is None else encoded.num[:size]
+        code = np.broadcast_to(np.int32(-1), (size,)) if encoded.code is None else encoded.code[:size]
         hit = np.zeros(len(kind), np.bool_)
         settle = np.zeros(len(kind), np.bool_)
         numbers = [v for v in operand if is_number(v)]
@@ -399,22 +345,19 @@ class MetadataColumns:
             hit |= (kind == STR) & np.isin(code, codes)
         return hit, settle
 
-    def _order(self) -> tuple[IntArray, list[str], IntArray]:
-        """The vocabulary's codes in string order, the strings in that order, and each code's rank."""
+    def _order(self) -> tuple[list[str], IntArray]:
+        """The vocabulary in string order, and each code's rank in it."""
         if self._sorted is None:
             order = sorted(range(len(self._vocabulary)), key=self._vocabulary.__getitem__)
             rank = np.empty(len(order), np.int64)
             rank[order] = np.arange(len(order))
             self._sorted = ([self._vocabulary[i] for i in order], rank)
-        ordered, rank = self._sorted
-        codes = np.empty(len(rank), np.int64)
-        codes[rank] = np.arange(len(rank))
-        return codes, ordered, rank
+        return self._sorted
 
     def _string_order(self, op: Op, value: str) -> BoolArray:
         """Whether each vocabulary string satisfies `op value`, by code, with one extra False entry at
         the end so code -1 (a slot without a string) looks up False."""
-        _, ordered, rank = self._order()
+        ordered, rank = self._order()
         bound = (bisect.bisect_left if op in (Op.LT, Op.GE) else bisect.bisect_right)(ordered, value)
         table = rank < bound if op in (Op.LT, Op.LE) else rank >= bound
         return np.append(table, False)

@@ -1,10 +1,4 @@
-"""Unit vectors for the numpy store: given embeddings checked, missing ones computed in batches.
-
-Example:
-    >>> from rag import Document, HashingEmbedding
-    >>> document_vectors([Document("a", "text")], HashingEmbedding(dimensions=8), batch_size=16).shape
-    (1, 8)
-"""
+"""Unit vectors for the stores: given embeddings checked, missing ones computed in batches."""
 
 from __future__ import annotations
 

@@ -1,29 +1,9 @@
 """Saving the numpy store to a folder and opening it again, crash-safely and in constant time.
 
-A folder holds `manifest.json` and the generation it names, `generation-<id>/arrays.bin`
-(`stores.numpy.files`): the vectors, the packed records and their ends, the ids and their lookup
-tables (`stores.numpy.saved_ids`), the BM25 index (`bm25.*`) and the filter columns (`columns.*`).
-The manifest records the model, the count, the records' key sequences, each array's span and a
-CRC-32 per block of the file, and a CRC-32 of its own body.
-
-A save writes a new generation, flushes it, then replaces the manifest with one `os.replace`: killed
-at any moment, the folder holds the previous generation or the next, never a mix. Saves hold
-`<folder>/.lock` and refuse to replace a generation the saving copy has not seen. Opening maps the
-file and decodes nothing: the vectors, records and ids are read in place, each block checked before
-its first use; the BM25 index and the filter columns load at first use, rebuilt from the records (with
-a warning) when their arrays are damaged or absent. Folders of the first format (version 1: vectors,
-JSON documents) are read by `read_legacy`, once, so the store can write them anew.
-
-Example:
-    >>> import tempfile
-    >>> records = PackedRecords()
-    >>> records.write(np.arange(2), ["x", "y"], [{}, {}])
-    >>> folder = tempfile.mkdtemp()
-    >>> contents = Contents("m", 2, np.eye(2, dtype=np.float32), records, ["a", "b"], None, None, None)
-    >>> generation = write(folder, contents)
-    >>> saved = open_save(folder, "m", 2)
-    >>> saved.count, saved.generation == generation, saved.ids()[1]
-    (2, True, 'b')
+The layout, the checks and what each first read costs are described in docs/performance.md. A save
+writes a new generation and switches `manifest.json` (itself under a CRC-32) with one `os.replace`;
+saves hold `<folder>/.lock` and refuse to replace a generation the saving copy has not seen. Folders
+of the first format (version 1: vectors, JSON documents) are read by `read_legacy`, once.
 """
 
 from __future__ import annotations
@@ -50,9 +30,8 @@ from stores.lexical.persist import from_arrays, to_arrays
 from stores.lexical.text import TOKENIZER
 from stores.locking import FolderLock
 from stores.numpy.columns import MetadataColumns
-from stores.numpy.files import BLOCK, MappedFile, MappedPart, write_arrays
+from stores.numpy.files import BLOCK, MappedFile, SavedIds, id_arrays, write_arrays
 from stores.numpy.records import PackedRecords
-from stores.numpy.saved_ids import SavedIds, id_arrays
 
 __all__ = ["Contents", "Saved", "exists", "open_save", "read_legacy", "read_manifest", "write"]
 
@@ -62,8 +41,7 @@ _FORMAT = "rag-advisors/inmemory-store"  # the store's first name, kept so every
 _VERSION = 2
 _GENERATION = "generation-"
 _DATA = "arrays.bin"
-# Files of the first format and staged manifests, removed once a save of this format is in place.
-_OLD_FILES = ("vectors-", "documents-", "columns-", f".{MANIFEST}.")
+_OLD_FILES = ("vectors-", "documents-", "columns-", f".{MANIFEST}.")  # first format, staged manifests
 _log = logging.getLogger(__name__)
 FloatArray = npt.NDArray[np.float32]
 
@@ -77,7 +55,7 @@ class Contents:
     vectors: npt.NDArray[np.float32]
     records: PackedRecords
     ids: list[str]
-    id_order: npt.NDArray[np.int64] | None  # rows sorted by id, if known
+    id_order: npt.NDArray[np.int64]  # rows sorted by id
     lexical: LexicalIndex | None
     columns: MetadataColumns | None
 
@@ -92,13 +70,8 @@ def _body_check(body: dict[str, Any]) -> int:
 
 
 def read_manifest(folder: Path, model: str | None = None, dimensions: int = 0) -> dict[str, Any]:
-    """The folder's manifest (either format), checked to be of `model` and `dimensions` if given.
-
-    Raises:
-        StoreNotFoundError: there is none.
-        EmbeddingModelMismatchError: it holds another model's vectors.
-        StoreError: it is unreadable, damaged, or of another format.
-    """
+    """The folder's manifest (either format), checked to be of `model` and `dimensions` if given:
+    `StoreNotFoundError` if there is none, `EmbeddingModelMismatchError`, or `StoreError` if damaged."""
     path = folder / MANIFEST
     if not path.is_file():
         raise StoreNotFoundError(f"no saved numpy store at {str(folder)!r} (no {MANIFEST})", path=str(folder))
@@ -130,20 +103,12 @@ def _generation(manifest: dict[str, Any]) -> str:
     return found if isinstance(found, str) else str(manifest["vectors"]).removeprefix("vectors-")[:-4]
 
 
-# -- writing -------------------------------------------------------------------------------------
-
-
 def write(
     path: str | os.PathLike[str], contents: Contents, *, expected: str | None = None, overwrite: bool = False
 ) -> str:
-    """Save `contents` into the folder `path` (created if needed), replacing any earlier save atomically.
-
-    `expected` is the generation the folder must still hold (None: no save yet) unless `overwrite`.
-    Returns the generation written, the `expected` of the same copy's next save.
-
-    Raises:
-        StoreError: the folder cannot be written, or holds another generation than `expected`.
-    """
+    """Save `contents` into the folder `path` (created if needed), replacing any earlier save atomically,
+    and return the generation written. `StoreError` when the folder cannot be written, or holds another
+    generation than `expected` (None: no save yet) and not `overwrite`."""
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -216,10 +181,10 @@ def _write_unlocked(folder: Path, contents: Contents) -> str:
         write_new(staged, json.dumps({**body, "check": _body_check(body)}, indent=1).encode("ascii"))
         os.replace(staged, folder / MANIFEST)  # the switch: before it the old generation, after it the new
         sync_folder(folder)
-    except OSError as exc:
+    except OSError:
         shutil.rmtree(target, ignore_errors=True)
         staged.unlink(missing_ok=True)
-        raise StoreError(f"could not save the store to {str(folder)!r}: {exc}") from exc
+        raise  # `write` reports it
     for entry in folder.iterdir():  # older generations and files of the first format
         if entry.name == target.name:
             continue
@@ -231,66 +196,45 @@ def _write_unlocked(folder: Path, contents: Contents) -> str:
     return generation
 
 
-# -- opening -------------------------------------------------------------------------------------
-
-
 def open_save(path: str | os.PathLike[str], model: str, dimensions: int) -> Saved:
     """Map the generation saved in `path`, under the folder's lock (so a save by another process cannot
-    remove it half-way), or without where no lock file can be made (a read-only folder).
-
-    Raises:
-        StoreNotFoundError: nothing is saved there.
-        EmbeddingModelMismatchError: another model's vectors.
-        StoreError: a damaged manifest, a missing or resized file, or a save of the first format.
-    """
+    remove it half-way), or without where no lock file can be made (a read-only folder)."""
     folder = Path(path)
     lock = FolderLock(folder, LOCK_FILE)
-    try:
+    with contextlib.suppress(OSError):
         lock.acquire()
-    except OSError:
+    try:
         return Saved(folder, read_manifest(folder, model, dimensions))
-    with lock:
-        return Saved(folder, read_manifest(folder, model, dimensions))
+    finally:
+        lock.release()
 
 
 class Saved:
-    """A generation mapped into memory: the parts a store reads in place or loads on first use."""
+    """A generation mapped into memory: vectors, records and ids read in place, the derived parts
+    loaded on first use."""
 
     def __init__(self, folder: Path, manifest: dict[str, Any]) -> None:
-        if manifest["version"] != _VERSION:
-            raise StoreError(f"the store in {str(folder)!r} is of the first format: read it with read_legacy")
         self.folder = folder
         try:
             self.count = int(manifest["count"])
             self.generation: str = manifest["generation"]
-            self._keys = [tuple(names) for names in manifest["keys"]]
             self._lexical: dict[str, Any] | None = manifest.get("lexical")
             self._columns: list[str] = list(manifest.get("columns", []))
             data = MappedFile(folder / manifest["folder"] / _DATA, manifest["data"])
             self.parts = {
                 name: data.part(name, start, stop) for name, (start, stop) in manifest["arrays"].items()
             }
-            vectors = self.parts["vectors.npy"].array()
+            self.vectors = self.parts["vectors.npy"]  # mapped copy-on-write
+            vectors = self.vectors.array()
+            self.records = PackedRecords.saved(self.parts, [tuple(names) for names in manifest["keys"]])
+            self.ids = SavedIds(self.parts)
         except (KeyError, TypeError, ValueError) as exc:
             raise StoreError(f"the store manifest in {str(folder)!r} is incomplete: {exc}") from exc
         if vectors.dtype != np.float32 or vectors.shape != (self.count, manifest["dimensions"]):
             raise StoreError(f"the saved store file {str(data.path)!r} does not hold the vectors")
 
-    def vectors(self) -> MappedPart:
-        """The vectors' part: its array is mapped copy-on-write and checked by `check_all`."""
-        return self.parts["vectors.npy"]
-
-    def records(self) -> PackedRecords:
-        """The records, read in place."""
-        return PackedRecords.saved(self.parts["records.npy"], self.parts["record_stops.npy"], self._keys)
-
-    def ids(self) -> SavedIds:
-        """The ids and their lookup tables, read in place."""
-        return SavedIds(self.parts)
-
     def check_all(self) -> None:
-        """Check every block of the vectors, records and ids (before a write or a save copies them;
-        the derived parts are checked as they load, and rebuilt if damaged)."""
+        """Check every block of the vectors, records and ids (the derived parts are checked as they load)."""
         for name, part in self.parts.items():
             if not name.startswith(("bm25.", "columns.")):
                 part.check_all()
@@ -301,8 +245,8 @@ class Saved:
             part.check_all()
         return {name: part.array() for name, part in zip(names, parts, strict=True)}
 
-    def columns(self, records: PackedRecords) -> MetadataColumns:
-        """The saved filter columns, or columns built from `records` when they are damaged or absent."""
+    def columns(self) -> MetadataColumns:
+        """The saved filter columns, or columns built from the records when they are damaged or absent."""
         if self._columns:
             try:
                 return MetadataColumns.from_arrays(self._arrays("columns", self._columns), self.count)
@@ -310,12 +254,12 @@ class Saved:
                 _log.warning("rebuilding the filter columns of %r: %s", str(self.folder), exc)
         columns = MetadataColumns()
         columns.write(
-            np.arange(self.count), [metadata for _, metadata in records.read_many(range(self.count))]
+            np.arange(self.count), [metadata for _, metadata in self.records.read_many(range(self.count))]
         )
         return columns
 
-    def lexical(self, records: PackedRecords) -> tuple[LexicalIndex, list[str] | None]:
-        """The saved BM25 index, or one built from `records` when it is damaged, of another text
+    def lexical(self) -> tuple[LexicalIndex, list[str] | None]:
+        """The saved BM25 index, or one built from the records when it is damaged, of another text
         analysis, or absent; and the store's ids by row, None when the index numbers rows alike."""
         described = self._lexical
         if described is not None:
@@ -324,13 +268,13 @@ class Saved:
                 saved = from_arrays(described, arrays, TOKENIZER, str(self.folder))
                 if len(saved.ids) == self.count:
                     index = LexicalIndex.from_saved(saved)
-                    return index, None if described.get("same_rows") else self.ids().all_ids()
+                    return index, None if described.get("same_rows") else self.ids.all_ids()
             except (StoreError, KeyError, TypeError, ValueError) as exc:
                 if described.get("settings", {}).get("tokenizer") == TOKENIZER:
                     _log.warning("rebuilding the lexical index of %r: %s", str(self.folder), exc)
         index = LexicalIndex()
-        rows = records.read_many(range(self.count))
-        index.add(self.ids().all_ids(), [text for text, _ in rows], [metadata for _, metadata in rows])
+        rows = self.records.read_many(range(self.count))
+        index.add(self.ids.all_ids(), [text for text, _ in rows], [metadata for _, metadata in rows])
         return index, None
 
 
@@ -338,11 +282,7 @@ def read_legacy(
     folder: Path, manifest: dict[str, Any], dimensions: int
 ) -> tuple[str, FloatArray, list[Document]]:
     """The generation, vectors and documents of a first-format save (`vectors-<g>.npy` and
-    `documents-<g>.json`; the rest of it is derived). JSON has no checksum: each record is checked.
-
-    Raises:
-        StoreError: unreadable, inconsistent or invalid contents (naming the folder).
-    """
+    `documents-<g>.json`; the rest of it is derived). JSON has no checksum: each record is checked."""
     try:
         vectors = np.load(folder / manifest["vectors"], allow_pickle=False)
         found = json.loads((folder / manifest["documents"]).read_bytes().decode("utf-8", "surrogatepass"))

@@ -1,31 +1,16 @@
 """The numpy store's texts and metadata, packed into one byte buffer and decoded on read.
 
-A `str` costs ~50 bytes beyond its characters and a dict ~200, as much as a short chunk's text. So
-each row keeps one record in a growing `uint8` buffer: the text's UTF-8 bytes (lone surrogates kept),
-the metadata, and the metadata's length in one byte (255, then eight bytes before it, for 255 bytes
-or more). Metadata is the LEB128 number of its key sequence in a table the records share (`_KeySets`)
-and its values serialised with `marshal` (exact for every metadata type: big ints, -0.0, NaN, lone
-surrogates; format 4, read by every Python since 3.4); empty metadata takes no byte. Values of a
-subclass of str, int or float are stored as the plain value. Reading a row decodes a fresh record, so
-callers never share a dict with the store.
-
-Each row's record ends at `_stops[row]`; while records lie back to back in row order (a store filled
-by adds, a compacted buffer, a save) it starts where the row before ends and no start is kept.
-Replaced and removed records leave garbage, rewritten away once it outweighs the live bytes. The
-buffer in row order with its ends is also the saved form: `saved` reads records straight from the
-mapped files, checking the blocks each read touches.
-
-Example:
-    >>> records = PackedRecords()
-    >>> records.write(np.arange(2), ["red", "blue"], [{"n": 1}, {}])
-    >>> records.read(1), len(records)
-    (('blue', {}), 2)
+A record is the text's UTF-8 bytes (lone surrogates kept), the metadata, and the metadata's length in
+one byte (255, then eight bytes before it, for 255 bytes or more). Metadata is the LEB128 number of
+its key sequence in a table the records share (`_KeySets`) and its values serialised with `marshal`
+(format 4; exact for every metadata type); empty metadata takes no byte. The memory layout, and when
+a row's start is kept, are described in docs/exactness.md.
 """
 
 from __future__ import annotations
 
 import marshal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,7 +27,7 @@ Record = tuple[str, dict[str, MetadataValue]]
 _COMPACT_MIN_BYTES = 1 << 20  # below this much garbage a rewrite is not worth its pass
 _ENCODE_BATCH = 2048  # a bytes object per record of a large batch would scatter over allocator arenas
 _LONG = 255  # trailer byte of metadata of 255 bytes or more: its length is in the 8 bytes before
-_MAX_KEY_SETS = 4096  # distinct key sequences numbered (see `_KeySets`)
+_MAX_KEY_SETS = 4096  # distinct key sequences numbered (see `_KeySets`); a number takes two bytes at most
 _BYTES = [bytes((i,)) for i in range(256)]
 _MARSHAL_VERSION = 4
 _PLAIN = (str, int, float, bool)
@@ -76,22 +61,13 @@ def _plain_record(text: str, metadata: dict[str, MetadataValue]) -> Record:
 
 
 def _varint(number: int) -> bytes:
-    """`number` >= 0 in LEB128: seven bits a byte, low bits first, the high bit set on all but the last."""
-    if number < 0x80:
-        return _BYTES[number]
-    out = bytearray()
-    while number >= 0x80:
-        out.append((number & 0x7F) | 0x80)
-        number >>= 7
-    out.append(number)
-    return bytes(out)
+    """`number` (below 2**14) in LEB128: seven bits a byte, low first, a high bit on all but the last."""
+    return _BYTES[number] if number < 0x80 else bytes(((number & 0x7F) | 0x80, number >> 7))
 
 
 def _read_varint(view: memoryview, at: int) -> tuple[int, int]:
     """The LEB128 number at `view[at]`, and where the bytes after it begin."""
-    if view[at] < 0x80:
-        return view[at], at + 1
-    number, shift = 0, 0
+    number = shift = 0
     while True:
         byte = view[at]
         at += 1
@@ -105,9 +81,9 @@ class _KeySets:
     """The distinct key sequences of the metadata written so far, numbered from 1; past
     `_MAX_KEY_SETS` of them, number 0: the keys go into the record."""
 
-    def __init__(self) -> None:
-        self.keys: list[tuple[str, ...]] = []
-        self._numbers: dict[tuple[str, ...], int] = {}
+    def __init__(self, keys: list[tuple[str, ...]] | None = None) -> None:
+        self.keys = keys or []
+        self._numbers = {names: i + 1 for i, names in enumerate(self.keys)}
 
     def number(self, keys: tuple[str, ...]) -> int:
         found = self._numbers.get(keys)
@@ -147,8 +123,14 @@ class _KeySets:
 
 
 class PackedRecords:
-    """`(text, metadata)` per row in one byte buffer (see the module docstring); rows stay dense:
-    `remove` moves the last rows into the holes."""
+    """`(text, metadata)` per row in one byte buffer; `remove` moves the last rows into the holes.
+
+    Example:
+        >>> records = PackedRecords()
+        >>> records.write(np.arange(2), ["red", "blue"], [{"n": 1}, {}])
+        >>> records.read(1), len(records)
+        (('blue', {}), 2)
+    """
 
     def __init__(self) -> None:
         self._keys = _KeySets()
@@ -166,8 +148,7 @@ class PackedRecords:
         return self._size
 
     @property
-    def nbytes(self) -> int:
-        """Bytes held: the buffer's used part and the offsets (for memory accounting)."""
+    def nbytes(self) -> int:  # the buffer's used part and the offsets, for memory accounting
         return self._end + self._starts.nbytes + self._stops.nbytes
 
     def read(self, row: int) -> Record:
@@ -175,7 +156,6 @@ class PackedRecords:
         return self.read_many([row])[0]
 
     def read_many(self, rows: Sequence[int]) -> list[Record]:
-        """`read` for each of `rows`."""
         view, at = self._view(), np.fromiter(rows, np.int64)
         self._check(at)
         decode, starts, stops = self._keys.decode, self._starts_of(at).tolist(), self._stops[at].tolist()
@@ -184,8 +164,7 @@ class PackedRecords:
     def _view(self) -> memoryview:
         return memoryview(self._data)  # type: ignore[arg-type]  # numpy arrays are buffers
 
-    def __getitem__(self, row: int) -> dict[str, MetadataValue]:
-        # Indexing yields metadata: `MetadataColumns.mask` reads rows it must settle in Python this way.
+    def metadata(self, row: int) -> dict[str, MetadataValue]:
         return self.read(row)[1]
 
     def write(
@@ -202,9 +181,15 @@ class PackedRecords:
             length_parts.append(np.fromiter(map(len, encoded), np.int64, count=len(encoded)))
             blobs.append(b"".join(encoded))
         lengths = np.concatenate(length_parts)
-        total = int(lengths.sum())
-        self._reserve_rows(int(rows.max()) + 1)
-        self._reserve_bytes(self._end + total)
+        total, top = int(lengths.sum()), int(rows.max()) + 1
+        needed = self._end + total
+        if top > len(self._stops):
+            self._resize_rows(max(top, len(self._stops) * 3 // 2, 64))
+        self._starts, self._stops = offsets_for(self._starts, needed), offsets_for(self._stops, needed)
+        if needed > len(self._data):  # np.empty: the spare tail takes no resident memory until written
+            grown = np.empty(max(needed, len(self._data) * 3 // 2, 4096), np.uint8)
+            grown[: self._end] = self._data[: self._end]
+            self._data = grown
         at = self._end
         for blob in blobs:
             self._data[at : at + len(blob)] = np.frombuffer(blob, np.uint8)
@@ -219,7 +204,7 @@ class PackedRecords:
         self._stops[rows] = stops
         self._end += total
         self._live_bytes += total
-        self._size = max(self._size, int(rows.max()) + 1)
+        self._size = max(self._size, top)
         self._maybe_compact()
 
     def remove(self, rows: IntArray, holes: IntArray, tails: IntArray, new_size: int) -> None:
@@ -233,23 +218,11 @@ class PackedRecords:
         if len(self._stops) > 2 * max(new_size, 1024):
             self._resize_rows(max(new_size + new_size // 4, 64))  # give memory back after large deletes
 
-    def _reserve_rows(self, size: int) -> None:
-        if size > len(self._stops):
-            self._resize_rows(max(size, len(self._stops) * 3 // 2, 64))
-
     def _resize_rows(self, capacity: int) -> None:
         for name in ("_stops",) if self._in_order else ("_starts", "_stops"):
             grown = np.zeros(capacity, getattr(self, name).dtype)
             grown[: self._size] = getattr(self, name)[: self._size]
             setattr(self, name, grown)
-
-    def _reserve_bytes(self, size: int) -> None:
-        self._starts, self._stops = offsets_for(self._starts, size), offsets_for(self._stops, size)
-        if size > len(self._data):
-            # np.empty: the spare tail takes no resident memory until written.
-            grown = np.empty(max(size, len(self._data) * 3 // 2, 4096), np.uint8)
-            grown[: self._end] = self._data[: self._end]
-            self._data = grown
 
     def _maybe_compact(self) -> None:
         garbage = self._end - self._live_bytes
@@ -276,11 +249,11 @@ class PackedRecords:
         return np.frombuffer(blob, np.uint8), np.cumsum(stops - starts, dtype=np.int64)
 
     @classmethod
-    def saved(cls, data: MappedPart, stops: MappedPart, keys: list[tuple[str, ...]]) -> PackedRecords:
+    def saved(cls, parts: Mapping[str, MappedPart], keys: list[tuple[str, ...]]) -> PackedRecords:
         """Records over a save's mapped files (`packed` wrote them), each checked as it is read."""
+        data, stops = parts["records.npy"], parts["record_stops.npy"]
         records = cls()
-        records._keys.keys = keys
-        records._keys._numbers = {names: i + 1 for i, names in enumerate(keys)}
+        records._keys = _KeySets(keys)
         records._data, records._stops = data.array(), stops.array()
         records._end = records._live_bytes = len(records._data)
         records._size = len(records._stops)
@@ -288,7 +261,6 @@ class PackedRecords:
         return records
 
     def key_sets(self) -> list[tuple[str, ...]]:
-        """The numbered key sequences the records refer to (saved beside them)."""
         return list(self._keys.keys)
 
     def check_all(self) -> None:
@@ -304,7 +276,6 @@ class PackedRecords:
             packed_bounds(*self._files, rows)
 
     def _starts_of(self, rows: IntArray) -> npt.NDArray[np.integer[Any]]:
-        """Where the records of `rows` start."""
         if not self._in_order:
             return self._starts[rows]
         return np.where(rows > 0, self._stops[rows - 1], 0).astype(self._stops.dtype)

@@ -1,20 +1,7 @@
 """Ids and rows of the numpy store, kept by its BM25 index: the store holds no id map of its own.
 
-The store and its `LexicalIndex` index the same documents, and the index already maps each id to its
-row. The store keeps only two int32 arrays: the index row of each store row and the store row of each
-index row. The numberings differ (the store fills the holes a delete leaves with its last rows; the
-index appends and now and then renumbers everything, `LexicalIndex.last_renumbering`), so the arrays
-are patched after each write. Until the numberings first differ (a store filled by adds of new ids,
-or loaded from a save of one) store row i is index row i and no array is held at all.
-
-Example:
-    >>> from stores.lexical import LexicalIndex
-    >>> index = LexicalIndex()
-    >>> index.add(["a", "b"], ["red", "blue"])
-    >>> rows = RowMap(index)
-    >>> rows.link(np.array([1, 0]), ["a", "b"])
-    >>> rows.rows_of(["b", "x", "a"]).tolist(), rows[0], rows.all_ids()
-    ([0, -1, 1], 'b', ['b', 'a'])
+The index row of each store row and the store row of each index row, patched after each write (the
+store fills holes with its last rows, the index appends and renumbers); none while they are equal.
 """
 
 from __future__ import annotations
@@ -42,20 +29,14 @@ def _grown(array: npt.NDArray[np.int32], size: int) -> npt.NDArray[np.int32]:
 
 
 class RowMap:
-    """Store rows <-> rows of the store's `LexicalIndex`; indexing with a store row gives its id.
-
-    Args:
-        lexical: The index the store writes every document into, by the same ids.
-        ids: The ids of the store's rows in row order, when the index already holds them (a load);
-            None when store row i is index row i for every row of the index.
-    """
+    """Store rows <-> rows of the store's `LexicalIndex`, and the ids of store rows; `ids` are the
+    store's ids by row when the index already holds them (a load), None when the numberings agree."""
 
     def __init__(self, lexical: LexicalIndex, ids: Sequence[str] | None = None) -> None:
         self._lexical = lexical
         self._renumberings = lexical.renumberings
         self._size = lexical.row_count if ids is None else len(ids)
-        # int32: 4 bytes a document each, and no store holds 2**31 documents in one process.
-        self._index_row = np.zeros(0, np.int32)  # store row -> index row
+        self._index_row = np.zeros(0, np.int32)  # store row -> index row (int32: below 2**31 documents)
         self._store_row = np.zeros(0, np.int32)  # index row -> store row (stale for dead index rows)
         index_rows = None if ids is None else lexical.rows_of(ids)
         self._identity = index_rows is None or (
@@ -67,11 +48,9 @@ class RowMap:
             self._store_row[self._index_row] = np.arange(self._size, dtype=np.int32)
 
     def index_rows_of(self, rows: IntArray) -> IntArray:
-        """The index row of each of the store `rows`."""
         return (rows if self._identity else self._index_row[rows]).astype(np.int64)
 
     def store_rows(self, index_rows: IntArray) -> IntArray:
-        """The store row of each live index row."""
         return (index_rows if self._identity else self._store_row[index_rows]).astype(np.int64)
 
     def rows_of(self, ids: Sequence[str]) -> IntArray:
@@ -83,15 +62,10 @@ class RowMap:
         out[found >= 0] = self._store_row[found[found >= 0]]
         return out
 
-    def __getitem__(self, row: int) -> str:
-        return self._lexical.id_at(row if self._identity else int(self._index_row[row]))
-
     def ids_of(self, rows: Iterable[int]) -> list[str]:
-        """The id of each store row."""
         return self._lexical.ids_at(self.index_rows_of(np.fromiter(rows, np.int64)).tolist())
 
     def all_ids(self) -> list[str]:
-        """The id of every store row, in row order."""
         return self.ids_of(range(self._size))
 
     def link(self, rows: IntArray, ids: Sequence[str]) -> None:

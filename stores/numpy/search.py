@@ -1,41 +1,38 @@
-"""Exact top-k cosine search over a float32 matrix of unit rows: the numpy store's search kernel.
+"""Exact top-k cosine search over a float32 matrix of unit rows, and the store's ranked requests.
 
-A fast float32 pass (`score_rows`, threaded) scores every candidate row and keeps those within
-`TOLERANCE` of a lower bound on the k-th best score: the k-th largest of many block maxima, a pass
-over the scores instead of an `argpartition` (several times slower at a million rows). The survivors
-are scored again by `exact_scores` and sorted by (score descending, id ascending).
-
-`exact_scores` is deterministic for a row whatever its position or the BLAS kernel, and rounds to
-`SCORE_DECIMALS`, so identical vectors tie exactly (and tie-break by id), a document identical to the
-query scores 1.0, and another store can reproduce the same scores from the same vectors.
-
-Example:
-    >>> x = np.eye(3, dtype=np.float32)
-    >>> exact_scores(x, np.arange(3), x[1]).tolist()
-    [0.0, 1.0, 0.0]
+A threaded float32 pass (`score_rows`) keeps the rows within `TOLERANCE` of a lower bound on the k-th
+best score (the k-th largest of many block maxima: faster than an `argpartition`); `exact_scores`
+scores them again, the same for a row wherever it lies, so every exact store reproduces them. Ranked
+requests go through `rag.retrieval.ranking` (`NumpyCandidates`), keyed by BM25 index rows.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
-import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from rag.documents import SearchRequest
+from rag.retrieval.ranking import Keyed, rank_keys, rank_scored
+from stores.lexical.index import LexicalIndex
+from stores.numpy.rowmap import RowMap
 from stores.ties import best_first
 
 __all__ = [
     "SCORE_DECIMALS",
     "TOLERANCE",
-    "candidate_positions",
+    "NumpyCandidates",
     "exact_scores",
     "rank_rows",
-    "scan_scored",
     "score_rows",
+    "top_rows",
 ]
 
 FloatMatrix = npt.NDArray[np.float32]
@@ -49,9 +46,7 @@ _CONTIGUOUS_GROUP = 4096  # group length from which contiguous blocks beat strid
 _PARALLEL_ROWS = 32768  # below this the rows sit in cache and threads cost more than they give
 # Memory bandwidth, not arithmetic, bounds a single query; a few threads saturate it.
 _WORKERS = max(1, min(4, os.cpu_count() or 1))
-_POOL: ThreadPoolExecutor | None = None
 _VECDOT: Any = getattr(np, "vecdot", None)
-_POOL_LOCK = threading.Lock()
 
 
 def exact_scores(matrix: FloatMatrix, rows: IntArray, query: FloatMatrix) -> npt.NDArray[np.float64]:
@@ -105,14 +100,17 @@ def candidate_positions(scores: FloatMatrix, k: int, threshold: float = 0.0) -> 
     return [row.nonzero()[0] for row in hits]
 
 
-def scan_scored(
-    matrix: FloatMatrix, query: FloatMatrix, k: int, threshold: float, rows: IntArray | None = None
-) -> tuple[IntArray, FloatMatrix]:
-    """The rows of `matrix` (restricted to `rows` if given) that may be among the top `k` for `query`
-    and pass `threshold`, and their float32 scores."""
-    scores = score_rows(matrix, query, rows)
-    [positions] = candidate_positions(scores[None, :], k, threshold)
-    return (positions if rows is None else rows[positions]), scores[positions]
+def top_rows(
+    matrix: FloatMatrix,
+    query: FloatMatrix,
+    k: int,
+    ids_of: Callable[[IntArray], list[str]],
+    threshold: float = 0.0,
+    rows: IntArray | None = None,
+) -> tuple[IntArray, npt.NDArray[np.float64]]:
+    """`rank_rows` over the rows of `matrix` (or `rows`) a float32 scan finds may be in the top `k`."""
+    [positions] = candidate_positions(score_rows(matrix, query, rows)[None, :], k, threshold)
+    return rank_rows(matrix, positions if rows is None else rows[positions], query, k, ids_of, threshold)
 
 
 def _row_dot(block: FloatMatrix, query: FloatMatrix, out: FloatMatrix) -> None:
@@ -138,39 +136,23 @@ def _score_range(
 
 
 def score_rows(matrix: FloatMatrix, query: FloatMatrix, rows: IntArray | None = None) -> FloatMatrix:
-    """float32 dot products of `matrix` rows (all, or `rows`) with `query`, split over worker threads.
-
-    `np.vecdot` rather than BLAS: it releases the GIL, so our threads read their parts of the matrix at
-    once, and unlike OpenBLAS's own threads they never spin-wait (which costs dearly on a busy machine).
-    """
+    """float32 dot products of `matrix` rows (all, or `rows`) with `query`, split over worker threads
+    (`np.vecdot` releases the GIL and, unlike OpenBLAS's own threads, never spin-waits)."""
     total = len(matrix) if rows is None else len(rows)
     out = np.empty(total, np.float32)
     # Gathered rows cost more each than contiguous ones, so they are worth threads sooner.
     workers = _WORKERS if total >= (_PARALLEL_ROWS if rows is None else _PARALLEL_ROWS // 4) else 1
-    if workers == 1:
-        _score_range(matrix, query, rows, out, 0, total)
-        return out
     parts = list(itertools.pairwise(np.linspace(0, total, workers + 1).astype(int).tolist()))
-    pool = _pool()
-    futures = [pool.submit(_score_range, matrix, query, rows, out, a, b) for a, b in parts[1:]]
+    futures = [_pool().submit(_score_range, matrix, query, rows, out, a, b) for a, b in parts[1:]]
     _score_range(matrix, query, rows, out, *parts[0])  # the calling thread takes a share too
     for future in futures:
         future.result()
     return out
 
 
+@functools.cache
 def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=_WORKERS - 1, thread_name_prefix="numpy-store-search")
-        return _POOL
-
-
-class _Ids(Protocol):
-    """Anything that gives the id of a row by indexing: a sequence or array of ids, a store's row map."""
-
-    def __getitem__(self, row: int, /) -> Any: ...
+    return ThreadPoolExecutor(max_workers=_WORKERS - 1, thread_name_prefix="numpy-store-search")
 
 
 def rank_rows(
@@ -178,14 +160,12 @@ def rank_rows(
     rows: IntArray,
     query: FloatMatrix,
     k: int,
-    ids: _Ids,
+    ids_of: Callable[[IntArray], list[str]],
     threshold: float = 0.0,
 ) -> tuple[IntArray, npt.NDArray[np.float64]]:
     """The best `k` of `rows` and their scores, score descending then id ascending, keeping only
     scores >= `threshold` when it is above 0 (0 keeps every score, as `SearchRequest.accepts`).
-
-    Only rows whose score ties with another's have their id looked up in `ids`.
-    """
+    Only rows whose score ties with another's have their id looked up (`ids_of`)."""
     scores = exact_scores(matrix, rows, query)
     if threshold > 0.0:
         kept = scores >= threshold
@@ -194,4 +174,59 @@ def rank_rows(
         kth = np.partition(scores, len(scores) - k)[len(scores) - k]
         kept = scores >= kth  # rows tied with the k-th come along: the id decides between them
         rows, scores = rows[kept], scores[kept]
-    return best_first(rows, scores, lambda tied: [ids[row] for row in tied.tolist()], k)
+    return best_first(rows, scores, ids_of, k)
+
+
+@dataclass
+class NumpyCandidates:
+    """`rag.retrieval.ranking.KeyedCandidates` for one request over the store's live rows (`rows` match the
+    request's filter, None for all), and the ranking of that request (`ranked`)."""
+
+    matrix: npt.NDArray[np.float32]
+    query: npt.NDArray[np.float32]
+    text: str
+    rows: IntArray | None
+    row_map: RowMap
+    index: LexicalIndex
+    mask: npt.NDArray[np.bool_] | None = None  # `rows` as index rows, built at the first lexical search
+
+    def vector(self, depth: int, threshold: float) -> list[tuple[str, float]]:
+        keys, scores = self.vector_keys(depth, threshold)
+        return list(zip(self.ids_of(keys), scores.tolist(), strict=True))
+
+    def lexical(self, depth: int) -> list[tuple[str, float]]:
+        keys, scores = self.lexical_keys(depth)
+        return list(zip(self.ids_of(keys), scores.tolist(), strict=True))
+
+    def vector_keys(self, depth: int, threshold: float) -> Keyed:
+        if depth == 0 or not len(self.matrix):
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        rows, scores = top_rows(self.matrix, self.query, depth, self.row_map.ids_of, threshold, self.rows)
+        return self.row_map.index_rows_of(rows), scores
+
+    def lexical_keys(self, depth: int) -> Keyed:
+        if self.rows is not None and self.mask is None:
+            self.mask = np.zeros(self.index.row_count, dtype=np.bool_)
+            self.mask[self.row_map.index_rows_of(self.rows)] = True
+        return self.index.search_rows(self.text, depth, row_mask=self.mask)
+
+    def ids_of(self, keys: IntArray) -> list[str]:
+        return self.index.ids_at(keys.tolist())
+
+    def cosines(self, ids: Sequence[str]) -> npt.NDArray[np.float64]:
+        return exact_scores(self.matrix, self.row_map.rows_of(ids), self.query)
+
+    def vectors(self, ids: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self.matrix[self.row_map.rows_of(ids)]
+
+    def ranked(self, request: SearchRequest) -> tuple[list[int], list[float], list[dict[str, float]]]:
+        """The store rows `request` returns, their scores and named scores."""
+        page = rank_keys(request, self)  # hybrid: index rows fused, only the page's ids decoded
+        if page is not None:
+            kept = self.row_map.store_rows(page.keys)
+            cosines = exact_scores(self.matrix, kept, self.query).tolist()  # what `cosines` gives
+            named = [{**scores, "cosine": cosine} for scores, cosine in zip(page.named, cosines, strict=True)]
+            return kept.tolist(), list(page.scores), named
+        hits = rank_scored(request, self)
+        found = self.row_map.rows_of([hit.id for hit in hits]).tolist()
+        return found, [hit.score for hit in hits], [hit.scores for hit in hits]

@@ -1,18 +1,8 @@
 """`NumpyVectorStore`: exact cosine search in numpy, vectorised metadata filters, saved to a folder.
 
-Vectors live in one float32 matrix of live rows only (a delete moves the last rows into the holes),
-grown geometrically; texts and metadata are packed records (`records`), metadata also numpy columns
-(`columns`) so a filter is a mask computed without a Python loop per document, and a filtered search
-scores only the selected rows (`search`). A BM25 index (`stores.lexical`) over the same texts is
-written by the same calls and keeps the ids: the store reads them through `rowmap`. Lexical, hybrid
-and diversified requests go through `rag.retrieval.ranking` (`hybrid`).
-
-A saved folder opens mapped (`persist`): the matrix and records are views of the file, ids are read
-from the save's own tables (`saved_ids`), the filter columns and the BM25 index load at first use,
-and every read checks the blocks it touches. The first write checks and loads the rest.
-
-Threads: one `ReadWriteLock` guards all of it. Searches, `get` and `count` read together; `add` and
-`delete` write alone, so every call sees the state between two writes. Embedding happens outside it.
+One float32 matrix of live rows, packed `records`, metadata `columns` and a BM25 index that keeps
+the ids (`rowmap`); a save opens mapped (`persist`). One `ReadWriteLock` guards the state: reads
+share it, `add` and `delete` hold it alone; embedding happens outside it.
 """
 
 from __future__ import annotations
@@ -38,11 +28,10 @@ from stores.locking import ReadWriteLock
 from stores.numpy import persist
 from stores.numpy.columns import MetadataColumns
 from stores.numpy.embed import document_vectors, embed_queries
-from stores.numpy.hybrid import ranked
+from stores.numpy.files import SavedIds
 from stores.numpy.records import PackedRecords
 from stores.numpy.rowmap import RowMap
-from stores.numpy.saved_ids import SavedIds
-from stores.numpy.search import rank_rows, scan_scored
+from stores.numpy.search import NumpyCandidates, top_rows
 from stores.query_vector import given_vector
 
 __all__ = ["NumpyVectorStore"]
@@ -76,7 +65,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     """
 
     kind = "numpy"
-    """The store's name in the CLI (`--store numpy`), in a home's records and in traces."""
     capabilities = Capabilities(exact=True, lexical=True)
 
     def __init__(
@@ -109,10 +97,8 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
     def __repr__(self) -> str:
         return f"NumpyVectorStore({self.embedding.name!r}, count={self._size})"
 
-    # -- writing ---------------------------------------------------------------------------------
-
     def add(self, documents: Iterable[Document]) -> None:
-        """Upsert documents by id (the last of repeated ids wins). Nothing is written if any is bad."""
+        """Upsert documents by id (the last of repeated ids wins); nothing is written if any is bad."""
         latest: dict[str, Document] = {}
         for document in documents:
             if not isinstance(document, Document):
@@ -173,7 +159,6 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return len(rows)
 
     def _remove(self, rows: IntArray) -> None:
-        """Remove `rows`, moving the last live rows into the holes so every row stays live."""
         assert self._lexical is not None and self._columns is not None and isinstance(self._rows, RowMap)
         new_size = self._size - len(rows)
         dead = np.zeros(self._size, np.bool_)
@@ -191,12 +176,10 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         if len(self._matrix) > 2 * max(new_size, 1024):
             self._resize(max(new_size + new_size // 4, 64))  # give memory back after large deletes
 
-    # -- reading ---------------------------------------------------------------------------------
-
     def _mask(self, tree: Filter | None) -> npt.NDArray[np.bool_]:
         if tree is None:
             return np.ones(self._size, np.bool_)
-        return self._loaded_columns().mask(tree, self._size, self._records)
+        return self._loaded_columns().mask(tree, self._size, self._records.metadata)
 
     def _rows_by_id(self) -> IntArray:
         if self._id_order is None:
@@ -209,27 +192,24 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         return self._id_order
 
     def _loaded_columns(self) -> MetadataColumns:
-        """The filter columns, loaded from the save at the first filtered request."""
         if self._columns is None:
             with self._load_lock:
                 if self._columns is None:
                     assert self._saved is not None
-                    self._columns = self._saved.columns(self._records)
+                    self._columns = self._saved.columns()
         return self._columns
 
     def _loaded_lexical(self) -> LexicalIndex:
-        """The BM25 index, loaded from the save at the first lexical or hybrid search (or write)."""
         if self._lexical is None:
             with self._load_lock:
                 if self._lexical is None:
                     assert self._saved is not None
-                    index, ids = self._saved.lexical(self._records)
+                    index, ids = self._saved.lexical()
                     self._rows = RowMap(index, ids)  # the same ids by row, now through the index's id map
                     self._lexical = index
         return self._lexical
 
     def _materialise(self) -> None:
-        """Before the first write after opening a save: check all of it and load every part."""
         if self._saved is not None:
             self._saved.check_all()
             self._loaded_lexical()
@@ -238,23 +218,20 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             self._saved = None
 
     def _documents(
-        self, rows: Sequence[int], scores: Sequence[float] | None = None, embeddings: bool = False
+        self, rows: list[int], scores: list[float] | None = None, embeddings: bool = False
     ) -> list[Document]:
-        """The documents of `rows`, with `scores` if given (records were checked when added)."""
-        ids = self._rows.ids_of(rows)
         if embeddings and self._saved is not None:
-            self._saved.vectors().check_all()
+            self._saved.vectors.check_all()
+        ids, records = self._rows.ids_of(rows), self._records.read_many(rows)
         return [
             Document._trusted(
-                doc_id,
+                ids[i],
                 text,
                 metadata,
                 None if scores is None else scores[i],
                 self._matrix[row] if embeddings else None,
             )
-            for i, (row, doc_id, (text, metadata)) in enumerate(
-                zip(rows, ids, self._records.read_many(rows), strict=True)
-            )
+            for i, (row, (text, metadata)) in enumerate(zip(rows, records, strict=True))
         ]
 
     def _get_documents(self, request: GetRequest) -> list[Document]:
@@ -269,19 +246,15 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
             return self._documents(rows[: request.limit].tolist(), embeddings=request.include_embeddings)
 
     def count(self, filter: str | Filter | None = None) -> int:
-        """How many documents (match the filter)."""
         tree = as_filter(filter)
         with self._lock.read():
             return self._size if tree is None else int(np.count_nonzero(self._mask(tree)))
-
-    # -- searching -------------------------------------------------------------------------------
 
     def similarity_search(self, request: SearchRequest | str) -> list[Document]:
         """The best `top_k` documents for the request's query, best first, with `score` set."""
         return self.similarity_search_batch([request])[0]
 
     def similarity_search_batch(self, requests: Sequence[SearchRequest | str]) -> list[list[Document]]:
-        """`similarity_search` for many requests, their queries embedded together."""
         checked = [SearchRequest(r) if isinstance(r, str) else r for r in requests]
         for request in checked:
             if not isinstance(request, SearchRequest):
@@ -294,14 +267,13 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         masks: dict[Filter | None, IntArray | None] = {}  # requests that share a filter share its rows
         with self._lock.read():  # queries were embedded outside: writers wait only for the scans
             if self._size and self._saved is not None:
-                self._saved.vectors().check_all()
+                self._saved.vectors.check_all()
             for position, index in enumerate(active if self._size else ()):  # a delete may have emptied it
                 results[index] = self._search(checked[index], queries[position], masks)
         return results
 
     def _query_vectors(self, requests: list[SearchRequest]) -> npt.NDArray[np.float32]:
-        """One row per request: its `query_vector`, the model's embedding of its query (embedded in
-        batches), or zeros when the request needs no vector (a lexical one)."""
+        """A row per request: its `query_vector`, its query embedded, or zeros (a lexical request)."""
         queries = np.zeros((len(requests), self._dimensions), np.float32)
         embedded: list[int] = []
         for i, request in enumerate(requests):
@@ -332,27 +304,21 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
         if needs_ranking(request):
             lexical = self._loaded_lexical()  # first: it moves the store's ids onto the index's id map
             assert isinstance(self._rows, RowMap)
-            found, scores, named = ranked(request, query, matrix, rows, self._rows, lexical)
+            source = NumpyCandidates(matrix, query, request.query, rows, self._rows, lexical)
+            found, scores, named = source.ranked(request)
         else:
             threshold = request.similarity_threshold
-            candidates, _ = scan_scored(matrix, query, request.top_k, threshold, rows)
-            kept, exact = rank_rows(matrix, candidates, query, request.top_k, self._rows, threshold)
+            kept, exact = top_rows(matrix, query, request.top_k, self._rows.ids_of, threshold, rows)
             found, scores = kept.tolist(), exact.tolist()
             named = [{"cosine": score} for score in scores]
         documents = self._documents(found, scores)
         return [doc.with_scores(names) for doc, names in zip(documents, named, strict=True)]
 
-    # -- persistence -----------------------------------------------------------------------------
-
     def save(self, path: PathLike | None = None, *, overwrite: bool = False) -> Path:
         """Write the store to the folder `path` (default: the constructor's `path`) atomically.
 
-        A crash mid-save leaves the previous save loadable. Searches go on during a save; writes wait.
-        A damaged saved file raises `StoreError` instead of being copied. The folder must still hold
-        the save this copy was loaded from or last wrote there (or none): if another writer saved
-        there since, nothing is written and `StoreError` says so; `overwrite=True` replaces it anyway.
-        Returns the folder.
-        """
+        `StoreError` when a saved file is damaged, or when another writer saved there since this copy
+        loaded or last saved (`overwrite=True` replaces it). Searches go on during a save."""
         target = Path(path) if path is not None else self.path
         if target is None:
             raise InvalidRequestError("save() needs a path: none was given here or to the constructor")
@@ -376,25 +342,19 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
 
     @classmethod
     def load(cls, path: PathLike, embedding: EmbeddingModel, *, batch_size: int = 256) -> NumpyVectorStore:
-        """Open a store saved in `path`.
-
-        Raises:
-            StoreNotFoundError: nothing is saved there.
-            EmbeddingModelMismatchError: it was saved with another embedding model.
-        """
+        """Open a store saved in `path`: `StoreNotFoundError` if nothing is saved there,
+        `EmbeddingModelMismatchError` if it was saved with another embedding model."""
         persist.read_manifest(Path(path))  # raises StoreNotFoundError naming the folder
         return cls(embedding, batch_size=batch_size, path=path)
 
     def _open(self, folder: Path) -> None:
-        """Map the save in `folder`; a save of the first format is read and written anew (when the
-        folder can be written; otherwise the store works from memory and its next save converts it)."""
+        """Map the save in `folder`; one of the first format is read, then written anew if it can be."""
         manifest = persist.read_manifest(folder, self.embedding.name, self._dimensions)
         if manifest["version"] == 1:
             generation, vectors, documents = persist.read_legacy(folder, manifest, self._dimensions)
             self._generations[os.path.abspath(folder)] = generation
-            with self._lock.write():
-                ids, texts = [d.id for d in documents], [d.text for d in documents]
-                self._write(ids, texts, [d.metadata for d in documents], np.ascontiguousarray(vectors))
+            ids, texts = [d.id for d in documents], [d.text for d in documents]
+            self._write(ids, texts, [d.metadata for d in documents], np.ascontiguousarray(vectors))
             try:
                 self.save(folder)
             except StoreError as exc:
@@ -402,12 +362,7 @@ class NumpyVectorStore(GetMixin, AsyncStoreMixin):
                     "the store in %r keeps the first format until it can be saved: %s", str(folder), exc
                 )
             return
-        saved = persist.open_save(folder, self.embedding.name, self._dimensions)
+        self._saved = saved = persist.open_save(folder, self.embedding.name, self._dimensions)
         self._generations[os.path.abspath(folder)] = saved.generation  # what save() expects
-        self._saved = saved
-        self._matrix = saved.vectors().array()
-        self._size = len(self._matrix)
-        self._records = saved.records()
-        self._rows = saved.ids()
-        self._columns = None
-        self._lexical = None
+        self._matrix, self._records, self._rows = saved.vectors.array(), saved.records, saved.ids
+        self._size, self._columns, self._lexical = len(self._matrix), None, None  # loaded at first use

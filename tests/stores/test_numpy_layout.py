@@ -186,7 +186,7 @@ def test_rank_rows_break_ties_by_id_and_honour_the_threshold() -> None:
     query = np.eye(4, dtype=np.float32)[0]
 
     def ranked(k: int, threshold: float = 0.0) -> list[tuple[int, float]]:
-        found, scores = rank_rows(matrix, rows, query, k, ids, threshold)
+        found, scores = rank_rows(matrix, rows, query, k, lambda tied: list(ids[tied]), threshold)
         return list(zip(found.tolist(), scores.tolist(), strict=True))
 
     assert ranked(3) == [(4, 1.0), (3, 1.0), (2, 1.0)]

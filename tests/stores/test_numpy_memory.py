@@ -92,7 +92,7 @@ def test_metadata_of_any_size_survives_packing() -> None:
     assert records.read_many(range(len(records_in))) == records_in
     assert [records.read(i) for i in range(len(records_in))] == records_in
     records.write(np.array([0]), [""], [{}])
-    assert records.read(0) == ("", {}) and records[24] == metadatas[24]
+    assert records.read(0) == ("", {}) and records.metadata(24) == metadatas[24]
 
 
 def test_an_int_column_keeps_nine_bytes_a_row() -> None:
@@ -153,7 +153,9 @@ def test_whole_number_columns_widen_as_values_need_and_filter_exactly() -> None:
         metadata = np.empty(len(rows), dtype=object)
         metadata[:] = rows
         for tree in filters:
-            assert columns.mask(tree, len(rows), metadata).tolist() == [matches(tree, r) for r in rows], tree
+            assert columns.mask(tree, len(rows), metadata.__getitem__).tolist() == [
+                matches(tree, r) for r in rows
+            ], tree
 
 
 def test_columns_that_gain_new_kinds_of_values_filter_like_the_reference() -> None:
@@ -183,7 +185,7 @@ def test_columns_that_gain_new_kinds_of_values_filter_like_the_reference() -> No
     metadata[:] = rows
     for tree in filters:
         expected = [matches(tree, row) for row in rows]
-        assert columns.mask(tree, len(rows), metadata).tolist() == expected, tree
+        assert columns.mask(tree, len(rows), metadata.__getitem__).tolist() == expected, tree
     # Moving the last rows into holes keeps every kind of value with its row.
     dead = np.zeros(len(rows), np.bool_)
     dead[[1, 6]] = True
@@ -198,7 +200,9 @@ def test_columns_that_gain_new_kinds_of_values_filter_like_the_reference() -> No
     metadata = np.empty(new_size, dtype=object)
     metadata[:] = moved
     for tree in filters:
-        assert columns.mask(tree, new_size, metadata).tolist() == [matches(tree, row) for row in moved], tree
+        assert columns.mask(tree, new_size, metadata.__getitem__).tolist() == [
+            matches(tree, row) for row in moved
+        ], tree
 
 
 def test_offsets_widen_to_int64_past_their_narrow_range(monkeypatch: pytest.MonkeyPatch) -> None:
