@@ -124,7 +124,7 @@ def for_collection(record: SearchRecord, embedder: str, store: VectorStore) -> S
         >>> store.add([Document("a", "Die Häuser stehen am See.", {"lang": "de"})])
         >>> fitted = for_collection(SearchRecord(0.5), "st:all-MiniLM-L6-v2", store)
         >>> fitted.vector_weight, fitted.language
-        (0.1, 'de')
+        (0.3, 'de')
     """
     if record.tuned_on is not None or record.mode is not None or not english_only(embedder):
         return record

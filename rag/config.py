@@ -91,7 +91,7 @@ VECTOR_WEIGHT_BY_EMBEDDER: Mapping[str, float] = MappingProxyType(
     }
 )
 """The vector share in hybrid fusion by embedder family (the part of the spec before `:`)."""
-OTHER_LANGUAGE_VECTOR_WEIGHT = 0.1
+OTHER_LANGUAGE_VECTOR_WEIGHT = 0.3
 """The vector share for an English-only embedder (`english_only`) over text mostly in another language.
 
 Chosen on the German and French docs-tree sets with all-MiniLM-L6-v2, the best weight of both together
@@ -138,7 +138,7 @@ def default_vector_weight(spec: str | None, language: str | None = None) -> floa
         >>> default_vector_weight("hashing"), default_vector_weight("st:/models/minilm")
         (0.05, 0.5)
         >>> default_vector_weight("st:/models/minilm", "fr"), default_vector_weight("hashing", "fr")
-        (0.1, 0.05)
+        (0.3, 0.05)
     """
     weight = VECTOR_WEIGHT_BY_EMBEDDER.get(embedder_family(spec), DEFAULT_VECTOR_WEIGHT)
     if language not in (None, "en", "und") and english_only(spec):

@@ -148,9 +148,9 @@ def test_an_english_only_embedder_gets_a_smaller_share_over_text_in_another_lang
         (folder / f"page{n}.md").write_text(f"# Page {n}\n\n{FRENCH}\n", encoding="utf-8")
     semantic = ("--store", "numpy", "--embedder", f"st:{tiny_bert}")
     assert cli("ingest", folder, *semantic).exit_code == 0
-    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.1, "language": "fr"}
+    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.3, "language": "fr"}
     info = json.loads(cli("info", "--store", "numpy", "--json").stdout)["search"]
-    assert (info["vector_weight"], info["origin"]) == (0.1, "default for embedder st, text mostly in 'fr'")
+    assert (info["vector_weight"], info["origin"]) == (0.3, "default for embedder st, text mostly in 'fr'")
     # The collection turns mostly English (more chunks in English): the English default comes back.
     for n in range(6):
         (folder / f"english{n}.md").write_text(f"# Page {n}\n\n{ENGLISH}\n", encoding="utf-8")
