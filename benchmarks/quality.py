@@ -166,8 +166,7 @@ def _held_out(store: VectorStore, questions: QuestionSet, base: SearchRequest) -
 
 def measure(dataset: str, folder: Path, spec: str, args: argparse.Namespace) -> Run:
     """Ingest `folder` with `spec` through the CLI, then every view, the sweep and `--tune`."""
-    weight = default_vector_weight(spec) if args.vector_weight is None else args.vector_weight
-    run = Run(dataset, spec, weight)
+    run = Run(dataset, spec, 0.0)
     questions = load_beir(folder, "test")
     run.queries = len(questions)
     with tempfile.TemporaryDirectory(prefix="rag-quality-") as tmp:
@@ -195,6 +194,10 @@ def measure(dataset: str, folder: Path, spec: str, args: argparse.Namespace) -> 
         try:
             store = opened.store
             run.chunks = store.count()
+            # The default row searches at the weight `rag ingest` recorded (the embedder's, for the
+            # collection's language), as `rag query` would.
+            weight = opened.settings.vector_weight if args.vector_weight is None else args.vector_weight
+            run.weight = weight
             base = SearchRequest("defaults", fusion=args.fusion, vector_weight=weight)
             started = time.perf_counter()
             labels = [(m, base.replace(mode=m)) for m in args.modes]
@@ -331,18 +334,20 @@ def leave_one_set_out(
     return found
 
 
-def _print_weights(spec: str, default: float, sweeps: dict[str, dict[float, float]]) -> None:
-    """The leave-one-set-out weight of each set and its gap to the set's best weight."""
+def _print_weights(spec: str, defaults: dict[str, float], sweeps: dict[str, dict[float, float]]) -> None:
+    """The leave-one-set-out weight of each set and its gap to the set's best weight, beside the
+    default each set got (the weight `rag ingest` recorded for it)."""
     if len(sweeps) < 2:
         return
     name = "minilm" if spec.startswith("st:") else spec
     print(f"weight chosen on the other sets ({name}; nDCG@10 as rag eval counts, top 10 chunks)")
-    head = f"default {default:g}"
-    print(f"{'set':<12}{'pick':>6}{'held out':>10}{'best':>8}{'gap':>8}{head:>14}{'gap':>8}")
-    for dataset, (pick, got, best, at_default) in leave_one_set_out(sweeps, default).items():
+    print(f"{'set':<12}{'pick':>6}{'held out':>10}{'best':>8}{'gap':>8}{'default':>9}{'score':>8}{'gap':>8}")
+    for dataset, (pick, got, best, _) in leave_one_set_out(sweeps, default_vector_weight(spec)).items():
+        default = defaults[dataset]
+        at_default = sweeps[dataset].get(default, float("nan"))
         print(
             f"{dataset:<12}{pick:>6g}{got:>10.3f}{best:>8.3f}{best - got:>8.3f}"
-            f"{at_default:>14.3f}{best - at_default:>8.3f}"
+            f"{default:>9g}{at_default:>8.3f}{best - at_default:>8.3f}"
         )
     print()
 
@@ -426,27 +431,30 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fusion {args.fusion}; weights swept: {', '.join(f'{w:g}' for w in args.weights) or 'none'}\n")
     runs = []
     sweeps: dict[str, dict[str, dict[float, float]]] = {spec: {} for spec in args.embedders}
+    defaults: dict[str, dict[str, float]] = {spec: {} for spec in args.embedders}
     trees = _module("quality_trees", _HERE / "quality_trees.py")
     building = _module("docs_trees", _HERE / "datasets" / "docs_trees.py")
     for name in args.sets:
         for spec in args.embedders:
             if name in TREE_SETS:
                 building.ensure(name, folders[name])
-                weight = default_vector_weight(spec) if args.vector_weight is None else args.vector_weight
-                found = trees.measure_tree(name, folders[name], spec, weight, args.weights, _rag, args.bm25s)
+                found = trees.measure_tree(
+                    name, folders[name], spec, args.vector_weight, args.weights, _rag, args.bm25s, args.fusion
+                )
+                defaults[spec][name] = found.weight
                 trees.print_tree(found)
                 rows = found.rows.items()
                 sweeps[spec][name] = {float(k.split()[1]): r["ndcg@10"] for k, r in rows if " " in k}
                 continue
             runs.append(measure(name, folders[name], spec, args))
+            defaults[spec][name] = runs[-1].weight
             _print_run(runs[-1])
             chunks = runs[-1].per_chunk.items()
             sweeps[spec][name] = {float(k.split()[1]): r["ndcg@10"] for k, r in chunks if " " in k}
     if runs:
         _summary(runs)
     for spec in args.embedders:
-        weight = default_vector_weight(spec) if args.vector_weight is None else args.vector_weight
-        _print_weights(spec, weight, sweeps[spec])
+        _print_weights(spec, defaults[spec], sweeps[spec])
     return 0
 
 

@@ -2,9 +2,10 @@
 
 For each set and embedder the tree goes through the real CLI into a numpy store in a temporary home
 (`rag ingest DOCS --store numpy --embedder SPEC`), then per mode (vector, lexical, hybrid at the
-embedder's default weight, hybrid at each swept weight): hit@1, hit@4 and nDCG@10 as `rag eval` counts
-them (the top k chunks, a page counted once); the held-out `--tune` (fit the mode and weight on half
-the questions, score the other half, both ways round); and the answer column: how often the offline
+weight `rag ingest` recorded, hybrid at each swept weight; hybrid fuses as the CLI does, weighted):
+hit@1, hit@4 and nDCG@10 as `rag eval` counts them (the top k chunks, a page counted once); the
+held-out `--tune` (fit the mode and weight on half the questions, score the other half, both ways
+round); and the answer column: how often the offline
 extractive answerer, given the default search's top 4 through `QuestionAnswerAdvisor`, quotes the gold
 page; and the share of questions another page outwords (it holds every question term, the gold page
 does not), which words alone cannot rank right. With `--bm25s`, the lexical row per page (pages ranked
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.cli._common import open_store
-from rag.config import Settings
+from rag.config import DEFAULT_FUSION, Settings
 from rag.documents import SearchRequest
 from rag.eval import QueryEmbeddingCache, QuestionSet, evaluate, load_questions
 from rag.eval.tune import tune
@@ -146,9 +147,17 @@ def _bm25s(folder: Path, questions: QuestionSet, language: str) -> float:
 
 
 def measure_tree(
-    dataset: str, folder: Path, spec: str, weight: float, weights: list[float], rag: Any, bm25s: bool
+    dataset: str,
+    folder: Path,
+    spec: str,
+    weight: float | None,
+    weights: list[float],
+    rag: Any,
+    bm25s: bool,
+    fusion: str = DEFAULT_FUSION,
 ) -> TreeRun:
-    run = TreeRun(dataset, spec, weight)
+    """Ingest the tree with `spec`, then every row; `weight` None: the weight `rag ingest` recorded."""
+    run = TreeRun(dataset, spec, 0.0)
     questions = load_questions(folder / "questions.jsonl")
     run.questions = len(questions)
     with tempfile.TemporaryDirectory(prefix="rag-quality-tree-") as tmp:
@@ -162,7 +171,8 @@ def measure_tree(
         try:
             store = opened.store
             run.chunks = store.count()
-            base = SearchRequest("defaults", mode="hybrid", vector_weight=weight)
+            run.weight = opened.settings.vector_weight if weight is None else weight
+            base = SearchRequest("defaults", mode="hybrid", fusion=fusion, vector_weight=run.weight)
             started = time.perf_counter()
             labels = [("vector", base.replace(mode="vector")), ("lexical", base.replace(mode="lexical"))]
             labels.append(("hybrid", base))
@@ -170,7 +180,7 @@ def measure_tree(
             for label, request in labels:
                 run.rows[label] = _scores(store, questions, request)
             run.seconds["search"] = time.perf_counter() - started
-            run.held_out = _held_out(store, questions, base, sorted({*weights, weight}))
+            run.held_out = _held_out(store, questions, base, sorted({*weights, run.weight}))
             started = time.perf_counter()
             run.answered = _answered(store, questions, base)
             run.seconds["answers"] = time.perf_counter() - started

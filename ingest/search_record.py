@@ -1,7 +1,9 @@
 """The search settings a home records for a store: mode and vector weight, and where they came from.
 
 `rag ingest` records the vector weight that suits the store's embedder when it creates the store
-(`default_vector_weight`); `rag eval --tune` replaces it with the mode and weight that ranked the user's
+(`default_vector_weight`), and after each run the weight for the language most of the store's chunks
+are in (`for_collection`: an English-only embedder gets a smaller share over French or German text);
+`rag eval --tune` replaces it with the mode and weight that ranked the user's
 labelled questions best. `rag query`, `ask`, `chat` and `serve` search with the record unless
 `--mode` / `--vector-weight` or `RAG_SEARCH_MODE` / `RAG_VECTOR_WEIGHT` say otherwise. A home written
 before stores recorded this has no record: the embedder's default applies.
@@ -17,14 +19,17 @@ Example:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from rag.config import DEFAULT_SEARCH_MODE, Settings, default_vector_weight, embedder_family
+from ingest.language import LANGUAGES
+from rag.config import DEFAULT_SEARCH_MODE, Settings, default_vector_weight, embedder_family, english_only
 from rag.documents import SEARCH_MODES
 from rag.errors import ConfigError
+from rag.filters import key
+from rag.vectorstore import VectorStore
 
-__all__ = ["SearchRecord", "resolve_search", "search_origin"]
+__all__ = ["SearchRecord", "collection_language", "for_collection", "resolve_search", "search_origin"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,7 @@ class SearchRecord:
 
     `mode` None means the default mode. The `tuned_*` fields, `top_k` and `ndcg` are set by
     `rag eval --tune` (the questions file, the UTC time, the cutoff and the nDCG it reached); without
-    them the weight is the embedder's default.
+    them the weight is the embedder's default, for the collection's `language` when one is recorded.
 
     Example:
         >>> SearchRecord.from_dict({"vector_weight": 0.5, "mode": "hybrid"}).mode
@@ -46,6 +51,7 @@ class SearchRecord:
     tuned_at: str | None = None
     top_k: int | None = None
     ndcg: float | None = None
+    language: str | None = None
 
     @classmethod
     def from_dict(cls, raw: Any, *, where: str = "stores.json") -> SearchRecord:
@@ -88,6 +94,45 @@ def resolve_search(settings: Settings, embedder: str | None, record: SearchRecor
     return settings.replace(search_mode=mode, vector_weight=weight)
 
 
+def collection_language(store: VectorStore) -> str | None:
+    """The language most of the store's chunks are in, by their `lang` metadata (the codes ingest
+    detects, `ingest.language.LANGUAGES`), or None when no chunk has one of them.
+
+    Example:
+        >>> from rag import Document, HashingEmbedding
+        >>> from stores import NumpyVectorStore
+        >>> store = NumpyVectorStore(HashingEmbedding())
+        >>> store.add([Document(str(n), text, {"lang": lang}) for n, (text, lang) in enumerate(
+        ...     [("Bonjour", "fr"), ("Hello", "en"), ("Salut", "fr")])])
+        >>> collection_language(store)
+        'fr'
+    """
+    counts = {code: store.count(key("lang") == code) for code in LANGUAGES}
+    language, most = max(counts.items(), key=lambda item: item[1])
+    return language if most else None
+
+
+def for_collection(record: SearchRecord, embedder: str, store: VectorStore) -> SearchRecord:
+    """`record` with the default weight for the language of the store's chunks (`default_vector_weight`),
+    when it holds the embedder's default; a tuned record, or one whose embedder reads every language
+    alike, is returned as it is (and the store is not read).
+
+    Example:
+        >>> from rag import Document, HashingEmbedding
+        >>> from stores import NumpyVectorStore
+        >>> store = NumpyVectorStore(HashingEmbedding())
+        >>> store.add([Document("a", "Die Häuser stehen am See.", {"lang": "de"})])
+        >>> fitted = for_collection(SearchRecord(0.5), "st:all-MiniLM-L6-v2", store)
+        >>> fitted.vector_weight, fitted.language
+        (0.3, 'de')
+    """
+    if record.tuned_on is not None or record.mode is not None or not english_only(embedder):
+        return record
+    language = collection_language(store)
+    weight = default_vector_weight(embedder, language)
+    return replace(record, vector_weight=weight, language=language)
+
+
 def search_origin(embedder: str, record: SearchRecord | None) -> str:
     """Where a store's search settings came from, in words, for `rag info`.
 
@@ -101,7 +146,8 @@ def search_origin(embedder: str, record: SearchRecord | None) -> str:
     if record is None:
         return f"default for embedder {family}; not recorded: the home predates search records"
     if record.tuned_on is None:
-        return f"default for embedder {family}"
+        text = f", text mostly in {record.language!r}" if record.language else ""
+        return f"default for embedder {family}{text}"
     reached = ""
     if record.top_k is not None and record.ndcg is not None and math.isfinite(record.ndcg):
         reached = f", nDCG@{record.top_k} {record.ndcg:.3f}"

@@ -57,11 +57,13 @@ __all__ = [
     "DEFAULT_SEARCH_MODE",
     "DEFAULT_STORE",
     "DEFAULT_VECTOR_WEIGHT",
+    "OTHER_LANGUAGE_VECTOR_WEIGHT",
     "STORE_KINDS",
     "VECTOR_WEIGHT_BY_EMBEDDER",
     "Settings",
     "default_vector_weight",
     "embedder_family",
+    "english_only",
 ]
 
 STORE_KINDS = ("chroma", "numpy", "pgvector")
@@ -89,6 +91,13 @@ VECTOR_WEIGHT_BY_EMBEDDER: Mapping[str, float] = MappingProxyType(
     }
 )
 """The vector share in hybrid fusion by embedder family (the part of the spec before `:`)."""
+OTHER_LANGUAGE_VECTOR_WEIGHT = 0.3
+"""The vector share for an English-only embedder (`english_only`) over text mostly in another language.
+
+Chosen on the German and French docs-tree sets with all-MiniLM-L6-v2, the best weight of both together
+(docs/retrieval.md): an English model reads other languages poorly; BM25 stems each language."""
+# Sentence-transformers models trained on many languages say so in their names.
+_MULTILINGUAL = ("multilingual", "labse", "bge-m3", "xlm", "-m3")
 _COLLECTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
 
 
@@ -105,14 +114,36 @@ def embedder_family(spec: str | None) -> str:
     return "st" if kind == "sentence-transformers" else kind
 
 
-def default_vector_weight(spec: str | None) -> float:
-    """The vector share that suits an embedder spec (`VECTOR_WEIGHT_BY_EMBEDDER`; unknown: 0.05).
+def english_only(spec: str | None) -> bool:
+    """Whether an embedder spec names a model that knows English only: a sentence-transformers model
+    whose name does not say it is multilingual ("paraphrase-multilingual-...", "LaBSE", "bge-m3").
+    The hashing embedder reads every language alike; OpenAI's models are multilingual.
+
+    Example:
+        >>> english_only("st:all-MiniLM-L6-v2"), english_only("st:paraphrase-multilingual-MiniLM-L12-v2")
+        (True, False)
+    """
+    name = (spec or "").partition(":")[2].lower()
+    return embedder_family(spec) == "st" and not any(mark in name for mark in _MULTILINGUAL)
+
+
+def default_vector_weight(spec: str | None, language: str | None = None) -> float:
+    """The vector share that suits an embedder spec (`VECTOR_WEIGHT_BY_EMBEDDER`; unknown: 0.05) and
+    the language most of the collection is in (an ISO 639-1 code; None or "und": not known).
+
+    An English-only embedder (`english_only`) over text mostly in another language gets at most
+    `OTHER_LANGUAGE_VECTOR_WEIGHT`: BM25 analyses that language, the model does not.
 
     Example:
         >>> default_vector_weight("hashing"), default_vector_weight("st:/models/minilm")
         (0.05, 0.5)
+        >>> default_vector_weight("st:/models/minilm", "fr"), default_vector_weight("hashing", "fr")
+        (0.3, 0.05)
     """
-    return VECTOR_WEIGHT_BY_EMBEDDER.get(embedder_family(spec), DEFAULT_VECTOR_WEIGHT)
+    weight = VECTOR_WEIGHT_BY_EMBEDDER.get(embedder_family(spec), DEFAULT_VECTOR_WEIGHT)
+    if language not in (None, "en", "und") and english_only(spec):
+        return min(weight, OTHER_LANGUAGE_VECTOR_WEIGHT)
+    return weight
 
 
 def _int(environ: Mapping[str, str], name: str) -> int | None:

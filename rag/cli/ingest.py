@@ -12,7 +12,8 @@ from ingest.embedders import make_splitter
 from ingest.home import Home, home_lock
 from ingest.readers.base import DEFAULT_MAX_FILE_SIZE, DEFAULT_PDF_MAX_CONTENT, DEFAULT_PDF_TIMEOUT, MB
 from ingest.readers.registry import file_suffix
-from rag.cli._common import command_settings, common_options, open_store
+from ingest.search_record import for_collection
+from rag.cli._common import command_settings, common_options, open_store, record_search
 from rag.cli._options import store_options
 from rag.documents import MetadataValue
 from rag.errors import RagError
@@ -316,10 +317,21 @@ def ingest(
                 follow_symlinks,
                 embed_context,
             )
+            _fit_search(opened)
         finally:
             opened.close()
     _print_report(report, as_json, verbose)
     _finish(ctx, report, paths, suffixless="" in options.text_suffixes)
+
+
+def _fit_search(opened: Home) -> None:
+    """Record the default vector weight for the language of the store's chunks (`for_collection`)."""
+    recorded = opened.record.search
+    if recorded is None:  # a home written before search records: it keeps none
+        return
+    fitted = for_collection(recorded, opened.embedder, opened.store)
+    if fitted != recorded:
+        record_search(opened.settings, fitted)
 
 
 def _run(

@@ -59,13 +59,13 @@ def test_a_new_home_records_the_weight_that_suits_its_embedder(
     assert result.exit_code == 0, result.stderr
     records = _records(rag_home)
     assert records["numpy:rag"]["search"] == {"vector_weight": 0.05}
-    assert records["numpy:semantic"]["search"] == {"vector_weight": 0.5}
+    assert records["numpy:semantic"]["search"] == {"vector_weight": 0.5, "language": "en"}
     info = cli("info", "--store", "numpy", "--collection", "semantic", "--json")
     assert json.loads(info.stdout)["search"] == {
         "mode": "hybrid",
         "vector_weight": 0.5,
-        "origin": "default for embedder st",
-        "recorded": {"vector_weight": 0.5},
+        "origin": "default for embedder st, text mostly in 'en'",
+        "recorded": {"vector_weight": 0.5, "language": "en"},
     }
     text = cli("info", "--store", "numpy").stdout
     assert "search:          hybrid, vector weight 0.05 (default for embedder hashing)\n" in text
@@ -127,3 +127,55 @@ def test_a_broken_record_is_named(cli: RunCli, docs: Path, rag_home: Path) -> No
     assert result.stderr == (
         "error: search record in 'stores.json': vector_weight must be within [0, 1], got 1.5\n"
     )
+
+
+FRENCH = (
+    "Le phare se trouve au bout de la jetée. Les gardiens allument la lanterne chaque soir et "
+    "la surveillent pendant toute la nuit, quand le vent souffle sur la mer."
+)
+ENGLISH = (
+    "The lighthouse stands at the end of the pier. The keepers light the lantern every evening and "
+    "watch it through the night, when the wind blows over the sea."
+)
+
+
+def test_an_english_only_embedder_gets_a_smaller_share_over_text_in_another_language(
+    cli: RunCli, tmp_path: Path, rag_home: Path, tiny_bert: Path
+) -> None:
+    folder = tmp_path / "phare"
+    folder.mkdir()
+    for n in range(3):
+        (folder / f"page{n}.md").write_text(f"# Page {n}\n\n{FRENCH}\n", encoding="utf-8")
+    semantic = ("--store", "numpy", "--embedder", f"st:{tiny_bert}")
+    assert cli("ingest", folder, *semantic).exit_code == 0
+    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.3, "language": "fr"}
+    info = json.loads(cli("info", "--store", "numpy", "--json").stdout)["search"]
+    assert (info["vector_weight"], info["origin"]) == (0.3, "default for embedder st, text mostly in 'fr'")
+    # The collection turns mostly English (more chunks in English): the English default comes back.
+    for n in range(6):
+        (folder / f"english{n}.md").write_text(f"# Page {n}\n\n{ENGLISH}\n", encoding="utf-8")
+    assert cli("ingest", folder, "--store", "numpy").exit_code == 0
+    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.5, "language": "en"}
+    # The hashing embedder reads every language alike: its weight does not follow the language.
+    assert cli("ingest", folder, "--store", "numpy", "--collection", "offline").exit_code == 0
+    assert _records(rag_home)["numpy:offline"]["search"] == {"vector_weight": 0.05}
+
+
+def test_a_tuned_weight_is_kept_whatever_the_language(
+    cli: RunCli, tmp_path: Path, rag_home: Path, tiny_bert: Path
+) -> None:
+    folder = tmp_path / "phare"
+    folder.mkdir()
+    (folder / "phare.md").write_text(f"# Phare\n\n{FRENCH}\n", encoding="utf-8")
+    assert cli("ingest", folder, "--store", "numpy", "--embedder", f"st:{tiny_bert}").exit_code == 0
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text(
+        json.dumps({"question": "gardiens lanterne", "relevant": [{"source": "phare/phare.md"}]}) + "\n",
+        encoding="utf-8",
+    )
+    assert cli("eval", questions, "--store", "numpy", "--top-k", "1", "--tune").exit_code == 0
+    tuned = _records(rag_home)["numpy:rag"]["search"]
+    assert tuned["tuned_on"] == str(questions)
+    (folder / "second.md").write_text(f"# Second\n\n{FRENCH}\n", encoding="utf-8")
+    assert cli("ingest", folder, "--store", "numpy").exit_code == 0
+    assert _records(rag_home)["numpy:rag"]["search"] == tuned
