@@ -71,7 +71,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from tests.xdist_order import SlowFilesFirst
 
-    return SlowFilesFirst(config, log, is_slow=lambda path: "e2e" in path.parts or _module_is_slow(path))
+    return SlowFilesFirst(
+        config, log, is_slow=lambda path: path.is_file() and ("e2e" in path.parts or _module_is_slow(path))
+    )
 
 
 @pytest.fixture(scope="session")
