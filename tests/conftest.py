@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,6 +63,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _is_fast(item):
             item.add_marker(pytest.mark.fast)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With `--dist loadfile`, hand out the slow files first (see `tests/xdist_order.py`)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.xdist_order import SlowFilesFirst
+
+    return SlowFilesFirst(
+        config, log, is_slow=lambda path: path.is_file() and ("e2e" in path.parts or _module_is_slow(path))
+    )
 
 
 @pytest.fixture(scope="session")

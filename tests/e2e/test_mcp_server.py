@@ -10,26 +10,25 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
-import httpx2
 import pytest
-import uvicorn
 from click.testing import CliRunner
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
 
 from rag import Document, HashingEmbedding, SearchRequest
 from rag.cli import main
-from rag.mcp.http import mcp_http_app
-from rag.mcp.server import create_mcp_server
 from rag.models import ExtractiveChatModel
 from rag.secret import Secret
 from rag.serve import RagService
 from stores import NumpyVectorStore
 from tests.e2e.serve_helpers import free_port, rag_env
 
+if TYPE_CHECKING:
+    from mcp import Client
+
+# The MCP packages are imported by the tests that use them: every pytest worker imports this module to
+# collect it, and importing them takes a second or more.
 CODE = "from rag.cli import main; main()"
 
 
@@ -53,6 +52,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 async def _exercise(client: Client) -> None:
     """What a host does: list the tools, search, ask, list and open sources, send bad input."""
+    from mcp.shared.exceptions import MCPError
+
     listed = await client.list_tools()
     assert sorted(tool.name for tool in listed.tools) == ["ask", "search", "sources"]
     search_schema = next(tool for tool in listed.tools if tool.name == "search").input_schema
@@ -104,6 +105,8 @@ async def _exercise(client: Client) -> None:
 
 
 def test_mcp_over_stdio(home: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
     params = StdioServerParameters(command=sys.executable, args=["-c", CODE, "mcp"], env=rag_env(home))
 
     async def main() -> None:
@@ -143,6 +146,8 @@ def _stop(process: subprocess.Popen[str]) -> None:
 
 
 def test_mcp_over_streamable_http(home: Path) -> None:
+    from mcp import Client
+
     process, url = _http_server(home)
     try:
 
@@ -156,6 +161,14 @@ def test_mcp_over_streamable_http(home: Path) -> None:
 
 
 def test_mcp_http_with_token_refuses_requests_without_it() -> None:
+    import httpx2
+    import uvicorn
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from rag.mcp.http import mcp_http_app
+    from rag.mcp.server import create_mcp_server
+
     store = NumpyVectorStore(HashingEmbedding())
     store.add([Document("d1", "The beacon is lit at dusk.", {"source": "beacon.md"})])
     service = RagService(store, ExtractiveChatModel(), SearchRequest("defaults"))

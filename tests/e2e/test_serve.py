@@ -6,14 +6,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import openai
 import pytest
 
 from rag.memory import SQLiteChatMemoryRepository
 from tests.e2e.serve_helpers import SAMPLE_DOCS, ServeProcess, rag_env, rag_in_process
+
+# The tests import openai where they use it: every pytest worker imports this module to collect it, and
+# importing openai takes about a second.
+if TYPE_CHECKING:
+    import openai
 
 TOKEN = "s3cret-serve-token"
 QUESTION = "How do I install it from source?"
@@ -48,6 +52,8 @@ _open_clients: list[openai.OpenAI] = []
 
 
 def _client(server: ServeProcess, key: str = "unused") -> openai.OpenAI:
+    import openai
+
     client = openai.OpenAI(base_url=f"{server.base}/v1", api_key=key, max_retries=0)
     _open_clients.append(client)
     return client
@@ -100,6 +106,8 @@ def test_a_stream_gives_the_same_answer_in_chunks(server: ServeProcess) -> None:
 
 
 def test_errors_come_in_openai_shape_with_their_status(server: ServeProcess) -> None:
+    import openai
+
     client = _client(server)
     with pytest.raises(openai.NotFoundError) as missing:
         client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "hi"}])
@@ -117,6 +125,8 @@ def test_errors_come_in_openai_shape_with_their_status(server: ServeProcess) -> 
 
 
 def test_the_token_is_required_and_checked(guarded: tuple[ServeProcess, list[str]]) -> None:
+    import openai
+
     server, _ = guarded
     with pytest.raises(openai.AuthenticationError) as denied:
         _client(server, key="wrong-token").models.list()

@@ -4,13 +4,17 @@ whether the client sends the history or the server remembers it."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 import pytest
 
 from tests.e2e.serve_helpers import ServeProcess, rag_env, rag_in_process
 from tests.e2e.test_cli_chat_follow_up import PAGES
+
+# The tests import openai where they use it: every pytest worker imports this module to collect it, and
+# importing openai takes about a second.
+if TYPE_CHECKING:
+    import openai
 
 FIRST, FOLLOW_UP = "How do I install valgrind?", "And how do I run it?"
 
@@ -36,6 +40,8 @@ def _first_source(client: openai.OpenAI, messages: Any, conversation: str | None
 
 
 def test_a_follow_up_with_the_history_in_the_request(server: ServeProcess) -> None:
+    import openai
+
     with openai.OpenAI(base_url=f"{server.base}/v1", api_key="unused", max_retries=0) as client:
         history = [{"role": "user", "content": FIRST}, {"role": "assistant", "content": "apt install it."}]
         assert _first_source(client, [*history, {"role": "user", "content": FOLLOW_UP}]) == "valgrind-run.md"
@@ -44,6 +50,8 @@ def test_a_follow_up_with_the_history_in_the_request(server: ServeProcess) -> No
 
 
 def test_a_follow_up_with_the_history_kept_by_the_server(server: ServeProcess) -> None:
+    import openai
+
     with openai.OpenAI(base_url=f"{server.base}/v1", api_key="unused", max_retries=0) as client:
         first = _first_source(client, [{"role": "user", "content": FIRST}], "valgrind-trial")
         assert first == "valgrind-install.md"

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import httpx
-import openai
 import pytest
 
 from rag.documents import Document, SearchRequest
@@ -52,6 +51,8 @@ def test_a_body_over_the_limit_is_refused_with_413(limited: ThreadServer) -> Non
 
 
 def test_the_rate_limit_answers_429_with_retry_after(limited: ThreadServer) -> None:
+    import openai
+
     with openai.OpenAI(base_url=f"{limited.base}/v1", api_key="k", max_retries=0) as client:
         for _ in range(3):
             client.models.list()
