@@ -270,6 +270,8 @@ class LexicalIndex:
             markers = self._vocabulary.ids_of([language_marker(code) for code in codes]).tolist()
             languages: Languages = {}
             for code, (rows, _) in zip(codes, postings_of(self._segments, markers), strict=True):
+                if not rows.size:
+                    continue
                 mask = np.zeros(self._ids.row_count, np.bool_)
                 mask[rows] = True
                 mask &= self._ids.live_mask[: mask.size]

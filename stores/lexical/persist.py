@@ -1,13 +1,14 @@
 """Saving a lexical index to a folder and reading it back, crash-safely.
 
-The folder gets `lexical.json` (format, version, BM25 settings, tokenizer, sizes, data file name) and
-one `lexical-<generation>.npz` holding the arrays of `to_arrays`: the postings segments as the index
+The folder gets `lexical.json` (format, version, BM25 settings, tokenizer, sizes, data file name, its
+block checksums and array spans) and one `lexical-<generation>.bin` (`stores.numpy.files`: mapped, each
+block checked against its CRC-32) holding the arrays of `to_arrays`: the postings segments as the index
 searches them, concatenated, with a table of their bounds; the document lengths; the ids and the
 vocabulary with their hash maps (`stores.lexical.idmap.PackedIds.to_arrays`). Loading decodes no
 document or term: it slices the arrays. A save writes and flushes a new generation, then switches the
 manifest with one `os.replace`: a crash at any moment leaves the manifest naming a complete generation.
 The numpy store keeps the same arrays among its own files (`to_arrays`, `from_arrays`). Saves of
-version 1 (one merged segment, ids as JSON, terms as lines) are read and converted.
+version 1 (an `.npz` of one merged segment, ids as JSON, terms as lines) are read and converted.
 
 Example:
     >>> import tempfile, numpy as np
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import json
 import math
 import os
@@ -109,33 +109,35 @@ def to_arrays(saved: Saved) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]
 
 def write(path: str | os.PathLike[str], saved: Saved) -> None:
     """Save into the folder `path` (created if needed), replacing an earlier save atomically."""
+    from stores.numpy.files import write_arrays  # here: stores.numpy imports this module
+
     folder = Path(path)
     generation = uuid.uuid4().hex
-    data_name = f"{_DATA_PREFIX}{generation}.npz"
+    data_name = f"{_DATA_PREFIX}{generation}.bin"
     described, arrays = to_arrays(saved)
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)  # type: ignore[arg-type]
-    manifest = {"format": _FORMAT, "version": _VERSION, **described, "data": data_name}
     staged = folder / f"{_STAGED_PREFIX}{generation}.tmp"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        write_new(folder / data_name, buffer.getvalue())
-        write_new(staged, json.dumps(manifest, indent=1).encode("utf-8"))
+        entry, spans = write_arrays(folder / data_name, arrays)
+        manifest = {"format": _FORMAT, "version": _VERSION, **described, "data": data_name}
+        write_new(staged, json.dumps({**manifest, "file": entry, "arrays": spans}).encode("utf-8"))
         os.replace(staged, folder / MANIFEST)
         sync_folder(folder)
     except OSError as exc:
         raise StoreError(f"could not save the lexical index to {str(folder)!r}: {exc}") from exc
-    for entry in folder.iterdir():  # earlier generations and staged leftovers of a crashed save
-        name = entry.name
+    for found in folder.iterdir():  # earlier generations and staged leftovers of a crashed save
+        name = found.name
         if name.startswith(_STAGED_PREFIX) or (
-            name.startswith(_DATA_PREFIX) and name.endswith(".npz") and name != data_name
+            name.startswith(_DATA_PREFIX) and name.endswith((".npz", ".bin")) and name != data_name
         ):
             with contextlib.suppress(OSError):  # a leftover file only costs disk space
-                entry.unlink()
+                found.unlink()
 
 
 def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
     """The index saved in `path`, which must have been analysed with `tokenizer`."""
+    from stores.numpy.files import MappedFile
+
     folder = Path(path)
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
@@ -154,10 +156,16 @@ def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
             f"this version reads 1 and {_VERSION}: rebuild it from the documents"
         )
     try:
-        # Opened here, not by np.load, which leaves the file open when the zip cannot be read.
-        with (folder / manifest["data"]).open("rb") as handle, np.load(handle, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+        if manifest["version"] == _VERSION:  # mapped, each array's blocks checked against their CRC-32
+            data = MappedFile(folder / manifest["data"], manifest["file"])
+            parts = {name: data.part(name, start, stop) for name, (start, stop) in manifest["arrays"].items()}
+            for part in parts.values():
+                part.check_all()
+            arrays = {name: part.array() for name, part in parts.items()}
+        else:  # opened here, not by np.load, which leaves the file open when the zip cannot be read
+            with (folder / manifest["data"]).open("rb") as handle, np.load(handle, allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in npz.files}
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, StoreError) as exc:
         raise StoreError(f"cannot read the lexical index saved in {str(folder)!r}: {exc}") from exc
     return from_arrays(manifest, arrays, tokenizer, str(folder))
 
