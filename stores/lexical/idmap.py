@@ -3,8 +3,9 @@
 A `str` and a `dict` entry per id cost ~130 bytes a document. Here ids are UTF-8 in one buffer (one
 offset per row: 4 bytes until the buffer passes 4 GiB) and the map is the sorted 32-bit hashes of the
 live ids beside their rows; each candidate is confirmed against the stored bytes, so equal hashes never
-confuse two ids. Hashes depend on the bytes alone (`byte_hashes`), so a save keeps the map as it is
-(`to_arrays`, `saved`). `PackedIds` also maps terms to their ids (`stores.lexical.text.Vocabulary`).
+confuse two ids. Hashes are CRC-32s of the UTF-8 bytes, the same in every process, so a save keeps the
+map as it is (`to_arrays`, `saved`). `PackedIds` also maps terms to their ids
+(`stores.lexical.text.Vocabulary`).
 
 Example:
     >>> ids = PackedIds()
@@ -18,18 +19,17 @@ Example:
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["PackedIds", "byte_hashes", "offsets_for"]
+__all__ = ["PackedIds", "offsets_for"]
 
 IntArray = npt.NDArray[np.int64]
-Ints = npt.NDArray[np.integer[Any]]
 
-_HASH_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd, with well-mixed bits
 _NARROW_OFFSETS = 2**32 - 1  # byte offsets up to this fit uint32 (a test lowers it to cross it)
 _SAVED = ("bytes", "stops", "hashes", "rows")
 
@@ -41,36 +41,12 @@ def offsets_for(offsets: npt.NDArray[np.integer[Any]], largest: int) -> npt.NDAr
     return offsets
 
 
-def byte_hashes(data: npt.NDArray[np.uint8], starts: Ints, lengths: Ints) -> npt.NDArray[np.uint64]:
-    """A 64-bit polynomial hash of each `data[start:start + length]`, seeded with its length: a
-    collision (about 2^-50 for a pair of words up to 64 bytes) would merge two words in the index."""
-    hashes = lengths.astype(np.uint64)
-    active = np.arange(starts.size)
-    for offset in range(int(lengths.max(initial=0))):
-        active = active[lengths[active] > offset]
-        hashes[active] = hashes[active] * _HASH_BASE + data[starts[active] + offset]
-    return hashes
+def _hash(text: str) -> int:  # one name, so a test can force collisions
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
-def _hash(data: npt.NDArray[np.uint8], starts: Ints, lengths: Ints) -> npt.NDArray[np.uint32]:
-    # The high half: every byte of the id reaches it.
-    return (byte_hashes(data, starts, lengths) >> np.uint64(32)).astype(np.uint32)
-
-
-def _packed(ids: Sequence[str]) -> tuple[npt.NDArray[np.uint8], IntArray]:
-    """The UTF-8 bytes of `ids`, joined, and each one's length."""
-    joined = "".join(ids)
-    if joined.isascii():  # the common case, without a bytes object per id
-        blob, lengths = joined.encode("ascii"), np.fromiter(map(len, ids), np.int64, len(ids))
-    else:  # ids are any str, lone surrogates included
-        encoded = [doc_id.encode("utf-8", "surrogatepass") for doc_id in ids]
-        blob, lengths = b"".join(encoded), np.fromiter(map(len, encoded), np.int64, len(ids))
-    return np.frombuffer(blob, np.uint8), lengths
-
-
-def _hashes(ids: Sequence[str]) -> npt.NDArray[np.uint32]:
-    data, lengths = _packed(ids)
-    return _hash(data, np.cumsum(lengths) - lengths, lengths)
+def _hashes(ids: Iterable[str], count: int) -> npt.NDArray[np.uint32]:
+    return np.fromiter(map(_hash, ids), np.int64, count).astype(np.uint32)
 
 
 class PackedIds:
@@ -139,7 +115,12 @@ class PackedIds:
 
     def append(self, ids: Sequence[str]) -> None:
         """New live rows for `ids`, which must be distinct and not live already."""
-        blob, lengths = _packed(ids)
+        joined = "".join(ids)
+        if joined.isascii():  # the common case, without a bytes object per id
+            blob, lengths = joined.encode("ascii"), np.fromiter(map(len, ids), np.int64, len(ids))
+        else:  # ids are any str, lone surrogates included
+            encoded = [doc_id.encode("utf-8", "surrogatepass") for doc_id in ids]
+            blob, lengths = b"".join(encoded), np.fromiter(map(len, encoded), np.int64, len(ids))
         first, end = self._rows, self._rows + len(ids)
         used = int(self._stops[first - 1]) if first else 0
         self._stops = offsets_for(self._stops, used + len(blob))
@@ -151,10 +132,10 @@ class PackedIds:
             grown = np.empty(max(used + len(blob), len(self._data) * 3 // 2, 4096), np.uint8)
             grown[:used] = self._data[:used]
             self._data = grown
-        self._data[used : used + len(blob)] = blob
+        self._data[used : used + len(blob)] = np.frombuffer(blob, np.uint8)
         self._stops[first:end] = used + np.cumsum(lengths)
         self._live[first:end] = True
-        hashes = _hash(blob, np.cumsum(lengths) - lengths, lengths)
+        hashes = _hashes(ids, len(ids))
         order = np.argsort(hashes, kind="stable")
         at = np.searchsorted(self._hashes, hashes[order])
         self._hashes = np.insert(self._hashes, at, hashes[order])
@@ -166,7 +147,7 @@ class PackedIds:
         out = np.full(len(ids), -1, np.int64)
         if not self._count or not len(ids):
             return out
-        hashes = _hashes(ids)
+        hashes = _hashes(ids, len(ids))
         low = np.searchsorted(self._hashes, hashes, "left")
         count = np.searchsorted(self._hashes, hashes, "right") - low
         at = np.flatnonzero(count)

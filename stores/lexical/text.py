@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.embeddings.tokenize import fold, split_words
-from stores.lexical.idmap import PackedIds, byte_hashes
+from stores.lexical.idmap import PackedIds
 from stores.lexical.languages import DEFAULT_LANGUAGE, Analyser, analyser_for, question_stopwords
 
 __all__ = ["TOKENIZER", "Vocabulary", "analyze", "query_weights", "words"]
@@ -34,6 +34,7 @@ TOKENIZER = "rag-5"
 _STOP = -1  # cached id of a word that is dropped (a stopword)
 _ALNUM = np.zeros(256, dtype=np.bool_)
 _ALNUM[np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)] = True
+_HASH_BASE = np.uint64(0x9E3779B97F4A7C15)  # odd, with well-mixed bits
 _HYPHEN, _SLASH, _PLUS, _HASH = ord("-"), ord("/"), ord("+"), ord("#")
 _MAX_HASHED = 64  # longer words take the dictionary path
 _CHUNK_BYTES = 1 << 23  # text analysed per ~8 MB, to bound temporary arrays and word lists
@@ -57,6 +58,17 @@ def _texts_of(texts: Sequence[str], rows: IntArray) -> list[str]:
     if last - first + 1 == rows.size:
         return list(texts[first : last + 1])
     return [texts[row] for row in rows.tolist()]
+
+
+def _word_hashes(data: Bytes, starts: Positions, lengths: Positions) -> npt.NDArray[np.uint64]:
+    """A 64-bit polynomial hash of each word `data[start:start + length]`, seeded with its length: a
+    collision (about 2^-50 for a pair of words up to 64 bytes) would merge two words in the index."""
+    hashes = lengths.astype(np.uint64)
+    active = np.arange(starts.size)
+    for offset in range(int(lengths.max(initial=0))):
+        active = active[lengths[active] > offset]
+        hashes[active] = hashes[active] * _HASH_BASE + data[starts[active] + offset]
+    return hashes
 
 
 # Two ASCII words joined by one hyphen or slash, the second one looked ahead so that "a-b-c" gives both
@@ -150,11 +162,10 @@ class _WordCache:
 class Vocabulary:
     """Dense term ids, growing as documents bring new terms.
 
-    Memory: no Python object per term or word. Terms are packed UTF-8 (`packed`, a term's id is its
-    row in that `stores.lexical.idmap.PackedIds`); each word seen maps to its term id (or to "stopword")
-    through sorted arrays of 64-bit word hashes, 12 bytes a word, one map per language seen. Stemming in
-    Python is the slow step of indexing and the same words recur across documents, so each word is
-    stemmed once.
+    Memory: no Python object per term or word. Terms are packed UTF-8 (`stores.lexical.idmap.PackedIds`,
+    a term's id is its row); each word seen maps to its term id (or to "stopword") through sorted arrays
+    of 64-bit word hashes, 12 bytes a word, one map per language seen. Stemming in Python is the slow
+    step of indexing and the same words recur across documents, so each word is stemmed once.
 
     Example:
         >>> vocabulary = Vocabulary()
@@ -208,7 +219,7 @@ class Vocabulary:
         in order of first use."""
         cache = self._caches.setdefault(analyser.name, _WordCache())
         short = np.flatnonzero(lengths <= _MAX_HASHED)
-        hashes = byte_hashes(data, starts[short], lengths[short])
+        hashes = _word_hashes(data, starts[short], lengths[short])
         distinct, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
         keys, values = cache.keys, cache.ids
         at = np.searchsorted(keys, distinct)
