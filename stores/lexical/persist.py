@@ -191,7 +191,7 @@ def from_arrays(
             segments = _segments(arrays)
         else:
             terms, ids, segments = _first_format(arrays)
-        # The arrays pass checksums (the zip's, or the numpy store's): only the manifest may not fit them.
+        # The arrays pass their checksums (blocks' CRC-32, or the zip's): only the manifest may not fit.
         sizes = (described["documents"], described["terms"], described["postings"])
         inconsistent = (len(ids), len(terms), sum(part.size for part in segments)) != sizes
     except (ValueError, KeyError, TypeError) as exc:
