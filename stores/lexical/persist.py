@@ -1,14 +1,14 @@
 """Saving a lexical index to a folder and reading it back, crash-safely.
 
-The folder gets `lexical.json` (format, version, BM25 settings, tokenizer, sizes, data file name, its
-block checksums and array spans) and one `lexical-<generation>.bin` (`stores.numpy.files`: mapped, each
-block checked against its CRC-32) holding the arrays of `to_arrays`: the postings segments as the index
-searches them, concatenated, with a table of their bounds; the document lengths; the ids and the
-vocabulary with their hash maps (`stores.lexical.idmap.PackedIds.to_arrays`). Loading decodes no
-document or term: it slices the arrays. A save writes and flushes a new generation, then switches the
-manifest with one `os.replace`: a crash at any moment leaves the manifest naming a complete generation.
-The numpy store keeps the same arrays among its own files (`to_arrays`, `from_arrays`). Saves of
-version 1 (an `.npz` of one merged segment, ids as JSON, terms as lines) are read and converted.
+The folder gets `lexical.json` (format, version, BM25 settings, tokenizer, sizes, data file name) and
+one uncompressed `lexical-<generation>.npz` of the arrays of `to_arrays`: the postings segments as the
+index searches them, concatenated, with a table of their bounds; the document lengths; the ids and the
+terms with their hash maps (`stores.lexical.idmap.PackedIds.to_arrays`). Loading maps the file, checks
+each array against the zip's CRC-32 and slices the arrays: no document or term is decoded. A save
+writes and flushes a new generation, then switches the manifest with one `os.replace`: a crash at any
+moment leaves the manifest naming a complete generation. The numpy store keeps the same arrays among
+its own files (`to_arrays`, `from_arrays`). Saves of version 1 (one merged segment, ids as JSON, terms
+as lines) are read and converted.
 
 Example:
     >>> import tempfile, numpy as np
@@ -26,11 +26,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import json
 import math
+import mmap
 import os
+import struct
 import uuid
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,35 +113,61 @@ def to_arrays(saved: Saved) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]
 
 def write(path: str | os.PathLike[str], saved: Saved) -> None:
     """Save into the folder `path` (created if needed), replacing an earlier save atomically."""
-    from stores.numpy.files import write_arrays  # here: stores.numpy imports this module
-
     folder = Path(path)
     generation = uuid.uuid4().hex
-    data_name = f"{_DATA_PREFIX}{generation}.bin"
+    data_name = f"{_DATA_PREFIX}{generation}.npz"
     described, arrays = to_arrays(saved)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
+    manifest = {"format": _FORMAT, "version": _VERSION, **described, "data": data_name}
     staged = folder / f"{_STAGED_PREFIX}{generation}.tmp"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        entry, spans = write_arrays(folder / data_name, arrays)
-        manifest = {"format": _FORMAT, "version": _VERSION, **described, "data": data_name}
-        write_new(staged, json.dumps({**manifest, "file": entry, "arrays": spans}).encode("utf-8"))
+        write_new(folder / data_name, buffer.getvalue())
+        write_new(staged, json.dumps(manifest, indent=1).encode("utf-8"))
         os.replace(staged, folder / MANIFEST)
         sync_folder(folder)
     except OSError as exc:
         raise StoreError(f"could not save the lexical index to {str(folder)!r}: {exc}") from exc
-    for found in folder.iterdir():  # earlier generations and staged leftovers of a crashed save
-        name = found.name
+    for entry in folder.iterdir():  # earlier generations and staged leftovers of a crashed save
+        name = entry.name
         if name.startswith(_STAGED_PREFIX) or (
-            name.startswith(_DATA_PREFIX) and name.endswith((".npz", ".bin")) and name != data_name
+            name.startswith(_DATA_PREFIX) and name.endswith(".npz") and name != data_name
         ):
             with contextlib.suppress(OSError):  # a leftover file only costs disk space
-                found.unlink()
+                entry.unlink()
+
+
+def _mapped(path: Path) -> dict[str, npt.NDArray[Any]]:
+    """The arrays of an uncompressed `.npz` (as `np.savez` writes), mapped copy-on-write, each checked
+    against the zip's CRC-32 of its member."""
+    arrays = {}
+    with path.open("rb") as handle, zipfile.ZipFile(handle) as archive:
+        buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+        for info in archive.infolist():
+            name_size, extra_size = struct.unpack_from("<HH", buffer, info.header_offset + 26)
+            start = info.header_offset + 30 + name_size + extra_size  # past the member's local header
+            member = memoryview(buffer)[start : start + info.file_size]
+            if info.compress_type != zipfile.ZIP_STORED or zlib.crc32(member) != info.CRC:
+                raise ValueError(f"{info.filename!r} is compressed or fails its CRC-32")
+            stream = io.BytesIO(member[: min(len(member), 1 << 16)])
+            version = np.lib.format.read_magic(stream)
+            read = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, fortran, dtype = read(stream)
+            if fortran or dtype.hasobject:
+                raise ValueError(f"{info.filename!r} is not a plain array")
+            count = math.prod(shape)
+            array = np.frombuffer(buffer, dtype, count, offset=start + stream.tell())
+            arrays[info.filename.removesuffix(".npy")] = array.reshape(shape)
+    return arrays
 
 
 def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
     """The index saved in `path`, which must have been analysed with `tokenizer`."""
-    from stores.numpy.files import MappedFile
-
     folder = Path(path)
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
@@ -156,16 +186,8 @@ def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
             f"this version reads 1 and {_VERSION}: rebuild it from the documents"
         )
     try:
-        if manifest["version"] == _VERSION:  # mapped, each array's blocks checked against their CRC-32
-            data = MappedFile(folder / manifest["data"], manifest["file"])
-            parts = {name: data.part(name, start, stop) for name, (start, stop) in manifest["arrays"].items()}
-            for part in parts.values():
-                part.check_all()
-            arrays = {name: part.array() for name, part in parts.items()}
-        else:  # opened here, not by np.load, which leaves the file open when the zip cannot be read
-            with (folder / manifest["data"]).open("rb") as handle, np.load(handle, allow_pickle=False) as npz:
-                arrays = {name: npz[name] for name in npz.files}
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, StoreError) as exc:
+        arrays = _mapped(folder / manifest["data"])
+    except (OSError, ValueError, KeyError, TypeError, struct.error, zipfile.BadZipFile) as exc:
         raise StoreError(f"cannot read the lexical index saved in {str(folder)!r}: {exc}") from exc
     return from_arrays(manifest, arrays, tokenizer, str(folder))
 
@@ -191,7 +213,7 @@ def from_arrays(
             segments = _segments(arrays)
         else:
             terms, ids, segments = _first_format(arrays)
-        # The arrays pass their checksums (blocks' CRC-32, or the zip's): only the manifest may not fit.
+        # The arrays pass checksums (the zip's, or the numpy store's): only the manifest may not fit them.
         sizes = (described["documents"], described["terms"], described["postings"])
         inconsistent = (len(ids), len(terms), sum(part.size for part in segments)) != sizes
     except (ValueError, KeyError, TypeError) as exc:
