@@ -16,7 +16,10 @@ from hypothesis import strategies as st
 
 import stores.lexical.index as lexical_module
 import stores.lexical.persist as persist_module
+from rag import Document, SearchRequest
 from rag.errors import InvalidRequestError, StoreError, StoreNotFoundError
+from rag.testing import FakeEmbedding
+from stores import NumpyVectorStore
 from stores.lexical import LexicalIndex, LexicalSettings
 from stores.lexical.text import TOKENIZER, Vocabulary, analyze
 
@@ -335,6 +338,25 @@ def test_a_save_of_the_first_format_loads_answers_alike_and_is_saved_anew(tmp_pa
     assert json.loads((folder / persist_module.MANIFEST).read_text())["version"] == 2
     for query, hits in recorded.items():
         assert [list(hit) for hit in LexicalIndex.load(folder).search(query, 10)] == hits
+
+
+def test_a_numpy_home_with_a_first_format_index_answers_alike_and_is_saved_anew(tmp_path: Path) -> None:
+    data = Path(__file__).parent / "data"
+    folder = shutil.copytree(data / "numpy_store_lexical_v1", tmp_path / "home")
+    recorded = json.loads((data / "numpy_store_lexical_v1.answers.json").read_text(encoding="utf-8"))
+
+    def answers(store: NumpyVectorStore) -> dict[str, list[list[Any]]]:
+        found = {
+            query: store.similarity_search(SearchRequest(query, 8, mode="lexical")) for query in recorded
+        }
+        return {query: [[hit.id, hit.score] for hit in hits] for query, hits in found.items()}
+
+    store = NumpyVectorStore(FakeEmbedding(8), path=folder)
+    assert answers(store) == recorded
+    store.add([Document("new", "river river lamp")])
+    store.delete(["new"])
+    store.save()
+    assert answers(NumpyVectorStore(FakeEmbedding(8), path=folder)) == recorded
 
 
 def test_a_damaged_save_is_refused(tmp_path: Path, fruit: LexicalIndex) -> None:
