@@ -150,18 +150,14 @@ def _mapped(path: Path) -> dict[str, npt.NDArray[Any]]:
             member = memoryview(buffer)[start : start + info.file_size]
             if info.compress_type != zipfile.ZIP_STORED or zlib.crc32(member) != info.CRC:
                 raise ValueError(f"{info.filename!r} is compressed or fails its CRC-32")
-            stream = io.BytesIO(member[: min(len(member), 1 << 16)])
-            version = np.lib.format.read_magic(stream)
-            read = (
-                np.lib.format.read_array_header_1_0
-                if version == (1, 0)
-                else np.lib.format.read_array_header_2_0
+            stream, fmt = io.BytesIO(member[: 1 << 16]), np.lib.format
+            header = (
+                fmt.read_array_header_1_0 if fmt.read_magic(stream) == (1, 0) else fmt.read_array_header_2_0
             )
-            shape, fortran, dtype = read(stream)
+            shape, fortran, dtype = header(stream)
             if fortran or dtype.hasobject:
                 raise ValueError(f"{info.filename!r} is not a plain array")
-            count = math.prod(shape)
-            array = np.frombuffer(buffer, dtype, count, offset=start + stream.tell())
+            array = np.frombuffer(buffer, dtype, math.prod(shape), offset=start + stream.tell())
             arrays[info.filename.removesuffix(".npy")] = array.reshape(shape)
     return arrays
 
