@@ -3,8 +3,9 @@
 A `str` and a `dict` entry per id cost ~130 bytes a document. Here ids are UTF-8 in one buffer (one
 offset per row: 4 bytes until the buffer passes 4 GiB) and the map is the sorted 32-bit hashes of the
 live ids beside their rows; each candidate is confirmed against the stored bytes, so equal hashes never
-confuse two ids. Hashes are Python's `hash(str)`, salted per process: an unpickled copy hashes its ids
-again. `PackedIds` also maps terms to their ids (`stores.lexical.text.Vocabulary`).
+confuse two ids. Hashes are CRC-32s of the UTF-8 bytes, the same in every process, so a save keeps the
+map as it is (`to_arrays`, `saved`). `PackedIds` also maps terms to their ids
+(`stores.lexical.text.Vocabulary`).
 
 Example:
     >>> ids = PackedIds()
@@ -18,7 +19,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,8 +30,8 @@ __all__ = ["PackedIds", "offsets_for"]
 
 IntArray = npt.NDArray[np.int64]
 
-_hash = hash  # one name, so a test can force collisions
 _NARROW_OFFSETS = 2**32 - 1  # byte offsets up to this fit uint32 (a test lowers it to cross it)
+_SAVED = ("bytes", "stops", "hashes", "rows")
 
 
 def offsets_for(offsets: npt.NDArray[np.integer[Any]], largest: int) -> npt.NDArray[np.integer[Any]]:
@@ -37,6 +39,10 @@ def offsets_for(offsets: npt.NDArray[np.integer[Any]], largest: int) -> npt.NDAr
     if largest > _NARROW_OFFSETS and offsets.dtype != np.int64:
         return offsets.astype(np.int64)
     return offsets
+
+
+def _hash(text: str) -> int:  # one name, so a test can force collisions
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
 def _hashes(ids: Iterable[str], count: int) -> npt.NDArray[np.uint32]:
@@ -59,13 +65,22 @@ class PackedIds:
     def __len__(self) -> int:
         return self._count
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        # Unpickled in another process, whose str hashes are salted differently: hash the ids again.
-        self.__dict__.update(state)
-        rows = np.flatnonzero(self._live[: self._rows]).astype(np.int32)
-        hashes = _hashes(self.ids_at(rows.tolist()), len(rows))
-        order = np.argsort(hashes, kind="stable")
-        self._hashes, self._hash_rows = hashes[order], rows[order]
+    def to_arrays(self, prefix: str) -> dict[str, npt.NDArray[Any]]:
+        """The arrays a save writes, named from `prefix`; every row must be live (see `renumber`)."""
+        used = int(self._stops[self._rows - 1]) if self._rows else 0
+        kept = (self._data[:used], self._stops[: self._rows], self._hashes, self._hash_rows)
+        return {f"{prefix}_{name}": array for name, array in zip(_SAVED, kept, strict=True)}
+
+    @classmethod
+    def saved(cls, arrays: Mapping[str, npt.NDArray[Any]], prefix: str) -> PackedIds:
+        """The ids `to_arrays` wrote, read in place (a write copies what it changes)."""
+        packed = cls()
+        packed._data, packed._stops, packed._hashes, packed._hash_rows = (
+            arrays[f"{prefix}_{name}"] for name in _SAVED
+        )
+        packed._rows = packed._count = len(packed._stops)
+        packed._live = np.ones(packed._rows, np.bool_)
+        return packed
 
     @property
     def live_mask(self) -> npt.NDArray[np.bool_]:

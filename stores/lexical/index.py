@@ -21,6 +21,7 @@ stores hold their write lock around both).
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -186,7 +187,9 @@ class LexicalIndex:
 
     def document_frequencies(self) -> dict[str, int]:
         """df of every term held by a live document (for inspection and tests: it builds a save)."""
-        segment, names = self.saved().segment, self._vocabulary.terms
+        live = self._ids.live_mask[: self._ids.row_count]
+        segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
+        names = self._vocabulary.terms
         found = zip(segment.terms.tolist(), np.diff(segment.starts).tolist(), strict=True)
         return {names[term]: df for term, df in found if not is_marker(names[term])}
 
@@ -267,6 +270,8 @@ class LexicalIndex:
             markers = self._vocabulary.ids_of([language_marker(code) for code in codes]).tolist()
             languages: Languages = {}
             for code, (rows, _) in zip(codes, postings_of(self._segments, markers), strict=True):
+                if not rows.size:
+                    continue
                 mask = np.zeros(self._ids.row_count, np.bool_)
                 mask[rows] = True
                 mask &= self._ids.live_mask[: mask.size]
@@ -365,11 +370,15 @@ class LexicalIndex:
         write(folder, self.saved())
 
     def saved(self) -> Saved:
-        """What a save holds: the live documents renumbered from 0, their postings in one segment."""
-        live = self._ids.live_mask[: self._ids.row_count]
-        segment = merge(self._segments, live, np.cumsum(live, dtype=np.int64) - 1)
-        lengths = self._lengths[: live.size][live].astype(np.int64)
-        return Saved(self.settings, self._vocabulary.terms, self._ids.live_ids(), lengths, segment)
+        """What a save holds: the live documents numbered from 0 and their postings by segment."""
+        ids, segments, live = self._ids, self._segments, self._ids.live_mask[: self._ids.row_count]
+        lengths = self._lengths[: live.size]
+        if len(ids) < live.size:  # dead rows: renumbered in copies
+            segments = split(merge(segments, live, np.cumsum(live, dtype=np.int64) - 1))
+            ids = copy.copy(ids)
+            ids.renumber()
+            lengths = lengths[live]
+        return Saved(self.settings, self._vocabulary.packed, ids, lengths, segments)
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str], settings: LexicalSettings | None = None) -> LexicalIndex:
@@ -392,8 +401,8 @@ class LexicalIndex:
             )
         index = cls(chosen.k1, chosen.b)
         index._vocabulary = Vocabulary(saved.terms)
-        index._ids.append(saved.ids)
+        index._ids = saved.ids
         index._lengths = saved.lengths.astype(_narrowest(saved.lengths))
-        index._total_length = int(saved.lengths.sum())
-        index._segments = split(saved.segment)
+        index._total_length = int(saved.lengths.sum(dtype=np.int64))
+        index._segments = list(saved.segments)
         return index

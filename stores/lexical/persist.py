@@ -1,18 +1,24 @@
 """Saving a lexical index to a folder and reading it back, crash-safely.
 
 The folder gets `lexical.json` (format, version, BM25 settings, tokenizer, sizes, data file name) and
-one `lexical-<generation>.npz` holding the postings, document lengths, ids and vocabulary. A save writes
-and flushes a new generation, then switches the manifest with one `os.replace`: a crash at any moment
-leaves the manifest naming a complete generation. The numpy store keeps the same arrays among its own
-files (`to_arrays`, `from_arrays`).
+one uncompressed `lexical-<generation>.npz` of the arrays of `to_arrays`: the postings segments as the
+index searches them, concatenated, with a table of their bounds; the document lengths; the ids and the
+terms with their hash maps (`stores.lexical.idmap.PackedIds.to_arrays`). Loading maps the file, checks
+each array against the zip's CRC-32 and slices the arrays: no document or term is decoded. A save
+writes and flushes a new generation, then switches the manifest with one `os.replace`: a crash at any
+moment leaves the manifest naming a complete generation. The numpy store keeps the same arrays among
+its own files (`to_arrays`, `from_arrays`). Saves of version 1 (one merged segment, ids as JSON, terms
+as lines) are read and converted.
 
 Example:
     >>> import tempfile, numpy as np
     >>> from stores.lexical.segments import build
-    >>> folder = tempfile.mkdtemp()
+    >>> folder, ids, terms = tempfile.mkdtemp(), PackedIds(), PackedIds()
+    >>> ids.append(["a"]), terms.append(["x", "y"])
+    (None, None)
     >>> segment = build(np.array([0, 1], np.int32), np.array([0, 0]), 1, first_row=0)
-    >>> write(folder, Saved(LexicalSettings(0.9, 0.4, "t"), ["x", "y"], ["a"], np.array([2]), segment))
-    >>> read(folder, "t").ids, read(folder, "t").settings.k1
+    >>> write(folder, Saved(LexicalSettings(0.9, 0.4, "t"), terms, ids, np.array([2]), [segment]))
+    >>> read(folder, "t").ids.live_ids(), read(folder, "t").settings.k1
     (['a'], 0.9)
 """
 
@@ -23,9 +29,12 @@ import dataclasses
 import io
 import json
 import math
+import mmap
 import os
+import struct
 import uuid
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +45,8 @@ import numpy.typing as npt
 
 from rag.errors import InvalidRequestError, StoreError, StoreNotFoundError
 from stores.durable import sync_folder, write_new
-from stores.lexical.segments import Segment, narrow_tfs
+from stores.lexical.idmap import PackedIds
+from stores.lexical.segments import Segment, narrow_tfs, split
 from stores.lexical.text import TOKENIZER
 
 __all__ = ["MANIFEST", "LexicalSettings", "Saved", "from_arrays", "read", "to_arrays", "write"]
@@ -46,7 +56,8 @@ DEFAULT_K1 = 1.0
 DEFAULT_B = 0.6
 MANIFEST = "lexical.json"
 _FORMAT = "rag-advisors/lexical-index"
-_VERSION = 1
+_VERSION = 2
+_SEGMENT_ARRAYS = ("terms", "starts", "rows", "tfs")
 _DATA_PREFIX = "lexical-"
 _STAGED_PREFIX = f".{MANIFEST}."
 
@@ -76,29 +87,27 @@ class Saved:
     """Everything a saved index holds; rows are `0..len(ids) - 1`, all live."""
 
     settings: LexicalSettings
-    terms: list[str]
-    ids: list[str]
-    lengths: npt.NDArray[np.int64]
-    segment: Segment
-
-
-def _encode(text: str) -> npt.NDArray[np.uint8]:
-    # surrogatepass: ids are any Python str, lone surrogates included.
-    return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    terms: PackedIds
+    ids: PackedIds
+    lengths: npt.NDArray[np.integer[Any]]
+    segments: list[Segment]
 
 
 def to_arrays(saved: Saved) -> tuple[dict[str, Any], dict[str, npt.NDArray[Any]]]:
     """The saved index as a small description (settings and sizes) and its arrays."""
+    parts = saved.segments
+    table = [(part.first_row, part.end_row, part.terms.size, part.size) for part in parts]
     arrays: dict[str, npt.NDArray[Any]] = {
-        "terms": saved.segment.terms.astype(np.int32),
-        "starts": saved.segment.starts.astype(np.int64),
-        "rows": saved.segment.absolute_rows,
-        "tfs": saved.segment.tfs.astype(np.int32),
-        "lengths": saved.lengths.astype(np.int64),
-        "ids": _encode(json.dumps(saved.ids, ensure_ascii=False)),
-        "vocabulary": _encode("\n".join(saved.terms)),  # terms are runs of word characters
+        "segments": np.array(table, np.int64).reshape(-1, 4),
+        **{
+            name: np.concatenate([np.zeros(0, dtype), *(getattr(part, name) for part in parts)])
+            for name, dtype in zip(_SEGMENT_ARRAYS, (np.int32, np.int64, np.uint16, np.uint8), strict=True)
+        },
+        "lengths": saved.lengths,
+        **saved.ids.to_arrays("id"),
+        **saved.terms.to_arrays("term"),
     }
-    sizes = {"documents": len(saved.ids), "terms": len(saved.terms), "postings": saved.segment.size}
+    sizes = {"documents": len(saved.ids), "terms": len(saved.terms), "postings": arrays["rows"].size}
     return {"settings": dataclasses.asdict(saved.settings), **sizes}, arrays
 
 
@@ -129,6 +138,30 @@ def write(path: str | os.PathLike[str], saved: Saved) -> None:
                 entry.unlink()
 
 
+def _mapped(path: Path) -> dict[str, npt.NDArray[Any]]:
+    """The arrays of an uncompressed `.npz` (as `np.savez` writes), mapped copy-on-write, each checked
+    against the zip's CRC-32 of its member."""
+    arrays = {}
+    with path.open("rb") as handle, zipfile.ZipFile(handle) as archive:
+        buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_COPY)
+        for info in archive.infolist():
+            name_size, extra_size = struct.unpack_from("<HH", buffer, info.header_offset + 26)
+            start = info.header_offset + 30 + name_size + extra_size  # past the member's local header
+            member = memoryview(buffer)[start : start + info.file_size]
+            if info.compress_type != zipfile.ZIP_STORED or zlib.crc32(member) != info.CRC:
+                raise ValueError(f"{info.filename!r} is compressed or fails its CRC-32")
+            stream, fmt = io.BytesIO(member[: 1 << 16]), np.lib.format
+            header = (
+                fmt.read_array_header_1_0 if fmt.read_magic(stream) == (1, 0) else fmt.read_array_header_2_0
+            )
+            shape, fortran, dtype = header(stream)
+            if fortran or dtype.hasobject:
+                raise ValueError(f"{info.filename!r} is not a plain array")
+            array = np.frombuffer(buffer, dtype, math.prod(shape), offset=start + stream.tell())
+            arrays[info.filename.removesuffix(".npy")] = array.reshape(shape)
+    return arrays
+
+
 def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
     """The index saved in `path`, which must have been analysed with `tokenizer`."""
     folder = Path(path)
@@ -143,16 +176,14 @@ def read(path: str | os.PathLike[str], tokenizer: str) -> Saved:
         raise StoreError(f"cannot read the lexical index manifest {str(manifest_path)!r}: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
         raise StoreError(f"{str(manifest_path)!r} is not a lexical index manifest (format {_FORMAT!r})")
-    if manifest.get("version") != _VERSION:
+    if manifest.get("version") not in (1, _VERSION):
         raise StoreError(
             f"the lexical index in {str(folder)!r} has format version {manifest.get('version')!r}; "
-            f"this version reads {_VERSION}: rebuild it from the documents"
+            f"this version reads 1 and {_VERSION}: rebuild it from the documents"
         )
     try:
-        # Opened here, not by np.load, which leaves the file open when the zip cannot be read.
-        with (folder / manifest["data"]).open("rb") as handle, np.load(handle, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+        arrays = _mapped(folder / manifest["data"])
+    except (OSError, ValueError, KeyError, TypeError, struct.error, zipfile.BadZipFile) as exc:
         raise StoreError(f"cannot read the lexical index saved in {str(folder)!r}: {exc}") from exc
     return from_arrays(manifest, arrays, tokenizer, str(folder))
 
@@ -173,17 +204,40 @@ def from_arrays(
         )
     try:
         chosen = LexicalSettings(settings["k1"], settings["b"], tokenizer)
-        ids = json.loads(arrays["ids"].tobytes().decode("utf-8", "surrogatepass"))
-        vocabulary = arrays["vocabulary"].tobytes().decode("utf-8", "surrogatepass")
-        terms = vocabulary.split("\n") if vocabulary else []
-        held, starts, rows, tfs, lengths = (
-            arrays[name] for name in ("terms", "starts", "rows", "tfs", "lengths")
-        )
+        if "segments" in arrays:
+            terms, ids = PackedIds.saved(arrays, "term"), PackedIds.saved(arrays, "id")
+            segments = _segments(arrays)
+        else:
+            terms, ids, segments = _first_format(arrays)
         # The arrays pass checksums (the zip's, or the numpy store's): only the manifest may not fit them.
         sizes = (described["documents"], described["terms"], described["postings"])
-        inconsistent = (len(ids), len(terms), rows.size) != sizes
+        inconsistent = (len(ids), len(terms), sum(part.size for part in segments)) != sizes
     except (ValueError, KeyError, TypeError) as exc:
         raise StoreError(f"cannot read the lexical index saved in {where!r}: {exc}") from exc
     if inconsistent:
         raise StoreError(f"the lexical index saved in {where!r} is inconsistent: rebuild it")
-    return Saved(chosen, terms, ids, lengths, Segment(0, len(ids), held, starts, rows, narrow_tfs(tfs)))
+    return Saved(chosen, terms, ids, arrays["lengths"], segments)
+
+
+def _segments(arrays: Mapping[str, npt.NDArray[Any]]) -> list[Segment]:
+    """The segments `to_arrays` concatenated, as slices of its arrays."""
+    terms, starts, rows, tfs = (arrays[name] for name in _SEGMENT_ARRAYS)
+    table = arrays["segments"].tolist()
+    segments, term_at, posting_at = [], 0, 0
+    for number, (first_row, end_row, term_count, posting_count) in enumerate(table):
+        term_end, posting_end = term_at + term_count, posting_at + posting_count
+        held, postings = slice(term_at, term_end), slice(posting_at, posting_end)
+        offsets = starts[term_at + number : term_end + number + 1]  # each segment's own, from 0
+        segments.append(Segment(first_row, end_row, terms[held], offsets, rows[postings], tfs[postings]))
+        term_at, posting_at = term_end, posting_end
+    return segments
+
+
+def _first_format(arrays: Mapping[str, npt.NDArray[Any]]) -> tuple[PackedIds, PackedIds, list[Segment]]:
+    """The terms, ids and segments of a version 1 save: one segment, ids as JSON, terms as lines."""
+    terms, ids = PackedIds(), PackedIds()
+    ids.append(json.loads(arrays["ids"].tobytes().decode("utf-8", "surrogatepass")))
+    vocabulary = arrays["vocabulary"].tobytes().decode("utf-8", "surrogatepass")
+    terms.append(vocabulary.split("\n") if vocabulary else [])
+    held, starts, rows, tfs = (arrays[name] for name in _SEGMENT_ARRAYS)
+    return terms, ids, split(Segment(0, len(ids), held, starts, rows, narrow_tfs(tfs)))

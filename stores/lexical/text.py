@@ -168,37 +168,34 @@ class Vocabulary:
     step of indexing and the same words recur across documents, so each word is stemmed once.
 
     Example:
-        >>> vocabulary = Vocabulary(["run"])
-        >>> vocabulary.encode_query("running runs fast")
-        {0: 2.0}
+        >>> vocabulary = Vocabulary()
+        >>> vocabulary.ids_of(["fast", "run"], add=True).tolist(), vocabulary.encode_query("running runs")
+        ([0, 1], {1: 2.0})
     """
 
-    def __init__(self, known: Sequence[str] = ()) -> None:
-        self._terms = PackedIds()
-        if len(set(known)) != len(known):
-            raise ValueError("vocabulary terms must be distinct")
-        self._terms.append(list(known))
+    def __init__(self, terms: PackedIds | None = None) -> None:
+        self.packed = PackedIds() if terms is None else terms
         self._caches: dict[str, _WordCache] = {}
 
     def __len__(self) -> int:
-        return self._terms.row_count
+        return self.packed.row_count
 
     @property
     def terms(self) -> list[str]:
         """Every term, by id (a fresh list)."""
-        return self._terms.ids_at(range(self._terms.row_count))
+        return self.packed.ids_at(range(self.packed.row_count))
 
     def term(self, index: int) -> str:
         """The term of id `index`."""
-        return self._terms.id_at(index)
+        return self.packed.id_at(index)
 
     def ids_of(self, terms: Sequence[str], add: bool = False) -> npt.NDArray[np.int64]:
         """The id of each of `terms` (-1 for one not held, unless `add` adds it)."""
-        found = self._terms.rows_of(list(terms))
+        found = self.packed.rows_of(list(terms))
         if add and (found < 0).any():
             fresh = [term for term, at in zip(terms, found.tolist(), strict=True) if at < 0]
-            self._terms.append(list(dict.fromkeys(fresh)))
-            found = self._terms.rows_of(list(terms))
+            self.packed.append(list(dict.fromkeys(fresh)))
+            found = self.packed.rows_of(list(terms))
         return found
 
     def _learn(self, analyser: Analyser, new_words: list[str]) -> npt.NDArray[np.int32]:

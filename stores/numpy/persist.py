@@ -146,7 +146,7 @@ def _arrays(contents: Contents) -> tuple[dict[str, npt.NDArray[Any]], dict[str, 
         described["lexical"] = {
             **lexical,
             "arrays": sorted(lexical_arrays),
-            "same_rows": saved.ids == contents.ids,
+            "same_rows": saved.ids.live_ids() == contents.ids,
         }
         arrays.update({f"bm25.{name}.npy": array for name, array in lexical_arrays.items()})
     if contents.columns is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,10 @@ from hypothesis import strategies as st
 
 import stores.lexical.index as lexical_module
 import stores.lexical.persist as persist_module
+from rag import Document, SearchRequest
 from rag.errors import InvalidRequestError, StoreError, StoreNotFoundError
+from rag.testing import FakeEmbedding
+from stores import NumpyVectorStore
 from stores.lexical import LexicalIndex, LexicalSettings
 from stores.lexical.text import TOKENIZER, Vocabulary, analyze
 
@@ -301,6 +305,68 @@ def test_save_and_load_round_trip(tmp_path: Path, fruit: LexicalIndex) -> None:
     assert [doc_id for doc_id, _ in loaded.search("apple", 10)] == ["e", "a"]
     rescored = LexicalIndex.load(tmp_path, LexicalSettings(k1=2.0, b=0.0))
     assert rescored.settings.k1 == 2.0 and rescored.search("apple", 1)[0][1] != fruit.search("apple", 1)[0][1]
+
+
+def test_a_loaded_index_keeps_its_segments_and_answers_alike_after_writes(tmp_path: Path) -> None:
+    index = LexicalIndex(K1, B)
+    words = ["red", "green", "blue", "amber", "violet", "cyan", "ochre"]
+    for batch in range(3):  # batches of falling size stay separate segments
+        count = 400 // (batch + 1)
+        texts = [" ".join(words[(n * k) % 7] for k in range(1, 2 + n % 5)) for n in range(count)]
+        index.add([f"{batch}-{n}" for n in range(count)], texts)
+    index.save(tmp_path)
+    loaded = LexicalIndex.load(tmp_path)
+    assert loaded.segment_count == index.segment_count > 1
+    for copy in (index, loaded):
+        copy.add(["new", "0-1"], ["amber amber cyan", "violet"])
+        copy.delete(["1-3", "2-5"])
+    probe = ["0-1", "1-3", "new", "2-132"]
+    assert loaded.stats == index.stats and loaded.rows_of(probe).tolist() == [734, -1, 733, 732]
+    for query in ("amber", "red green ochre", "violet cyan blue"):
+        assert loaded.search(query, 20) == index.search(query, 20)
+
+
+def test_a_save_of_the_first_format_loads_answers_alike_and_is_saved_anew(tmp_path: Path) -> None:
+    data = Path(__file__).parent / "data"
+    folder = shutil.copytree(data / "lexical_v1", tmp_path / "v1")
+    recorded = json.loads((data / "lexical_v1.answers.json").read_text(encoding="utf-8"))
+    loaded = LexicalIndex.load(folder)
+    assert len(loaded) == 280 and "doc-17-é" in loaded and "doc-45" not in loaded
+    for query, hits in recorded.items():
+        assert [list(hit) for hit in loaded.search(query, 10)] == hits
+    loaded.save(folder)
+    assert json.loads((folder / persist_module.MANIFEST).read_text())["version"] == 2
+    for query, hits in recorded.items():
+        assert [list(hit) for hit in LexicalIndex.load(folder).search(query, 10)] == hits
+
+
+def test_a_numpy_home_with_a_first_format_index_answers_alike_and_is_saved_anew(tmp_path: Path) -> None:
+    data = Path(__file__).parent / "data"
+    folder = shutil.copytree(data / "numpy_store_lexical_v1", tmp_path / "home")
+    recorded = json.loads((data / "numpy_store_lexical_v1.answers.json").read_text(encoding="utf-8"))
+
+    def answers(store: NumpyVectorStore) -> dict[str, list[list[Any]]]:
+        found = {
+            query: store.similarity_search(SearchRequest(query, 8, mode="lexical")) for query in recorded
+        }
+        return {query: [[hit.id, hit.score] for hit in hits] for query, hits in found.items()}
+
+    store = NumpyVectorStore(FakeEmbedding(8), path=folder)
+    assert answers(store) == recorded
+    store.add([Document("new", "river river lamp")])
+    store.delete(["new"])
+    store.save()
+    assert answers(NumpyVectorStore(FakeEmbedding(8), path=folder)) == recorded
+
+
+def test_a_damaged_save_is_refused(tmp_path: Path, fruit: LexicalIndex) -> None:
+    fruit.save(tmp_path)
+    data = tmp_path / json.loads((tmp_path / persist_module.MANIFEST).read_text())["data"]
+    damaged = bytearray(data.read_bytes())
+    damaged[len(damaged) // 3] ^= 0xFF
+    data.write_bytes(bytes(damaged))
+    with pytest.raises(StoreError, match="cannot read the lexical index"):
+        LexicalIndex.load(tmp_path)
 
 
 def test_an_empty_index_saves_and_loads(tmp_path: Path) -> None:

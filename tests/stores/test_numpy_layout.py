@@ -146,14 +146,12 @@ def test_ids_find_their_rows_after_the_lexical_index_renumbers() -> None:
     assert store.delete([kept[5].id, "unknown"]) == 1 and store.get([kept[5].id]) == []
 
 
-def test_term_frequencies_of_any_size_are_int32_on_disk(tmp_path: Path) -> None:
+def test_term_frequencies_of_any_size_survive_a_save(tmp_path: Path) -> None:
     texts = ["storm fog", "storm " * 300, "fog " * 70_000]
     index = LexicalIndex()
     index.add([f"d{i}" for i in range(len(texts))], texts)
     scores = index.search("storm fog", top_k=3)
     index.save(tmp_path / "index")
-    with np.load(next((tmp_path / "index").glob("lexical-*.npz"))) as saved:
-        assert saved["tfs"].dtype == np.int32 and int(saved["tfs"].max()) == 70_000
     loaded = LexicalIndex.load(tmp_path / "index")
     assert loaded.search("storm fog", top_k=3) == scores
 
