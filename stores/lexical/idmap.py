@@ -1,11 +1,8 @@
 """The lexical index's ids by row and its id -> row map, packed into numpy arrays.
 
-A `str` and a `dict` entry per id cost ~130 bytes a document. Here ids are UTF-8 in one buffer (one
-offset per row: 4 bytes until the buffer passes 4 GiB) and the map is the sorted 32-bit hashes of the
-live ids beside their rows; each candidate is confirmed against the stored bytes, so equal hashes never
-confuse two ids. Hashes are CRC-32s of the UTF-8 bytes, the same in every process, so a save keeps the
-map as it is (`to_arrays`, `saved`). `PackedIds` also maps terms to their ids
-(`stores.lexical.text.Vocabulary`).
+Ids are UTF-8 in one buffer (an offset per row) and the map is the sorted CRC-32s of the live ids beside
+their rows, each candidate confirmed against the stored bytes; the same in every process, so a save
+keeps the map as it is. `PackedIds` also maps terms to their ids (`stores.lexical.text.Vocabulary`).
 
 Example:
     >>> ids = PackedIds()

@@ -1,14 +1,11 @@
 """Saving a lexical index to a folder and reading it back, crash-safely.
 
-The folder gets `lexical.json` (format, version, BM25 settings, tokenizer, sizes, data file name) and
-one uncompressed `lexical-<generation>.npz` of the arrays of `to_arrays`: the postings segments as the
-index searches them, concatenated, with a table of their bounds; the document lengths; the ids and the
-terms with their hash maps (`stores.lexical.idmap.PackedIds.to_arrays`). Loading maps the file, checks
-each array against the zip's CRC-32 and slices the arrays: no document or term is decoded. A save
-writes and flushes a new generation, then switches the manifest with one `os.replace`: a crash at any
-moment leaves the manifest naming a complete generation. The numpy store keeps the same arrays among
-its own files (`to_arrays`, `from_arrays`). Saves of version 1 (one merged segment, ids as JSON, terms
-as lines) are read and converted.
+The folder holds `lexical.json` (format, version, settings, sizes) and an uncompressed
+`lexical-<generation>.npz` of `to_arrays`: the postings segments as searched, with their bounds, the
+document lengths, and the ids and terms with their hash maps. A load maps the file, checks each array's
+CRC-32 and slices: nothing is decoded. A save writes a new generation, then switches the manifest with
+one `os.replace`, so a crash leaves a complete generation named. The numpy store keeps the same arrays
+in its own files. Version 1 saves (one merged segment) are read and converted.
 
 Example:
     >>> import tempfile, numpy as np

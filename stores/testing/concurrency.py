@@ -4,12 +4,8 @@ Each writer thread owns its ids (`w<writer>-<n>`), so any interleaving of the wr
 the same final state as running them one writer after another: a store that is safe to share must end
 equal to that serial replay. Every document carries its own id and version in its text and metadata, so
 a reader can check that each hit's text, metadata and score belong together (a row whose vector is
-another document's scores differently from the cosine of its own text).
-
-Example:
-    >>> # plans = writer_plans(seed=7, writers=4, steps=12)
-    >>> # report = run_threads(store, plans, readers=2)
-    >>> # assert report.errors == [] and state(store) == state(replay(make_store(), plans))
+another document's scores differently from the cosine of its own text). Use: `run_threads(store,
+writer_plans(seed, writers, steps), readers)`, then compare `state(store)` with `state(replay(...))`.
 """
 
 from __future__ import annotations
