@@ -39,7 +39,11 @@ def test_a_file_that_unpacks_past_the_limit_is_refused_before_it_is_all_unpacked
     assert "beacon" in read("notes.txt.gz", bomb, max_file_size=4 * 2**20).text
 
 
-@pytest.mark.parametrize("data", [b"\x1f\x8b\x08 not really gzip", gzip.compress(GUIDE.encode())[:-12]])
+@pytest.mark.parametrize(
+    "data",
+    [b"\x1f\x8b\x08 not really gzip", gzip.compress(GUIDE.encode(), mtime=0)[:-12]],
+    ids=["not-gzip", "truncated"],
+)
 def test_a_damaged_gzip_file_is_one_clear_error(read: Read, data: bytes) -> None:
     with pytest.raises(IngestError, match=r"cannot read 'broken\.md\.gz': not a valid gzip file"):
         read("broken.md.gz", data)
