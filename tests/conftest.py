@@ -65,6 +65,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.fast)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker more than the cores this process may use, since part of the suite waits on
+    child interpreters, servers and the disk (2 cores: 3 workers ran it in 3:47, 2 in 4:07, 4 in 4:09)."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With `--dist loadfile`, hand out the slow files first (see `tests/xdist_order.py`)."""
     if config.getvalue("dist") != "loadfile":
