@@ -1,4 +1,4 @@
-"""The first small write after opening a saved embedded Chroma home, in a fresh process (issue 17).
+"""The first small write after opening a saved embedded Chroma home, in a fresh process.
 
 A `rag ingest` that changes one file of a big home is a new process that opens the home, writes a
 few chunks and saves the sidecar (the BM25 index, the filter columns and the kept records) at exit.

@@ -1,6 +1,6 @@
 """The numpy store beside bare numpy, its hybrid beside its vector query, and its resident memory.
 
-Issue 17's three numpy figures, each measured side by side in one process (queries timed in
+Three numpy figures, each measured side by side in one process (queries timed in
 alternation, medians), on the documents of `benchmarks/search.py` (random unit vectors, d=384; texts
 of 30-50 Zipf-distributed made-up words; metadata `bucket`):
 

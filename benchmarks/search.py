@@ -9,7 +9,7 @@ lexical (BM25), hybrid with reciprocal rank fusion and with weighted fusion, hyb
 and hybrid with MMR, and hybrid over vector (target <= 2x). Document texts are ~40 words drawn from a
 Zipf law over 50k made-up words; queries are three words of middling frequency.
 Then the numpy store's resident memory (vectors, metadata, texts and the lexical index) for 100k x 384,
-measured in a fresh process. Last, issue 17's table (`benchmarks/chroma_speed.py`): the Chroma store
+measured in a fresh process. Last, the Chroma table (`benchmarks/chroma_speed.py`): the Chroma store
 beside raw chromadb, embedded up to 100k and over HTTP at the smallest size, with recall@10 of its
 default (HNSW) search against `exact=True`, on random unit vectors and on SciFact chunks.
 
@@ -342,7 +342,7 @@ def main() -> None:
 
 
 def chroma_contract_table(sizes: list[int], repeats: int) -> None:
-    """Issue 17's table: the Chroma store beside raw chromadb (embedded and HTTP), recall@10 vs exact."""
+    """The Chroma table: the Chroma store beside raw chromadb (embedded and HTTP), recall@10 vs exact."""
     import importlib.util
     from pathlib import Path
 
