@@ -15,8 +15,10 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from rag import Document, SearchRequest
 from rag.embeddings import HashingEmbedding
@@ -24,6 +26,7 @@ from stores import NumpyVectorStore, PgVectorStore
 
 _ROOT = Path(__file__).resolve().parents[2]
 MODEL = HashingEmbedding(dimensions=32)
+T = TypeVar("T")
 WRITERS = 4
 BATCH = 30
 
@@ -175,56 +178,118 @@ def _run(
 
 
 _KILLED = """
-    import sys, time
+    import sys
     from rag import Document
     from rag.embeddings import HashingEmbedding
     from stores import PgVectorStore
-    import stores.pgvector.tables as writes
-
-    settle = writes._settle
-
-    def stalled(*args, **kwargs):
-        settle(*args, **kwargs)
-        print("inside", flush=True)  # every row of the batch is written, the commit has not happened
-        time.sleep(120)
-
-    writes._settle = stalled
     store = PgVectorStore(HashingEmbedding(dimensions=32), url=sys.argv[1], table=sys.argv[2])
-    store.delete(["keep-0"])
-    store.add([Document(f"new-{i}", f"river bank number {i}") for i in range(500)])
+    replaced = Document("keep-0", "bank replaced", {"i": 0})
+    store.add([replaced, *(Document(f"new-{i}", f"river bank number {i}", {"i": i}) for i in range(200))])
 """
 
 
 def test_a_killed_writer_leaves_the_previous_state(
     postgres_server_url: str, fresh_name: Callable[[str], str]
 ) -> None:
+    """The test's own transaction locks the term row `river`: the writer's batch replaces keep-0 and adds
+    documents holding `river`, so its transaction writes every row and posting, then waits on that lock
+    while updating the document frequencies, before the statistics and the commit. Opening and reading the
+    store take no row lock, so they must not wait for that writer, nor see its rows."""
+    import psycopg
+    from psycopg import sql
+
     table = fresh_name("killed")
-    with PgVectorStore(MODEL, url=postgres_server_url, table=table) as store:
+    with (
+        PgVectorStore(MODEL, url=postgres_server_url, table=table) as store,
+        psycopg.connect(postgres_server_url) as holder,
+        psycopg.connect(postgres_server_url, autocommit=True) as watcher,
+    ):
         store.add([Document(f"keep-{i}", f"river water {i}", {"i": i}) for i in range(50)])
         request = SearchRequest("river bank", top_k=60, mode="hybrid")
         before = [(d.id, d.score) for d in store.similarity_search(request)]
+        terms = sql.Identifier(f"{table}_terms")
+        held = sql.SQL("SELECT term FROM {} WHERE term = 'river' FOR UPDATE").format(terms)
+        assert holder.execute(held).fetchall() == [("river",)]
         child = _spawn(_KILLED, postgres_server_url, table)
         try:
-            assert child.stdout is not None
-            line = child.stdout.readline()
-            assert line.strip() == "inside", child.stderr.read() if child.stderr else ""
-            # Opening the store while a writer holds its transaction must not wait for it (opening an
-            # existing store once ran DDL whose table locks queued behind writers, and deadlocked).
-            opened: list[PgVectorStore] = []
-            opener = threading.Thread(
-                target=lambda: opened.append(PgVectorStore(MODEL, url=postgres_server_url, table=table))
-            )
-            opener.start()
-            opener.join(timeout=20)
-            assert opened, "opening the store waited for a writer's transaction"
-            assert opened[0].count() == 50  # and it reads the state before the unfinished write
-            opened[0].close()
+            writer = _blocked_by(watcher, holder.info.backend_pid, child)
+            _open_while_writing(postgres_server_url, table, watcher, writer, child, request, before)
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=30)
             assert child.returncode == -signal.SIGKILL
+            _assert_before_the_write(store, request, before)  # its backend still waits, holding its locks
+            holder.rollback()  # the backend runs on, finds its client gone and rolls back
+            _until(lambda: _gone(watcher, writer), "the killed writer's backend ends", child)
         finally:
             _reap([child])
-        assert store.count() == 50 and store.get(["new-0", "keep-0"])[0].id == "keep-0"
-        assert [(d.id, d.score) for d in store.similarity_search(request)] == before
-        store.add([Document("after", "river bank after the crash")])  # the lock was released
+            holder.rollback()
+        _assert_before_the_write(store, request, before)
+        store.add([Document("after", "river bank after the crash")])  # its lock on the info row is gone
         assert store.count() == 51
+
+
+def _open_while_writing(
+    url: str,
+    table: str,
+    watcher: Any,
+    writer: int,
+    child: subprocess.Popen[str],
+    request: SearchRequest,
+    before: list[tuple[str, float | None]],
+) -> None:
+    """Open the store in a thread; fail as soon as the opening waits for the writer's locks."""
+    opened: list[PgVectorStore] = []
+    opener = threading.Thread(
+        target=lambda: opened.append(PgVectorStore(MODEL, url=url, table=table)), daemon=True
+    )
+    opener.start()
+
+    def done() -> bool | None:
+        assert not _blocked(watcher, writer), "opening the store waited for a writer's transaction"
+        return True if not opener.is_alive() else None
+
+    _until(done, "the store opens", child)
+    assert opened, "opening the store failed while a writer held its transaction"
+    with opened[0] as store:
+        _assert_before_the_write(store, request, before)
+
+
+def _assert_before_the_write(
+    store: PgVectorStore, request: SearchRequest, before: list[tuple[str, float | None]]
+) -> None:
+    assert store.count() == 50 and store.count("i >= 0") == 50
+    assert [(d.id, d.text) for d in store.get(["new-0", "keep-0"])] == [("keep-0", "river water 0")]
+    assert [(d.id, d.score) for d in store.similarity_search(request)] == before
+
+
+def _blocked(watcher: Any, pid: int) -> list[int]:
+    """The backends waiting for a lock that backend `pid` holds."""
+    query = "SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))"
+    return [row[0] for row in watcher.execute(query, (pid,)).fetchall()]
+
+
+def _blocked_by(watcher: Any, holder: int, child: subprocess.Popen[str]) -> int:
+    """The writer's backend, once it waits for the holder's row lock."""
+    return _until(
+        lambda: next(iter(_blocked(watcher, holder)), None), "the writer waits for the term row", child
+    )
+
+
+def _gone(watcher: Any, pid: int) -> bool | None:
+    query = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
+    return True if watcher.execute(query, (pid,)).fetchone() is None else None
+
+
+def _until(check: Callable[[], T | None], what: str, child: subprocess.Popen[str]) -> T:
+    """Poll `check` until it returns a value, for at most 30 seconds."""
+    deadline = time.monotonic() + 30
+    while (found := check()) is None:
+        if child.poll() is not None and child.returncode != -signal.SIGKILL:
+            raise AssertionError(f"the writer exited ({child.returncode}) before {what}: {_stderr(child)}")
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.02)
+    return found
+
+
+def _stderr(child: subprocess.Popen[str]) -> str:
+    return child.stderr.read() if child.stderr else ""
