@@ -31,13 +31,14 @@ def test_a_cmake_page_gives_its_first_prose_sentence(trees: ModuleType) -> None:
         "",
         ".. versionadded:: 3.1",
         "",
-        "Add a widget to the :prop_tgt:`WIDGETS` list of a target.  It is kept there.",
+        "Add a widget (i.e. a part) to the :prop_tgt:`WIDGETS` list of a target.  It is kept there.",
         "",
         "More text.",
     ]
-    first, end, question = trees.cmake_summary(lines)
-    assert question == "Add a widget to the WIDGETS list of a target."
-    assert lines[:first] + lines[end:] == [*lines[:5], "", "More text."]
+    kept, question = trees.cmake_summary(lines)
+    assert question == "Add a widget (i.e. a part) to the WIDGETS list of a target."
+    assert kept == [*lines[:5], "It is kept there.", "", "More text."]  # only the sentence goes
+    assert trees.words_besides_title(kept) == 6  # the directive and the adornment are not words
     assert trees.cmake_summary(["x", "-", "", "Too short here."]) is None
 
 

@@ -9,7 +9,10 @@ the rest of its text. Nothing from the data is committed: the sets are built und
 - `cmake`: CMake's reStructuredText Help (`/usr/share/cmake-*/Help`): every page of `command/`,
   `module/`, `variable/`, `envvar/`, `policy/`, `prop_*/` and `manual/`; a question is a sampled page's
   first sentence after its title ("Add an executable to the project using the specified source files."
-  for `command/add_executable.rst`).
+  for `command/add_executable.rst`). Only that sentence leaves the page (the rest of its paragraph
+  stays), and a page is a candidate only when at least `MIN_WORDS` words of text remain besides its
+  title: many CMake pages are a title and that one sentence, and a page with nothing left holds no
+  evidence for its question (about a third of the pages sampled before this rule kept under 20 words).
 - `man-en`, `man-de`, `man-fr`: manual pages (`/usr/share/man/man5`, `man8`; `/usr/share/man/de`,
   `/usr/share/man/fr`, every section), turned into Markdown (`# name`, a `##` heading per section); a
   question is the description of the NAME line ("ls - list directory contents" gives "list directory
@@ -34,6 +37,7 @@ from pathlib import Path
 
 SETS = ("cmake", "man-en", "man-de", "man-fr")
 SAMPLE = 150  # questions per set (a fixed-seed sample of the pages that have a summary)
+MIN_WORDS = 30  # words a CMake page must keep besides its title and its summary sentence
 _CMAKE_FOLDERS = ("command", "module", "variable", "envvar", "policy", "manual")
 _MAN_ROOTS = {
     "man-en": [Path("/usr/share/man/man5"), Path("/usr/share/man/man8")],
@@ -42,7 +46,8 @@ _MAN_ROOTS = {
 }
 _ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}\s*$")
 _ROLE = re.compile(r":[\w:.-]+:`([^`<]*?)(?:\s*<[^>]*>)?`")
-_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
+# A sentence ends at . ! or ? before a capital, markup or the end: "(i.e. the ...)" goes on.
+_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s+(?=[A-Z(`:*\\])|\s*$)", re.S)
 _TROFF_ESCAPE = re.compile(r"\\f[BIRP1-4]|\\f\(..|\\f\[[^\]]*\]|\\[&|^%]|\\s[-+]?\d|\\\*\(..|\\\*.")
 _TROFF_CHARS = {r"\-": "-", r"\(em": "—", r"\(en": "–", r"\(aq": "'", r"\(dq": '"', r"\e": "\\", r"\ ": " "}
 # Strings that pod2man and po4a pages define (`.ds Aq '`): the apostrophe of every French "l'option".
@@ -65,8 +70,9 @@ def _plain_rst(text: str) -> str:
     return re.sub(r"``([^`]+)``", r"\1", _ROLE.sub(r"\1", text)).strip()
 
 
-def cmake_summary(lines: list[str]) -> tuple[int, int, str] | None:
-    """The first paragraph after the title that is prose: (first line, end line, its first sentence)."""
+def cmake_summary(lines: list[str]) -> tuple[list[str], str] | None:
+    """The page without the first sentence of its first prose paragraph after the title, and that
+    sentence (roles and literals made plain); None when the page has no such sentence of 5+ words."""
     i = 2 if len(lines) > 1 and _ADORNMENT.match(lines[1]) else 0
     while i < len(lines):
         line = lines[i]
@@ -79,11 +85,22 @@ def cmake_summary(lines: list[str]) -> tuple[int, int, str] | None:
         while end < len(lines) and lines[end].strip():
             end += 1
         paragraph = " ".join(part.strip() for part in lines[i:end])
-        found = _SENTENCE.match(_plain_rst(paragraph))
-        if found is None or len(found.group(1).split()) < 5:
+        found = _SENTENCE.match(paragraph)
+        if found is None:
             return None
-        return i, end, found.group(1)
+        sentence = _plain_rst(found.group(1))
+        if len(sentence.split()) < 5:
+            return None
+        rest = paragraph[found.end() :].strip()
+        return [*lines[:i], *([rest] if rest else []), *lines[end:]], sentence
     return None
+
+
+def words_besides_title(lines: list[str]) -> int:
+    """Words of an reStructuredText page outside its title, adornments and directive lines."""
+    start = 2 if len(lines) > 1 and _ADORNMENT.match(lines[1]) else 1
+    kept = [line for line in lines[start:] if not _ADORNMENT.match(line) and not line.startswith("..")]
+    return len(" ".join(kept).split())
 
 
 def build_cmake(out: Path, sample: int, seed: int = 7) -> int:
@@ -107,8 +124,9 @@ def build_cmake(out: Path, sample: int, seed: int = 7) -> int:
         if summary is None:
             target.write_text("\n".join(lines) + "\n", encoding="utf-8")
             continue
-        first, end, sentence = summary
-        candidates.append((path.relative_to(help_root), sentence, lines[:first] + lines[end:]))
+        kept, sentence = summary
+        if words_besides_title(kept) >= MIN_WORDS:
+            candidates.append((path.relative_to(help_root), sentence, kept))
         target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     chosen = random.Random(seed).sample(candidates, min(sample, len(candidates)))
     for relative, _, kept in chosen:  # only the sampled pages lose their summary
