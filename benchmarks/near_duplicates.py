@@ -29,7 +29,8 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
-from ingest import IngestPipeline, RecursiveSplitter  # noqa: E402
+from ingest.pipeline import IngestPipeline  # noqa: E402
+from ingest.splitters import RecursiveSplitter  # noqa: E402
 from rag import Document, HashingEmbedding, SearchRequest  # noqa: E402
 from rag.filters import Filter, key  # noqa: E402
 from rag.retrieval import NearDuplicateFilter  # noqa: E402

@@ -96,11 +96,11 @@ _Window = tuple[_Pairs, _Pairs]
 
 
 def _runs(indices: list[int]) -> list[tuple[int, int]]:
-    """Sorted `indices` as runs of consecutive numbers: [(first, last), ...]."""
+    """Sorted distinct `indices` as runs of consecutive numbers: [(first, last), ...]."""
     runs: list[tuple[int, int]] = []
     for index in indices:
-        if runs and index <= runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], max(runs[-1][1], index))
+        if runs and index == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], index)
         else:
             runs.append((index, index))
     return runs
