@@ -164,7 +164,7 @@ class NearDuplicateFilter:
 
     Cost: O(n^2) set comparisons for n documents, plus one `store.get` of at most 11 chunks around
     each document that has a near-identical one in another page, and their word pairs: bounded by
-    the number of hits, whatever the length of the pages.
+    the number of hits, whatever the length of the pages (every ingested chunk has a `chunk_index`).
 
     Example:
         >>> from rag import Document
