@@ -12,9 +12,10 @@ Two things stand between a store and what those commands show:
   `all.html` repeats every page, a site keeps an old copy of a guide, a README is copied into a docs
   folder. A search drops every hit whose text nearly repeats a better-ranked one of the same page or
   of a copy of its page (`NearDuplicateFilter` with this store: word pairs, ignoring case,
-  punctuation and spacing, Jaccard >= 0.9 between the chunks, and the smaller page 90 % contained
-  in the larger), and fills the page from further down the ranking. Different pages that share a
-  paragraph (a Prerequisites section repeated in three guides) are not copies: each keeps its hit.
+  punctuation and spacing, Jaccard >= 0.9 between the chunks, and the chunks around one hit 90 %
+  contained in those around the other), and fills the page from further down the ranking.
+  Different pages that share a paragraph (a Prerequisites section repeated in three guides) are
+  not copies: each keeps its hit.
   Filling works because a longer result list starts with the shorter one (hybrid and
   MMR rank over a fixed candidate pool up to 100): searching 3 x top_k and filtering keeps the order of
   the original ranking.
@@ -164,7 +165,7 @@ class DocumentsView:
         kept = []
         while fetch is not None:
             found = await asimilarity_search(self.store, request.replace(top_k=fetch))
-            # off the event loop: telling copies apart may read whole pages from the store
+            # off the event loop: telling copies apart reads from the store
             kept, fetch = await asyncio.to_thread(self._page, request, _with_evidence(request, found), fetch)
         return await asyncio.to_thread(self._widened, kept) if self.window else kept
 

@@ -74,9 +74,9 @@ def _page_filter(page: _PageKey) -> Filter:
     return tree
 
 
-def _order(document: Document) -> tuple[int, str]:
+def _index(document: Document) -> int | None:
     index = document.metadata.get("chunk_index")
-    return (index if isinstance(index, int) and not isinstance(index, bool) else 0), document.id
+    return index if isinstance(index, int) and not isinstance(index, bool) else None
 
 
 def _any(nodes: list[Filter]) -> Filter:
@@ -87,27 +87,58 @@ def _any(nodes: list[Filter]) -> Filter:
     return _any(nodes[:middle]) | _any(nodes[middle:])
 
 
-class _Pages:
-    """The word pairs of whole pages, read from `store` in one `get` for all the pages asked for."""
+_RADIUS = 4
+"""Chunks on each side of a hit whose text stands for its page when telling copies apart."""
 
-    def __init__(self, store: VectorStore | None) -> None:
-        self._store = store
-        self._shingles: dict[_PageKey, frozenset[tuple[str, ...]]] = {}
+_Pairs = frozenset[tuple[str, ...]]
+_Window = tuple[_Pairs, _Pairs]
+"""The word pairs within `_RADIUS` chunks of a hit, and within one chunk more."""
 
-    def load(self, pages: set[_PageKey]) -> None:
-        wanted = sorted(pages - set(self._shingles), key=repr)
-        if self._store is None or not wanted:
-            return
-        chunks: dict[_PageKey, list[Document]] = {page: [] for page in wanted}
-        for chunk in self._store.get(filter=_any([_page_filter(page) for page in wanted])):
-            page = _page_key(chunk)
-            if page in chunks:
-                chunks[page].append(chunk)
-        for page, found in chunks.items():
-            self._shingles[page] = _shingles("\n\n".join(c.text for c in sorted(found, key=_order)))
 
-    def of(self, page: _PageKey) -> frozenset[tuple[str, ...]] | None:
-        return self._shingles.get(page)
+def _runs(indices: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct `indices` as runs of consecutive numbers: [(first, last), ...]."""
+    runs: list[tuple[int, int]] = []
+    for index in indices:
+        if runs and index == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], index)
+        else:
+            runs.append((index, index))
+    return runs
+
+
+def _windows(store: VectorStore, hits: list[Document]) -> list[_Window]:
+    """Each hit's window, all read in one `store.get`: the chunks of its page near its `chunk_index`
+    (its whole page without one; its own text without a page), their word pairs together."""
+    spots = [(hit, _page_key(hit), _index(hit)) for hit in hits]
+    whole = {page for _, page, index in spots if page is not None and index is None}
+    near: dict[_PageKey, set[int]] = {}
+    for _, page, index in spots:
+        if page is not None and page not in whole and index is not None:
+            near.setdefault(page, set()).update(range(index - _RADIUS - 1, index + _RADIUS + 2))
+    clauses = [_page_filter(page) for page in sorted(whole, key=repr)]
+    position = key("chunk_index")
+    for page, indices in sorted(near.items(), key=repr):
+        for first, last in _runs(sorted(indices)):
+            clauses.append(_page_filter(page) & (position >= first) & (position <= last))
+    chunks: dict[_PageKey | None, list[Document]] = {}
+    for chunk in store.get(filter=_any(clauses)) if clauses else []:
+        chunks.setdefault(_page_key(chunk), []).append(chunk)
+    pairs: dict[str, _Pairs] = {}
+
+    def union(page: _PageKey, index: int | None, radius: int) -> _Pairs:
+        inside = [c for c in chunks.get(page, []) if index is None or abs((_index(c) or 0) - index) <= radius]
+        for chunk in inside:
+            if chunk.id not in pairs:
+                pairs[chunk.id] = _shingles(chunk.text)
+        return frozenset().union(*(pairs[chunk.id] for chunk in inside))
+
+    windows: list[_Window] = []
+    for hit, page, index in spots:
+        if page is None:
+            windows.append((_shingles(hit.text), _shingles(hit.text)))
+        else:
+            windows.append((union(page, index, _RADIUS), union(page, index, _RADIUS + 1)))
+    return windows
 
 
 class NearDuplicateFilter:
@@ -117,11 +148,23 @@ class NearDuplicateFilter:
     chunks whose Jaccard similarity is at least `threshold` are near-identical (1.0: only the same words
     in the same order). A near-identical chunk is dropped (the better-ranked one stays) when both come
     from one page (`source`, `root` and `doc_id` alike; a document without `source` is a page of its
-    own) or when their pages are copies: with a `store` to read whole pages from, the smaller page's
-    word pairs are at least `threshold` contained in the larger's (a README copied into a docs folder,
-    an `all.html` that repeats every page). Different pages that share a paragraph are not copies, and
-    without a `store` chunks of different pages are always kept. Cost: O(n^2) set comparisons for n
-    documents, plus one `store.get` for the pages that have a near-identical chunk in another page.
+    own) or when their pages are copies (a README copied into a docs folder, an `all.html` that repeats
+    every page). Different pages that share a paragraph are not copies, and without a `store` chunks
+    of different pages are always kept.
+
+    Copies are told apart by the text around the two chunks, read from `store`. A chunk's window is
+    the chunks of its page within 4 of its `chunk_index` (the whole page for a chunk without one), its
+    wide window those within 5; the pages are copies when one chunk's window has at least `threshold`
+    of its word pairs (its chunks' together) in the other's wide window. A page of at most 5 chunks is
+    its own window, so for such pages this is whole-page containment, exactly. A longer page is judged
+    by the 9 chunks around the hit, which estimates whole-page containment when the copy is one run
+    of text (an `all.html`; the extra chunk absorbs chunk boundaries that fall elsewhere in the copy):
+    two long pages that share a run of 9 chunks around the hit count as copies though the rest
+    differs, and a copy whose sections are reordered may be missed.
+
+    Cost: O(n^2) set comparisons for n documents, plus one `store.get` of at most 11 chunks around
+    each document that has a near-identical one in another page, and their word pairs: bounded by
+    the number of hits, whatever the length of the pages (every ingested chunk has a `chunk_index`).
 
     Example:
         >>> from rag import Document
@@ -144,12 +187,15 @@ class NearDuplicateFilter:
         near = {
             (i, j) for j in range(len(documents)) for i in range(j) if self._similar(shingles[i], shingles[j])
         }
-        pages = _Pages(self.store)
-        between = [(keys[i], keys[j]) for i, j in near if keys[i] != keys[j]]
-        pages.load({key for pair in between for key in pair if key is not None})
+        # Only a pair from two pages needs the text around it, and only when a store can tell.
+        between = sorted({k for pair in near if keys[pair[0]] != keys[pair[1]] for k in pair})
+        around: dict[int, _Window] = {}
+        if self.store is not None and between:
+            windows = _windows(self.store, [documents[k] for k in between])
+            around = dict(zip(between, windows, strict=True))
         kept: list[int] = []
-        for j, document in enumerate(documents):
-            if not any((i, j) in near and self._copies(documents[i], document, pages) for i in kept):
+        for j in range(len(documents)):
+            if not any((i, j) in near and self._copies(i, j, keys, around) for i in kept):
                 kept.append(j)
         return [documents[j] for j in kept]
 
@@ -158,18 +204,16 @@ class NearDuplicateFilter:
             return a == b  # two texts without words are the same (empty) text
         return len(a & b) / len(a | b) >= self.threshold
 
-    def _copies(self, a: Document, b: Document, pages: _Pages) -> bool:
-        """Whether two near-identical chunks come from one page or from pages that are copies."""
-        page_a, page_b = _page_key(a), _page_key(b)
-        if page_a == page_b:  # one page, or two documents without a source compared by their text
+    def _copies(self, i: int, j: int, keys: list[_PageKey | None], around: dict[int, _Window]) -> bool:
+        """Whether near-identical documents `i` and `j` come from one page or from copies around them."""
+        if keys[i] == keys[j]:  # one page, or two documents without a source compared by their text
             return True
-        whole_a = _shingles(a.text) if page_a is None else pages.of(page_a)
-        whole_b = _shingles(b.text) if page_b is None else pages.of(page_b)
-        if whole_a is None or whole_b is None:
+        if i not in around or j not in around:
             return False
-        if not whole_a or not whole_b:
-            return whole_a == whole_b
-        return len(whole_a & whole_b) / min(len(whole_a), len(whole_b)) >= self.threshold
+        (a, wider_a), (b, wider_b) = around[i], around[j]
+        if not a or not b:
+            return a == b
+        return len(a & wider_b) >= self.threshold * len(a) or len(b & wider_a) >= self.threshold * len(b)
 
 
 class MaxPerSource:

@@ -1,8 +1,9 @@
 """`NearDuplicateFilter` with a store: copies of a page go, pages sharing a paragraph stay, and the
-pages are read in one `get`."""
+text around the hits is read in one `get`, never a whole long page."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 from rag import Document, HashingEmbedding
@@ -15,9 +16,10 @@ SHARED = "Export the API key as SPRING_AI_OPENAI_API_KEY before you start the ap
 
 
 class CountingStore(NumpyVectorStore):
-    """The numpy store, counting its `get` calls."""
+    """The numpy store, counting its `get` calls and the documents they return."""
 
     gets = 0
+    read = 0
 
     def get(
         self,
@@ -27,8 +29,10 @@ class CountingStore(NumpyVectorStore):
         *,
         include_embeddings: bool = False,
     ) -> list[Document]:
+        found = super().get(ids, filter, limit, include_embeddings=include_embeddings)
         self.gets += 1
-        return super().get(ids, filter, limit, include_embeddings=include_embeddings)
+        self.read += len(found)
+        return found
 
 
 def _chunks(source: str, root: str, *texts: str) -> list[Document]:
@@ -55,3 +59,51 @@ def test_without_a_store_different_pages_are_kept_and_one_page_repeating_itself_
     other = _chunks("guide.md", "docs", SHARED)
     kept = NearDuplicateFilter().process(Query("api key"), [*page, *other])
     assert [d.id for d in kept] == ["docs/faq.md#0", "docs/guide.md#0"]
+
+
+def _texts(rng: random.Random, count: int) -> list[str]:
+    """`count` different paragraphs of made-up words."""
+    words = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ri", "so", "tu") for b in "bdfgkmnprst"]
+    return [" ".join(rng.choices(words, k=40)) + "." for _ in range(count)]
+
+
+def test_long_pages_are_told_apart_by_the_text_around_the_hits() -> None:
+    """A 40-chunk guide, its copy, and a book that holds it chunked at other places; two 20-chunk pages
+    sharing one paragraph; `all.html` repeating 60 three-chunk pages. The copies go, the sharing pages
+    stay, and no long page is read whole."""
+    rng = random.Random(7)
+    store = CountingStore(HashingEmbedding())
+    guide = _texts(rng, 40)
+    pages = [_chunks(f"api/p{n}.md", "docs", *_texts(rng, 3)) for n in range(60)]
+    everything = _chunks("all.html", "docs", *(chunk.text for page in pages for chunk in page))
+    halves = [" ".join(guide[17].split()[:20]), " ".join(guide[17].split()[20:])]
+    book = [*guide[:17], *halves, *guide[18:23], f"{guide[23]} {guide[24]}", *guide[25:]]
+    first, second = _texts(rng, 20), _texts(rng, 20)
+    first[10] = second[10] = SHARED
+    long_pages = [
+        _chunks("guide.md", "docs", *guide),
+        _chunks("guide.md", "v1", *guide),
+        _chunks("book.md", "docs", *book),
+        _chunks("first.md", "docs", *first),
+        _chunks("second.md", "docs", *second),
+    ]
+    store.add([*everything, *(c for page in [*pages, *long_pages] for c in page)])
+    copy_of_page_7 = everything[7 * 3 + 1]
+    hits = [
+        long_pages[0][20],  # the guide, then its copies
+        long_pages[1][20],
+        long_pages[2][21],
+        long_pages[3][10],  # two pages sharing one paragraph
+        long_pages[4][10],
+        pages[7][1],  # a page, then its copy inside all.html
+        copy_of_page_7,
+    ]
+    kept = NearDuplicateFilter(store=store).process(Query("guide"), hits)
+    assert [d.id for d in kept] == [
+        "docs/guide.md#20",
+        "docs/first.md#10",
+        "docs/second.md#10",
+        "docs/api/p7.md#1",
+    ]
+    assert store.gets == 1
+    assert store.read < len(everything) // 2  # all.html (180 chunks) and the guides (40) are not read whole
