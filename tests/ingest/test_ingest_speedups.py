@@ -19,9 +19,8 @@ from hypothesis import strategies as st
 
 from ingest.chunking import make_chunks
 from ingest.manifest import Manifest, ManifestEntry
-from ingest.readers import ReaderOptions, Unit, read_file
-from ingest.readers.registry import _readers
-from ingest.readers.text import _utf16_without_bom
+from ingest.readers import SUPPORTED_SUFFIXES, ReaderOptions, SkippedFile, Unit, read_file
+from ingest.readers.registry import readers
 from ingest.splitters import _LEVELS, RecursiveSplitter, _Piece
 from rag.embeddings import HashingEmbedding
 
@@ -109,11 +108,14 @@ def test_a_paragraph_of_one_line_is_not_measured_twice() -> None:
     assert plain_counter.calls - fast_counter.calls == 1
 
 
-def test_tail_reuses_the_cost_of_the_piece_it_cuts() -> None:
-    splitter = RecursiveSplitter(4, 2)
-    text = "one two three four five"
-    whole = _Piece(0, len(text), splitter.measure(text), 2)
-    assert [(p.start, p.end) for p in splitter._tail(text, [whole], 2)] == [(14, 19), (19, 23)]
+def test_an_overlap_smaller_than_the_last_piece_is_the_end_of_that_piece() -> None:
+    # Sentences of three words fill chunks of six; the overlap of two is the end of the second sentence.
+    text = "One two three. Four five six. Seven eight nine."
+    chunks = RecursiveSplitter(6, 2).split(Unit(text, {"source": "a"}))
+    assert [(c.text, c.char_start, c.char_end) for c in chunks] == [
+        ("One two three. Four five six.", 0, 29),
+        ("five six. Seven eight nine.", 20, 47),
+    ]
 
 
 def test_chunk_fingerprints_are_the_json_dumps_ones() -> None:
@@ -164,7 +166,7 @@ def test_read_file_takes_a_known_source_name(tmp_path: Path) -> None:
     computed = read_file(path, root=tmp_path)
     given_name = read_file(path, root=tmp_path, source="sub/a.txt")
     assert computed == given_name and computed.units[0].metadata["source"] == "sub/a.txt"
-    assert _readers() is _readers()  # built once
+    assert readers() is readers() and set(readers()) == SUPPORTED_SUFFIXES  # built once
     assert read_file(path, root=tmp_path, options=ReaderOptions(), source="x.txt").units[0].metadata == {
         "source": "x.txt"
     }
@@ -173,11 +175,18 @@ def test_read_file_takes_a_known_source_name(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("sample", "expected"),
     [
-        (b"plain ASCII text without NUL bytes", None),
-        ("UTF-16 text".encode("utf-16-le"), "utf-16-le"),
-        ("UTF-16 text".encode("utf-16-be"), "utf-16-be"),
-        (b"\x00\x00\x00\x00\x00\x00", None),
+        (b"plain ASCII text without NUL bytes", "plain ASCII text without NUL bytes"),
+        ("UTF-16 text".encode("utf-16-le"), "UTF-16 text"),
+        ("UTF-16 text".encode("utf-16-be"), "UTF-16 text"),
+        (b"\x00\x00\x00\x00\x00\x00", None),  # NULs alone are no UTF-16 text: a binary file
     ],
+    ids=["ascii", "utf-16-le", "utf-16-be", "nul"],
 )
-def test_utf16_guess_without_a_bom(sample: bytes, expected: str | None) -> None:
-    assert _utf16_without_bom(sample) == expected
+def test_utf16_guess_without_a_bom(tmp_path: Path, sample: bytes, expected: str | None) -> None:
+    path = tmp_path / "a.txt"
+    path.write_bytes(sample)
+    if expected is None:
+        with pytest.raises(SkippedFile, match="binary file"):
+            read_file(path, root=tmp_path)
+    else:
+        assert read_file(path, root=tmp_path).text == expected
