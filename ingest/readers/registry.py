@@ -17,9 +17,10 @@ import io
 import json
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path, PurePath
+from types import MappingProxyType
 
 from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile
 from rag.errors import IngestError
@@ -31,6 +32,7 @@ __all__ = [
     "file_suffix",
     "read_file",
     "reader_key",
+    "readers",
     "source_name",
 ]
 
@@ -38,9 +40,12 @@ Reader = Callable[[bytes, str, ReaderOptions], ReadResult]
 
 
 @cache
-def _readers() -> dict[str, Reader]:
-    # Imported here so that `import ingest` stays cheap (pypdf loads with the first PDF); built once, since
-    # an ingestion asks for it once per file.
+def readers() -> Mapping[str, Reader]:
+    """The reader of each suffix in `SUPPORTED_SUFFIXES` (read-only), built on the first call.
+
+    The readers are imported here so that `import ingest` stays cheap (pypdf loads with the first PDF);
+    built once, since an ingestion asks for it once per file.
+    """
     from ingest.readers.asciidoc import read_asciidoc
     from ingest.readers.html import read_html
     from ingest.readers.jsonl import read_jsonl
@@ -50,26 +55,28 @@ def _readers() -> dict[str, Reader]:
     from ingest.readers.rst import read_rst
     from ingest.readers.text import read_text
 
-    return {
-        ".txt": read_text,
-        ".text": read_text,
-        ".md": read_markdown,
-        ".markdown": read_markdown,
-        ".rst": read_rst,
-        ".rest": read_rst,
-        ".adoc": read_asciidoc,
-        ".asciidoc": read_asciidoc,
-        ".html": read_html,
-        ".htm": read_html,
-        ".pdf": read_pdf,
-        ".jsonl": read_jsonl,
-        ".ndjson": read_jsonl,
-        ".docx": read_docx,
-        ".pptx": read_pptx,
-        ".xlsx": read_xlsx,
-        ".odt": read_odt,
-        ".epub": read_epub,
-    }
+    return MappingProxyType(
+        {
+            ".txt": read_text,
+            ".text": read_text,
+            ".md": read_markdown,
+            ".markdown": read_markdown,
+            ".rst": read_rst,
+            ".rest": read_rst,
+            ".adoc": read_asciidoc,
+            ".asciidoc": read_asciidoc,
+            ".html": read_html,
+            ".htm": read_html,
+            ".pdf": read_pdf,
+            ".jsonl": read_jsonl,
+            ".ndjson": read_jsonl,
+            ".docx": read_docx,
+            ".pptx": read_pptx,
+            ".xlsx": read_xlsx,
+            ".odt": read_odt,
+            ".epub": read_epub,
+        }
+    )
 
 
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(
@@ -220,9 +227,9 @@ def read_file(
     suffix = file_suffix(path)
     options = options or ReaderOptions()
     if suffix in options.text_suffixes:
-        reader: Reader = _readers()[".txt"]
+        reader: Reader = readers()[".txt"]
     elif suffix in SUPPORTED_SUFFIXES:
-        reader = _readers()[suffix]
+        reader = readers()[suffix]
     else:
         raise SkippedFile(source, f"unsupported file type {suffix or '(no suffix)'!r}")
     if data is None:

@@ -28,7 +28,7 @@ from rag.embeddings.tokenize import COMMON_WORDS, STOPWORDS, count_words, stem, 
 from rag.errors import InvalidRequestError
 from rag.observability.steps import traced_embedding
 
-__all__ = ["HashingEmbedding"]
+__all__ = ["CACHE_LIMIT", "HashingEmbedding"]
 
 # A term key is 63 bits: bit 62 is the sign, bit 61 marks a half-weight term, the rest picks the bucket.
 _HASH_MASK = (1 << 63) - 1
@@ -36,7 +36,10 @@ _SIGN_SHIFT = 62
 _HALF_FLAG = 1 << 61
 _BUCKET_MASK = _HALF_FLAG - 1
 _COMMON_STEMS = frozenset(stem(word) for word in COMMON_WORDS)
-_CACHE_LIMIT = 500_000
+CACHE_LIMIT = 500_000
+"""Words whose term keys a model keeps; the next new word empties the cache (memory stays bounded).
+
+Read at each new word, so a test can lower it to see the reset without half a million words."""
 
 
 def _term_key(term: str) -> int:
@@ -63,7 +66,7 @@ class _KeyCache(dict[str, int]):
                 key |= _HALF_FLAG
             else:
                 key &= ~_HALF_FLAG
-        if len(self) >= _CACHE_LIMIT:
+        if len(self) >= CACHE_LIMIT:
             # A plain reset keeps memory bounded; the hit rate recovers within a few hundred texts.
             self.clear()
         self[word] = key

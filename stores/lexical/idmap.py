@@ -23,22 +23,25 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["PackedIds", "offsets_for"]
+__all__ = ["NARROW_OFFSETS", "PackedIds", "offsets_for"]
 
 IntArray = npt.NDArray[np.int64]
 
-_NARROW_OFFSETS = 2**32 - 1  # byte offsets up to this fit uint32 (a test lowers it to cross it)
+NARROW_OFFSETS = 2**32 - 1
+"""The largest byte offset kept in uint32; ids, terms and records past it take int64 offsets.
+
+Read at each write, so a test can lower it to cross the 4 GiB boundary with a few bytes."""
 _SAVED = ("bytes", "stops", "hashes", "rows")
 
 
 def offsets_for(offsets: npt.NDArray[np.integer[Any]], largest: int) -> npt.NDArray[np.integer[Any]]:
     """`offsets` (uint32 at first) widened to int64 once an offset may pass 4 GiB."""
-    if largest > _NARROW_OFFSETS and offsets.dtype != np.int64:
+    if largest > NARROW_OFFSETS and offsets.dtype != np.int64:
         return offsets.astype(np.int64)
     return offsets
 
 
-def _hash(text: str) -> int:  # one name, so a test can force collisions
+def _hash(text: str) -> int:
     return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
@@ -179,7 +182,7 @@ class PackedIds:
         view = memoryview(self._data)  # type: ignore[arg-type]
         blob = b"".join([view[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)])
         self._data = np.frombuffer(blob, np.uint8).copy()
-        self._stops = np.cumsum(stops - starts).astype(np.int64 if len(blob) > _NARROW_OFFSETS else np.uint32)
+        self._stops = np.cumsum(stops - starts).astype(np.int64 if len(blob) > NARROW_OFFSETS else np.uint32)
         self._hash_rows = (np.cumsum(live, dtype=np.int64) - 1).astype(np.int32)[self._hash_rows]
         self._live = np.ones(len(rows), np.bool_)  # a new array: the old mask stays as it was
         self._rows = len(rows)

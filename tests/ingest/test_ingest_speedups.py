@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,53 +19,105 @@ from hypothesis import strategies as st
 
 from ingest.chunking import make_chunks
 from ingest.manifest import Manifest, ManifestEntry
-from ingest.readers import ReaderOptions, Unit, read_file
-from ingest.readers.registry import _readers
-from ingest.readers.text import _utf16_without_bom
-from ingest.splitters import _LEVELS, RecursiveSplitter, _Piece
+from ingest.readers import SUPPORTED_SUFFIXES, ReaderOptions, SkippedFile, Unit, read_file
+from ingest.readers.registry import readers
+from ingest.splitters import RecursiveSplitter
 from rag.embeddings import HashingEmbedding
 
-_OLD_SENTENCE = re.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？]+")
-_PUNCTUATED = st.text(alphabet="ab .!?…。！？\"'”’)]\n\t", max_size=80)
+_CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+# The boundaries of the splitter's module docstring, coarsest first, with the sentence end as first
+# written: two alternatives, where the splitter has one leading class.
+_OLD_LEVELS = (
+    re.compile(r"\n[ \t\f\v]*\n\s*"),
+    re.compile(r"\n\s*"),
+    re.compile(r"[.!?…][\"'”’)\]]*\s+|[。！？]+"),
+    re.compile(r"\s+"),
+    re.compile(rf"[{_CJK}]|[^\s{_CJK}]{{1,20}}"),
+    re.compile(r".", re.DOTALL),
+)
+_Piece = tuple[int, int, int, int]  # start, end, cost, level
 
 
-@settings(max_examples=300, deadline=None)
-@given(_PUNCTUATED, st.integers(0, 80), st.integers(0, 80))
-def test_sentence_pattern_finds_what_the_two_branch_pattern_found(text: str, start: int, stop: int) -> None:
-    def spans(pattern: re.Pattern[str]) -> list[tuple[int, int]]:
-        return [m.span() for m in pattern.finditer(text, start, stop)]
-
-    assert spans(_LEVELS[2]) == spans(_OLD_SENTENCE)
+Measure = Callable[[str], int]
 
 
-class _Remeasuring(RecursiveSplitter):
-    """The splitter as before: every piece measured, even one a finer level leaves whole."""
+def _reference_pieces(
+    text: str, measure: Measure, start: int, end: int, level: int, limit: int
+) -> Iterator[_Piece]:
+    """Pieces of `text[start:end]` cut finer until each costs at most `limit`, every one measured."""
+    cut = start
+    for match in [*_OLD_LEVELS[level].finditer(text, start, end), None]:
+        piece_end = end if match is None else match.end()
+        if piece_end <= cut:
+            continue
+        piece_start, cut = cut, piece_end
+        cost = measure(text[piece_start:piece_end])
+        if cost <= limit or level == len(_OLD_LEVELS) - 1:
+            yield piece_start, piece_end, cost, level
+        else:
+            yield from _reference_pieces(text, measure, piece_start, piece_end, level + 1, limit)
 
-    def _pieces(
-        self, text: str, start: int, end: int, level: int, limit: int, known_cost: int = -1
-    ) -> Iterator[_Piece]:
-        frames = [(_LEVELS[level].finditer(text, start, end), [start], end, level)]
-        while frames:
-            matches, cut, stop, depth = frames[-1]
-            match = next(matches, None)
-            if match is None:
-                frames.pop()
-            piece_end = stop if match is None else match.end()
-            if piece_end <= cut[0]:
-                continue
-            piece_start, cut[0] = cut[0], piece_end
-            cost = self.measure(text[piece_start:piece_end])
-            if cost <= limit or depth == len(_LEVELS) - 1:
-                yield _Piece(piece_start, piece_end, cost, depth)
-            else:
-                frames.append(
-                    (
-                        _LEVELS[depth + 1].finditer(text, piece_start, piece_end),
-                        [piece_start],
-                        piece_end,
-                        depth + 1,
-                    )
-                )
+
+def _reference_tail(text: str, measure: Measure, current: list[_Piece], limit: int) -> list[_Piece]:
+    """The last pieces costing at most `limit` in all: whole ones, else the end of the last one."""
+    if limit <= 0:
+        return []
+    kept: list[_Piece] = []
+    for piece in reversed(current):
+        if sum(p[2] for p in kept) + piece[2] > limit:
+            break
+        kept.append(piece)
+    start, end, _, level = current[-1]
+    if kept or level == len(_OLD_LEVELS) - 1:
+        return kept[::-1]
+    return _reference_tail(
+        text, measure, list(_reference_pieces(text, measure, start, end, level + 1, limit)), limit
+    )
+
+
+def _reference_spans(text: str, size: int, overlap: int, measure: Measure) -> list[tuple[int, int]]:
+    """The chunk spans as the plain splitter cut them: pieces packed up to `size`, then trimmed."""
+    groups: list[list[_Piece]] = [[]]
+    for piece in _reference_pieces(text, measure, 0, len(text), 0, size):
+        if groups[-1] and sum(p[2] for p in groups[-1]) + piece[2] > size:
+            groups.append(_reference_tail(text, measure, groups[-1], min(overlap, size - piece[2])))
+        groups[-1].append(piece)
+    spans = []
+    for group in filter(None, groups):
+        start, end = group[0][0], group[-1][1]
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start < end:
+            spans.append((start, end))
+    return spans
+
+
+def _spans(splitter: RecursiveSplitter, text: str) -> list[tuple[int, int]]:
+    return [
+        (c.char_start - 5, c.char_end - 5) for c in splitter.split(Unit(text, {"source": "a"}, char_offset=5))
+    ]
+
+
+# Words, each followed by what may end a sentence, close it and space it: each cut of the sentence
+# pattern shows in the chunks once the chunks are a few words long.
+_ENDING = st.tuples(
+    st.sampled_from(["", *".!?…。！？", "。！"]),
+    st.text(alphabet="\"'”’)]", max_size=2),
+    st.sampled_from(["", " ", "  ", "\n", "\t", " \n"]),
+)
+_PUNCTUATED = st.lists(
+    st.tuples(st.sampled_from(["ab", "b", "ab b", "b ab b"]), _ENDING).map(lambda p: p[0] + "".join(p[1])),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_PUNCTUATED, st.integers(1, 4), st.integers(0, 2))
+def test_sentence_pattern_cuts_where_the_two_branch_pattern_cut(text: str, size: int, overlap: int) -> None:
+    splitter = RecursiveSplitter(size, min(overlap, size - 1))
+    assert _spans(splitter, text) == _reference_spans(text, size, splitter.chunk_overlap, splitter.measure)
 
 
 class _CountingCounter:
@@ -91,29 +143,29 @@ _PROSE = st.text(alphabet="ab c. \n!?。向-", max_size=300)
 def test_reusing_known_costs_leaves_the_chunks_unchanged(
     text: str, size: int, overlap: int, counted: bool
 ) -> None:
-    overlap = min(overlap, size - 1)
-    fast = RecursiveSplitter(size, overlap, HashingEmbedding() if counted else None)
-    plain = _Remeasuring(size, overlap, HashingEmbedding() if counted else None)
-    unit = Unit(text, {"source": "a.txt"}, char_offset=5)
-    assert fast.split(unit) == plain.split(unit)
+    fast = RecursiveSplitter(size, min(overlap, size - 1), HashingEmbedding() if counted else None)
+    assert _spans(fast, text) == _reference_spans(text, size, fast.chunk_overlap, fast.measure)
 
 
 def test_a_paragraph_of_one_line_is_not_measured_twice() -> None:
     sentences = " ".join(f"Sentence number {i} has six words." for i in range(40))
     fast_counter, plain_counter = _CountingCounter(), _CountingCounter()
-    fast = RecursiveSplitter(50, 5, fast_counter).split(Unit(sentences, {"source": "a"}))
-    plain = _Remeasuring(50, 5, plain_counter).split(Unit(sentences, {"source": "a"}))
+    fast = _spans(RecursiveSplitter(50, 5, fast_counter), sentences)
+    plain = _reference_spans(sentences, 50, 5, RecursiveSplitter(50, 5, plain_counter).measure)
     assert fast == plain and len(fast) > 4
     # Before, the paragraph was measured a second time as its single line; the rest (sentences, and the
     # words of each overlap) is measured once either way.
     assert plain_counter.calls - fast_counter.calls == 1
 
 
-def test_tail_reuses_the_cost_of_the_piece_it_cuts() -> None:
-    splitter = RecursiveSplitter(4, 2)
-    text = "one two three four five"
-    whole = _Piece(0, len(text), splitter.measure(text), 2)
-    assert [(p.start, p.end) for p in splitter._tail(text, [whole], 2)] == [(14, 19), (19, 23)]
+def test_an_overlap_smaller_than_the_last_piece_is_the_end_of_that_piece() -> None:
+    # Sentences of three words fill chunks of six; the overlap of two is the end of the second sentence.
+    text = "One two three. Four five six. Seven eight nine."
+    chunks = RecursiveSplitter(6, 2).split(Unit(text, {"source": "a"}))
+    assert [(c.text, c.char_start, c.char_end) for c in chunks] == [
+        ("One two three. Four five six.", 0, 29),
+        ("five six. Seven eight nine.", 20, 47),
+    ]
 
 
 def test_chunk_fingerprints_are_the_json_dumps_ones() -> None:
@@ -164,7 +216,7 @@ def test_read_file_takes_a_known_source_name(tmp_path: Path) -> None:
     computed = read_file(path, root=tmp_path)
     given_name = read_file(path, root=tmp_path, source="sub/a.txt")
     assert computed == given_name and computed.units[0].metadata["source"] == "sub/a.txt"
-    assert _readers() is _readers()  # built once
+    assert readers() is readers() and set(readers()) == SUPPORTED_SUFFIXES  # built once
     assert read_file(path, root=tmp_path, options=ReaderOptions(), source="x.txt").units[0].metadata == {
         "source": "x.txt"
     }
@@ -173,11 +225,18 @@ def test_read_file_takes_a_known_source_name(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("sample", "expected"),
     [
-        (b"plain ASCII text without NUL bytes", None),
-        ("UTF-16 text".encode("utf-16-le"), "utf-16-le"),
-        ("UTF-16 text".encode("utf-16-be"), "utf-16-be"),
-        (b"\x00\x00\x00\x00\x00\x00", None),
+        (b"plain ASCII text without NUL bytes", "plain ASCII text without NUL bytes"),
+        ("UTF-16 text".encode("utf-16-le"), "UTF-16 text"),
+        ("UTF-16 text".encode("utf-16-be"), "UTF-16 text"),
+        (b"\x00\x00\x00\x00\x00\x00", None),  # NULs alone are no UTF-16 text: a binary file
     ],
+    ids=["ascii", "utf-16-le", "utf-16-be", "nul"],
 )
-def test_utf16_guess_without_a_bom(sample: bytes, expected: str | None) -> None:
-    assert _utf16_without_bom(sample) == expected
+def test_utf16_guess_without_a_bom(tmp_path: Path, sample: bytes, expected: str | None) -> None:
+    path = tmp_path / "a.txt"
+    path.write_bytes(sample)
+    if expected is None:
+        with pytest.raises(SkippedFile, match="binary file"):
+            read_file(path, root=tmp_path)
+    else:
+        assert read_file(path, root=tmp_path).text == expected

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from rag.errors import FilterError, FilterSyntaxError
 from rag.filters import And, Comparison, Filter, Not, Op, Or, as_filter, key, matches, parse
-from rag.filters.parser import _NO_PATTERNS, MAX_NESTING
+from rag.filters.parser import MAX_NESTING
 
 A, B, C = key("a") == 1, key("b") == 2, key("c") == 3
 
@@ -136,18 +136,18 @@ def test_strings(literal: str, value: str) -> None:
     assert parse(f"a == {literal}") == (key("a") == value)
 
 
+# The hint after an unknown operator that is a pattern operator in SQL or elsewhere.
+_NO_PATTERNS = (
+    " (filters match whole values, never patterns: use == or IN [...] for values,"
+    " CONTAINS for an item of a list such as ingest's dirs)"
+)
 ERRORS = [
     ("", "empty filter", 1),
     ("   \n ", "empty filter", 1),
     ("a = 1", "unknown operator '='", 3),
     ("a <> 1", "unknown operator '<>'", 3),
     ("a === 1", "unknown operator '='", 5),
-    (
-        "a LIKE 'x%'",
-        "unknown operator 'LIKE' (filters match whole values, never patterns: use == or IN [...] for"
-        " values, CONTAINS for an item of a list such as ingest's dirs)",
-        3,
-    ),
+    ("a LIKE 'x%'", "unknown operator 'LIKE'" + _NO_PATTERNS, 3),
     ("a regexp 'x'", "unknown operator 'regexp'" + _NO_PATTERNS, 3),
     ("a NEAR 'x'", "unknown operator 'NEAR'", 3),
     ("a & b", "unknown operator '&'", 3),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+from collections.abc import Iterable
 
 import rag.memory
 import rag.memory.legacy_turns as legacy
@@ -28,17 +29,30 @@ def test_only_the_exact_old_shape_is_a_turn() -> None:
     assert not legacy.is_legacy_turn({**OLD, KIND_KEY: "chat_memory"})
 
 
+class _BatchCounting(NumpyVectorStore):
+    """A numpy store that records the size of each `add`."""
+
+    def __init__(self) -> None:
+        super().__init__(HashingEmbedding(dimensions=8))
+        self.batches: list[int] = []
+
+    def add(self, documents: Iterable[Document]) -> None:
+        batch = list(documents)
+        self.batches.append(len(batch))
+        super().add(batch)
+
+
 def test_the_repair_is_exported_lazily_and_marks_in_batches() -> None:
     assert rag.memory.mark_legacy_turns is legacy.mark_legacy_turns
-    store = NumpyVectorStore(HashingEmbedding())
-    store.add(Document(f"t{i}", f"turn {i}", {**OLD, "turn": i + 1}) for i in range(5))
+    store = _BatchCounting()
+    ids = [f"t{i:04d}" for i in range(2001)]
+    store.add(Document(doc_id, f"turn {i}", {**OLD, "turn": i + 1}) for i, doc_id in enumerate(ids))
     store.add([Document("d", "a document", {"source": "a.md", "chunk_index": 0})])
-    legacy._BATCH, saved = 2, legacy._BATCH  # three writes of at most two turns
-    try:
-        assert [d.id for d in legacy.mark_legacy_turns(store, dry_run=True)] == [f"t{i}" for i in range(5)]
-        assert store.count(MEMORY_MARKER) == 0 and DocumentsView(store).count() == 6
-        assert len(legacy.mark_legacy_turns(store)) == 5
-    finally:
-        legacy._BATCH = saved
-    assert store.count(MEMORY_MARKER) == 5 and DocumentsView(store).count() == 1
+    store.batches.clear()
+    assert [d.id for d in legacy.mark_legacy_turns(store, dry_run=True)] == ids
+    assert store.count(MEMORY_MARKER) == 0 and DocumentsView(store).count() == 2002
+    assert store.batches == []
+    assert len(legacy.mark_legacy_turns(store)) == 2001
+    assert store.batches == [1000, 1000, 1]  # bounded memory and request size on a server
+    assert store.count(MEMORY_MARKER) == 2001 and DocumentsView(store).count() == 1
     assert legacy.find_legacy_turns(store) == [] and legacy.count_legacy_turns(store) == 0

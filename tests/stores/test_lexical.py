@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import stores.lexical.index as lexical_module
 import stores.lexical.persist as persist_module
 from rag import Document, SearchRequest
 from rag.errors import InvalidRequestError, StoreError, StoreNotFoundError
@@ -138,21 +137,24 @@ def _ranking(index: LexicalIndex, query: str) -> list[tuple[str, float]]:
 def test_statistics_after_updates_equal_a_fresh_build(
     operations: list[tuple[str, list[Any]]], eager: bool
 ) -> None:
-    """Any sequence of adds, upserts and deletes leaves the state of building the final docs at once."""
+    """Any sequence of adds, upserts and deletes leaves the state of building the final docs at once.
+
+    `eager` compacts after each write once dead rows outnumber live ones, as the index does by itself
+    past 1,024 dead rows (`test_compaction_renumbers_rows_after_many_deletes`)."""
     final: dict[str, str] = {}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(lexical_module, "_COMPACT_MIN_DEAD", 1 if eager else 1024)
-        index = LexicalIndex()
-        for kind, payload in operations:
-            if kind == "add":
-                index.add([doc_id for doc_id, _ in payload], [text for _, text in payload])
-                final.update(payload)
-            elif kind == "delete":
-                assert index.delete(payload) == len(set(payload) & final.keys())
-                for doc_id in payload:
-                    final.pop(doc_id, None)
-            else:
-                index.compact()
+    index = LexicalIndex()
+    for kind, payload in operations:
+        if kind == "add":
+            index.add([doc_id for doc_id, _ in payload], [text for _, text in payload])
+            final.update(payload)
+        elif kind == "delete":
+            assert index.delete(payload) == len(set(payload) & final.keys())
+            for doc_id in payload:
+                final.pop(doc_id, None)
+        else:
+            index.compact()
+        if eager and index.row_count - len(index) > len(index):
+            index.compact()
     fresh = LexicalIndex()
     fresh.add(list(final), list(final.values()))
     assert index.stats == fresh.stats
@@ -170,13 +172,15 @@ def test_many_small_adds_keep_few_segments() -> None:
     assert len(index.search("common", 1000)) == 300
 
 
-def test_compaction_renumbers_rows_after_many_deletes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lexical_module, "_COMPACT_MIN_DEAD", 4)
+def test_compaction_renumbers_rows_after_many_deletes() -> None:
+    # Rows are renumbered once 1,024 or more are dead and the dead outnumber the live.
     index = LexicalIndex()
-    index.add([f"id{n}" for n in range(10)], [f"shared unique{n}" for n in range(10)])
-    index.delete([f"id{n}" for n in range(8)])
+    index.add([f"id{n}" for n in range(2000)], [f"shared unique{n}" for n in range(2000)])
+    index.delete([f"id{n}" for n in range(1020)])
+    assert index.row_count == 2000  # 980 live beside 1,020 dead: not yet
+    index.delete([f"id{n}" for n in range(1020, 1998)])
     assert index.row_count == 2  # compacted: only live rows remain
-    assert [doc_id for doc_id, _ in index.search("shared", 10)] == ["id8", "id9"]
+    assert [doc_id for doc_id, _ in index.search("shared", 10)] == ["id1998", "id1999"]
 
 
 def _corpus(size: int, seed: int) -> tuple[list[str], list[str]]:

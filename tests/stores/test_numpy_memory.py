@@ -11,7 +11,6 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import stores.numpy.records as records_module
 from rag import Document
 from rag.documents import MetadataValue
 from rag.filters import Filter, key, matches
@@ -206,7 +205,7 @@ def test_columns_that_gain_new_kinds_of_values_filter_like_the_reference() -> No
 
 
 def test_offsets_widen_to_int64_past_their_narrow_range(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(idmap, "_NARROW_OFFSETS", 300)  # 4 GiB of ids or texts, scaled down
+    monkeypatch.setattr(idmap, "NARROW_OFFSETS", 300)  # 4 GiB of ids or texts, scaled down
     ids = idmap.PackedIds()
     names = [f"id-{n}-é" for n in range(60)]  # ~10 bytes each: the offsets pass 300 on the way
     for part in (names[:20], names[20:]):
@@ -220,19 +219,22 @@ def test_offsets_widen_to_int64_past_their_narrow_range(monkeypatch: pytest.Monk
     assert records.read_many(range(30)) == texts
 
 
-def test_records_share_key_sequences_and_keep_key_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(records_module, "_MAX_KEY_SETS", 3)  # past three key sequences: kept whole
+def test_records_share_key_sequences_and_keep_key_order() -> None:
+    # The records number 4,096 key sequences; past them, a record holds its keys itself.
     metadatas: list[dict[str, MetadataValue]] = [
+        *({f"k{n}": n} for n in range(4093)),
         {"a": 1, "b": "x"},
         {"b": "x", "a": 1},  # same keys, other order: another sequence
         {"a": 2, "b": "y"},
-        {"c": [1, 2]},
+        {"c": [1, 2]},  # the 4,096th sequence
         {"d": True},  # the table is full: keys go into the record
         {"e": 1.5, "a": -(2**80)},
         {"a": 3, "b": "z"},
     ]
     records = PackedRecords()
     records.write(np.arange(len(metadatas), dtype=np.int64), ["t"] * len(metadatas), metadatas)
+    assert records.key_sets()[-3:] == [("a", "b"), ("b", "a"), ("c",)]
+    assert ("d",) not in records.key_sets() and ("e", "a") not in records.key_sets()
     found = [metadata for _, metadata in records.read_many(range(len(metadatas)))]
     assert [list(m.items()) for m in found] == [list(m.items()) for m in metadatas]
     one_key = PackedRecords()
@@ -305,10 +307,7 @@ def test_documents_with_embeddings_leave_nothing_behind_once_dropped() -> None:
     assert left < 4000
 
 
-def test_records_in_row_order_keep_one_offset_a_row_and_read_back_after_any_write(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(records_module, "_COMPACT_MIN_BYTES", 64)  # rewrites happen at this size too
+def test_records_in_row_order_keep_one_offset_a_row_and_read_back_after_any_write() -> None:
     records = PackedRecords()
     expected: list[tuple[str, dict[str, MetadataValue]]] = [(f"text {n}", {"n": n}) for n in range(300)]
 
@@ -339,3 +338,22 @@ def test_records_in_row_order_keep_one_offset_a_row_and_read_back_after_any_writ
     assert [records.read(row) for row in range(297)] == expected[:297]
     write(range(297, 400), [("new", {"n": n}) for n in range(103)])
     assert records.read_many(range(400)) == expected[:297] + [("new", {"n": n}) for n in range(103)]
+
+
+def test_records_rewrite_themselves_once_most_of_the_buffer_is_garbage() -> None:
+    records = PackedRecords()
+    small: list[tuple[str, dict[str, MetadataValue]]] = [(f"text {n}", {"n": n}) for n in range(100)]
+    records.write(np.arange(100, dtype=np.int64), [t for t, _ in small], [m for _, m in small])
+
+    def beside_live() -> int:  # bytes held beside the live records (garbage and offsets)
+        return records.nbytes - len(records.packed()[0])
+
+    for _ in range(2):  # garbage twice the live bytes, yet too little to be worth a rewrite: kept
+        records.write(np.arange(100, dtype=np.int64), [t for t, _ in small], [m for _, m in small])
+    assert beside_live() > 2 * len(records.packed()[0])
+    records.write(np.array([100]), ["x" * (1 << 19)], [{"n": 100}])
+    records.write(np.array([100]), ["y" * (1 << 19)], [{"n": 100}])  # half a MiB more: kept
+    assert beside_live() > 1 << 19
+    records.write(np.array([100]), ["short"], [{"n": 100}])  # a MiB of garbage, most of the buffer
+    assert beside_live() < 8 * 101  # rewritten back to back: offsets only
+    assert records.read_many(range(101)) == [*small, ("short", {"n": 100})]

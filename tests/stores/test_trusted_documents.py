@@ -1,4 +1,4 @@
-"""Documents a store builds from its own records skip `Document(...)`'s checks (`Document._trusted`).
+"""Documents a store builds from its own records skip `Document(...)`'s checks.
 
 What they return must be exactly what the checked constructor would have built from the same input:
 equal, with every metadata value of the same type (`True` is not `1`, `2.0` is not `2`, `-0.0` keeps its
@@ -130,19 +130,22 @@ def test_returned_embeddings_are_read_only_copies(store: Any) -> None:
         np.testing.assert_allclose(doc.embedding, original / np.linalg.norm(original), rtol=1e-6)
 
 
-def test_trusted_constructor_matches_the_checked_one() -> None:
-    vector = np.arange(3, dtype=np.float32)
-    made = Document._trusted("d", "text", {"a": [1, 2.0], "b": True}, 0.5, vector)
-    checked = Document("d", "text", {"a": [1, 2.0], "b": True}, score=0.5, embedding=vector)
+def test_a_store_built_document_is_a_checked_one(store: Any) -> None:
+    vector = np.array([1.0, 2.0, 2.0, *[0.0] * 29], dtype=np.float32)  # unit length after / 3
+    store.add([Document("d", "text", {"a": [1, 2.0], "b": True}, embedding=vector)])
+    [made] = store.similarity_search(SearchRequest("text", top_k=1))
+    assert _typed(made.metadata) == _typed({"a": [1, 2.0], "b": True})
+    checked = Document("d", "text", dict(made.metadata), score=made.score)  # Chroma may reorder keys
     assert made == checked and repr(made) == repr(checked)
     assert type(made) is Document and made.with_score(0.1).score == 0.1
-    assert made.embedding is not None and made.embedding.dtype == np.float32
-    assert not made.embedding.flags.writeable
-    vector[0] = 9.0  # a store's buffer changing later must not change the document
-    assert made.embedding[0] == 0.0
     with pytest.raises(AttributeError):
         made.text = "other"  # type: ignore[misc]
-    assert Document._trusted("e", "t", {}).embedding is None
+    assert made.embedding is None and store.get(ids=["d"])[0].embedding is None
+    [held] = store.get(ids=["d"], include_embeddings=True)
+    assert held.embedding is not None and held.embedding.dtype == np.float32
+    assert not held.embedding.flags.writeable
+    store.add([Document("d", "text", embedding=-vector)])  # rewrites the store's buffer in place
+    np.testing.assert_allclose(held.embedding, vector / 3, rtol=1e-6)
 
 
 def test_records_another_tool_wrote_are_still_checked(tmp_path: Path) -> None:
