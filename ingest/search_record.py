@@ -75,6 +75,23 @@ class SearchRecord:
             raise ConfigError(f"search record in {where!r}: mode must be one of {choices}, got {mode!r}")
         return cls(**{**raw, "vector_weight": float(weight)})
 
+    @property
+    def tuned(self) -> bool:
+        """Whether `rag eval --tune` chose these settings; else they are the embedder's defaults."""
+        return self.tuned_on is not None or self.mode is not None
+
+    def weight_for(self, embedder: str | None) -> float:
+        """The vector weight in effect: a tuned weight as recorded; else the default of `embedder` for
+        the recorded language, as this release chooses it, so improved defaults reach older homes.
+
+        Example:
+            >>> SearchRecord(0.05).weight_for("st:all-MiniLM-L6-v2")
+            0.5
+            >>> SearchRecord(0.2, "hybrid").weight_for("st:all-MiniLM-L6-v2")
+            0.2
+        """
+        return self.vector_weight if self.tuned else default_vector_weight(embedder, self.language)
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, without the fields that are not set."""
         return {name: value for name, value in asdict(self).items() if value is not None}
@@ -89,8 +106,10 @@ def resolve_search(settings: Settings, embedder: str | None, record: SearchRecor
     mode = settings.search_mode or (record.mode if record else None) or DEFAULT_SEARCH_MODE
     if settings.vector_weight is not None:
         weight = settings.vector_weight
+    elif record is not None:
+        weight = record.weight_for(settings.embedder or embedder)
     else:
-        weight = record.vector_weight if record else default_vector_weight(settings.embedder or embedder)
+        weight = default_vector_weight(settings.embedder or embedder)
     return settings.replace(search_mode=mode, vector_weight=weight)
 
 
@@ -114,8 +133,8 @@ def collection_language(store: VectorStore) -> str | None:
 
 def for_collection(record: SearchRecord, embedder: str, store: VectorStore) -> SearchRecord:
     """`record` with the default weight for the language of the store's chunks (`default_vector_weight`),
-    when it holds the embedder's default; a tuned record, or one whose embedder reads every language
-    alike, is returned as it is (and the store is not read).
+    when it holds the embedder's default; a tuned record is returned as it is. The store is read only
+    for an embedder that knows one language (`english_only`); another gets its default weight.
 
     Example:
         >>> from rag import Document, HashingEmbedding
@@ -126,8 +145,10 @@ def for_collection(record: SearchRecord, embedder: str, store: VectorStore) -> S
         >>> fitted.vector_weight, fitted.language
         (0.3, 'de')
     """
-    if record.tuned_on is not None or record.mode is not None or not english_only(embedder):
+    if record.tuned:
         return record
+    if not english_only(embedder):
+        return replace(record, vector_weight=default_vector_weight(embedder))
     language = collection_language(store)
     weight = default_vector_weight(embedder, language)
     return replace(record, vector_weight=weight, language=language)

@@ -239,8 +239,8 @@ class SearchRequest:
 
     `mode` chooses the ranking: "vector" (cosine similarity), "lexical" (BM25 over the store's lexical
     index) or "hybrid" (both, fused: reciprocal rank fusion with constant `rrf_k`, or with
-    `fusion="weighted"` a blend of the two min-max normalised scores). `vector_weight` is the vector
-    ranking's share in either fusion (RRF weighs the rankings 2w and 2(1 - w), so 0.5 is plain RRF).
+    `fusion="weighted"` a blend of the two scores, each list scaled by its best). `vector_weight` is the
+    vector ranking's share in either fusion (RRF weighs the rankings 2w and 2(1 - w), so 0.5 is plain RRF).
     `filter`, `top_k` and `similarity_threshold` mean the same in every mode: the threshold always applies
     to the cosine similarity of a hit, so a lexical hit whose vector is less similar than the threshold is
     dropped.

@@ -58,7 +58,7 @@ class VectorStore(Protocol):
       BM25 over the store's lexical index (statistics over the whole collection; only documents with
       a query term are hits) and `score` is the BM25 score (> 0); "hybrid" fuses the vector ranking
       and the lexical ranking, each cut at `max(top_k, 100)` candidates, by reciprocal rank fusion
-      (`rrf_k`) or with `fusion="weighted"` a `vector_weight` blend of min-max normalised scores, and
+      (`rrf_k`) or with `fusion="weighted"` a `vector_weight` blend of scores scaled by each list's best, and
       `score` is the fused score. With `diversity` > 0, maximal marginal relevance over the mode's
       best `max(top_k, 100)` candidates (cosine between their stored vectors) chooses and orders the
       results; each keeps its mode's score. The pool being fixed up to 100, a shorter page of hybrid

@@ -151,7 +151,7 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     "--weights",
     callback=_number_list(float, 0.0, 1.0),
     metavar="W,...",
-    default="0,0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
+    default="0,0.05,0.1,0.15,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1",
     show_default=True,
     help="Vector weights --tune tries in hybrid mode, comma-separated.",
 )

@@ -67,7 +67,9 @@ def recorded_search(opened: OpenedStore) -> dict[str, Any]:
     search = record.search
     return {
         "mode": (search.mode if search else None) or DEFAULT_SEARCH_MODE,
-        "vector_weight": search.vector_weight if search else default_vector_weight(record.embedder),
+        "vector_weight": search.weight_for(record.embedder)
+        if search
+        else default_vector_weight(record.embedder),
         "origin": search_origin(record.embedder, search),
         "recorded": search.to_dict() if search else None,
     }

@@ -36,9 +36,9 @@ from rag.vectorstore import VectorStore
 
 __all__ = ["DEFAULT_TUNE_WEIGHTS", "TuneResult", "TuneRow", "pick_best", "tune"]
 
-# 0.05 is the hashing embedder's default (`rag.config`): a sweep should measure the setting in effect.
-DEFAULT_TUNE_WEIGHTS = (0.0, 0.05, *(step / 10 for step in range(1, 11)))
-"""The vector weights `tune` tries for hybrid search: 0, 0.05, 0.1, 0.2, ..., 1."""
+# 0.15 is the hashing embedder's default (`rag.config`): a sweep should measure the setting in effect.
+DEFAULT_TUNE_WEIGHTS = (0.0, 0.05, 0.1, 0.15, *(step / 10 for step in range(2, 11)))
+"""The vector weights `tune` tries for hybrid search: 0, 0.05, 0.1, 0.15, 0.2, 0.3, ..., 1."""
 _SIMPLER_FIRST: tuple[SearchMode, ...] = ("lexical", "vector", "hybrid")
 _TIE = 1e-9  # nDCG means that differ by less are the same ranking quality (float summation noise)
 _SHOWN = ("ndcg", "recall", "mrr", "hit_rate")

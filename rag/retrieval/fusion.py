@@ -1,4 +1,4 @@
-"""Fusing ranked lists: reciprocal rank fusion, and a weighted blend of normalised scores.
+"""Fusing ranked lists: reciprocal rank fusion, and a weighted blend of scaled scores.
 
 Both are deterministic: equal fused scores come out in ascending id order (code points), and the
 inputs are never reordered or mutated.
@@ -6,8 +6,8 @@ inputs are never reordered or mutated.
 Example:
     >>> reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=1)
     [('b', 0.8333333333333333), ('a', 0.5), ('c', 0.3333333333333333)]
-    >>> weighted_fusion([("a", 0.9), ("b", 0.5)], [("b", 7.0), ("c", 3.0)], vector_weight=0.75)
-    [('a', 0.75), ('b', 0.25), ('c', 0.0)]
+    >>> weighted_fusion([("a", 0.8), ("b", 0.4)], [("b", 8.0), ("c", 2.0)], vector_weight=0.75)
+    [('a', 0.75), ('b', 0.625), ('c', 0.0625)]
 """
 
 from __future__ import annotations
@@ -53,30 +53,31 @@ def reciprocal_rank_fusion(
     return _ranked({doc_id: math.fsum(terms) for doc_id, terms in parts.items()})
 
 
-def _min_max(hits: Sequence[tuple[str, float]], name: str) -> dict[str, float]:
-    """Scores rescaled to [0, 1]: the best becomes 1, the worst 0; all equal (or a single hit) become 1."""
+def _scaled(hits: Sequence[tuple[str, float]], name: str) -> dict[str, float]:
+    """Scores divided by the list's best: the best becomes 1, a score half as high 0.5; a score below
+    zero (a negative cosine), or every score when the best is not above zero, becomes 0."""
     scores: dict[str, float] = {}
     for doc_id, score in hits:
         if not math.isfinite(score):
             raise InvalidRequestError(f"{name} score of {doc_id!r} is not finite: {score!r}")
         scores.setdefault(doc_id, score)  # a repeated id keeps its first (best-ranked) score
-    if not scores:
-        return scores
-    low, high = min(scores.values()), max(scores.values())
-    if high == low:
-        return dict.fromkeys(scores, 1.0)
-    return {doc_id: (score - low) / (high - low) for doc_id, score in scores.items()}
+    best = max(scores.values(), default=0.0)
+    if best <= 0.0:
+        return dict.fromkeys(scores, 0.0)
+    return {doc_id: max(score, 0.0) / best for doc_id, score in scores.items()}
 
 
 def weighted_fusion(
     vector: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], vector_weight: float
 ) -> list[tuple[str, float]]:
-    """`vector_weight * v + (1 - vector_weight) * l`, with each list's scores min-max normalised to [0, 1].
+    """`vector_weight * v + (1 - vector_weight) * l`, with each list's scores divided by its best.
 
-    Min-max (as Weaviate's relative score fusion) puts cosine similarities and BM25 scores, which live
-    on unrelated scales, on one: within each list the best hit gets 1 and the worst 0. An id missing
-    from a list gets 0 from it, as does the last hit of that list; a list whose scores are all equal
-    gives each of its hits 1. The fused score is in [0, 1].
+    Cosine similarities and BM25 scores live on unrelated scales; dividing each list by its best
+    score puts both on [0, 1] (the best hit of each list gets 1) and keeps how far apart the scores
+    are. The hundred cosines of a candidate list often lie close together (0.30 to 0.36, say): scaled
+    by the best they stay close, where min-max normalisation would stretch them across [0, 1] and let
+    near-ties in one list outvote clear leads in the other. An id missing from a list gets 0 from it,
+    as does a negative cosine. The fused score is in [0, 1].
 
     Raises:
         InvalidRequestError: `vector_weight` outside [0, 1], or a score that is not finite.
@@ -85,7 +86,7 @@ def weighted_fusion(
         raise InvalidRequestError(f"vector_weight must be within [0, 1], got {vector_weight!r}")
     if not 0.0 <= vector_weight <= 1.0:
         raise InvalidRequestError(f"vector_weight must be within [0, 1], got {vector_weight!r}")
-    dense, sparse = _min_max(vector, "vector"), _min_max(lexical, "lexical")
+    dense, sparse = _scaled(vector, "vector"), _scaled(lexical, "lexical")
     fused = {
         doc_id: vector_weight * dense.get(doc_id, 0.0) + (1.0 - vector_weight) * sparse.get(doc_id, 0.0)
         for doc_id in (*dense, *sparse)

@@ -73,22 +73,21 @@ def test_tune_records_the_best_mode_and_later_searches_use_it(
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["mode", "weight", "ndcg@3", "recall@3", "mrr@3", "hit_rate@3"]
-    assert [line[2:17].split() for line in lines[1:15]] == [
+    assert [line[2:17].split() for line in lines[1:16]] == [
         ["vector", "-"],
         ["lexical", "-"],
-        ["hybrid", "0"],
-        ["hybrid", "0.05"],  # the hashing embedder's default weight
-        *[["hybrid", f"{step / 10:g}"] for step in range(1, 11)],
+        *[["hybrid", w] for w in ("0", "0.05", "0.1", "0.15")],  # 0.15: the hashing embedder's default
+        *[["hybrid", f"{step / 10:g}"] for step in range(2, 11)],
     ]
     assert lines[2].startswith("* lexical ")  # the chosen row is marked
-    assert lines[15] == "best: lexical (nDCG@3 1.000)"
-    assert lines[16].startswith("was:  hybrid, vector weight 0.05 (nDCG@3 ")
+    assert lines[16] == "best: lexical (nDCG@3 1.000)"
+    assert lines[17].startswith("was:  hybrid, vector weight 0.15 (nDCG@3 ")
     assert float(lines[1].split()[2]) < 1.0  # vector search did lose
     record = _search_record(rag_home)
     assert record.pop("tuned_at")
     assert record == {
         "mode": "lexical",
-        "vector_weight": 0.05,  # the weight in effect is kept when a single mode wins
+        "vector_weight": 0.15,  # the weight in effect is kept when a single mode wins
         "tuned_on": str(labelled.resolve()),
         "top_k": 3,
         "ndcg": 1.0,

@@ -58,7 +58,7 @@ def test_a_new_home_records_the_weight_that_suits_its_embedder(
     )
     assert result.exit_code == 0, result.stderr
     records = _records(rag_home)
-    assert records["numpy:rag"]["search"] == {"vector_weight": 0.05}
+    assert records["numpy:rag"]["search"] == {"vector_weight": 0.15}
     assert records["numpy:semantic"]["search"] == {"vector_weight": 0.5, "language": "en"}
     info = cli("info", "--store", "numpy", "--collection", "semantic", "--json")
     assert json.loads(info.stdout)["search"] == {
@@ -68,10 +68,10 @@ def test_a_new_home_records_the_weight_that_suits_its_embedder(
         "recorded": {"vector_weight": 0.5, "language": "en"},
     }
     text = cli("info", "--store", "numpy").stdout
-    assert "search:          hybrid, vector weight 0.05 (default for embedder hashing)\n" in text
+    assert "search:          hybrid, vector weight 0.15 (default for embedder hashing)\n" in text
     # Ingesting again keeps the record as it is.
     assert cli("ingest", docs, "--store", "numpy").exit_code == 0
-    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.05}
+    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.15}
 
 
 def test_query_ask_and_chat_search_with_the_recorded_weight(
@@ -109,12 +109,32 @@ def test_a_home_written_before_the_record_uses_the_embedders_default(
     (rag_home / "stores.json").write_text(json.dumps(records), encoding="utf-8")
     assert cli("query", "tides", "--store", "numpy").exit_code == 0
     assert cli("query", "tides", *st).exit_code == 0
-    assert [s.vector_weight for s in searches] == [0.05, 0.5]
+    assert [s.vector_weight for s in searches] == [0.15, 0.5]
     info = json.loads(cli("info", *st, "--json").stdout)["search"]
     assert info["vector_weight"] == 0.5 and info["recorded"] is None
     assert info["origin"] == "default for embedder st; not recorded: the home predates search records"
     assert cli("ingest", docs, *st).exit_code == 0  # ingesting again does not invent a record
     assert "search" not in _records(rag_home)["numpy:semantic"]
+
+
+def test_an_older_default_in_the_record_gives_way_to_this_releases_default(
+    cli: RunCli, docs: Path, rag_home: Path, searches: list[SearchRequest]
+) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    assert cli("ingest", docs, "--store", "numpy", "--collection", "tuned").exit_code == 0
+    records = _records(rag_home)
+    records["numpy:rag"]["search"] = {"vector_weight": 0.05}  # an earlier release's default, not tuned
+    tuned = {"vector_weight": 0.05, "mode": "hybrid", "tuned_on": "q.jsonl", "tuned_at": "2026-01-01T00:00Z"}
+    records["numpy:tuned"]["search"] = tuned
+    (rag_home / "stores.json").write_text(json.dumps(records), encoding="utf-8")
+    assert cli("query", "tides", "--store", "numpy").exit_code == 0
+    info = json.loads(cli("info", "--store", "numpy", "--json").stdout)["search"]
+    assert (info["vector_weight"], info["recorded"]) == (0.15, {"vector_weight": 0.05})
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0  # the record catches up
+    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.15}
+    # A tuned weight is the user's measurement: it stays.
+    assert cli("query", "tides", "--store", "numpy", "--collection", "tuned").exit_code == 0
+    assert [s.vector_weight for s in searches] == [0.15, 0.05]
 
 
 def test_a_broken_record_is_named(cli: RunCli, docs: Path, rag_home: Path) -> None:
@@ -158,7 +178,7 @@ def test_an_english_only_embedder_gets_a_smaller_share_over_text_in_another_lang
     assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.5, "language": "en"}
     # The hashing embedder reads every language alike: its weight does not follow the language.
     assert cli("ingest", folder, "--store", "numpy", "--collection", "offline").exit_code == 0
-    assert _records(rag_home)["numpy:offline"]["search"] == {"vector_weight": 0.05}
+    assert _records(rag_home)["numpy:offline"]["search"] == {"vector_weight": 0.15}
 
 
 def test_a_tuned_weight_is_kept_whatever_the_language(

@@ -18,7 +18,7 @@ from tests.rag.recording_store import RecordingStore
 
 
 def test_the_weight_table_is_keyed_by_embedder_family() -> None:
-    assert dict(VECTOR_WEIGHT_BY_EMBEDDER) == {"hashing": 0.05, "st": 0.5, "openai": 0.5}
+    assert dict(VECTOR_WEIGHT_BY_EMBEDDER) == {"hashing": 0.15, "st": 0.5, "openai": 0.5}
     assert [embedder_family(s) for s in ("Hashing:2048", "sentence-transformers:m", "openai:e3", None)] == [
         "hashing",
         "st",
@@ -27,15 +27,15 @@ def test_the_weight_table_is_keyed_by_embedder_family() -> None:
     ]
     assert default_vector_weight("st:/models/all-MiniLM-L6-v2") == 0.5
     assert default_vector_weight("openai:text-embedding-3-small") == 0.5
-    assert default_vector_weight("hashing:1024") == 0.05
-    assert default_vector_weight("someday:model") == 0.05  # an unknown family: the general default
+    assert default_vector_weight("hashing:1024") == 0.15
+    assert default_vector_weight("someday:model") == 0.15  # an unknown family: the general default
 
 
 def test_unset_settings_take_the_embedders_default() -> None:
     env = Settings.from_env({})
     assert (env.search_mode, env.vector_weight) == (None, None)
     assert Settings(embedder="st:m").search_request().vector_weight == 0.5
-    assert Settings().search_request().vector_weight == 0.05
+    assert Settings().search_request().vector_weight == 0.15
     assert Settings(embedder="st:m", vector_weight=0.0).search_request().vector_weight == 0.0
     chosen = Settings.from_env({"RAG_VECTOR_WEIGHT": "0.7", "RAG_SEARCH_MODE": "Vector"})
     assert (chosen.search_mode, chosen.vector_weight) == ("vector", 0.7)

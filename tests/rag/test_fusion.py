@@ -49,22 +49,35 @@ def test_rrf_properties(rankings: list[list[str]], k: int) -> None:
         assert [doc_id for doc_id, _ in fused] == list(dict.fromkeys(rankings[0]))
 
 
-def test_weighted_fusion_blends_min_max_normalised_scores() -> None:
-    vector = [("a", 0.9), ("b", 0.7), ("c", 0.5)]
-    lexical = [("c", 12.0), ("d", 4.0), ("a", 2.0)]
-    # normalised: vector a 1, b 0.5, c 0; lexical c 1, d 0.2, a 0.
+def test_weighted_fusion_blends_scores_scaled_by_each_lists_best() -> None:
+    vector = [("a", 0.8), ("b", 0.6), ("c", 0.4)]
+    lexical = [("c", 12.0), ("d", 6.0), ("a", 3.0)]
+    # scaled: vector a 1, b 0.75, c 0.5; lexical c 1, d 0.5, a 0.25.
     fused = weighted_fusion(vector, lexical, 0.25)
     assert [doc_id for doc_id, _ in fused] == ["c", "a", "d", "b"]
-    assert dict(fused) == pytest.approx({"c": 0.75, "a": 0.25, "d": 0.15, "b": 0.125})
+    assert dict(fused) == pytest.approx({"c": 0.875, "a": 0.4375, "d": 0.375, "b": 0.1875})
     assert [doc_id for doc_id, _ in weighted_fusion(vector, lexical, 1.0)] == ["a", "b", "c", "d"]
     assert [doc_id for doc_id, _ in weighted_fusion(vector, lexical, 0.0)] == ["c", "d", "a", "b"]
 
 
+def test_close_cosines_do_not_outvote_a_clear_bm25_lead() -> None:
+    # A hundred candidates' cosines often lie close together. Min-max stretched 0.31 against 0.30 to
+    # 1 against 0, so a sliver of cosine beat a BM25 score three times higher; scaling keeps them close.
+    vector = [("sliver", 0.31), ("lead", 0.30)]
+    lexical = [("lead", 9.0), ("sliver", 3.0), ("other", 1.0)]
+    fused = weighted_fusion(vector, lexical, 0.5)
+    assert [doc_id for doc_id, _ in fused] == ["lead", "sliver", "other"]
+    assert dict(fused) == pytest.approx(
+        {"lead": 0.5 * 0.30 / 0.31 + 0.5, "sliver": 0.5 + 0.5 / 3, "other": 0.5 / 9}
+    )
+
+
 def test_weighted_fusion_edge_cases() -> None:
     assert weighted_fusion([], [], 0.5) == []
-    assert weighted_fusion([("only", -0.3)], [], 0.5) == [("only", 0.5)]  # a single hit normalises to 1
+    assert weighted_fusion([("only", -0.3)], [], 0.5) == [("only", 0.0)]  # a negative cosine counts 0
     assert weighted_fusion([("b", 0.4), ("a", 0.4)], [], 1.0) == [("a", 1.0), ("b", 1.0)]
-    assert weighted_fusion([("a", 0.9), ("a", 0.1), ("b", 0.5)], [], 1.0) == [("a", 1.0), ("b", 0.0)]
+    assert weighted_fusion([("a", 0.8), ("a", 0.1), ("b", 0.4)], [], 1.0) == [("a", 1.0), ("b", 0.5)]
+    assert weighted_fusion([("a", 0.5), ("b", -0.5)], [("b", 2.0)], 0.5) == [("a", 0.5), ("b", 0.5)]
     with pytest.raises(InvalidRequestError, match="vector_weight must be within"):
         weighted_fusion([], [], 1.5)
     with pytest.raises(InvalidRequestError, match="lexical score of 'x' is not finite: nan"):
