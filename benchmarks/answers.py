@@ -40,6 +40,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 # benchmarks/ingest.py shares its name with the `ingest` package: keep this folder off the import path.
 _HERE = Path(__file__).resolve().parent
@@ -102,8 +103,7 @@ def _rag(home: Path, *args: str) -> str:
 
 def quoted_words(answer: str) -> int:
     """Words a user reads as the answer: its lines after the heading, without `[source]` tags."""
-    lines = answer.splitlines()[1:] if len(answer.splitlines()) > 1 else []
-    return sum(len(_TAG.sub("", line).lstrip("- ").split()) for line in lines)
+    return sum(len(_TAG.sub("", line).lstrip("- ").split()) for line in answer.splitlines()[1:])
 
 
 def _mean(rows: list[Scored]) -> dict[str, float]:
@@ -112,7 +112,7 @@ def _mean(rows: list[Scored]) -> dict[str, float]:
     return {c: sum(getattr(r, f) for r in rows) / n for c, f in zip(COLUMNS, fields, strict=True)}
 
 
-def measure(folder: Path, misses: int) -> tuple[dict[str, object], dict[str, list[Scored]]]:
+def measure(folder: Path, misses: int) -> tuple[dict[str, Any], dict[str, list[Scored]]]:
     """Ingest and evaluate through the CLI, then per question through the Python API."""
     questions = load_questions(folder / "questions.jsonl")
     golds = {
