@@ -25,7 +25,8 @@ sentence is quoted after it ("E-214: valve stuck open: Water kept flowing..."). 
 list brings the whole list, one line per item, so "How do I install it?" gets every step (and a
 "How do I ...?" question prefers numbered steps).
 A paragraph ending with ":" is quoted with the one short line after it, so "Use this command line:"
-comes with its command; and a sentence does not end after an abbreviation ("eg.", "i.e.", "etc.").
+comes with its command; and a sentence does not end after an abbreviation ("eg.", "i.e.", "St.") or an
+initial ("J. S. Bach").
 
 A context block is the text between two lines of five or more dashes, in the system message or the last
 user message. Inside it, a line `[n]` (optionally followed by `(source: S, page P)`) starts a document. If no
