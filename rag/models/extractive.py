@@ -25,7 +25,8 @@ sentence is quoted after it ("E-214: valve stuck open: Water kept flowing..."). 
 list brings the whole list, one line per item, so "How do I install it?" gets every step (and a
 "How do I ...?" question prefers numbered steps).
 A paragraph ending with ":" is quoted with the one short line after it, so "Use this command line:"
-comes with its command; and a sentence does not end after an abbreviation ("eg.", "i.e.", "etc.").
+comes with its command; and a sentence does not end after an abbreviation ("eg.", "i.e.", "St.") or an
+initial ("J. S. Bach").
 
 A context block is the text between two lines of five or more dashes, in the system message or the last
 user message. Inside it, a line `[n]` (optionally followed by `(source: S, page P)`) starts a document. If no
@@ -40,6 +41,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from itertools import pairwise
 
 from rag.chat.messages import AssistantMessage, ChatOptions, ChatResponse, Prompt, Usage
 from rag.models.extractive_text import Passage, Sentence, find_context, gist, sentences, terms
@@ -58,11 +60,14 @@ NO_MATCH = (
 _WORD = re.compile(r"\w+")
 _CLOSED = re.compile(r"[.!?:;]\s*$")
 _HEADING_WEIGHT = 0.5  # a question word in a heading above a sentence, against one in the sentence
-_KEEP = 0.35  # a sentence scoring below this share of the best one is not quoted
+_KEEP = 0.45  # a sentence scoring below this share of the best one is not quoted
 _MAX_ITEMS = 10  # the most items of one numbered list quoted together
 # "How do I ...?" asks for a procedure: a numbered list's items (steps) count this much more.
 _PROCEDURE = re.compile(r"\bhow\s+(?:do|does|can|could|should|would|must|to)\b", re.IGNORECASE)
 _STEPS_BONUS = 1.5
+_LENGTH_DAMPING = 0.25  # a long sentence's match is divided by (words / 8) to this power
+_NEAR_WEIGHT = 0.2  # a question word in the sentence before or after (same paragraph), against one in it
+_RANK_DECAY = 0.1  # the n-th retrieved passage's sentences weigh 1 / (1 + decay * (n - 1))
 
 
 def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> list[Sentence]:
@@ -77,6 +82,11 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
     scoring), so "Who reported that read tokens could open valves?" quotes the sentence about read
     tokens and the one naming who reported it, rather than two about tokens. A "How do I ...?" question
     asks for steps: the items of numbered lists count half as much again.
+
+    A question word only in the sentence just before or after (same paragraph) counts a fifth: "It
+    was held in the old granary." answers "Where was the open day held?" after "The open day moved to
+    Monday.". A long sentence's match is damped by the fourth root of its length, and the sentences of
+    the n-th passage weigh 1 / (1 + 0.1 (n - 1)): the retriever's order is evidence too.
     """
     found = sentences(passages)
     wanted = frozenset(terms(question))
@@ -85,15 +95,18 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
     frequency: Counter[str] = Counter(term for s in found for term in s.terms | s.heading)
     n = len(found)
     normalized_question = " ".join(_WORD.findall(question.lower()))
+    near = _neighbours(found)
 
     def weight(words: frozenset[str]) -> float:
         return sum(math.log(1.0 + n / frequency[t]) for t in words)
 
     def score(sentence: Sentence, asked: frozenset[str]) -> float:
         own = asked & sentence.terms
-        matched = weight(own) / math.sqrt(max(sentence.length, 8) / 8)  # long sentences match by size
+        damping = math.pow(max(sentence.length, 8) / 8, _LENGTH_DAMPING)  # long sentences match by size
         headed = weight((asked & sentence.heading) - own)
-        return matched + _HEADING_WEIGHT * headed / (1 + sentence.lead)
+        beside = weight((asked & near.get(sentence.order, frozenset())) - own - sentence.heading)
+        total = weight(own) / damping + _HEADING_WEIGHT * headed / (1 + sentence.lead) + _NEAR_WEIGHT * beside
+        return total / (1.0 + _RANK_DECAY * sentence.passage)
 
     def answers(sentence: Sentence) -> bool:
         # a question (the user's echoed, or an FAQ's) is not an answer
@@ -112,6 +125,18 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
         said = gist(pick.text)  # a sentence saying the same again is not quoted twice
         pool = [s for s in pool if gist(s.text) != said and (pick.group < 0 or s.group != pick.group)]
     return chosen
+
+
+def _neighbours(found: Sequence[Sentence]) -> dict[int, frozenset[str]]:
+    """The terms of the sentences just before and after each sentence in its paragraph (list item),
+    by `order`: "The event was held at SAP Center." answers "Where was media day held?" because the
+    sentence before it names media day."""
+    near: dict[int, frozenset[str]] = {}
+    for first, second in pairwise(found):
+        if first.unit == second.unit:
+            near[first.order] = near.get(first.order, frozenset()) | second.terms
+            near[second.order] = near.get(second.order, frozenset()) | first.terms
+    return near
 
 
 def _quote(sentence: Sentence, found: Sequence[Sentence]) -> list[str]:
@@ -149,7 +174,7 @@ class ExtractiveChatModel:
         - Run pip install rag. [install.md]
     """
 
-    def __init__(self, *, max_sentences: int = 3, max_sentence_chars: int = 400) -> None:
+    def __init__(self, *, max_sentences: int = 3, max_sentence_chars: int = 600) -> None:
         self._max_sentences = max_sentences
         self._max_chars = max_sentence_chars
 

@@ -24,7 +24,9 @@ __all__ = ["Passage", "Sentence", "find_context", "sentences", "terms"]
 
 _RULE = re.compile(r"^[ \t]*-{5,}[ \t]*$", re.MULTILINE)
 _HEADER = re.compile(r"^[ \t]*\[(\d+)\][ \t]*(?:\(([^)\n]*)\))?[ \t]*(.*)$", re.MULTILINE)
-_SOURCE = re.compile(r"source:\s*(.+?)(?:,\s*page\s*:?\s*([^,]+?))?\s*(?:,.*)?$", re.IGNORECASE)
+# `source: S`, then optionally `, page P` and other `, key: value` fields; S may hold commas itself
+# (`Fresno,_California.md`).
+_SOURCE = re.compile(r"source:\s*(.+?)(?:,\s*page\s*:?\s*([^,]+?))?\s*(?:,\s*[\w-]+\s*:.*)?$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _LIST_OR_HEADING = re.compile(r"^\s*(?:#{1,6}\s+|[-*•]\s+|\d+[.)]\s+)")
 _HEADING = re.compile(r"^\s*#{1,6}(?:\s|$)")
@@ -34,10 +36,14 @@ _NUMBERED_TITLE = 5  # the most words of a numbered section title ("4. Status LE
 _ROW = re.compile(r"^\s*\|.*\|\s*$")  # a Markdown table row stands alone
 _CLOSED = re.compile(r"[.!?:;)\]\"'”’…。！？]\s*$")
 _WORD = re.compile(r"[^\W_]+")  # snake_case names are words: allow_commands, WEB__PORT
-# A sentence that ends in one of these did not end: "(eg. 20 to 30 times)", "i.e. it", "etc. and".
+# A sentence that ends in one of these did not end: "(eg. 20 to 30 times)", "i.e. it", "etc. and",
+# "St. George", "c. 1400", "Dr. Smith", and an initial ("J. S. Bach", "U.S. Army").
 _ABBREVIATION = re.compile(
-    r"(?:^|[\s(\[])(?:e\.?g|i\.?e|etc|vs|cf|approx|incl|resp|viz|no|fig|sec|ch|vol|pp?)\.$", re.IGNORECASE
+    r"(?:^|[\s(\[])(?:e\.?g|i\.?e|etc|vs|cf|approx|incl|resp|viz|no|fig|sec|ch|vol|pp?"
+    r"|st|c|ca|mr|mrs|ms|dr|prof|jr|sr|mt|ft|gen|col|lt|sgt|rev|gov)\.$",
+    re.IGNORECASE,
 )
+_INITIAL = re.compile(r"(?:^|[\s(\[.])[A-Z]\.$")
 _MAX_INTRODUCED = 160  # the longest line quoted with the sentence that introduces it (a command line)
 _STOPWORDS_TEXT = """
 a about after all also an and any are as at be been before being but by can
@@ -45,7 +51,7 @@ could did do does doing for from had has have how i if in into is it its
 just me more most my no not of on once only or other our out over own same
 should so some such than that the their them then there these they this those through to too
 under until up very was we were what when where which while who whom why will with would
-you your please tell explain describe give show
+you your please tell explain describe give show many much
 """
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 
@@ -64,8 +70,9 @@ class Sentence:
 
     `heading` holds the terms of the headings (or of the FAQ question) above it in its passage,
     `title` the nearest heading's text, `lead` its place under that heading (0: the first sentence).
-    A numbered list's sentences share `group` (-1 outside one) and carry their item's `marker` ("2.")
-    and `unit` (the item: its sentences share it).
+    A numbered list's sentences share `group` (-1 outside one) and carry their item's `marker` ("2.");
+    `unit` is the paragraph, list item or table row (its sentences share it), `passage` the index of
+    the passage in the prompt (0: the one retrieved first).
     """
 
     text: str
@@ -80,6 +87,7 @@ class Sentence:
     group: int = -1
     unit: int = -1
     marker: str = ""
+    passage: int = 0
 
 
 @functools.cache
@@ -191,7 +199,7 @@ def _split_sentences(unit: str) -> list[str]:
     pieces = _SENTENCE_END.split(unit)
     out: list[str] = []
     for piece in pieces:
-        if out and _ABBREVIATION.search(out[-1]):
+        if out and (_ABBREVIATION.search(out[-1]) or _INITIAL.search(out[-1])):
             out[-1] = f"{out[-1]} {piece}"
         else:
             out.append(piece)
@@ -229,7 +237,7 @@ def sentences(passages: Sequence[Passage]) -> list[Sentence]:
     or in paragraphs one after another, form one list."""
     out: list[Sentence] = []
     groups = units = 0
-    for passage in passages:
+    for index, passage in enumerate(passages):
         heading: frozenset[str] = frozenset()
         asked: frozenset[str] = frozenset()
         title, lead, group = "", 0, -1
@@ -270,6 +278,7 @@ def sentences(passages: Sequence[Passage]) -> list[Sentence]:
                             group if marker else -1,
                             units,
                             marker,
+                            index,
                         )
                     )
                     if asks:

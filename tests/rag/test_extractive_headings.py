@@ -27,8 +27,10 @@ def test_markdown_headings_and_title_lines_are_never_quoted_alone() -> None:
 
 
 def test_list_items_and_sentences_without_a_full_stop_are_still_quoted() -> None:
-    passages = "[1] (source: steps.md)\n- run the upload server\n\n[2] (source: faq.md)\nThe server is up!"
+    passages = (
+        "[1] (source: steps.md)\n- run the upload server\n\n[2] (source: faq.md)\nThe upload server is up!"
+    )
     assert _answer(passages, "upload server") == [
         "- run the upload server [steps.md]",
-        "- The server is up! [faq.md]",
+        "- The upload server is up! [faq.md]",
     ]
