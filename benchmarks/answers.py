@@ -24,7 +24,10 @@ Usage:
         [--misses N]
 
 `--misses N` prints N questions of the tuning half whose answer lacks every gold answer although a
-passage holds one, with the answer given. Target (issue): `contains` >= 0.90.
+passage holds one, with the answer given. Target: `contains` >= 0.90 on the held-out half.
+
+`benchmarks/quality.py --sets squad` scores its answer column with this module's `score_answers`,
+`halves` and `mean`, at the search it measures (the set's default, or `--vector-weight`/`--fusion`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -48,10 +52,19 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 from rag.cli._common import open_store  # noqa: E402
 from rag.config import Settings  # noqa: E402
-from rag.eval import AnswerScorer, QueryEmbeddingCache, answer_contains, load_questions, token_f1  # noqa: E402
+from rag.documents import SearchRequest  # noqa: E402
+from rag.eval import (  # noqa: E402
+    AnswerScorer,
+    QueryEmbeddingCache,
+    QuestionSet,
+    answer_contains,
+    load_questions,
+    token_f1,
+)
 from rag.models import ExtractiveChatModel  # noqa: E402
 from rag.retrieval.documents_view import DocumentsView  # noqa: E402
 from rag.retrieval.windows import ANSWER_WINDOW  # noqa: E402
+from rag.vectorstore import VectorStore  # noqa: E402
 
 _ROOT = _HERE.parent
 SET = Path(tempfile.gettempdir()) / "rag-bench" / "squad"
@@ -106,19 +119,56 @@ def quoted_words(answer: str) -> int:
     return sum(len(_TAG.sub("", line).lstrip("- ").split()) for line in answer.splitlines()[1:])
 
 
-def _mean(rows: list[Scored]) -> dict[str, float]:
+def mean(rows: list[Scored]) -> dict[str, float]:
+    """Each column's mean over `rows` (0 for none)."""
     n = max(len(rows), 1)
     fields = ("hit", "in_context", "contains", "any_gold", "f1", "words", "unanswered")
     return {c: sum(getattr(r, f) for r in rows) / n for c, f in zip(COLUMNS, fields, strict=True)}
 
 
+def gold_answers(path: Path) -> dict[str, list[str]]:
+    """Every gold answer of each question in a questions.jsonl, by id (`answers`, else `answer`)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {r["id"]: r.get("answers") or [r["answer"]] for r in map(json.loads, filter(str.strip, lines))}
+
+
+def score_answers(
+    store: VectorStore, request: SearchRequest, questions: QuestionSet, golds: Mapping[str, list[str]]
+) -> Iterator[tuple[str, Scored]]:
+    """Each question's extractive answer from `request`'s top hits, as `rag eval` and `rag ask` read them
+    (each page once, each hit widened by its neighbouring chunks), with its figures."""
+    view = DocumentsView(store, window=ANSWER_WINDOW)
+    scorer = AnswerScorer(ExtractiveChatModel())
+    for question in questions:
+        hits = view.similarity_search(request.replace(query=question.text))
+        answer = scorer.answer(question.text, hits)
+        gold = question.answer or ""
+        pages = {str(d.metadata.get("source")) for d in hits}
+        passages = " ".join(d.text for d in hits)
+        yield (
+            answer,
+            Scored(
+                hit=float(any(r.source in pages for r in question.relevant)),
+                in_context=max(answer_contains(passages, g) for g in golds[question.id]),
+                contains=answer_contains(answer, gold),
+                any_gold=max(answer_contains(answer, g) for g in golds[question.id]),
+                f1=token_f1(answer, gold),
+                words=quoted_words(answer),
+                unanswered=float(answer.startswith("I cannot answer")),
+            ),
+        )
+
+
+def halves(rows: list[Scored]) -> dict[str, list[Scored]]:
+    """`rows` (in questions.jsonl order) as all, the tuning half (even 0-based positions) and the
+    held-out half (odd ones)."""
+    return {"all": rows, "tuning": rows[0::2], "held-out": rows[1::2]}
+
+
 def measure(folder: Path, misses: int) -> tuple[dict[str, Any], dict[str, list[Scored]]]:
     """Ingest and evaluate through the CLI, then per question through the Python API."""
     questions = load_questions(folder / "questions.jsonl")
-    golds = {
-        record["id"]: record["answers"]
-        for record in map(json.loads, (folder / "questions.jsonl").read_text(encoding="utf-8").splitlines())
-    }
+    golds = gold_answers(folder / "questions.jsonl")
     with tempfile.TemporaryDirectory(prefix="rag-answers-") as tmp:
         home = Path(tmp)
         _rag(home, "ingest", str(folder / "docs"), "--store", "numpy")
@@ -140,37 +190,18 @@ def measure(folder: Path, misses: int) -> tuple[dict[str, Any], dict[str, list[S
             Settings.from_env({"RAG_HOME": str(home), "RAG_STORE": "numpy"}), wrap_model=QueryEmbeddingCache
         )
         try:
-            base = opened.settings.search_request(top_k=TOP_K)
-            # what `rag eval` and `rag ask` read: each page once, each hit widened by its neighbours
-            view = DocumentsView(opened.store, window=ANSWER_WINDOW)
-            scorer = AnswerScorer(ExtractiveChatModel())
-            halves: dict[str, list[Scored]] = {"all": [], "tuning": [], "held-out": []}
+            request = opened.settings.search_request(top_k=TOP_K)
+            rows: list[Scored] = []
             shown = 0
-            for position, question in enumerate(questions):
-                hits = view.similarity_search(base.replace(query=question.text))
-                answer = scorer.answer(question.text, hits)
-                gold = question.answer or ""
-                any_gold = golds[question.id]
-                pages = {str(d.metadata.get("source")) for d in hits}
-                passages = " ".join(d.text for d in hits)
-                scored = Scored(
-                    hit=float(any(r.source in pages for r in question.relevant)),
-                    in_context=max(answer_contains(passages, g) for g in any_gold),
-                    contains=answer_contains(answer, gold),
-                    any_gold=max(answer_contains(answer, g) for g in any_gold),
-                    f1=token_f1(answer, gold),
-                    words=quoted_words(answer),
-                    unanswered=float(answer.startswith("I cannot answer")),
-                )
-                half = "tuning" if position % 2 == 0 else "held-out"
-                halves["all"].append(scored)
-                halves[half].append(scored)
-                if half == "tuning" and shown < misses and scored.in_context and not scored.any_gold:
+            scored = score_answers(opened.store, request, questions, golds)
+            for position, (question, (answer, row)) in enumerate(zip(questions, scored, strict=True)):
+                rows.append(row)
+                if position % 2 == 0 and shown < misses and row.in_context and not row.any_gold:
                     shown += 1
-                    print(f"--- miss: {question.text}\n    gold: {any_gold}\n{answer}\n")
+                    print(f"--- miss: {question.text}\n    gold: {golds[question.id]}\n{answer}\n")
         finally:
             opened.close()
-    return cli, halves
+    return cli, halves(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", type=int, default=0, help="print N misses of the tuning half")
     args = parser.parse_args(argv)
     folder = _dataset_module().ensure(args.set, args.sample, args.sdist)
-    cli, halves = measure(folder, args.misses)
+    cli, split = measure(folder, args.misses)
     row = cli["settings"][0]
     print(
         f"rag eval (CLI, {row.get('mode', '')} top {TOP_K}, {row['questions']} questions): "
@@ -191,11 +222,11 @@ def main(argv: list[str] | None = None) -> int:
         f"answer_f1 {row['answer_f1']:.3f}"
     )
     print(f"{'questions':<18}{'n':>5}" + "".join(f"{c:>10}" for c in COLUMNS))
-    for name, rows in halves.items():
-        means = _mean(rows)
+    for name, rows in split.items():
+        means = mean(rows)
         cells = "".join(f"{means[c]:>10.1f}" if c == "words" else f"{means[c]:>10.3f}" for c in COLUMNS)
         print(f"{name:<18}{len(rows):>5}{cells}")
-    got = _mean(halves["held-out"])["contains"]
+    got = mean(split["held-out"])["contains"]
     print(
         f"target contains >= {TARGET:.2f} (held-out half): {got:.3f}, {'met' if got >= TARGET else 'NOT met'}"
     )

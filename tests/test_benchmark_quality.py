@@ -5,16 +5,25 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "quality.py"
 
 
-def test_each_set_is_scored_with_the_weight_the_other_sets_choose() -> None:
-    spec = importlib.util.spec_from_file_location("quality_under_test", SCRIPT)
+def _load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
+    return module
+
+
+def test_each_set_is_scored_with_the_weight_the_other_sets_choose() -> None:
+    module = _load(SCRIPT, "quality_under_test")
     sweeps = {
         "a": {0.0: 0.50, 0.05: 0.55, 0.5: 0.70},
         "b": {0.0: 0.60, 0.05: 0.60, 0.5: 0.50},
@@ -33,13 +42,7 @@ def test_a_question_is_outworded_when_another_page_holds_all_its_words_and_the_g
     from rag.eval.questions import parse_questions
     from stores import NumpyVectorStore
 
-    spec = importlib.util.spec_from_file_location(
-        "quality_trees_under_test", SCRIPT.parent / "quality_trees.py"
-    )
-    assert spec is not None and spec.loader is not None
-    trees = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = trees
-    spec.loader.exec_module(trees)
+    trees = _load(SCRIPT.parent / "quality_trees.py", "quality_trees_under_test")
     store = NumpyVectorStore(HashingEmbedding(32))
     store.add(
         [
@@ -53,3 +56,63 @@ def test_a_question_is_outworded_when_another_page_holds_all_its_words_and_the_g
         '{"question": "ends a foreach block", ' + gold + "}",
     ]
     assert trees._outworded(store, parse_questions(lines, "q.jsonl"), "en") == 0.5
+
+
+def _qa(qid: str, question: str, answer: str) -> dict[str, Any]:
+    return {"id": qid, "question": question, "answers": [{"text": answer, "answer_start": 0}]}
+
+
+def _article(title: str, context: str, *qas: dict[str, Any]) -> dict[str, Any]:
+    return {"title": title, "paragraphs": [{"context": context, "qas": list(qas)}]}
+
+
+SQUAD: dict[str, Any] = {
+    "version": "1.1",
+    "data": [
+        _article(
+            "Fresno,_California",
+            "Fresno lies in the San Joaquin Valley. Its airport opened in 1946.",
+            _qa("f1", "In which valley does Fresno lie?", "San Joaquin Valley"),
+        ),
+        _article(
+            "Pumps",
+            "A centrifugal pump moves water with a spinning impeller. Pumps need priming.",
+            _qa("p1", "What spinning part moves water in a centrifugal pump?", "impeller"),
+        ),
+        _article(
+            "Glaciers",
+            "Glaciers carve U-shaped valleys as they flow downhill. They hold fresh water.",
+            _qa("g1", "What shape are the valleys glaciers carve?", "U-shaped"),
+            _qa("g2", "Where do glaciers flow?", "downhill"),
+        ),
+    ],
+}
+
+
+def test_the_squad_set_is_measured_like_a_docs_tree_with_the_gold_answer_contained(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quality = _load(SCRIPT, "quality_under_test")
+    squad_style = _load(SCRIPT.parent / "datasets" / "squad_style.py", "squad_style_for_quality")
+    squad_style.build(SQUAD, tmp_path / "squad", sample=10, seed=1)
+    argv = [
+        "--sets",
+        "squad",
+        "--squad",
+        str(tmp_path / "squad"),
+        "--embedders",
+        "hashing",
+        "--weights",
+        "0.5",
+    ]
+    assert quality.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "== squad (answer set), embedder 'hashing': 4 questions" in out
+    assert "\nlexical      " in out and "\nhybrid 0.5   " in out  # hit@1, hit@4, nDCG@10 per mode
+    assert "held out (2-fold, fit on one half)" in out
+    assert (
+        "answer: the extractive answer contains the gold answer for 100.0% of questions "
+        "(100.0% of the held-out half;" in out
+    )
+    assert "target gold answer contained >= 90% (held-out half): 100.0%, met" in out
+    assert "target hit@1" not in out  # the page targets are the docs-tree sets'
