@@ -69,7 +69,7 @@ __all__ = [
 STORE_KINDS = ("chroma", "numpy", "pgvector")
 DEFAULT_STORE = "chroma"
 """The store kind of a new home when neither `--store` nor `RAG_STORE` names one."""
-# The weights below were chosen on seven query sets at once (docs/retrieval.md, "One weight for every
+# The weights below were chosen on six query sets at once (docs/retrieval.md, "One weight for every
 # set"): SciFact's training queries, the Python FAQ set and four docs trees in three languages; each set's
 # figure is reported held out, with the weight chosen on the other sets. A stronger embedder deserves a
 # larger RAG_VECTOR_WEIGHT: measure it on your own questions with `rag eval --tune`.
