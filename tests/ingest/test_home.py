@@ -254,7 +254,8 @@ def test_a_question_answer_advisor_searches_with_the_recorded_settings(tmp_path:
     from rag import ChatClient, ExtractiveChatModel, QuestionAnswerAdvisor
     from tests.rag.recording_store import RecordingStore
 
-    _write_records(tmp_path, {"numpy:rag": {**_record(search=False), "search": {"vector_weight": 0.7}}})
+    tuned = {"vector_weight": 0.7, "mode": "hybrid", "tuned_on": "q.jsonl", "tuned_at": "2026-01-01T00:00Z"}
+    _write_records(tmp_path, {"numpy:rag": {**_record(search=False), "search": tuned}})
     with open_home(tmp_path, settings=_settings(), create=True) as home:
         home.store.add(DOCS)
         recording = RecordingStore(home.store)
