@@ -11,7 +11,7 @@ before stores recorded this has no record: the embedder's default applies.
 Example:
     >>> record = SearchRecord(0.2)
     >>> resolve_search(Settings(), "st:all-MiniLM-L6-v2", None).search_request().vector_weight
-    0.5
+    0.7
     >>> resolve_search(Settings(), "hashing", record).search_request().mode
     'hybrid'
 """
@@ -86,7 +86,7 @@ class SearchRecord:
 
         Example:
             >>> SearchRecord(0.05).weight_for("st:all-MiniLM-L6-v2")
-            0.5
+            0.7
             >>> SearchRecord(0.2, "hybrid").weight_for("st:all-MiniLM-L6-v2")
             0.2
         """
@@ -143,7 +143,7 @@ def for_collection(record: SearchRecord, embedder: str, store: VectorStore) -> S
         >>> store.add([Document("a", "Die Häuser stehen am See.", {"lang": "de"})])
         >>> fitted = for_collection(SearchRecord(0.5), "st:all-MiniLM-L6-v2", store)
         >>> fitted.vector_weight, fitted.language
-        (0.3, 'de')
+        (0.15, 'de')
     """
     if record.tuned:
         return record

@@ -59,13 +59,13 @@ def test_a_new_home_records_the_weight_that_suits_its_embedder(
     assert result.exit_code == 0, result.stderr
     records = _records(rag_home)
     assert records["numpy:rag"]["search"] == {"vector_weight": 0.15}
-    assert records["numpy:semantic"]["search"] == {"vector_weight": 0.5, "language": "en"}
+    assert records["numpy:semantic"]["search"] == {"vector_weight": 0.7, "language": "en"}
     info = cli("info", "--store", "numpy", "--collection", "semantic", "--json")
     assert json.loads(info.stdout)["search"] == {
         "mode": "hybrid",
-        "vector_weight": 0.5,
+        "vector_weight": 0.7,
         "origin": "default for embedder st, text mostly in 'en'",
-        "recorded": {"vector_weight": 0.5, "language": "en"},
+        "recorded": {"vector_weight": 0.7, "language": "en"},
     }
     text = cli("info", "--store", "numpy").stdout
     assert "search:          hybrid, vector weight 0.15 (default for embedder hashing)\n" in text
@@ -80,14 +80,14 @@ def test_query_ask_and_chat_search_with_the_recorded_weight(
     st = ("--store", "numpy", "--collection", "semantic")
     assert cli("ingest", docs, *st, "--embedder", f"st:{tiny_bert}").exit_code == 0
     recorded = _ids(cli("query", "brass bolts for the lantern", *st, "--json"))
-    explicit = _ids(cli("query", "brass bolts for the lantern", *st, "--json", "--vector-weight", "0.5"))
+    explicit = _ids(cli("query", "brass bolts for the lantern", *st, "--json", "--vector-weight", "0.7"))
     assert recorded == explicit
     assert cli("ask", "Who logs fog signals?", *st, "--json").exit_code == 0
     result = cli("chat", *st, input="When do tides flood?\n/exit\n")
     assert result.exit_code == 0, result.stderr
     # Chat's long-term memory searches a store of its own, by vector: leave those out.
     documents = [s for s in searches if s.filter is None or s.filter == ~MEMORY_MARKER]
-    assert [(s.mode, s.vector_weight) for s in documents] == [("hybrid", 0.5)] * 4
+    assert [(s.mode, s.vector_weight) for s in documents] == [("hybrid", 0.7)] * 4
     # An option or the environment still wins over the record.
     searches.clear()
     assert cli("query", "tides", *st, "--vector-weight", "0.9").exit_code == 0
@@ -109,9 +109,9 @@ def test_a_home_written_before_the_record_uses_the_embedders_default(
     (rag_home / "stores.json").write_text(json.dumps(records), encoding="utf-8")
     assert cli("query", "tides", "--store", "numpy").exit_code == 0
     assert cli("query", "tides", *st).exit_code == 0
-    assert [s.vector_weight for s in searches] == [0.15, 0.5]
+    assert [s.vector_weight for s in searches] == [0.15, 0.7]
     info = json.loads(cli("info", *st, "--json").stdout)["search"]
-    assert info["vector_weight"] == 0.5 and info["recorded"] is None
+    assert info["vector_weight"] == 0.7 and info["recorded"] is None
     assert info["origin"] == "default for embedder st; not recorded: the home predates search records"
     assert cli("ingest", docs, *st).exit_code == 0  # ingesting again does not invent a record
     assert "search" not in _records(rag_home)["numpy:semantic"]
@@ -168,14 +168,14 @@ def test_an_english_only_embedder_gets_a_smaller_share_over_text_in_another_lang
         (folder / f"page{n}.md").write_text(f"# Page {n}\n\n{FRENCH}\n", encoding="utf-8")
     semantic = ("--store", "numpy", "--embedder", f"st:{tiny_bert}")
     assert cli("ingest", folder, *semantic).exit_code == 0
-    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.3, "language": "fr"}
+    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.15, "language": "fr"}
     info = json.loads(cli("info", "--store", "numpy", "--json").stdout)["search"]
-    assert (info["vector_weight"], info["origin"]) == (0.3, "default for embedder st, text mostly in 'fr'")
+    assert (info["vector_weight"], info["origin"]) == (0.15, "default for embedder st, text mostly in 'fr'")
     # The collection turns mostly English (more chunks in English): the English default comes back.
     for n in range(6):
         (folder / f"english{n}.md").write_text(f"# Page {n}\n\n{ENGLISH}\n", encoding="utf-8")
     assert cli("ingest", folder, "--store", "numpy").exit_code == 0
-    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.5, "language": "en"}
+    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.7, "language": "en"}
     # The hashing embedder reads every language alike: its weight does not follow the language.
     assert cli("ingest", folder, "--store", "numpy", "--collection", "offline").exit_code == 0
     assert _records(rag_home)["numpy:offline"]["search"] == {"vector_weight": 0.15}

@@ -18,15 +18,15 @@ from tests.rag.recording_store import RecordingStore
 
 
 def test_the_weight_table_is_keyed_by_embedder_family() -> None:
-    assert dict(VECTOR_WEIGHT_BY_EMBEDDER) == {"hashing": 0.15, "st": 0.5, "openai": 0.5}
+    assert dict(VECTOR_WEIGHT_BY_EMBEDDER) == {"hashing": 0.15, "st": 0.7, "openai": 0.7}
     assert [embedder_family(s) for s in ("Hashing:2048", "sentence-transformers:m", "openai:e3", None)] == [
         "hashing",
         "st",
         "openai",
         "hashing",
     ]
-    assert default_vector_weight("st:/models/all-MiniLM-L6-v2") == 0.5
-    assert default_vector_weight("openai:text-embedding-3-small") == 0.5
+    assert default_vector_weight("st:/models/all-MiniLM-L6-v2") == 0.7
+    assert default_vector_weight("openai:text-embedding-3-small") == 0.7
     assert default_vector_weight("hashing:1024") == 0.15
     assert default_vector_weight("someday:model") == 0.15  # an unknown family: the general default
 
@@ -34,7 +34,7 @@ def test_the_weight_table_is_keyed_by_embedder_family() -> None:
 def test_unset_settings_take_the_embedders_default() -> None:
     env = Settings.from_env({})
     assert (env.search_mode, env.vector_weight) == (None, None)
-    assert Settings(embedder="st:m").search_request().vector_weight == 0.5
+    assert Settings(embedder="st:m").search_request().vector_weight == 0.7
     assert Settings().search_request().vector_weight == 0.15
     assert Settings(embedder="st:m", vector_weight=0.0).search_request().vector_weight == 0.0
     chosen = Settings.from_env({"RAG_VECTOR_WEIGHT": "0.7", "RAG_SEARCH_MODE": "Vector"})
@@ -43,13 +43,13 @@ def test_unset_settings_take_the_embedders_default() -> None:
 
 def test_resolution_order_option_then_record_then_embedder() -> None:
     tuned = SearchRecord(0.8, "vector", "q.jsonl", "2026-01-01T00:00Z", 10, 0.5)
-    assert resolve_search(Settings(), "st:m", None).search_request().vector_weight == 0.5
+    assert resolve_search(Settings(), "st:m", None).search_request().vector_weight == 0.7
     resolved = resolve_search(Settings(), "st:m", tuned)
     assert (resolved.search_mode, resolved.vector_weight) == ("vector", 0.8)
     given = resolve_search(Settings(search_mode="lexical", vector_weight=0.1), "st:m", tuned)
     assert (given.search_mode, given.vector_weight) == ("lexical", 0.1)
     # `--embedder` given on the command line decides the default for a store with no record.
-    assert resolve_search(Settings(embedder="st:m"), "hashing", None).vector_weight == 0.5
+    assert resolve_search(Settings(embedder="st:m"), "hashing", None).vector_weight == 0.7
     assert search_origin("openai:e", SearchRecord(0.5)) == "default for embedder openai"
 
 
