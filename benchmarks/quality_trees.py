@@ -83,6 +83,7 @@ def _answered(store: VectorStore, questions: QuestionSet, request: SearchRequest
     """Share of questions whose extractive answer (top 4 of `request`) quotes the gold page."""
     from rag.advisors import QuestionAnswerAdvisor
     from rag.client import ChatClient
+    from rag.eval.answers import cites_source
     from rag.models import ExtractiveChatModel
 
     client = ChatClient(
@@ -90,9 +91,9 @@ def _answered(store: VectorStore, questions: QuestionSet, request: SearchRequest
     )
     quoted = 0
     for question in questions:
-        text = client.prompt(question.text).call().content() or ""
-        gold = [label.key[0] for label in question.relevant]
-        quoted += any(str(source) in text for source in gold)
+        response = client.prompt(question.text).call().response()
+        gold = [str(label.key[0]) for label in question.relevant]
+        quoted += any(cites_source(response.text or "", response.documents, name) for name in gold)
     return quoted / len(questions)
 
 

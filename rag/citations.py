@@ -1,33 +1,41 @@
-"""What an answer cites for a retrieved chunk: its source file, and a JSON Lines record's id after `#`.
+"""The one name a user sees for a retrieved chunk's file: `ROOT/PATH`, and `#record id` for a record.
 
-A chunk read from a JSON Lines file (`rag ingest corpus.jsonl --id-field _id`) carries the file as
-`source` and its record's id as `doc_id`; citing only the file would point at thousands of records,
-so its citation is `corpus.jsonl#12209494`. Every other chunk is cited by its `source`. The prompt's
-passages (`format_document`), the CLI's hit lists and answers, and `rag serve`'s sources all cite
-through `citation`, so they agree.
+A chunk ingested from a folder carries its path inside that folder as `source` (`guide/install.md`)
+and the folder's label as `root` (`docs`); its file's name is `docs/guide/install.md`, the identity
+`rag ingest` records. A chunk without `root` (added from Python, or ingested before roots were
+recorded) is named by its `source` alone. A chunk read from a JSON Lines file (`rag ingest
+corpus.jsonl --id-field _id`) also carries its record's id as `doc_id`; naming only the file would
+point at thousands of records, so it is `corpus.jsonl#12209494`. The prompt's passages
+(`format_document`), every command's hit lists, answers and sources, `rag serve` and the MCP tools
+name files through `citation`, so they agree, and a filter `source == NAME` on that name selects the
+file (`rag.retrieval.source_identity`).
 
 A sources list names each source once (`cited_sources`): several passages of one file make one
-line with their numbers, `[1, 3] quick-start.html, chunks 0, 2`, rather than the same name twice.
+line with their numbers, `[1, 3] quick-start.html, chunks 0, 2`, rather than the same name twice;
+`answer_first` puts the sources an answer cites before the rest.
 
 Example:
     >>> from rag import Document
-    >>> citation(Document("c1", "Spring tides...", {"source": "corpus.jsonl", "doc_id": "12209494"}))
+    >>> citation(Document("c1", "Install...", {"root": "docs", "source": "guide/install.md"}))
+    'docs/guide/install.md'
+    >>> citation(Document("c2", "Spring tides...", {"source": "corpus.jsonl", "doc_id": "12209494"}))
     'corpus.jsonl#12209494'
-    >>> citation(Document("c2", "Install...", {"source": "guide/install.md"}))
-    'guide/install.md'
     >>> citation(Document("c3", "no source")) is None
     True
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from rag.documents import Document, MetadataValue
 
-__all__ = ["RECORD_ID_FIELD", "CitedSource", "Place", "citation", "cited_sources", "group_citations", "place"]
+__all__ = ["RECORD_ID_FIELD", "CitedSource", "Place", "citation", "cited_sources", "place", "source_name"]
+
+_NUMBERS = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")  # `[3]`, `[1, 3]`: passages cited by number
 
 RECORD_ID_FIELD = "doc_id"
 """The metadata key under which the JSON Lines reader stores a record's id (`--id-field`)."""
@@ -58,12 +66,21 @@ def place(metadata: Mapping[str, MetadataValue]) -> Place | None:
     return None
 
 
-def citation(document: Document) -> str | None:
-    """The chunk's `source`, with `#record id` for a JSON Lines record; None without a source."""
-    source, record = document.metadata.get("source"), document.metadata.get(RECORD_ID_FIELD)
+def source_name(metadata: Mapping[str, MetadataValue]) -> str | None:
+    """A chunk's file as `root/source`, or `source` alone without a root; None without a source."""
+    source, root = metadata.get("source"), metadata.get("root")
     if source is None:
         return None
-    return f"{source}#{record}" if record is not None else str(source)
+    return f"{root}/{source}" if root else str(source)
+
+
+def citation(document: Document) -> str | None:
+    """The chunk's file (`source_name`), with `#record id` for a JSON Lines record; None without a
+    source."""
+    name, record = source_name(document.metadata), document.metadata.get(RECORD_ID_FIELD)
+    if name is None:
+        return None
+    return f"{name}#{record}" if record is not None else name
 
 
 @dataclass(frozen=True)
@@ -109,23 +126,38 @@ class CitedSource:
         return f"[{', '.join(str(n) for n in self.numbers)}] {self.label}"
 
 
-def group_citations(
-    passages: Iterable[tuple[int, str, Place | MetadataValue | None, int | None]],
-) -> list[CitedSource]:
-    """`(number, citation, place, chunk)` per passage, grouped by citation in order of first appearance.
+def _first_use(source: CitedSource, answer: str) -> int | None:
+    """Where `answer` first cites `source`: by passage number (`[3]`, `[1, 3]`) or by name
+    (`[docs/guide/install.md]`, as the extractive answerer quotes); None if it never does."""
+    places = [
+        m.start()
+        for m in _NUMBERS.finditer(answer)
+        if set(source.numbers) & {int(n) for n in m.group(1).split(",")}
+    ]
+    at = answer.find(f"[{source.citation}")
+    if at >= 0:
+        places.append(at)
+    return min(places) if places else None
 
-    A place is a `Place` or a bare page number; a source's line names the places of its first passage's
-    kind.
+
+def cited_sources(documents: Sequence[Document], answer: str | None = None) -> list[CitedSource]:
+    """The sources of `documents` (numbered from 1, in order), each once; with the `answer`, those it
+    cites first, in the order it cites them, then the others in order of first appearance.
+
+    A document without a source is cited by its id; a source's line names the places of its first
+    passage's kind.
 
     Example:
-        >>> [g.line() for g in group_citations([(1, "a.md", None, 0), (2, "b.md", None, 5),
-        ...                                     (3, "a.md", None, 2)])]
-        ['[1, 3] a.md, chunks 0, 2', '[2] b.md']
+        >>> docs = [Document(f"c{i}", "...", {"source": s, "chunk_index": i})
+        ...         for i, s in enumerate(["quick-start.html", "drd-manual.html", "quick-start.html"])]
+        >>> [g.line() for g in cited_sources(docs)]
+        ['[1, 3] quick-start.html, chunks 0, 2', '[2] drd-manual.html']
+        >>> [g.line() for g in cited_sources(docs, "Open the manual [2].")]
+        ['[2] drd-manual.html', '[1, 3] quick-start.html, chunks 0, 2']
     """
     groups: dict[str, list[tuple[int, Place | None, int | None]]] = {}
-    for number, cited, where, chunk in passages:
-        found = where if isinstance(where, Place) or where is None else Place("page", where)
-        groups.setdefault(cited, []).append((number, found, chunk))
+    for number, doc in enumerate(documents, 1):
+        groups.setdefault(citation(doc) or doc.id, []).append((number, place(doc.metadata), _chunk(doc)))
     sources = []
     for cited, members in groups.items():
         kind = next((where.kind for _, where, _ in members if where is not None), "page")
@@ -139,24 +171,10 @@ def group_citations(
                 kind,
             )
         )
-    return sources
-
-
-def cited_sources(documents: Sequence[Document]) -> list[CitedSource]:
-    """The sources of `documents` (numbered from 1, in order), each once, in order of first appearance.
-
-    A document without a source is cited by its id.
-
-    Example:
-        >>> docs = [Document(f"c{i}", "...", {"source": s, "chunk_index": i})
-        ...         for i, s in enumerate(["quick-start.html", "drd-manual.html", "quick-start.html"])]
-        >>> [g.line() for g in cited_sources(docs)]
-        ['[1, 3] quick-start.html, chunks 0, 2', '[2] drd-manual.html']
-    """
-    return group_citations(
-        (number, citation(doc) or doc.id, place(doc.metadata), _chunk(doc))
-        for number, doc in enumerate(documents, 1)
-    )
+    if not answer:
+        return sources
+    used = {s.citation: at for s in sources if (at := _first_use(s, answer)) is not None}
+    return sorted(sources, key=lambda s: (s.citation not in used, used.get(s.citation, 0)))
 
 
 def _chunk(document: Document) -> int | None:

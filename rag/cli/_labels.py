@@ -1,11 +1,11 @@
 """`rag eval`: check the sources a questions file names against the store before measuring.
 
 A chunk's `source` is its file's path inside the folder it was ingested from (`command/add_test.rst`);
-`rag query` and `rag info` show the file's identity, that path after its root's label
-(`Help/command/add_test.rst`). A label copied from them names no chunk, and every metric of its
-question would read 0 with nothing said. So a label that names no chunk but is `ROOT/PATH` for a
-file of exactly one root is read as that path (said on stderr), and any other label that names no
-chunk is reported with the questions it leaves unscorable.
+every command names the file by that path after its root's label (`Help/command/add_test.rst`).
+Relevance is judged on `source`, so a label copied from a command's output would name no chunk, and
+every metric of its question would read 0 with nothing said. So a label that names no chunk but is
+`ROOT/PATH` for a file of exactly one root is read as that path (said on stderr), and any other label
+that names no chunk is reported with the questions it leaves unscorable.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def check_labels(store: VectorStore, questions: QuestionSet, warn: Callable[[str
         shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
         warn(
             f"no chunk in the store has source {name!r} (question {shown}): it can never be found; "
-            "label a file by its path inside the folder you ingested, as `rag ask` lists sources"
+            "label a file as `rag query` and `rag ask` name it, or by its path inside the folder you ingested"
         )
     if not paths:
         return questions

@@ -12,6 +12,7 @@ import click
 
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.media import Media
+from rag.citations import citation
 from rag.cli._common import command_settings, open_store
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
@@ -21,11 +22,9 @@ from rag.cli._options import (
 )
 from rag.cli._scores import cosines
 from rag.cli._sources import source_lines
-from rag.cli.query import citation, cited_passage
 from rag.client import ChatClient
 from rag.documents import Document
 from rag.retrieval.documents_view import DocumentsView
-from rag.retrieval.source_names import source_filter_hint
 from rag.retrieval.windows import ANSWER_WINDOW
 
 __all__ = ["ask", "source_rows"]
@@ -50,11 +49,9 @@ def source_rows(
     return rows
 
 
-def _print_sources(
-    documents: Sequence[Document], cosine: Sequence[float | None], hint: str | None, answer: str
-) -> None:
+def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None], answer: str) -> None:
     if not documents:
-        click.echo("no passages matched the question" + (f"; {hint}" if hint else ""), err=True)
+        click.echo("no passages matched the question", err=True)
         return
     click.echo("\nSources:")
     for line in source_lines(documents, cosine, answer):
@@ -120,9 +117,7 @@ def ask(
     searched = DocumentsView(opened.store, distinct=not keep_duplicates, window=ANSWER_WINDOW)
     model = build_chat_model(settings)
     try:
-        spec = ChatClient(
-            model, advisors=[QuestionAnswerAdvisor(searched, search, document_formatter=cited_passage)]
-        ).prompt(question)
+        spec = ChatClient(model, advisors=[QuestionAnswerAdvisor(searched, search)]).prompt(question)
         spec.media(*media)
         streaming = sys.stdout.isatty() if stream is None else stream
         if streaming and not as_json:
@@ -139,7 +134,6 @@ def ask(
             if not as_json:
                 click.echo(response.text)
         cosine = cosines(retrieved)
-        hint = None if retrieved else source_filter_hint(searched, search.filter)
     finally:
         opened.close()
         close = getattr(model, "close", None)
@@ -147,8 +141,6 @@ def ask(
             close()
     rows = source_rows(retrieved, cosine)
     if as_json:
-        if hint:
-            click.echo(f"no passages matched the question; {hint}", err=True)
         click.echo(json.dumps({"answer": response.text, "sources": rows}, indent=2, ensure_ascii=False))
     else:
-        _print_sources(retrieved, cosine, hint, answer)
+        _print_sources(retrieved, cosine, answer)

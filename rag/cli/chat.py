@@ -26,7 +26,6 @@ from rag.cli._models import build_chat_model
 from rag.cli._options import answering_options
 from rag.cli._scores import cosines
 from rag.cli._sources import source_lines
-from rag.cli.query import cited_passage
 from rag.client import ChatClient
 from rag.config import Settings
 from rag.documents import Document
@@ -229,9 +228,7 @@ def chat(ctx: click.Context, /, conversation_id: str | None, stream: bool | None
         documents = DocumentsView(opened.store, distinct=not options["keep_duplicates"], window=ANSWER_WINDOW)
         follow_up = options["follow_up"]
         expander = ConversationQueryExpander(follow_up) if follow_up else None
-        retrieval = QuestionAnswerAdvisor(
-            documents, search, document_formatter=cited_passage, expander=expander
-        )
+        retrieval = QuestionAnswerAdvisor(documents, search, expander=expander)
         advisors = [MessageChatMemoryAdvisor(memory), long_term, retrieval]
         session = _Session(cid, ChatClient(model, advisors=advisors), memory, repository, long_term, persist)
         session.stream = sys.stdout.isatty() if stream is None else stream

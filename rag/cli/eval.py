@@ -197,8 +197,8 @@ def eval_command(
     One question a line; "page" (PDF), "answer" and "filter" are optional:
       {"question": "How do I install it?", "relevant": [{"source": "guide/install.md", "page": 2}]}
 
-    A source is the file's path inside the folder you ingested, as `rag ask` lists it; the root's
-    label in front (`docs/guide/install.md`, as `rag query` shows it) is read as that path. A source
+    A source is the file's path inside the folder you ingested; with the root's label in front
+    (`docs/guide/install.md`, as `rag query` and `rag ask` name it) it is read as that path. A source
     no chunk carries is named on stderr: its questions cannot score.
 
     With --tune: vector and lexical search, and hybrid search at each of --weights, at the largest

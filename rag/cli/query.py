@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from rag.advisors.question_answer import format_document
 from rag.citations import citation
 from rag.cli._common import command_settings, common_options, open_store
 from rag.cli._options import (
@@ -21,9 +20,8 @@ from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
 from rag.observability.steps import traced_search
 from rag.retrieval.documents_view import DocumentsView
-from rag.retrieval.source_names import source_filter_hint
 
-__all__ = ["citation", "cited_passage", "query", "snippet", "source_label"]
+__all__ = ["query", "snippet"]
 
 
 def snippet(text: str, width: int = 100) -> str:
@@ -37,20 +35,6 @@ def _page(doc: Document) -> str:
     return "-" if page is None else str(page)
 
 
-# `format_document` cites a JSON Lines record by its id itself (rag.citations); the name stays for the
-# commands that pass it as the advisor's formatter.
-cited_passage = format_document
-
-
-def source_label(doc: Document) -> str:
-    """A hit's source identity: `root/source` (the root's label, then the path in it), or `source`
-    alone for chunks ingested before roots were recorded; `#record id` for a JSON Lines record."""
-    cited, root = citation(doc), doc.metadata.get("root")
-    if cited is None:
-        return "-"
-    return f"{root}/{cited}" if root else cited
-
-
 def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[str, Any]:
     return {
         "rank": rank,
@@ -60,7 +44,7 @@ def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[
         "id": doc.id,
         "source": doc.metadata.get("source"),
         "root": doc.metadata.get("root"),
-        "source_id": source_label(doc),
+        "source_id": citation(doc),
         "page": doc.metadata.get("page"),
         "text": doc.text,
         "metadata": doc.metadata,
@@ -103,9 +87,10 @@ def query(
     one's kind in `score_kind`. A lexical search without --threshold never embeds TEXT, so its hits
     show no cosine (`-`).
 
-    The source column is the file's identity, `root/path` (filter on `source` for the path and
-    `root` for the root's label). A chunk whose text nearly repeats a better-ranked hit (a page copied
-    into another file) is left out and the list filled from further down, unless --keep-duplicates.
+    The source column names the file as every answer cites it, `root/path` (the root's label, then
+    the path inside it); `--filter "source == 'root/path'"` selects it. A chunk whose text nearly
+    repeats a better-ranked hit (a page copied into another file) is left out and the list filled
+    from further down, unless --keep-duplicates.
     Chat-memory turns written into the store (VectorStoreChatMemoryAdvisor) are never shown.
 
     \b
@@ -123,24 +108,21 @@ def query(
         searched = DocumentsView(opened.store, distinct=not keep_duplicates)
         hits = traced_search(searched, request)
         cosine = cosines(hits)
-        hint = None if hits else source_filter_hint(searched, request.filter)
     finally:
         opened.close()
     kind = score_kind(request)
     if as_json:
-        if hint:
-            click.echo(f"no matching chunks; {hint}", err=True)
         pairs = enumerate(zip(hits, cosine, strict=True), 1)
         click.echo(json.dumps([_as_dict(rank, doc, kind, value) for rank, (doc, value) in pairs], indent=2))
         return
     if not hits:
-        click.echo("no matching chunks" + (f"; {hint}" if hint else ""), err=True)
+        click.echo("no matching chunks", err=True)
         return
     click.echo(SCORES_LEGEND.format(kind=kind), err=True)
     for rank, (doc, similarity) in enumerate(zip(hits, cosine, strict=True), 1):
         click.echo(
             f"{rank:>3}  score {_number(doc.score)}  cosine {_number(similarity)}  "
-            f"{source_label(doc)}  p.{_page(doc)}  {snippet(doc.text)}"
+            f"{citation(doc) or '-'}  p.{_page(doc)}  {snippet(doc.text)}"
         )
 
 

@@ -13,7 +13,9 @@ Grounding checks read the answer's citations and quotations:
 - `cited_answer`: 1 when a passage the answer cites holds the gold answer (each part in some cited
   passage). Citations are `[n]` (the n-th retrieved passage, as the QuestionAnswerAdvisor's template
   numbers them) or `[source]` / `[source, page P]` (as the extractive answerer writes them); 0 when the
-  answer cites nothing.
+  answer cites nothing. A passage is cited by name as every answer names it (`docs/guide.md`,
+  `rag.citations.citation`) or by its `source` alone (`guide.md`); `cites_source` tells whether an
+  answer cites a given file (a questions file's gold page), under either name.
 - `quotes_grounded`: 1 when every quoted sentence (text between double quotes, or the extractive
   answerer's `- sentence [source]` lines) occurs in some retrieved passage; None when nothing is quoted.
 
@@ -31,6 +33,7 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
+from rag.citations import citation, source_name
 from rag.documents import Document
 
 __all__ = [
@@ -38,6 +41,7 @@ __all__ = [
     "answer_contains",
     "citations",
     "cited_answer",
+    "cites_source",
     "normalize_answer",
     "quotations",
     "quotes_grounded",
@@ -105,12 +109,14 @@ def token_f1(answer: str, gold: str) -> float:
 
 
 def _matches(label: str, document: Document) -> bool:
-    source = str(document.metadata.get("source", document.id))
-    page = document.metadata.get("page")
+    """Whether `label` names `document`: by its citation (`docs/guide.md`, `corpus.jsonl#7`) or its
+    `source` (`guide.md`), with its page where the label gives one."""
+    names = {citation(document) or document.id, str(document.metadata.get("source", document.id))}
     found = _PAGE.match(label)
     if found is not None:
-        return found.group(1).strip() == source and str(page) == found.group(2).strip()
-    return label == source
+        page = document.metadata.get("page")
+        return found.group(1).strip() in names and str(page) == found.group(2).strip()
+    return label in names
 
 
 def citations(answer: str, documents: Sequence[Document]) -> list[Document]:
@@ -126,6 +132,21 @@ def citations(answer: str, documents: Sequence[Document]) -> list[Document]:
                 if _matches(label, document):
                     cited.setdefault(document.id, document)
     return list(cited.values())
+
+
+def cites_source(answer: str, documents: Sequence[Document], name: str) -> bool:
+    """Whether the answer cites a passage of the file `name`, given as its `source` (`guide/install.md`)
+    or as the name answers cite it (`docs/guide/install.md`).
+
+    Example:
+        >>> doc = Document("c1", "Run make.", {"root": "docs", "source": "guide/install.md"})
+        >>> [cites_source("- Run make. [docs/guide/install.md]", [doc], n)
+        ...  for n in ("guide/install.md", "docs/guide/install.md", "install.md")]
+        [True, True, False]
+    """
+    return any(
+        name in (d.metadata.get("source"), source_name(d.metadata)) for d in citations(answer, documents)
+    )
 
 
 def cited_answer(answer: str, gold: str, documents: Sequence[Document]) -> float:

@@ -24,6 +24,7 @@ from rag.chat.model import ChatModel
 from rag.chat.template import PromptTemplate
 from rag.documents import Document
 from rag.errors import StructuredOutputError, TemplateError
+from rag.retrieval.augmenter import format_document
 
 __all__ = ["JUDGE_METRICS", "JUDGE_TEMPLATE_PATH", "LLMJudge"]
 
@@ -38,11 +39,7 @@ _OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 def _passages(documents: Sequence[Document]) -> str:
     if not documents:
         return "(no passage was retrieved)"
-    lines = []
-    for number, document in enumerate(documents, 1):
-        source = document.metadata.get("source", document.id)
-        lines.append(f"[{number}] (source: {source})\n{document.text}")
-    return "\n\n".join(lines)
+    return "\n\n".join(format_document(number, document) for number, document in enumerate(documents, 1))
 
 
 class LLMJudge:

@@ -35,7 +35,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from rag.chat.messages import UserMessage
-from rag.citations import citation
+from rag.citations import citation, source_name
 from rag.documents import Document
 from rag.errors import InvalidRequestError, RagError
 from rag.filters.builder import key
@@ -141,19 +141,19 @@ def _checked(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _passage(rank: int, document: Document, kind: str) -> dict[str, Any]:
-    source = document.metadata.get("source")
+    name = source_name(document.metadata)
     row: dict[str, Any] = {
         "rank": rank,
         "id": document.id,
-        "source": source,
+        "source": document.metadata.get("source"),
         "citation": citation(document),
         "page": document.metadata.get("page"),
         "chunk_index": document.metadata.get("chunk_index"),
         "scores": {kind: document.score},
         "text": document.text,
     }
-    if isinstance(source, str):
-        row["resource"] = source_uri(source)
+    if name is not None:
+        row["resource"] = source_uri(name)
     return row
 
 
@@ -178,10 +178,11 @@ class _Tools:
         request = ChatRequest("rag", [UserMessage(arguments["question"])], retrieval=retrieval)
         response = await self.service.answer(request, None)
         rows = source_rows(response.documents)
-        for row in rows:
-            if isinstance(row["source"], str):
-                row["resource"] = source_uri(row["source"])
-        return {"answer": response.text + citations_text(rows), "sources": rows}
+        for row, document in zip(rows, response.documents, strict=True):
+            if (name := source_name(document.metadata)) is not None:
+                row["resource"] = source_uri(name)
+        text = response.text + citations_text(response.documents, response.text)
+        return {"answer": text, "sources": rows}
 
     async def sources(self, arguments: dict[str, Any]) -> dict[str, Any]:
         counts = await anyio.to_thread.run_sync(self.source_counts)
@@ -191,9 +192,9 @@ class _Tools:
     def source_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for document in self.service.documents(keep_duplicates=True).get():
-            source = document.metadata.get("source")
-            if isinstance(source, str):
-                counts[source] = counts.get(source, 0) + 1
+            name = source_name(document.metadata)
+            if name is not None:
+                counts[name] = counts.get(name, 0) + 1
         return counts
 
     def read_source(self, uri: str) -> str:

@@ -25,9 +25,9 @@ from starlette.routing import Route
 
 from rag.advisors.request import USAGE
 from rag.chat.messages import ChatResponse
+from rag.citations import citation
 from rag.client.aspecs import AsyncStreamResponseSpec
 from rag.errors import RagError
-from rag.retrieval.source_names import source_filter_hint
 from rag.serve.body import decode_body
 from rag.serve.config import FAILED_AUTH_LIMIT, ServeConfig
 from rag.serve.conversation import CONVERSATION_HEADER, conversation_id_of
@@ -182,6 +182,7 @@ class _Server:
             {
                 "rank": rank,
                 "id": d.id,
+                "citation": citation(d),
                 "score": d.score,
                 "scores": dict(d.scores),
                 "text": d.text,
@@ -189,14 +190,7 @@ class _Server:
             }
             for rank, d in enumerate(documents, 1)
         ]
-        reply: dict[str, Any] = {"object": "list", "query": body["query"], "data": hits}
-        if not hits and body.get("filter") is not None:
-            # A filter on `source` written as a file's identity (`ROOT/PATH`): say what to write.
-            tree = search.request.filter
-            hint = await asyncio.to_thread(source_filter_hint, self.service.documents(), tree)
-            if hint is not None:
-                reply["hint"] = hint
-        return JSONResponse(reply)
+        return JSONResponse({"object": "list", "query": body["query"], "data": hits})
 
     async def chat(self, request: Request) -> Response:
         body = await self._json(request)
@@ -210,7 +204,7 @@ class _Server:
         body = completion_body(
             completion_id=new_completion_id(),
             model=self.config.model_name,
-            text=response.text + citations_text(rows),
+            text=response.text + citations_text(response.documents, response.text),
             finish_reason=response.chat_response.finish_reason,
             usage=response.context.get(USAGE) or response.chat_response.usage,
             sources=rows,
@@ -247,15 +241,17 @@ async def _events(
     finish: str | None = None
     try:
         yield completion_chunk(completion_id, model, {"role": "assistant", "content": ""})
-        item = first
+        item, pieces = first, list[str]()
         while item is not None:
             if item.text:
+                pieces.append(item.text)
                 yield completion_chunk(completion_id, model, {"content": item.text})
             finish = item.finish_reason or finish
             item = await anext(chunks, None)
         rows = source_rows(spec.documents)
         if rows:
-            yield completion_chunk(completion_id, model, {"content": citations_text(rows)})
+            text = citations_text(spec.documents, "".join(pieces))
+            yield completion_chunk(completion_id, model, {"content": text})
         extra = {"sources": rows, "conversation_id": conversation_id}
         yield completion_chunk(completion_id, model, {}, finish_reason=finish or "stop", extra=extra)
         if chat.include_usage:

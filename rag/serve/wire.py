@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.chat.messages import AssistantMessage, ChatOptions, Message, SystemMessage, Usage, UserMessage
-from rag.citations import citation, group_citations
+from rag.citations import citation, cited_sources
 from rag.documents import Document
 from rag.errors import InvalidRequestError, RagError
 
@@ -221,8 +221,8 @@ def parse_chat_request(body: Any) -> ChatRequest:
 
 
 def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
-    """The documents behind an answer, numbered as the citations: rank, id, source, citation (the source
-    with `#record id` for a JSON Lines record, `rag.citations`), page, score, the named scores
+    """The documents behind an answer, numbered as the citations: rank, id, source, citation (the file's
+    name as answers cite it, `rag.citations.citation`), page, score, the named scores
     (`Document.scores`: cosine, bm25, fused), text."""
     return [
         {
@@ -239,19 +239,16 @@ def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
     ]
 
 
-def citations_text(rows: Sequence[Mapping[str, Any]]) -> str:
+def citations_text(documents: Sequence[Document], answer: str | None = None) -> str:
     """The sources appended to an answer: a blank line, `Sources:`, then one line per source.
 
-    Passages of one file share its line (`[1, 3] quick-start.html`), so no file is named twice;
-    the numbers are the passages' as the prompt numbered them, and a PDF's line gives its pages.
+    Passages of one file share its line (`[1, 3] quick-start.html, chunks 0, 2`), so no file is named
+    twice; the numbers are the passages' as the prompt numbered them, a PDF's line gives its pages, and
+    the sources the `answer` cites come first (`rag.citations.cited_sources`).
     """
-    if not rows:
+    if not documents:
         return ""
-    passages = [
-        (row["index"], str(row.get("citation") or row["source"] or row["id"]), row["page"], None)
-        for row in rows
-    ]
-    return "\n\nSources:\n" + "\n".join(source.line() for source in group_citations(passages))
+    return "\n\nSources:\n" + "\n".join(source.line() for source in cited_sources(documents, answer))
 
 
 def usage_body(usage: Usage | None) -> dict[str, int]:

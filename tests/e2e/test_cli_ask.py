@@ -38,10 +38,11 @@ def test_offline_answer_then_numbered_sources(ingested: RunCli) -> None:
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("From the documents (no language model was used")
-    assert "- Each keeper logs fog signals in the ledger. [keepers.txt]" in lines
+    assert "- Each keeper logs fog signals in the ledger. [docs/keepers.txt]" in lines
     sources = lines[lines.index("Sources:") + 1 :]
     assert len(sources) == 1  # the other files hold no word of the question and a cosine of 0
-    assert re.fullmatch(r"  \[1\] keepers\.txt \(score \d\.\d{3}, cosine \d\.\d{3}\)", sources[0]), sources[0]
+    shown = r"  \[1\] docs/keepers\.txt \(score \d\.\d{3}, cosine \d\.\d{3}\)"
+    assert re.fullmatch(shown, sources[0]), sources[0]
 
 
 def test_offline_json_with_filter_and_stream(ingested: RunCli) -> None:
@@ -51,11 +52,11 @@ def test_offline_json_with_filter_and_stream(ingested: RunCli) -> None:
         )
     )
     assert set(data) == {"answer", "sources"} and "Tighten the brass bolts" in data["answer"]
-    assert {s["source"] for s in data["sources"]} == {"guide/install.md"}
+    assert {s["source"] for s in data["sources"]} == {"docs/guide/install.md"}
     assert set(data["sources"][0]) == {"rank", "id", "source", "page", "score", "cosine"}
     streamed = ingested("ask", "brass bolts", "--store", "numpy", "--stream", "--top-k", "1")
     assert streamed.exit_code == 0 and "Tighten the brass bolts" in streamed.stdout
-    assert "[1] guide/install.md (score" in streamed.stdout
+    assert "[1] docs/guide/install.md (score" in streamed.stdout
 
 
 def test_nothing_retrieved_says_so(ingested: RunCli) -> None:
@@ -82,12 +83,13 @@ def test_against_an_openai_compatible_server(ingested: RunCli, openai_server: Op
             "tiny-llm",
         )
     )
-    assert data["answer"] == "The keepers log them [1]." and data["sources"][0]["source"] == "keepers.txt"
+    assert data["answer"] == "The keepers log them [1]."
+    assert data["sources"][0]["source"] == "docs/keepers.txt"
     (request,) = openai_server.requests
     assert request.path == "/v1/chat/completions" and request.json["model"] == "tiny-llm"
     user = request.json["messages"][-1]
     assert user["role"] == "user" and user["content"].startswith("Who logs fog signals?\n\n")
-    assert "[1] (source: keepers.txt)\nThe keepers rotate every fortnight." in user["content"]
+    assert "[1] (source: docs/keepers.txt)\nThe keepers rotate every fortnight." in user["content"]
 
 
 def test_streams_from_the_server(
@@ -98,7 +100,7 @@ def test_streams_from_the_server(
     openai_server.enqueue(stream_reply(body, cuts=[7, 40, 41]))
     result = ingested("ask", "Who logs fog signals?", "--store", "numpy", "--stream")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith("The keepers do.\n\nSources:\n  [1] keepers.txt")
+    assert result.stdout.startswith("The keepers do.\n\nSources:\n  [1] docs/keepers.txt")
     assert openai_server.requests[0].json["stream"] is True
 
 

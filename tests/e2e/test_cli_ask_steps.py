@@ -67,7 +67,8 @@ def test_how_do_i_install_it_quotes_the_numbered_steps(cli: RunCli, tmp_path: Pa
     assert asked.exit_code == 0, asked.stderr
     lines = asked.stdout.splitlines()
     assert [line for line in lines if line.startswith("- ") and line[2].isdigit()] == [
-        "- 1. Install a Go toolchain, version 1.22 or newer. The tide reader is written in Go. [install.md]",
-        "- 2. Clone the repository and run `make deps` to fetch the libraries. [install.md]",
-        "- 3. Run `./configure --prefix=/opt/marlin`, then `make` and `sudo make install`. [install.md]",
+        "- 1. Install a Go toolchain, version 1.22 or newer. The tide reader is written in Go. "
+        "[docs/install.md]",
+        "- 2. Clone the repository and run `make deps` to fetch the libraries. [docs/install.md]",
+        "- 3. Run `./configure --prefix=/opt/marlin`, then `make` and `sudo make install`. [docs/install.md]",
     ]

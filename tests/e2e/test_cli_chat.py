@@ -37,9 +37,9 @@ def test_chat_answers_remembers_and_resumes(cli: RunCli, rag_home: Path, store_k
     result = cli("chat", "--store", store_kind, "--conversation", "harbour 'notes'", input=script)
     assert result.exit_code == 0, result.stderr
     assert "conversation harbour 'notes' (new; resume with --conversation harbour 'notes')" in result.stderr
-    assert "Each keeper logs fog signals in the ledger. [keepers.txt]" in result.stdout
+    assert "Each keeper logs fog signals in the ledger. [docs/keepers.txt]" in result.stdout
     assert "Spring tides flood the causeway twice a month." in result.stdout
-    assert re.search(r"\[1\] keepers\.txt \(score [0-9.]+, cosine [0-9.]+\)", result.stdout)
+    assert re.search(r"\[1\] docs/keepers\.txt \(score [0-9.]+, cosine [0-9.]+\)", result.stdout)
     stored = _messages(rag_home, "harbour 'notes'")
     assert stored[0::2] == ["Who logs fog signals?", "When do spring tides flood?"]
     assert all(text and text.startswith("From the documents") for text in stored[1::2])

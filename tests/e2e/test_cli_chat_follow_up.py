@@ -53,29 +53,31 @@ def test_a_follow_up_finds_what_the_conversation_is_about(cli: RunCli, home_docs
     assert result.exit_code == 0, result.stderr
     sources = _sources(result.stdout)
     # ranked first (the sources list puts the ones the answer quotes first)
-    assert re.search(r"^\s+\[1(, \d+)*\] valgrind-run\.md", result.stdout, flags=re.MULTILINE), result.stdout
+    assert re.search(r"^\s+\[1(, \d+)*\] manual/valgrind-run\.md", result.stdout, flags=re.MULTILINE), (
+        result.stdout
+    )
     # The page that only shares the word "run" is still among the passages, just not first.
-    assert "tests.md" in sources
+    assert "manual/tests.md" in sources
 
 
 def test_follow_up_zero_searches_with_the_follow_up_alone(cli: RunCli, home_docs: Path) -> None:
     result = cli("chat", "--store", "numpy", "--no-stream", "--follow-up", "0", input=FOLLOW_UP)
     assert result.exit_code == 0, result.stderr
-    assert _sources(result.stdout)[0] == "tests.md"
+    assert _sources(result.stdout)[0] == "manual/tests.md"
 
 
 def test_a_change_of_subject_keeps_its_own_passages(cli: RunCli, home_docs: Path) -> None:
     script = "How do I install valgrind?\nWhen do spring tides flood the causeway?\n/sources\n"
     result = cli("chat", "--store", "numpy", "--no-stream", input=script)
     assert result.exit_code == 0, result.stderr
-    assert _sources(result.stdout)[0] == "tides.md"
-    assert "Spring tides flood the causeway twice a month. [tides.md]" in result.stdout
+    assert _sources(result.stdout)[0] == "manual/tides.md"
+    assert "Spring tides flood the causeway twice a month. [manual/tides.md]" in result.stdout
 
 
 def test_ask_is_one_question_and_unchanged(cli: RunCli, home_docs: Path) -> None:
     result = cli("ask", "And how do I run it?", "--store", "numpy", "--json")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["sources"][0]["source"] == "tests.md"
+    assert json.loads(result.stdout)["sources"][0]["source"] == "manual/tests.md"
 
 
 def test_help_names_the_follow_up_option(cli: RunCli) -> None:

@@ -98,8 +98,10 @@ def test_jsonl_records_are_cited_by_their_id(cli: Cli, tmp_path: Path) -> None:
     assert "beir/corpus.jsonl#12209494" in found.stdout
     answer = cli("ask", "When do spring tides flood the causeway?", "--store", "numpy", "--top-k", "1")
     assert answer.exit_code == 0, answer.stderr
-    assert "[corpus.jsonl#12209494]" in answer.stdout  # the quoted sentence's citation
-    assert "[1] corpus.jsonl#12209494" in answer.stdout  # the sources list
+    assert (
+        "[beir/corpus.jsonl#12209494]" in answer.stdout
+    )  # the quoted sentence's citation, as query names it
+    assert "[1] beir/corpus.jsonl#12209494" in answer.stdout  # the sources list
 
 
 def test_answers_never_quote_a_bare_heading(cli: Cli, tmp_path: Path) -> None:
@@ -114,7 +116,7 @@ def test_answers_never_quote_a_bare_heading(cli: Cli, tmp_path: Path) -> None:
     answer = cli("ask", "Is the file upload optional?", "--store", "numpy", "--top-k", "1")
     assert answer.exit_code == 0, answer.stderr
     quoted = [line for line in answer.stdout.splitlines() if line.startswith("- ")]
-    assert quoted == ["- Make a file upload optional with a default of None. [upload.md]"]
+    assert quoted == ["- Make a file upload optional with a default of None. [docs/upload.md]"]
 
 
 def test_files_without_a_suffix_are_read_with_as_text_dot(cli: Cli, tmp_path: Path) -> None:

@@ -57,7 +57,8 @@ def test_a_label_naming_no_chunk_is_a_warning(cli: Cli, docs: Path, tmp_path: Pa
     assert result.stderr.count("warning:") == 1
     assert (
         "warning: no chunk in the store has source 'guide/setup.md' (question 2, 3): it can never be "
-        "found; label a file by its path inside the folder you ingested, as `rag ask` lists sources"
+        "found; label a file as `rag query` and `rag ask` name it, or by its path inside the folder you "
+        "ingested"
     ) in result.stderr
 
 
@@ -87,4 +88,4 @@ def test_ask_filtering_source_by_identity_finds_the_file(cli: Cli, docs: Path) -
     assert cli("ingest", docs, "--store", "numpy").exit_code == 0
     result = cli("ask", QUESTION, "--filter", "source == 'docs/tides.md'", "--no-stream", "--json")
     assert result.exit_code == 0 and not result.stderr, result.stderr
-    assert [row["source"] for row in json.loads(result.stdout)["sources"]] == ["tides.md"]
+    assert [row["source"] for row in json.loads(result.stdout)["sources"]] == ["docs/tides.md"]

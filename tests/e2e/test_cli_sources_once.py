@@ -12,7 +12,7 @@ from click.testing import Result
 
 from rag import Document
 from rag.citations import cited_sources
-from rag.serve.wire import citations_text, source_rows
+from rag.serve.wire import citations_text
 from tests.ingest.pdfs import text_pdf
 
 RunCli = Callable[..., Result]
@@ -54,11 +54,11 @@ def test_ask_lists_each_file_once_with_its_passages(cli: RunCli, manual: Path) -
     assert len(names) == len(set(names)), sources  # no file named twice
     passages = json.loads(cli(*args, "--json").stdout)["sources"]
     assert len(passages) == 6  # --json keeps one row per passage
-    quick = [p for p in passages if p["source"] == "quick-start.md"]
+    quick = [p for p in passages if p["source"] == "manual/quick-start.md"]
     assert len(quick) >= 2
     numbers = ", ".join(str(p["rank"]) for p in quick)
     line = next(s for s in sources if "quick-start.md" in s)
-    assert line.startswith(f"[{numbers}] quick-start.md, chunks "), line
+    assert line.startswith(f"[{numbers}] manual/quick-start.md, chunks "), line
     assert line.count(" / ") == 2 * (len(quick) - 1)  # a score and a cosine per passage
 
 
@@ -68,7 +68,7 @@ def test_chat_sources_name_each_file_once(cli: RunCli, manual: Path) -> None:
     assert result.exit_code == 0, result.stderr
     sources = _sources(result.stdout)
     assert sum("quick-start.md" in line for line in sources) == 1, sources
-    assert re.search(r"^\[\d+(, \d+)+\] quick-start\.md, chunks ", "\n".join(sources), re.MULTILINE)
+    assert re.search(r"^\[\d+(, \d+)+\] manual/quick-start\.md, chunks ", "\n".join(sources), re.MULTILINE)
 
 
 def test_pages_tell_the_passages_of_a_pdf_apart() -> None:
@@ -92,4 +92,4 @@ def test_serve_appends_each_source_once() -> None:
         Document("b", "...", {"source": "drd-manual.html"}),
         Document("c", "...", {"source": "quick-start.html"}),
     ]
-    assert citations_text(source_rows(docs)) == ("\n\nSources:\n[1, 3] quick-start.html\n[2] drd-manual.html")
+    assert citations_text(docs) == "\n\nSources:\n[1, 3] quick-start.html\n[2] drd-manual.html"

@@ -65,7 +65,7 @@ async def _exercise(client: Client) -> None:
     passages = found.structured_content["passages"]  # type: ignore[index]
     top = passages[0]
     assert "Spring tides flood the causeway" in top["text"]
-    assert top["source"].endswith("tides.md") and top["citation"] and top["rank"] == 1
+    assert top["source"] == "tides.md" and top["citation"] == "docs/tides.md" and top["rank"] == 1
     assert set(top["scores"]) == {"fused"} and isinstance(top["scores"]["fused"], float)
 
     opened = await client.read_resource(top["resource"])
@@ -78,12 +78,12 @@ async def _exercise(client: Client) -> None:
     answer = await client.call_tool("ask", {"question": "When do spring tides flood the causeway?"})
     assert not answer.is_error
     text = answer.content[0].text  # type: ignore[union-attr]
-    assert "Sources:" in text and "tides.md" in text
+    assert "\n\nSources:\n[1] docs/tides.md" in text  # named as the search cites it
     assert answer.structured_content["sources"][0]["index"] == 1  # type: ignore[index]
 
     held = await client.call_tool("sources", {})
     rows = held.structured_content["sources"]  # type: ignore[index]
-    assert sorted(row["source"].rsplit("/", 1)[-1] for row in rows) == ["install.md", "tides.md"]
+    assert sorted(row["source"] for row in rows) == ["docs/guide/install.md", "docs/tides.md"]
     resources = await client.list_resources()
     assert sorted(r.uri for r in resources.resources) == sorted(row["resource"] for row in rows)
 

@@ -129,13 +129,15 @@ def test_question_answer_examples_read_what_rag_ingest_wrote(
         exec(compile(call, "README.md", "exec"), namespace)
         answer = capsys.readouterr().out
         assert (
-            "no language model was used" in answer and "`vgrow`" in answer and "[guide/install.md]" in answer
+            "no language model was used" in answer
+            and "`vgrow`" in answer
+            and "[docs/guide/install.md]" in answer
         )
         exec(compile(stream, "README.md", "exec"), namespace)  # .stream(), on the same client
     finally:
         namespace["home"].close()
     streamed, sources = capsys.readouterr().out.strip().rsplit("\n", 1)
-    assert "no language model was used" in streamed and "[reference/sensor-calibration.rst]" in streamed
+    assert "no language model was used" in streamed and "[docs/reference/sensor-calibration.rst]" in streamed
     assert eval(sources)[0] == "reference/sensor-calibration.rst"
 
 
@@ -241,11 +243,11 @@ SERVE = "## Serving the documents (`rag serve`)"
 # Every question the README asks of the sample docs, with the page that answers it and the phrases the
 # answer must quote from it: "How do I install it?" gets the numbered install steps, every one.
 README_QUESTIONS = {
-    "Which system user does the verdigrisd service run as?": ("guide/install.md", ("`vgrow`",)),
-    "How do I calibrate a probe?": ("reference/sensor-calibration.rst", ("vgctl sensor calibrate",)),
-    "Which user runs the service?": ("guide/install.md", ("`vgrow`",)),
+    "Which system user does the verdigrisd service run as?": ("docs/guide/install.md", ("`vgrow`",)),
+    "How do I calibrate a probe?": ("docs/reference/sensor-calibration.rst", ("vgctl sensor calibrate",)),
+    "Which user runs the service?": ("docs/guide/install.md", ("`vgrow`",)),
     "How do I install it?": (
-        "guide/install.md",
+        "docs/guide/install.md",
         (
             "- 1. Install a Rust toolchain, version 1.74 or newer.",
             "- 2. Clone the repository and run `make bootstrap` to fetch the Python dependencies.",

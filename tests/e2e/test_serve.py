@@ -82,11 +82,12 @@ def test_a_call_answers_from_the_documents_with_numbered_sources(server: ServePr
     assert "no language model was used" in text  # the offline extractive answerer
     sources = (completion.model_extra or {})["sources"]
     assert [s["index"] for s in sources] == list(range(1, len(sources) + 1))
-    assert sources[0]["source"] == "guide/install.md"
-    # Each file once in the text, with the numbers of all its passages.
+    assert (sources[0]["source"], sources[0]["citation"]) == ("guide/install.md", "docs/guide/install.md")
+    # Each file once in the text, named as `rag query` names it, with the numbers of all its passages.
     numbers = ", ".join(str(s["index"]) for s in sources if s["source"] == "guide/install.md")
-    assert f"\n\nSources:\n[{numbers}] guide/install.md\n" in text
-    assert text.count("guide/install.md\n") == 1
+    listed = text.split("\n\nSources:\n")[1]
+    assert listed.startswith(f"[{numbers}] docs/guide/install.md, chunks ")
+    assert listed.count("guide/install.md") == 1
 
 
 def test_a_stream_gives_the_same_answer_in_chunks(server: ServeProcess) -> None:

@@ -108,7 +108,7 @@ def test_huge_filters_are_refused_by_a_named_limit(server: ThreadServer) -> None
     listed = "n IN [" + ",".join("1" for _ in range(MAX_LIST_VALUES + 1)) + "]"
     error = _error(_post(server, "/v1/search", {"query": "beacon", "filter": listed}))
     assert f"the limit is {MAX_LIST_VALUES}" in error["message"]
-    # Within the limits, a long filter is answered (and the source hint walks it without recursion).
+    # Within the limits, a long filter is answered (its `source` names widened without recursion).
     within = " AND ".join(["source == 'docs/beacon.md'"] * 3_000)
     reply = _post(server, "/v1/search", {"query": "beacon", "filter": within})
     assert reply.status_code == 200 and reply.json()["data"] == []

@@ -1,4 +1,5 @@
-"""JSON Lines records are cited by their id (`corpus.jsonl#12209494`) wherever a passage is cited."""
+"""A passage is cited by its file's name, `ROOT/PATH`, and a JSON Lines record by its id after it
+(`corpus/corpus.jsonl#12209494`), wherever a passage is cited."""
 
 from __future__ import annotations
 
@@ -38,32 +39,35 @@ def store(tmp_path: Path) -> NumpyVectorStore:
     return store
 
 
-def test_a_jsonl_passage_in_the_qa_prompt_cites_its_record(store: NumpyVectorStore) -> None:
+def test_a_jsonl_passage_in_the_qa_prompt_cites_its_record(store: NumpyVectorStore, tmp_path: Path) -> None:
     model = FakeChatModel(default="ok")
     client = ChatClient(model, advisors=[QuestionAnswerAdvisor(store, top_k=1)])
     client.prompt("When do spring tides flood the causeway?").call().content()
-    assert "[1] (source: corpus.jsonl#12209494)\nTides" in model.prompts[0].user_text
+    # a file given alone has its folder as root
+    assert f"[1] (source: {tmp_path.name}/corpus.jsonl#12209494)\nTides" in model.prompts[0].user_text
 
 
-def test_the_extractive_answer_cites_the_record(store: NumpyVectorStore) -> None:
+def test_the_extractive_answer_cites_the_record(store: NumpyVectorStore, tmp_path: Path) -> None:
     client = ChatClient(ExtractiveChatModel(), advisors=[QuestionAnswerAdvisor(store, top_k=1)])
     answer = client.prompt("When do spring tides flood the causeway?").call().content()
-    assert "[corpus.jsonl#12209494]" in answer
+    assert f"[{tmp_path.name}/corpus.jsonl#12209494]" in answer
 
 
-def test_other_chunks_are_cited_by_source_and_unsourced_ones_by_id() -> None:
-    paged = Document("p", "Install it.", {"source": "guide.pdf", "page": 3})
-    assert format_document(1, paged) == "[1] (source: guide.pdf, page 3)\nInstall it."
+def test_other_chunks_are_cited_by_root_and_source_and_unsourced_ones_by_id() -> None:
+    paged = Document("p", "Install it.", {"root": "docs", "source": "guide.pdf", "page": 3})
+    assert format_document(1, paged) == "[1] (source: docs/guide.pdf, page 3)\nInstall it."
+    assert citation(Document("o", "Added from Python.", {"source": "notes.md"})) == "notes.md"
     assert format_document(2, Document("bare", "No source.")) == "[2] (source: bare)\nNo source."
     assert citation(Document("r", "x", {"source": "a.jsonl", "doc_id": 7})) == "a.jsonl#7"
 
 
-def test_serve_sources_cite_the_record(store: NumpyVectorStore) -> None:
-    hits = store.get()
-    rows = source_rows(sorted(hits, key=lambda d: str(d.metadata["doc_id"])))
-    assert [row["citation"] for row in rows] == ["corpus.jsonl#12209494", "corpus.jsonl#77"]
+def test_serve_sources_cite_the_record(store: NumpyVectorStore, tmp_path: Path) -> None:
+    hits = sorted(store.get(), key=lambda d: str(d.metadata["doc_id"]))
+    rows = source_rows(hits)
+    name = f"{tmp_path.name}/corpus.jsonl"
+    assert [row["citation"] for row in rows] == [f"{name}#12209494", f"{name}#77"]
     assert [row["source"] for row in rows] == ["corpus.jsonl", "corpus.jsonl"]  # the file, for filters
-    assert citations_text(rows) == "\n\nSources:\n[1] corpus.jsonl#12209494\n[2] corpus.jsonl#77"
+    assert citations_text(hits) == f"\n\nSources:\n[1] {name}#12209494\n[2] {name}#77"
 
 
 @pytest.mark.parametrize("name", ["rag.citations", "rag.cli._sources"])

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
-from rag import Document, HashingEmbedding
+from ingest import IngestPipeline, RecursiveSplitter
+from rag import Document, HashingEmbedding, SearchRequest
 from rag.chat.messages import Prompt
 from rag.errors import InvalidRequestError, StructuredOutputError, TemplateError
 from rag.eval import Question, Relevant, evaluate
@@ -15,6 +17,7 @@ from rag.eval.answers import (
     answer_contains,
     citations,
     cited_answer,
+    cites_source,
     normalize_answer,
     quotations,
     quotes_grounded,
@@ -77,6 +80,28 @@ def test_citations_by_number_and_by_source() -> None:
     assert cited_answer("At dusk [1].", "at dusk", docs) == 1.0
     assert cited_answer("At dusk [2].", "at dusk", docs) == 0.0  # the cited passage does not hold it
     assert cited_answer("At dusk.", "at dusk", docs) == 0.0  # nothing cited
+
+
+def test_an_answer_citing_root_and_path_is_scored_whichever_name_the_gold_page_uses(tmp_path: Path) -> None:
+    """Answers cite an ingested file as `ROOT/PATH`; a questions file may name it by its path alone."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "beacon.md").write_text("# Beacon\n\nThe harbour beacon is lit at dusk by the keeper.\n")
+    (folder / "valves.md").write_text("# Valves\n\nThe north valves open at dawn before the pumps.\n")
+    store = NumpyVectorStore(HashingEmbedding())
+    pipeline = IngestPipeline(store, RecursiveSplitter())
+    assert pipeline.run([folder]).ok
+    pipeline.manifest.close()
+    question = Question("q", "When is the harbour beacon lit?", (Relevant("beacon.md"),), answer="at dusk")
+    passages = store.similarity_search(SearchRequest(question.text, top_k=2))
+    scorer = AnswerScorer(ExtractiveChatModel())
+    answer = scorer.answer(question.text, passages)
+    assert "[docs/beacon.md]" in answer
+    assert scorer.score(question, passages)["cited_answer"] == 1.0
+    assert citations(answer, passages) == [d for d in passages if d.metadata["source"] == "beacon.md"]
+    assert cites_source(answer, passages, "beacon.md") and cites_source(answer, passages, "docs/beacon.md")
+    assert not cites_source(answer, passages, "valves.md")
+    assert not cites_source(answer, passages, "docs/valves.md")
 
 
 def test_quotes_must_occur_in_a_retrieved_passage() -> None:

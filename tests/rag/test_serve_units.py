@@ -90,7 +90,7 @@ def test_sources_are_numbered_as_the_citations() -> None:
     ]
     rows = source_rows(documents)
     assert [(r["index"], r["source"], r["page"]) for r in rows] == [(1, "guide.md", 3), (2, None, None)]
-    assert citations_text(rows) == "\n\nSources:\n[1] guide.md, page 3\n[2] b"
+    assert citations_text(documents) == "\n\nSources:\n[1] guide.md, page 3\n[2] b"
     assert citations_text([]) == ""
 
 
