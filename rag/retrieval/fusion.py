@@ -20,7 +20,7 @@ from rag.errors import InvalidRequestError
 
 __all__ = ["reciprocal_rank_fusion", "weighted_fusion"]
 
-_LEXICAL_FLOOR_RANK = 40
+_FLOOR_RANK = 40
 
 
 def _ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
@@ -77,7 +77,11 @@ def _scaled(hits: Sequence[tuple[str, float]], name: str, floor_rank: int | None
 
 
 def weighted_fusion(
-    vector: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], vector_weight: float
+    vector: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    vector_weight: float,
+    *,
+    vector_floor: bool = False,
 ) -> list[tuple[str, float]]:
     """`vector_weight * v + (1 - vector_weight) * l`, with each list's scores divided by its best.
 
@@ -93,6 +97,11 @@ def weighted_fusion(
     whose scores stand little above that floor, and the cosines decide among them; a head that
     stands out keeps its say. Documents at or below the floor get 0 from BM25.
 
+    `vector_floor` measures cosines from the vector list's 40th best the same way. It suits a trained
+    embedder, whose cosines for unrelated texts sit well above 0 and close together: the floor removes
+    that common part, so the cosines' lead counts, not their level. The hashing embedder's cosines
+    only count shared words; they need no floor.
+
     Raises:
         InvalidRequestError: `vector_weight` outside [0, 1], or a score that is not finite.
     """
@@ -100,8 +109,8 @@ def weighted_fusion(
         raise InvalidRequestError(f"vector_weight must be within [0, 1], got {vector_weight!r}")
     if not 0.0 <= vector_weight <= 1.0:
         raise InvalidRequestError(f"vector_weight must be within [0, 1], got {vector_weight!r}")
-    dense = _scaled(vector, "vector", None)
-    sparse = _scaled(lexical, "lexical", _LEXICAL_FLOOR_RANK)
+    dense = _scaled(vector, "vector", _FLOOR_RANK if vector_floor else None)
+    sparse = _scaled(lexical, "lexical", _FLOOR_RANK)
     fused = {
         doc_id: vector_weight * dense.get(doc_id, 0.0) + (1.0 - vector_weight) * sparse.get(doc_id, 0.0)
         for doc_id in (*dense, *sparse)
