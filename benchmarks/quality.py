@@ -204,7 +204,7 @@ def measure(dataset: str, folder: Path, spec: str, args: argparse.Namespace) -> 
             # collection's language), as `rag query` would.
             weight = opened.settings.vector_weight if args.vector_weight is None else args.vector_weight
             run.weight = weight
-            base = SearchRequest("defaults", fusion=args.fusion, vector_weight=weight)
+            base = opened.settings.search_request(fusion=args.fusion, vector_weight=weight)
             started = time.perf_counter()
             labels = [(m, base.replace(mode=m)) for m in args.modes]
             labels += [(f"hybrid {w:g}", base.replace(mode="hybrid", vector_weight=w)) for w in args.weights]

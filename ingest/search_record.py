@@ -98,10 +98,11 @@ class SearchRecord:
 
 
 def resolve_search(settings: Settings, embedder: str | None, record: SearchRecord | None) -> Settings:
-    """`settings` with the search mode and vector weight in effect filled in.
+    """`settings` with the search mode, vector weight and embedder in effect filled in.
 
     An option or `RAG_*` variable wins (the field is already set); then the record; then the default
     mode and the default weight for `embedder` (the spec the store was built with, or the one asked for).
+    The embedder also decides how the weighted fusion treats cosines (`Settings.search_request`).
     """
     mode = settings.search_mode or (record.mode if record else None) or DEFAULT_SEARCH_MODE
     if settings.vector_weight is not None:
@@ -110,7 +111,7 @@ def resolve_search(settings: Settings, embedder: str | None, record: SearchRecor
         weight = record.weight_for(settings.embedder or embedder)
     else:
         weight = default_vector_weight(settings.embedder or embedder)
-    return settings.replace(search_mode=mode, vector_weight=weight)
+    return settings.replace(search_mode=mode, vector_weight=weight, embedder=settings.embedder or embedder)
 
 
 def collection_language(store: VectorStore) -> str | None:
@@ -143,7 +144,7 @@ def for_collection(record: SearchRecord, embedder: str, store: VectorStore) -> S
         >>> store.add([Document("a", "Die Häuser stehen am See.", {"lang": "de"})])
         >>> fitted = for_collection(SearchRecord(0.5), "st:all-MiniLM-L6-v2", store)
         >>> fitted.vector_weight, fitted.language
-        (0.15, 'de')
+        (0.55, 'de')
     """
     if record.tuned:
         return record

@@ -83,20 +83,20 @@ VECTOR_WEIGHT_BY_EMBEDDER: Mapping[str, float] = MappingProxyType(
     {
         # Hashing's vectors only echo the words, so BM25 leads: 0.15 is within 0.01 of each set's best.
         "hashing": DEFAULT_VECTOR_WEIGHT,
-        # all-MiniLM-L6-v2 on SciFact, the Python FAQ set, cmake and man-en: within 0.007 of the best
-        # on SciFact and man-en; the FAQ set (best 0.85) and cmake (best 0.7) pull apart.
+        # all-MiniLM-L6-v2, its cosines measured from their 40th best (`SearchRequest.vector_floor`):
+        # 0.7 is each English set's best or within 0.004 of it.
         "st": 0.7,
         # A guess, not measured: OpenAI's embedders are at least as strong as MiniLM.
         "openai": 0.7,
     }
 )
 """The vector share in hybrid fusion by embedder family (the part of the spec before `:`)."""
-OTHER_LANGUAGE_VECTOR_WEIGHT = 0.15
+OTHER_LANGUAGE_VECTOR_WEIGHT = 0.55
 """The vector share for an English-only embedder (`english_only`) over text mostly in another language.
 
-Chosen on the German and French docs-tree sets with all-MiniLM-L6-v2, the smallest mean shortfall
-against each set's best weight (docs/retrieval.md): an English model reads other languages poorly;
-BM25 stems each language."""
+Chosen on the German and French docs-tree sets with all-MiniLM-L6-v2, within 0.004 of each set's best
+weight, held out (docs/retrieval.md): an English model reads other languages less well; BM25 stems
+each language."""
 # Sentence-transformers models trained on many languages say so in their names.
 _MULTILINGUAL = ("multilingual", "labse", "bge-m3", "xlm", "-m3")
 _COLLECTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]")
@@ -139,7 +139,7 @@ def default_vector_weight(spec: str | None, language: str | None = None) -> floa
         >>> default_vector_weight("hashing"), default_vector_weight("st:/models/minilm")
         (0.15, 0.7)
         >>> default_vector_weight("st:/models/minilm", "fr"), default_vector_weight("hashing", "fr")
-        (0.15, 0.15)
+        (0.55, 0.15)
     """
     weight = VECTOR_WEIGHT_BY_EMBEDDER.get(embedder_family(spec), DEFAULT_VECTOR_WEIGHT)
     if language not in (None, "en", "und") and english_only(spec):
@@ -255,7 +255,9 @@ class Settings:
         """A `SearchRequest` with these settings' mode, fusion, vector weight and diversity.
 
         An unset mode is `DEFAULT_SEARCH_MODE`; an unset vector weight the embedder's default
-        (`default_vector_weight`). `changes` set other fields (`top_k`, `similarity_threshold`,
+        (`default_vector_weight`). The weighted fusion measures cosines from their 40th best
+        (`vector_floor`) for every embedder but hashing, whose cosines only count shared words.
+        `changes` set other fields (`top_k`, `similarity_threshold`,
         `filter`, ...); None values are skipped, so unset command options keep the request's defaults.
 
         Example:
@@ -268,6 +270,7 @@ class Settings:
             "vector_weight": (
                 default_vector_weight(self.embedder) if self.vector_weight is None else self.vector_weight
             ),
+            "vector_floor": embedder_family(self.embedder) != "hashing",
             "diversity": self.diversity,
         }
         values.update((name, value) for name, value in changes.items() if value is not None)

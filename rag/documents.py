@@ -241,6 +241,8 @@ class SearchRequest:
     index) or "hybrid" (both, fused: reciprocal rank fusion with constant `rrf_k`, or with
     `fusion="weighted"` a blend of the two scores, each list scaled by its best). `vector_weight` is the
     vector ranking's share in either fusion (RRF weighs the rankings 2w and 2(1 - w), so 0.5 is plain RRF).
+    `vector_floor` has the weighted fusion measure cosines from the vector list's 40th best, as it
+    does BM25 scores (`rag.retrieval.weighted_fusion`); `Settings` sets it for every embedder but hashing.
     `filter`, `top_k` and `similarity_threshold` mean the same in every mode: the threshold always applies
     to the cosine similarity of a hit, so a lexical hit whose vector is less similar than the threshold is
     dropped.
@@ -273,6 +275,7 @@ class SearchRequest:
     fusion: Fusion = "rrf"
     vector_weight: float = 0.5
     rrf_k: int = 60
+    vector_floor: bool = False
     diversity: float = 0.0
     exact: bool = False
     query_vector: npt.NDArray[np.float32] | None = field(default=None, compare=False, repr=False)
@@ -288,6 +291,7 @@ class SearchRequest:
         fusion: Fusion = "rrf",
         vector_weight: float = 0.5,
         rrf_k: int = 60,
+        vector_floor: bool = False,
         diversity: float = 0.0,
         exact: bool = False,
         query_vector: npt.ArrayLike | None = None,
@@ -318,6 +322,9 @@ class SearchRequest:
             if type(vector_weight) is float and 0.0 <= vector_weight <= 1.0
             else _check_unit_interval("vector_weight", vector_weight),
             "rrf_k": rrf_k,
+            "vector_floor": vector_floor
+            if type(vector_floor) is bool
+            else _check_flag("vector_floor", vector_floor),
             "diversity": diversity
             if type(diversity) is float and 0.0 <= diversity <= 1.0
             else _check_unit_interval("diversity", diversity),

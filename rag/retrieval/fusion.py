@@ -12,12 +12,15 @@ Example:
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 
 from rag.errors import InvalidRequestError
 
 __all__ = ["reciprocal_rank_fusion", "weighted_fusion"]
+
+_FLOOR_RANK = 40
 
 
 def _ranked(scores: dict[str, float]) -> list[tuple[str, float]]:
@@ -53,9 +56,12 @@ def reciprocal_rank_fusion(
     return _ranked({doc_id: math.fsum(terms) for doc_id, terms in parts.items()})
 
 
-def _scaled(hits: Sequence[tuple[str, float]], name: str) -> dict[str, float]:
-    """Scores divided by the list's best: the best becomes 1, a score half as high 0.5; a score below
-    zero (a negative cosine), or every score when the best is not above zero, becomes 0."""
+def _scaled(hits: Sequence[tuple[str, float]], name: str, floor_rank: int | None) -> dict[str, float]:
+    """Each score's lead over the list's floor, divided by the list's best score.
+
+    The floor is the `floor_rank`-th best score, or 0 when there is no floor rank or the list holds
+    fewer ids (a list that short is exhausted: every document left out of it scores 0). A score at or
+    below the floor (a negative cosine), or every score when the best is not above zero, becomes 0."""
     scores: dict[str, float] = {}
     for doc_id, score in hits:
         if not math.isfinite(score):
@@ -64,11 +70,18 @@ def _scaled(hits: Sequence[tuple[str, float]], name: str) -> dict[str, float]:
     best = max(scores.values(), default=0.0)
     if best <= 0.0:
         return dict.fromkeys(scores, 0.0)
-    return {doc_id: max(score, 0.0) / best for doc_id, score in scores.items()}
+    floor = 0.0
+    if floor_rank is not None and len(scores) >= floor_rank:
+        floor = max(heapq.nlargest(floor_rank, scores.values())[-1], 0.0)
+    return {doc_id: max(score - floor, 0.0) / best for doc_id, score in scores.items()}
 
 
 def weighted_fusion(
-    vector: Sequence[tuple[str, float]], lexical: Sequence[tuple[str, float]], vector_weight: float
+    vector: Sequence[tuple[str, float]],
+    lexical: Sequence[tuple[str, float]],
+    vector_weight: float,
+    *,
+    vector_floor: bool = False,
 ) -> list[tuple[str, float]]:
     """`vector_weight * v + (1 - vector_weight) * l`, with each list's scores divided by its best.
 
@@ -79,6 +92,16 @@ def weighted_fusion(
     near-ties in one list outvote clear leads in the other. An id missing from a list gets 0 from it,
     as does a negative cosine. The fused score is in [0, 1].
 
+    A BM25 score counts by its lead over the list's 40th best score (0 when the list holds fewer
+    ids), divided by the best: a question whose words are common gives a flat BM25 head,
+    whose scores stand little above that floor, and the cosines decide among them; a head that
+    stands out keeps its say. Documents at or below the floor get 0 from BM25.
+
+    `vector_floor` measures cosines from the vector list's 40th best the same way. It suits a trained
+    embedder, whose cosines for unrelated texts sit well above 0 and close together: the floor removes
+    that common part, so the cosines' lead counts, not their level. The hashing embedder's cosines
+    only count shared words; they need no floor.
+
     Raises:
         InvalidRequestError: `vector_weight` outside [0, 1], or a score that is not finite.
     """
@@ -86,7 +109,8 @@ def weighted_fusion(
         raise InvalidRequestError(f"vector_weight must be within [0, 1], got {vector_weight!r}")
     if not 0.0 <= vector_weight <= 1.0:
         raise InvalidRequestError(f"vector_weight must be within [0, 1], got {vector_weight!r}")
-    dense, sparse = _scaled(vector, "vector"), _scaled(lexical, "lexical")
+    dense = _scaled(vector, "vector", _FLOOR_RANK if vector_floor else None)
+    sparse = _scaled(lexical, "lexical", _FLOOR_RANK)
     fused = {
         doc_id: vector_weight * dense.get(doc_id, 0.0) + (1.0 - vector_weight) * sparse.get(doc_id, 0.0)
         for doc_id in (*dense, *sparse)

@@ -110,7 +110,7 @@ def _lexical(request: SearchRequest, source: Candidates, depth: int, seen: dict[
 
 def _fuse(request: SearchRequest, vector: list[Hit], lexical: list[Hit]) -> list[Hit]:
     if request.fusion == "weighted":
-        fused = weighted_fusion(vector, lexical, request.vector_weight)
+        fused = weighted_fusion(vector, lexical, request.vector_weight, vector_floor=request.vector_floor)
     else:
         rankings = [[doc_id for doc_id, _ in vector], [doc_id for doc_id, _ in lexical]]
         # vector_weight shares the vote in RRF too: 0.5 gives both rankings weight 1, plain RRF.

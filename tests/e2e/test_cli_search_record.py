@@ -110,6 +110,7 @@ def test_a_home_written_before_the_record_uses_the_embedders_default(
     assert cli("query", "tides", "--store", "numpy").exit_code == 0
     assert cli("query", "tides", *st).exit_code == 0
     assert [s.vector_weight for s in searches] == [0.15, 0.7]
+    assert [s.vector_floor for s in searches] == [False, True]  # cosines floored for the trained model
     info = json.loads(cli("info", *st, "--json").stdout)["search"]
     assert info["vector_weight"] == 0.7 and info["recorded"] is None
     assert info["origin"] == "default for embedder st; not recorded: the home predates search records"
@@ -168,9 +169,9 @@ def test_an_english_only_embedder_gets_a_smaller_share_over_text_in_another_lang
         (folder / f"page{n}.md").write_text(f"# Page {n}\n\n{FRENCH}\n", encoding="utf-8")
     semantic = ("--store", "numpy", "--embedder", f"st:{tiny_bert}")
     assert cli("ingest", folder, *semantic).exit_code == 0
-    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.15, "language": "fr"}
+    assert _records(rag_home)["numpy:rag"]["search"] == {"vector_weight": 0.55, "language": "fr"}
     info = json.loads(cli("info", "--store", "numpy", "--json").stdout)["search"]
-    assert (info["vector_weight"], info["origin"]) == (0.15, "default for embedder st, text mostly in 'fr'")
+    assert (info["vector_weight"], info["origin"]) == (0.55, "default for embedder st, text mostly in 'fr'")
     # The collection turns mostly English (more chunks in English): the English default comes back.
     for n in range(6):
         (folder / f"english{n}.md").write_text(f"# Page {n}\n\n{ENGLISH}\n", encoding="utf-8")

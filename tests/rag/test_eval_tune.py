@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 from ingest.search_record import SearchRecord, resolve_search, search_origin
-from rag import Document, HashingEmbedding
+from rag import Document, HashingEmbedding, SearchRequest
 from rag.config import VECTOR_WEIGHT_BY_EMBEDDER, Settings, default_vector_weight, embedder_family
 from rag.errors import ConfigError, InvalidRequestError
 from rag.eval import parse_questions, tune
@@ -39,6 +39,19 @@ def test_unset_settings_take_the_embedders_default() -> None:
     assert Settings(embedder="st:m", vector_weight=0.0).search_request().vector_weight == 0.0
     chosen = Settings.from_env({"RAG_VECTOR_WEIGHT": "0.7", "RAG_SEARCH_MODE": "Vector"})
     assert (chosen.search_mode, chosen.vector_weight) == ("vector", 0.7)
+
+
+def test_the_weighted_fusion_floors_cosines_for_every_embedder_but_hashing() -> None:
+    assert Settings(embedder="st:m").search_request().vector_floor is True
+    assert Settings(embedder="openai:text-embedding-3-small").search_request().vector_floor is True
+    assert Settings(embedder="hashing:1024").search_request().vector_floor is False
+    assert Settings().search_request().vector_floor is False  # no embedder chosen: hashing
+    # A store opened without `--embedder` searches as the embedder it was built with.
+    assert resolve_search(Settings(), "st:m", None).search_request().vector_floor is True
+    assert resolve_search(Settings(), "hashing", SearchRecord(0.3)).search_request().vector_floor is False
+    assert default_vector_weight("st:m", "fr") == 0.55
+    with pytest.raises(InvalidRequestError, match="vector_floor must be True or False, got 'yes'"):
+        SearchRequest("q", vector_floor="yes")  # type: ignore[arg-type]
 
 
 def test_resolution_order_option_then_record_then_embedder() -> None:

@@ -72,6 +72,53 @@ def test_close_cosines_do_not_outvote_a_clear_bm25_lead() -> None:
     )
 
 
+def test_a_flat_bm25_head_leaves_the_choice_to_the_cosines() -> None:
+    # Forty documents hold the question's common words: BM25 scores 10 for "echo" and 6 for the rest.
+    # Each counts by its lead over the 40th best (6), divided by the best: "echo" 0.4, the rest 0.
+    lexical = [("echo", 10.0), *((f"common{i:02}", 6.0) for i in range(39))]
+    vector = [("answer", 0.8), ("echo", 0.4)]
+    fused = weighted_fusion(vector, lexical, 0.5)
+    assert [doc_id for doc_id, _ in fused[:3]] == ["answer", "echo", "common00"]
+    assert dict(fused)["answer"] == pytest.approx(0.5)
+    assert dict(fused)["echo"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.4)
+    assert dict(fused)["common38"] == 0.0
+    # One document fewer and the list is exhausted: the floor is 0, every score counts whole.
+    short = weighted_fusion(vector, lexical[:39], 0.5)
+    assert [doc_id for doc_id, _ in short[:3]] == ["echo", "answer", "common00"]
+    assert dict(short)["common00"] == pytest.approx(0.5 * 0.6)
+
+
+def test_the_bm25_floor_is_the_fortieth_distinct_document() -> None:
+    lexical = [(f"d{i:02}", 50.0 - i) for i in range(40)]  # the 40th best scores 11
+    repeated = [lexical[0], *lexical]  # a repeated id counts once: the floor stays 11
+    for hits in (lexical, repeated):
+        fused = dict(weighted_fusion([], hits, 0.0))
+        assert fused["d00"] == pytest.approx((50.0 - 11.0) / 50.0)
+        assert fused["d38"] == pytest.approx(1.0 / 50.0)
+        assert fused["d39"] == 0.0
+
+
+def test_a_vector_floor_measures_cosines_from_their_fortieth_best() -> None:
+    # A trained embedder's cosines sit close together: 0.62 for "answer", 0.60 down to 0.50 for the rest.
+    vector = [("answer", 0.62), *((f"near{i:02}", 0.60 - i / 380) for i in range(39))]  # 40th: 0.50
+    lexical = [("echo", 9.0), ("answer", 3.0)]
+    plain = dict(weighted_fusion(vector, lexical, 0.7))
+    floored = dict(weighted_fusion(vector, lexical, 0.7, vector_floor=True))
+    assert plain["answer"] == pytest.approx(0.7 + 0.3 / 3)
+    assert floored["answer"] == pytest.approx(0.7 * 0.12 / 0.62 + 0.3 / 3)
+    assert floored["near00"] == pytest.approx(0.7 * 0.10 / 0.62)
+    assert floored["near38"] == 0.0  # the 40th best: at the floor
+    # Scaled by the best alone, every near-tie scores at least 0.8 of the best and outvotes BM25's
+    # clear lead; measured from the floor, the cosines' small lead counts for as little as it is.
+    assert max(plain, key=lambda doc_id: plain[doc_id]) == "answer"
+    assert sorted(floored, key=lambda doc_id: -floored[doc_id])[:2] == ["echo", "answer"]
+    assert plain["echo"] < plain["near38"]
+    # Fewer than 40 cosines: no floor, as without it.
+    assert weighted_fusion(vector[:39], lexical, 0.7, vector_floor=True) == weighted_fusion(
+        vector[:39], lexical, 0.7
+    )
+
+
 def test_weighted_fusion_edge_cases() -> None:
     assert weighted_fusion([], [], 0.5) == []
     assert weighted_fusion([("only", -0.3)], [], 0.5) == [("only", 0.0)]  # a negative cosine counts 0

@@ -82,7 +82,7 @@ def _reference(store: NumpyVectorStore, request: SearchRequest) -> list[Hit]:
     if request.mode == "lexical":
         return lexical[: request.top_k]
     if request.fusion == "weighted":
-        fused = weighted_fusion(vector, lexical, request.vector_weight)
+        fused = weighted_fusion(vector, lexical, request.vector_weight, vector_floor=request.vector_floor)
     else:
         weights = [2.0 * request.vector_weight, 2.0 * (1.0 - request.vector_weight)]
         rankings = [[i for i, _ in vector], [i for i, _ in lexical]]
@@ -114,6 +114,19 @@ def test_hybrid_equals_the_brute_force_fusion_scores_included(
                     filter=filter,
                 )
                 assert _hits(store, request) == _reference(store, request), request
+
+
+@pytest.mark.parametrize("vector_weight", [0.3, 0.7])
+def test_a_vector_floor_reaches_the_store_fusion(store: NumpyVectorStore, vector_weight: float) -> None:
+    changed = 0
+    for query in QUERIES:
+        for top_k in (7, 130):
+            request = SearchRequest(
+                query, top_k, mode="hybrid", fusion="weighted", vector_weight=vector_weight, vector_floor=True
+            )
+            assert _hits(store, request) == _reference(store, request), request
+            changed += _hits(store, request) != _hits(store, request.replace(vector_floor=False))
+    assert changed  # the floor changes rankings of this corpus: the parity above is not vacuous
 
 
 @pytest.mark.parametrize("filter", [None, "n == 1"])
