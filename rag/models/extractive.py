@@ -185,19 +185,30 @@ def _quote(sentence: Sentence, found: Sequence[Sentence]) -> list[str]:
 
 
 def _clip(text: str, wanted: frozenset[str], limit: int) -> str:
-    """`text` cut to `limit` characters where it holds the most question words, "…" marking each cut:
-    the answer to "Which geochemist dated lead?" may stand at the end of a long list of alumni."""
+    """`text` cut to `limit` characters where it holds the most question words (of several such
+    windows, the middle one), "…" marking each cut: the answer to "Which geochemist dated lead?" may
+    stand at the end of a long list of alumni."""
     if len(text) <= limit:
         return text
-    starts = [m.start() for m in _WORD.finditer(text)]
-
-    def held(start: int) -> int:
-        return len(wanted.intersection(terms(text[start : start + limit])))
-
-    best = max(starts, key=lambda start: (held(start), -start), default=0)
+    spans = [(m.start(), m.end(), wanted.intersection(terms(m.group()))) for m in _WORD.finditer(text)]
+    held: Counter[str] = Counter()
+    tied: list[int] = []
+    most, end = -1, 0
+    for start, _, asked in spans:  # a window from each word on: words enter at its end, leave at its start
+        while end < len(spans) and spans[end][1] <= start + limit:
+            held.update(spans[end][2])
+            end += 1
+        count = len(+held)
+        if count > most:
+            tied, most = [], count
+        if count == most:
+            tied.append(start)
+        held.subtract(asked)
+    best = tied[len(tied) // 2] if tied else 0
     window = text[best : best + limit]
     if best + limit < len(text):
-        window = window[: window.rfind(" ")] if " " in window else window
+        if text[best + limit - 1].isalnum() and text[best + limit].isalnum():  # a word cut in two
+            window = window[: window.rfind(" ")] if " " in window else window
         window = window.rstrip() + "…"
     return window if best == 0 else "…" + window
 

@@ -104,3 +104,15 @@ def test_a_long_sentence_is_cut_where_it_holds_the_question_words() -> None:
     assert quoted[0].startswith("- …")
     assert quoted[0].endswith("the beekeeper Ada Rusk, who moved the hives to the river meadow. [members.md]")
     assert len(quoted[0]) < 600 + len("- … [members.md]") + 1
+
+
+def test_a_long_sentence_is_cut_on_both_sides_of_the_question_words_and_never_inside_a_word() -> None:
+    filler = ", ".join(f"plot {n} of the allotment" for n in range(1, 31))
+    sentence = f"The map lists {filler}, the beehives that Ada Rusk moved to the meadow, {filler}."
+    quoted = _answer(f"[1] (source: map.md)\n{sentence}", "Who moved the beehives to the meadow?")
+    text = quoted[0].removeprefix("- ").removesuffix(" [map.md]")
+    assert text.startswith("…") and text.endswith("…")
+    assert "the beehives that Ada Rusk moved to the meadow" in text
+    assert text.strip("…") in sentence
+    words = text.strip("…").split()
+    assert all(f" {word}" in f" {sentence}" for word in words[1:])  # whole words only, after the first cut
