@@ -24,6 +24,8 @@ half as much as one in the sentence. The first sentence under a heading that say
 sentence is quoted after it ("E-214: valve stuck open: Water kept flowing..."). One item of a numbered
 list brings the whole list, one line per item, so "How do I install it?" gets every step (and a
 "How do I ...?" question prefers numbered steps).
+A sentence longer than the quote allows is cut where it holds the most question words, "…" marking
+each cut.
 A paragraph ending with ":" is quoted with the one short line after it, so "Use this command line:"
 comes with its command; and a sentence does not end after an abbreviation ("eg.", "i.e.", "St.") or an
 initial ("J. S. Bach").
@@ -44,6 +46,7 @@ from collections.abc import Iterator, Sequence
 from itertools import pairwise
 
 from rag.chat.messages import AssistantMessage, ChatOptions, ChatResponse, Prompt, Usage
+from rag.models.extractive_kinds import answer_kind, holds_kind
 from rag.models.extractive_text import Passage, Sentence, find_context, gist, sentences, terms
 
 __all__ = ["ExtractiveChatModel"]
@@ -68,6 +71,16 @@ _STEPS_BONUS = 1.5
 _LENGTH_DAMPING = 0.25  # a long sentence's match is divided by (words / 8) to this power
 _NEAR_WEIGHT = 0.2  # a question word in the sentence before or after (same paragraph), against one in it
 _RANK_DECAY = 0.1  # the n-th retrieved passage's sentences weigh 1 / (1 + decay * (n - 1))
+# A sentence opening with a pronoun ("They meet ...", "However, this practice ...") continues the one
+# before it: its neighbours' question words count this much instead of _NEAR_WEIGHT.
+_CONTINUED_NEAR_WEIGHT = 0.6
+_CONTINUES = re.compile(
+    r"^(?:\w+,\s+)?(?:he|she|it|they|this|these|that|those|his|her|its|their|there|most|some|many|both)\b",
+    re.IGNORECASE,
+)
+_KIND_BONUS = (
+    1.3  # a sentence holding the kind of answer asked for (a year for "When ...?") counts this much more
+)
 
 
 def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> list[Sentence]:
@@ -83,10 +96,14 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
     tokens and the one naming who reported it, rather than two about tokens. A "How do I ...?" question
     asks for steps: the items of numbered lists count half as much again.
 
-    A question word only in the sentence just before or after (same paragraph) counts a fifth: "It
-    was held in the old granary." answers "Where was the open day held?" after "The open day moved to
-    Monday.". A long sentence's match is damped by the fourth root of its length, and the sentences of
-    the n-th passage weigh 1 / (1 + 0.1 (n - 1)): the retriever's order is evidence too.
+    A question word only in the sentence just before or after (same paragraph) counts a fifth, and
+    three fifths when the sentence opens with a pronoun and so continues the one before: "It was held
+    in the old granary." answers "Where was the open day held?" after "The open day moved to Monday.".
+    A sentence holding the kind of answer the question asks for (a year or date for "When ...?", a
+    number for "How many ...?", a name for "Who ...?", a place for "Where ...?"; see
+    `rag.models.extractive_kinds`) counts 1.3 times as much. A long sentence's match is damped by the
+    fourth root of its length, and the sentences of the n-th passage weigh 1 / (1 + 0.1 (n - 1)): the
+    retriever's order is evidence too.
     """
     found = sentences(passages)
     wanted = frozenset(terms(question))
@@ -96,16 +113,20 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
     n = len(found)
     normalized_question = " ".join(_WORD.findall(question.lower()))
     near = _neighbours(found)
+    continued = {b.order for a, b in pairwise(found) if a.unit == b.unit and _CONTINUES.match(b.text)}
+    kind = answer_kind(question)
+    kinded = {s.order for s in found if holds_kind(kind, s.text, question)}
 
     def weight(words: frozenset[str]) -> float:
         return sum(math.log(1.0 + n / frequency[t]) for t in words)
 
     def score(sentence: Sentence, asked: frozenset[str]) -> float:
         own = asked & sentence.terms
+        near_weight = _CONTINUED_NEAR_WEIGHT if sentence.order in continued else _NEAR_WEIGHT
         damping = math.pow(max(sentence.length, 8) / 8, _LENGTH_DAMPING)  # long sentences match by size
         headed = weight((asked & sentence.heading) - own)
         beside = weight((asked & near.get(sentence.order, frozenset())) - own - sentence.heading)
-        total = weight(own) / damping + _HEADING_WEIGHT * headed / (1 + sentence.lead) + _NEAR_WEIGHT * beside
+        total = weight(own) / damping + _HEADING_WEIGHT * headed / (1 + sentence.lead) + near_weight * beside
         return total / (1.0 + _RANK_DECAY * sentence.passage)
 
     def answers(sentence: Sentence) -> bool:
@@ -113,7 +134,12 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
         return not sentence.asks and " ".join(_WORD.findall(sentence.text.lower())) != normalized_question
 
     steps = _STEPS_BONUS if _PROCEDURE.search(question) else 1.0
-    scores = {s.order: score(s, wanted) * (steps if s.group >= 0 else 1.0) for s in found if answers(s)}
+
+    def boost(sentence: Sentence) -> float:
+        listed = steps if sentence.group >= 0 else 1.0
+        return listed * (_KIND_BONUS if sentence.order in kinded else 1.0)
+
+    scores = {s.order: score(s, wanted) * boost(s) for s in found if answers(s)}
     best = max(scores.values(), default=0.0)
     pool = [s for s in found if scores.get(s.order, 0.0) > 0 and scores[s.order] >= _KEEP * best]
     chosen: list[Sentence] = []
@@ -158,6 +184,35 @@ def _quote(sentence: Sentence, found: Sequence[Sentence]) -> list[str]:
     return [sentence.text]
 
 
+def _clip(text: str, wanted: frozenset[str], limit: int) -> str:
+    """`text` cut to `limit` characters where it holds the most question words (of several such
+    windows, the middle one), "…" marking each cut: the answer to "Which geochemist dated lead?" may
+    stand at the end of a long list of alumni."""
+    if len(text) <= limit:
+        return text
+    spans = [(m.start(), m.end(), wanted.intersection(terms(m.group()))) for m in _WORD.finditer(text)]
+    held: Counter[str] = Counter()
+    tied: list[int] = []
+    most, end = -1, 0
+    for start, _, asked in spans:  # a window from each word on: words enter at its end, leave at its start
+        while end < len(spans) and spans[end][1] <= start + limit:
+            held.update(spans[end][2])
+            end += 1
+        count = len(+held)
+        if count > most:
+            tied, most = [], count
+        if count == most:
+            tied.append(start)
+        held.subtract(asked)
+    best = tied[len(tied) // 2] if tied else 0
+    window = text[best : best + limit]
+    if best + limit < len(text):
+        if text[best + limit - 1].isalnum() and text[best + limit].isalnum():  # a word cut in two
+            window = window[: window.rfind(" ")] if " " in window else window
+        window = window.rstrip() + "…"
+    return window if best == 0 else "…" + window
+
+
 class ExtractiveChatModel:
     """Answers by quoting the retrieved sentences that best match the question. No language model.
 
@@ -191,11 +246,11 @@ class ExtractiveChatModel:
         if not chosen:
             return NO_MATCH, []
         found = sentences(passages)
+        wanted = frozenset(terms(question))
         lines = [ANSWER_HEADING]
         for sentence in chosen:
             for text in _quote(sentence, found):
-                if len(text) > self._max_chars:
-                    text = text[: self._max_chars].rstrip() + "…"
+                text = _clip(text, wanted, self._max_chars)
                 lines.append(f"- {text} [{sentence.label}]" if sentence.label else f"- {text}")
         return "\n".join(lines), list(dict.fromkeys(s.label for s in chosen if s.label))
 
