@@ -4,7 +4,7 @@ See `rag.models.extractive` for the prompt format and what is quoted. Here a pas
 each with what stands above it (the terms of its headings, or of an FAQ question it answers, and the
 nearest heading's text), its place under that heading, and, for a numbered list's item, the list it
 belongs to. Words are compared by their Snowball English stems ("recalibrated" meets "Recalibrate",
-"approval" meets "approve"), an irregular verb's past forms by its base ("built" meets "build").
+"approval" meets "approve").
 
 Example:
     >>> [s.text for s in sentences([Passage("## Install\\n\\n1. Get it. Unpack it.\\n2. Run it.", "a.md")])]
@@ -55,38 +55,6 @@ you your please tell explain describe give show many much
 he she his her him hers himself herself itself themselves one s t d ll ve re m
 """
 _STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
-# Irregular verbs (base, past, past participle; "/" between variants): the stemmer leaves "wrote" and
-# "written" apart from "write", so "Who wrote it?" would not meet "It was written by ...".
-_IRREGULAR_TEXT = """
-arise arose arisen, awake awoke awoken, bear bore borne, beat beat beaten, become became become,
-begin began begun, bend bent bent, bind bound bound, blow blew blown, break broke broken, breed bred bred,
-bring brought brought, build built built, burn burnt burnt, buy bought bought, catch caught caught,
-choose chose chosen, come came come, creep crept crept, deal dealt dealt, dig dug dug, draw drew drawn,
-dream dreamt dreamt, drink drank drunk, drive drove driven, eat ate eaten, fall fell fallen, feed fed fed,
-feel felt felt, fight fought fought, find found found, flee fled fled, fly flew flown,
-forbid forbade forbidden, forget forgot forgotten, forgive forgave forgiven, freeze froze frozen,
-get got gotten, give gave given, go went gone, grow grew grown, hang hung hung, hear heard heard,
-hide hid hidden, hold held held, keep kept kept, know knew known, lay laid laid, lead led led,
-lean leant leant, leave left left, lend lent lent, lose lost lost, make made made, mean meant meant,
-meet met met, overcome overcame overcome, pay paid paid, ride rode ridden, ring rang rung,
-rise rose risen, run ran run, say said said, see saw seen, seek sought sought, sell sold sold,
-send sent sent, shake shook shaken, shine shone shone, shoot shot shot, show showed shown,
-shrink shrank shrunk, sing sang sung, sink sank sunk, sit sat sat, sleep slept slept, slide slid slid,
-speak spoke spoken, spend spent spent, spin spun spun, spring sprang sprung, stand stood stood,
-steal stole stolen, stick stuck stuck, sting stung stung, strike struck struck/stricken,
-strive strove striven, swear swore sworn, sweep swept swept, swim swam swum, swing swung swung,
-take took taken, teach taught taught, tear tore torn, tell told told, think thought thought,
-throw threw thrown, tread trod trodden, undergo underwent undergone, understand understood understood,
-undertake undertook undertaken, wake woke woken, wear wore worn, weave wove woven, weep wept wept,
-win won won, withdraw withdrew withdrawn, write wrote written
-"""
-_IRREGULAR = {
-    form: verb.split()[0]
-    for verb in _IRREGULAR_TEXT.split(",")
-    for forms in verb.split()[1:]
-    for form in forms.split("/")
-    if form != verb.split()[0]
-}
 
 
 @dataclass(frozen=True)
@@ -139,7 +107,7 @@ def gist(text: str) -> tuple[str, ...]:
 
 def terms(text: str) -> list[str]:
     """The stems of the words of `text` that are not stop words."""
-    words = [_IRREGULAR.get(w, w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+    words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
     stems: list[str] = _stemmer().stemWords(words)  # type: ignore[attr-defined]
     return stems
 
