@@ -93,7 +93,7 @@ def test_ask_never_answers_from_a_turn(cli: Cli, home: Path) -> None:
     result = cli("ask", QUESTION, "--home", home, "--top-k", "10", "--json")
     assert result.exit_code == 0, result.stderr
     reply = json.loads(result.stdout)
-    assert {row["source"] for row in reply["sources"]} == {"api/cors.md", "faq.md"}
+    assert {row["source"] for row in reply["sources"]} == {"site/api/cors.md", "site/faq.md"}
     assert REPLY not in reply["answer"]
 
 
@@ -111,15 +111,15 @@ def test_chat_lists_each_passage_once(cli: Cli, home: Path) -> None:
     script = f"{QUESTION}\n/sources\n/exit\n"
     common = ("chat", "--home", home, "--top-k", "2", "--no-stream")
     sources = _chat_sources(cli(*common, input=script))
-    assert sources == ["api/cors.md", "faq.md"]
+    assert sources == ["site/api/cors.md", "site/faq.md"]
     assert sorted(_chat_sources(cli(*common, "--keep-duplicates", input=script))) == [
-        "api/cors.md",
-        "v1/cors.md",
+        "site/api/cors.md",
+        "site/v1/cors.md",
     ]
 
 
 def _chat_sources(result: Result) -> list[str]:
-    """The sources `/sources` listed: `  [1] api/cors.md (score ..., cosine ...)`."""
+    """The sources `/sources` listed: `  [1] site/api/cors.md (score ..., cosine ...)`."""
     assert result.exit_code == 0, result.stderr
     lines = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("[")]
     return [line.split("] ", 1)[1].split(" (", 1)[0] for line in lines]
