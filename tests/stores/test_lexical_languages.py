@@ -9,7 +9,7 @@ import pytest
 
 from stores.lexical import LexicalIndex
 from stores.lexical.languages import analyser_for, language_of
-from stores.lexical.text import analyze, query_terms
+from stores.lexical.text import analyze, query_idfs, query_terms
 
 # Per language: a document, a query with another inflected form of one of its words (and a stop word),
 # and a document of the same language without that word.
@@ -72,6 +72,17 @@ def test_each_document_is_scored_with_the_query_in_its_own_language() -> None:
     # The German stop word "die" is an English word: it is a term of English documents only.
     assert query_terms("die Häuser", "de") == [None, "haus"]
     assert query_terms("die Häuser", "en") == ["die", "hauser"]
+
+
+def test_a_stop_word_counts_as_held_by_every_document_of_the_language_that_drops_it() -> None:
+    # "de" is a term of one English document in two, and a stop word of eight French documents:
+    # df 1 + 8 of N 10. "maison" is held by one French document and no English one: df 1.
+    analysed = [("en", ["de", "maison"]), ("fr", [None, "maison"])]
+    found = query_idfs(analysed, {("en", "de"): 1, ("fr", "maison"): 1}, {"en": 2, "fr": 8})
+    assert found == [
+        ("en", "de", pytest.approx(math.log(1 + 1.5 / 9.5))),
+        ("fr", "maison", pytest.approx(math.log(1 + 9.5 / 1.5))),
+    ]
 
 
 def test_an_index_without_lang_metadata_analyses_english() -> None:
