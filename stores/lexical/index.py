@@ -9,9 +9,10 @@ Scoring is Okapi BM25 with Lucene's idf:
 `|d|` counts the document's terms after analysis, `qtf` how often the term appears in the query, and
 N, df and avgdl describe the live documents exactly after any sequence of writes. `tf(t, d)` counts
 the term in the text plus `FIELD_WEIGHT` times in the names field (`stores.lexical.fields`). A
-document is scored with the query analysed in its own language, N and df counted among that
-language's documents (a stop word of one language, never indexed there, would otherwise look rare to
-the documents of another). Every hit holds a query term, so every score is > 0.
+document is scored with the query analysed in its own language; the df of a query word counts the
+documents of every language that hold it as their analysis spells it, and all of a language's documents
+when that language drops it as a stop word (`stores.lexical.text.query_idfs`), so that scores compare
+across languages. Every hit holds a query term, so every score is > 0.
 
 Rows are assigned in order of arrival and postings kept in segments (`stores.lexical.segments`) of
 geometric sizes; a delete clears a row's live bit, and rows are renumbered once most are dead.
@@ -22,7 +23,6 @@ stores hold their write lock around both).
 from __future__ import annotations
 
 import copy
-import math
 import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +38,7 @@ from stores.lexical.idmap import PackedIds
 from stores.lexical.languages import DEFAULT_LANGUAGE, SNOWBALL
 from stores.lexical.persist import DEFAULT_B, DEFAULT_K1, LexicalSettings, Saved, read, write
 from stores.lexical.segments import NARROW_SPAN, Segment, build, merge, postings_of, split
-from stores.lexical.text import TOKENIZER, Vocabulary
+from stores.lexical.text import TOKENIZER, Vocabulary, query_idfs
 from stores.ties import best_first
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "LexicalIndex", "LexicalSettings", "LexicalStats"]
@@ -292,22 +292,28 @@ class LexicalIndex:
             lengths = self._lengths[: self._ids.row_count].astype(np.float64)
             k1, b = self.settings.k1, self.settings.b
             self._norm = k1 * (1.0 - b + b * lengths / (self.stats.average_length or 1.0))
-        row_parts: list[npt.NDArray[np.integer[Any]]] = [np.zeros(0, np.int32)]
-        weights: list[Scores] = [np.zeros(0)]
         held = self._language_rows() or {DEFAULT_LANGUAGE: (None, count)}
-        for language, (within, documents) in held.items() if count else ():
-            term_counts = self._vocabulary.encode_query(query, language)
-            found = postings_of(self._segments, list(term_counts))
-            for query_tf, (rows, tfs) in zip(term_counts.values(), found, strict=True):
-                mask = live if within is None else within  # a language's rows are live ones
+        analysed: list[tuple[str, list[int | None]]] = []
+        postings: dict[tuple[str, int], tuple[npt.NDArray[np.integer[Any]], Ints]] = {}
+        for language, (within, _) in held.items() if count else ():
+            term_ids = self._vocabulary.encode_query(query, language)
+            wanted = [term for term in dict.fromkeys(term_ids) if term is not None and term >= 0]
+            mask = live if within is None else within  # a language's rows are live ones
+            for term, (rows, tfs) in zip(wanted, postings_of(self._segments, wanted), strict=True):
                 if mask is not None and rows.size:
                     kept = mask[rows]
                     rows, tfs = rows[kept], tfs[kept]
-                if rows.size:
-                    idf = math.log(1.0 + (documents - rows.size + 0.5) / (rows.size + 0.5))
-                    tf = tfs.astype(np.float64)
-                    weights.append(query_tf * idf * (self.settings.k1 + 1.0) * tf / (tf + self._norm[rows]))
-                    row_parts.append(rows)
+                postings[language, term] = rows, tfs
+            analysed.append((language, term_ids))
+        frequencies = {key: rows.size for key, (rows, _) in postings.items()}
+        documents = {language: held_count for language, (_, held_count) in held.items()}
+        row_parts: list[npt.NDArray[np.integer[Any]]] = [np.zeros(0, np.int32)]
+        weights: list[Scores] = [np.zeros(0)]
+        for language, term, idf in query_idfs(analysed, frequencies, documents):
+            held_rows, tfs = postings[language, term]
+            tf = tfs.astype(np.float64)
+            weights.append(idf * (self.settings.k1 + 1.0) * tf / (tf + self._norm[held_rows]))
+            row_parts.append(held_rows)
         return _sum_by_row(np.concatenate(row_parts), np.concatenate(weights), self._ids.row_count)
 
     def search(

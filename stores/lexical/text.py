@@ -17,9 +17,11 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,9 +30,10 @@ from rag.embeddings.tokenize import fold, split_words
 from stores.lexical.idmap import PackedIds
 from stores.lexical.languages import DEFAULT_LANGUAGE, Analyser, analyser_for, question_stopwords
 
-__all__ = ["TOKENIZER", "Vocabulary", "analyze", "query_weights", "words"]
+__all__ = ["TOKENIZER", "Vocabulary", "analyze", "query_idfs", "query_terms", "words"]
 
 TOKENIZER = "rag-5"
+_Term = TypeVar("_Term", str, int)  # a term, or its id
 _STOP = -1  # cached id of a word that is dropped (a stopword)
 _ALNUM = np.zeros(256, dtype=np.bool_)
 _ALNUM[np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)] = True
@@ -131,23 +134,56 @@ def analyze(text: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
     return [term for term in analyser_for(language).terms(words(text)) if term is not None]
 
 
-def query_weights(text: str, language: str = DEFAULT_LANGUAGE) -> dict[str, float]:
-    """The terms of a query analysed in `language`, with their frequency in it (BM25's qtf), less the
+def query_terms(text: str, language: str = DEFAULT_LANGUAGE) -> list[str | None]:
+    """The term of each word of a query analysed in `language` (None for a stop word), less the
     function words of the query's own language when it shows one (`languages.question_stopwords`).
 
     Example:
-        >>> query_weights("Die Häuser, das Haus", "de"), query_weights("the houses", "en")
-        ({'haus': 2.0}, {'hous': 1.0})
-        >>> query_weights("la liste des fichiers", "en")
-        {'list': 1.0, 'fichier': 1.0}
+        >>> query_terms("Die Häuser, das Haus", "de"), query_terms("the houses", "en")
+        (['haus', 'haus'], [None, 'hous'])
+        >>> query_terms("la liste des fichiers", "en")
+        ['list', 'fichier']
     """
     found = words(text)
     foreign = question_stopwords(found)
-    weights: dict[str, float] = {}
-    for term in analyser_for(language).terms([word for word in found if fold(word) not in foreign]):
-        if term is not None:
-            weights[term] = weights.get(term, 0.0) + 1.0
-    return weights
+    return analyser_for(language).terms([word for word in found if fold(word) not in foreign])
+
+
+def query_idfs(
+    analysed: Sequence[tuple[str, Sequence[_Term | None]]],
+    frequencies: Mapping[tuple[str, _Term], int],
+    documents: Mapping[str, int],
+) -> list[tuple[str, _Term, float]]:
+    """(language, term, weight) of each query term some document of its language holds, in the order of
+    `analysed` (each language's `query_terms` or their ids) and of first use; the weight sums the idf of
+    the query words the term stands for (BM25's qtf * idf).
+
+    A query word's idf counts the documents of every language that hold it as their analysis spells it
+    (`frequencies[language, term]`, among `documents[language]` documents), and every document of a
+    language that drops it as a stop word: one idf per word over the whole collection, so the scores of
+    documents in different languages compare. Counted per language, the few documents of a small
+    language (pages left untranslated) would find a word of the query's language rare and outscore the
+    documents written in it.
+
+    Example:
+        >>> query_idfs([("de", ["haus"]), ("en", ["hauser"])], {("de", "haus"): 1, ("en", "hauser"): 1},
+        ...     {"de": 1, "en": 1})  # doctest: +ELLIPSIS
+        [('de', 'haus', 0.182...), ('en', 'hauser', 0.182...)]
+    """
+    total = sum(documents.values())
+    held = [0] * max((len(terms) for _, terms in analysed), default=0)
+    for language, terms in analysed:
+        for at, term in enumerate(terms):
+            held[at] += documents[language] if term is None else frequencies.get((language, term), 0)
+    idfs = [math.log(1.0 + (total - count + 0.5) / (count + 0.5)) for count in held]
+    weighted: list[tuple[str, _Term, float]] = []
+    for language, terms in analysed:
+        sums: dict[_Term, float] = {}
+        for term, idf in zip(terms, idfs, strict=True):
+            if term is not None and frequencies.get((language, term), 0):
+                sums[term] = sums.get(term, 0.0) + idf
+        weighted += [(language, term, weight) for term, weight in sums.items()]
+    return weighted
 
 
 @dataclass
@@ -169,8 +205,8 @@ class Vocabulary:
 
     Example:
         >>> vocabulary = Vocabulary()
-        >>> vocabulary.ids_of(["fast", "run"], add=True).tolist(), vocabulary.encode_query("running runs")
-        ([0, 1], {1: 2.0})
+        >>> vocabulary.ids_of(["fast", "run"], add=True).tolist(), vocabulary.encode_query("the running runs")
+        ([0, 1], [None, 1, 1])
     """
 
     def __init__(self, terms: PackedIds | None = None) -> None:
@@ -310,11 +346,12 @@ class Vocabulary:
         ids = np.concatenate([ids, self._ids_of_words(analyser, names)])
         return ids, np.concatenate([owners, extra_owners])
 
-    def encode_query(self, text: str, language: str = DEFAULT_LANGUAGE) -> dict[int, float]:
-        """The query's terms in `language` that some document holds, by id, with their frequency."""
-        weights = query_weights(text, language)
-        ids = self.ids_of(list(weights)).tolist()
-        return {index: weight for index, weight in zip(ids, weights.values(), strict=True) if index >= 0}
+    def encode_query(self, text: str, language: str = DEFAULT_LANGUAGE) -> list[int | None]:
+        """The term id of each word of `query_terms(text, language)`: None for a stop word, -1 for a
+        term no document holds."""
+        terms = query_terms(text, language)
+        ids = iter(self.ids_of([term for term in terms if term is not None]).tolist())
+        return [None if term is None else next(ids) for term in terms]
 
 
 def _spelt(data: Bytes, starts: Positions, lengths: Positions) -> list[str]:

@@ -11,7 +11,6 @@ descending, id ascending. All queries of one search run in one REPEATABLE READ s
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -21,7 +20,7 @@ import numpy.typing as npt
 
 from stores.lexical.fields import MARKER_PREFIX, language_marker
 from stores.lexical.languages import DEFAULT_LANGUAGE
-from stores.lexical.text import query_weights
+from stores.lexical.text import query_idfs, query_terms
 from stores.numpy.search import TOLERANCE, exact_scores
 from stores.pgvector.filters import Condition
 from stores.pgvector.tables import StoreInfo, Tables
@@ -128,21 +127,23 @@ class PgCandidates:
         return sorted(hits, key=lambda hit: (-hit[1], hit[0]))[:depth]
 
     def _weights(self) -> tuple[list[str], list[float], list[str]]:
-        """Query terms some document holds, with qtf * idf * (k1 + 1) and the language marker of the
-        documents each counts for: the query is analysed in each language the store holds, in the order
-        of `stores.lexical.index` (languages by code, terms by first appearance)."""
+        """Query terms some document holds, with their weight (`query_idfs`) times k1 + 1, and the
+        language marker of the documents each counts for: the query is analysed in each language the
+        store holds, in the order of `stores.lexical.index` (languages by code, terms by first use)."""
         statement = self.tables.sql("SELECT term, df FROM {terms} WHERE starts_with(term, %s) AND df > 0")
         held = {t[len(MARKER_PREFIX) :]: int(df) for t, df in self.conn.execute(statement, (MARKER_PREFIX,))}
         languages = sorted(held) or [DEFAULT_LANGUAGE]
-        analysed = [(language, query_weights(self.text, language)) for language in languages]
-        pairs = [(term, language) for language, counts in analysed for term in counts]
+        analysed = [(language, query_terms(self.text, language)) for language in languages]
+        pairs = list(
+            dict.fromkeys((t, language) for language, terms in analysed for t in terms if t is not None)
+        )
         terms = [term for term, _ in pairs]
         if len(languages) == 1:  # every document: the kept document frequencies
             documents = {languages[0]: self._info.documents}
             statement = self.tables.sql("SELECT term, df FROM {terms} WHERE term = ANY(%s) AND df > 0")
             found = dict(self.conn.execute(statement, (terms,)).fetchall())
-            df = {(term, language): found[term] for term, language in pairs if term in found}
-        else:  # BM25 over each language's documents, as `stores.lexical.index` scores them
+            df = {(language, term): found[term] for term, language in pairs if term in found}
+        else:  # each language's documents holding the term, as `stores.lexical.index` counts them
             documents = held
             statement = self.tables.sql(
                 "SELECT u.t, u.m, (SELECT count(*) FROM {lexical} l WHERE l.terms @> ARRAY[u.t, u.m]) "
@@ -150,18 +151,12 @@ class PgCandidates:
             )
             markers = [language_marker(language) for _, language in pairs]
             rows = self.conn.execute(statement, (terms, markers)).fetchall()
-            df = {(t, m[len(MARKER_PREFIX) :]): int(c) for t, m, c in rows if c}
-        k1 = self._info.k1
-        chosen = [
-            (term, language, count * math.log(1.0 + (documents[language] - f + 0.5) / (f + 0.5)) * (k1 + 1.0))
-            for language, counts in analysed
-            for term, count in counts.items()
-            if (f := df.get((term, language))) is not None
-        ]
+            df = {(m[len(MARKER_PREFIX) :], t): int(c) for t, m, c in rows if c}
+        chosen = query_idfs(analysed, df, documents)
         return (
-            [t for t, _, _ in chosen],
-            [w for *_, w in chosen],
-            [language_marker(la) for _, la, _ in chosen],
+            [term for _, term, _ in chosen],
+            [weight * (self._info.k1 + 1.0) for *_, weight in chosen],
+            [language_marker(language) for language, _, _ in chosen],
         )
 
     @property

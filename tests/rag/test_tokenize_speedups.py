@@ -261,7 +261,7 @@ def test_lexical_terms_keep_their_ids_across_batches() -> None:
     assert vocabulary.terms == ["mice", "studi", "run"]
     vocabulary.encode_many(["mice studied again", "café"])  # "again" is a stopword
     assert vocabulary.terms == ["mice", "studi", "run", "cafe"]
-    assert list(vocabulary.encode_query("studying mice")) == [
+    assert vocabulary.encode_query("studying mice") == [
         vocabulary.terms.index("studi"),
         vocabulary.terms.index("mice"),
     ]

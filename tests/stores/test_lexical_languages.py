@@ -9,7 +9,7 @@ import pytest
 
 from stores.lexical import LexicalIndex
 from stores.lexical.languages import analyser_for, language_of
-from stores.lexical.text import analyze, query_weights
+from stores.lexical.text import analyze, query_idfs, query_terms
 
 # Per language: a document, a query with another inflected form of one of its words (and a stop word),
 # and a document of the same language without that word.
@@ -63,15 +63,25 @@ def test_each_document_keeps_its_own_language_in_one_index() -> None:
 
 def test_each_document_is_scored_with_the_query_in_its_own_language() -> None:
     # "Häuser" is "haus" to the German analysis and "hauser" to the English one; each document meets
-    # the query word at full weight in its own language, with BM25 over its language's documents (one
-    # each: idf = ln(1 + 0.5 / 1.5); length 2 each, so K(d) = k1 and the score is idf).
+    # the query word in its own language, and its idf counts both (df 2 of N 2: ln(1 + 0.5 / 2.5);
+    # length 2 each, so K(d) = k1 and the score is idf).
     index = LexicalIndex()
     index.add(["de", "en"], ["Die Häuser am Fluss", "Hauser river"], [{"lang": "de"}, {"lang": "en"}])
     found = dict(index.search("Häuser", 5))
-    assert found == pytest.approx({"de": math.log(4 / 3), "en": math.log(4 / 3)})
-    # The German stop word "die" is an English word: it counts for English documents only.
-    assert query_weights("die Häuser", "de") == {"haus": 1.0}
-    assert query_weights("die Häuser", "en") == {"die": 1.0, "hauser": 1.0}
+    assert found == pytest.approx({"de": math.log(1.2), "en": math.log(1.2)})
+    # The German stop word "die" is an English word: it is a term of English documents only.
+    assert query_terms("die Häuser", "de") == [None, "haus"]
+    assert query_terms("die Häuser", "en") == ["die", "hauser"]
+
+
+def test_a_stop_word_counts_as_held_by_every_document_of_the_language_that_drops_it() -> None:
+    # "de" is a term of one English document in two, and a stop word of eight French documents:
+    # df 1 + 8 of N 10. "maison" is held by one French document and no English one: df 1.
+    analysed: list[tuple[str, list[str | None]]] = [("en", ["de", "maison"]), ("fr", [None, "maison"])]
+    found = query_idfs(analysed, {("en", "de"): 1, ("fr", "maison"): 1}, {"en": 2, "fr": 8})
+    assert {(language, term): idf for language, term, idf in found} == pytest.approx(
+        {("en", "de"): math.log(1 + 1.5 / 9.5), ("fr", "maison"): math.log(1 + 9.5 / 1.5)}
+    )
 
 
 def test_an_index_without_lang_metadata_analyses_english() -> None:

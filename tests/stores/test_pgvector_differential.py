@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag import Document
+from rag import Document, SearchRequest
 from rag.filters import Comparison, Filter, matches
 from stores import NumpyVectorStore, PgVectorStore
 from stores.testing.strategies import filter_trees
@@ -140,3 +140,29 @@ def test_zero_and_repeated_vectors_after_upserts_and_deletes(
         assert pg.count() == reference.count()
         for request in _stress_requests(rng):
             _assert_same(pg.similarity_search(request), reference.similarity_search(request))
+
+
+def test_lexical_scores_agree_over_documents_in_several_languages(
+    postgres_server_url: str, fresh_name: Callable[[str], str]
+) -> None:
+    # A query word's idf counts every language's documents (a stop word: all of the language that
+    # drops it); French "les" and "des" are English words, German "die" too.
+    docs = [
+        Document("fr-1", "Supprimer les fichiers du compte.", {"lang": "fr"}),
+        Document("fr-2", "Lister les fichiers des groupes.", {"lang": "fr"}),
+        Document("fr-3", "Copier les fichiers du compte.", {"lang": "fr"}),
+        Document("en-1", "Files: fichiers du compte, Des Moines and the les paul.", {"lang": "en"}),
+        Document("en-2", "Prints the houses and the die of the groupes.", {"lang": "en"}),
+        Document("de-1", "Die Häuser am Fluss und die Dateien.", {"lang": "de"}),
+        Document("und-1", "fichiers 42", {"lang": "und"}),
+    ]
+    reference = NumpyVectorStore(MODEL)
+    reference.add(docs)
+    with PgVectorStore(MODEL, url=postgres_server_url, table=fresh_name("languages")) as pg:
+        pg.add(docs)
+        queries = ("supprimer les fichiers du compte", "die Häuser", "les", "fichiers groupes", "the houses")
+        for query in queries:
+            request = SearchRequest(query, 10, mode="lexical")
+            expected = reference.similarity_search(request)
+            assert expected, query
+            _assert_same(pg.similarity_search(request), expected)
