@@ -51,6 +51,17 @@ def _source_selection(opened: OpenedStore, source: str) -> Filter:
     return scoped if opened.store.count(scoped) else key("source") == entry.relative
 
 
+def _confirmed(question: str) -> bool:
+    """The user's answer to `question`; input that ends unanswered (a script, `< /dev/null`) is an error
+    saying how to delete without asking, instead of click's bare `Aborted!`."""
+    try:
+        return click.confirm(question, err=True)
+    except click.Abort:
+        # A new line ends the prompt's; then one line in the toolkit's own error format.
+        click.echo("\nerror: no answer, so nothing deleted; --yes deletes without asking", err=True)
+        click.get_current_context().exit(1)
+
+
 @click.command("delete")
 @click.option(
     "--filter", "filter_text", metavar="EXPR", help="Delete the chunks matching this metadata filter."
@@ -96,10 +107,12 @@ def delete(
             assert selection is not None  # one of the two was given, checked above
             count = opened.store.count(selection)
             if count == 0:
-                click.echo("nothing matches; nothing deleted", err=True)
+                asked = f"--source {source!r}" if source is not None else f"--filter {filter_text!r}"
+                where = " (rag info --sources lists the sources)" if source is not None else ""
+                click.echo(f"nothing matches {asked}{where}; nothing deleted", err=True)
                 return
             question = f"Delete {count} chunk(s) matching {str(selection)!r}?"
-            if not yes and not click.confirm(question, err=True):
+            if not yes and not _confirmed(question):
                 # Declining is an answer, not a failure: say what happened and exit 0.
                 click.echo("nothing deleted", err=True)
                 return
