@@ -3,9 +3,9 @@
 A chunk's `source` is its file's path inside the folder it was ingested from (`command/add_test.rst`);
 every command names the file by that path after its root's label (`Help/command/add_test.rst`).
 Relevance is judged on `source`, so a label copied from a command's output would name no chunk, and
-every metric of its question would read 0 with nothing said. So a label that names no chunk but is
-`ROOT/PATH` for a file of exactly one root is read as that path (said on stderr), and any other label
-that names no chunk is reported with the questions it leaves unscorable.
+every metric of its question would read 0. So a label that names no chunk but is `ROOT/PATH` for a file
+of exactly one root is read as that path, as a filter reads it, and any other label that names no chunk
+is reported with the questions it leaves unscorable.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ __all__ = ["check_labels"]
 
 
 def check_labels(store: VectorStore, questions: QuestionSet, warn: Callable[[str], None]) -> QuestionSet:
-    """`questions` with identity labels (`ROOT/PATH`) read as paths; every other unknown label warned.
+    """`questions` with identity labels (`ROOT/PATH`) read as paths; any other unknown label warned.
 
     Only a questions file labelled by `source` is checked (a BEIR folder's labels are corpus ids).
     """
@@ -33,8 +33,6 @@ def check_labels(store: VectorStore, questions: QuestionSet, warn: Callable[[str
     if not missing:
         return questions
     paths = identity_paths(store, missing)
-    for name, path in sorted(paths.items()):
-        warn(f"label {name!r} read as source {path!r} (root {name.split('/', 1)[0]!r})")
     unknown: dict[str, list[str]] = defaultdict(list)
     for question in questions:
         for label in question.relevant:
