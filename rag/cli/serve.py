@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 from typing import Any
 
 import click
@@ -161,19 +162,20 @@ def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: 
 
     from rag.serve import create_app
 
+    listener = _listen(host, port)  # before the store opens: a port in use is one line, at once
     opened = open_store(settings)
     config = dataclasses.replace(config, home_name=opened.location)
     app = create_app(build_service(settings, opened, **search), config)
     guard = "a bearer token" if config.token is not None else "no token (loopback only)"
-    where = f"http://{host}:{port}"
+    where = f"http://{host}:{listener.getsockname()[1]}"  # the port the system gave for --port 0
     click.echo(
         f"serving {opened.location} as model {config.model_name!r} on {where}/v1 with {guard}", err=True
     )
     click.echo(f"ask from a browser: {where}/", err=True)
-    try:
-        # uvicorn believes X-Forwarded-For from 127.0.0.1 by default: only the proxies named here.
-        proxies = config.forwarded_allow_ips
-        uvicorn.run(
+    # uvicorn believes X-Forwarded-For from 127.0.0.1 by default: only the proxies named here.
+    proxies = config.forwarded_allow_ips
+    server = uvicorn.Server(
+        uvicorn.Config(
             app,
             host=host,
             port=port,
@@ -182,5 +184,27 @@ def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: 
             proxy_headers=proxies is not None,
             forwarded_allow_ips=proxies,
         )
+    )
+    try:
+        server.run(sockets=[listener])
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: the server has shut down
     finally:
+        listener.close()
         opened.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT as uvicorn binds one; an address that cannot be bound (in use, not
+    this machine's) ends the command with one line naming it, exit 1."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        click.echo(
+            f"error: cannot listen on {host}:{port}: {exc.strerror or exc} (--port chooses another)", err=True
+        )
+        click.get_current_context().exit(1)
+    return listener
