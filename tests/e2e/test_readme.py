@@ -300,6 +300,14 @@ def test_the_command_line_section_names_sample_files_as_the_commands_do() -> Non
         assert name.startswith("docs/") and (ROOT / "data" / name).is_file(), name
 
 
+def test_the_command_line_section_names_the_extra_plot_needs() -> None:
+    """`pip install -e .` (the set-up) has no matplotlib: the `--plot` example says what adds it, as the
+    command's own error does."""
+    section = dict(_sections())["## The command line"]
+    [line] = [line for line in section.splitlines() if "--plot" in line]
+    assert line.split("#", 1)[1].strip() == '--plot: pip install -e ".[notebooks]"'
+
+
 def test_the_readme_asks_only_the_questions_checked_here() -> None:
     assert _asked() == set(README_QUESTIONS)
 
