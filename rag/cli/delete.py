@@ -85,7 +85,8 @@ def delete(
 ) -> None:
     """Delete chunks by metadata filter or by source; give exactly one of --filter and --source.
 
-    Waits while a `rag ingest` writes to the same home.
+    Waits while a `rag ingest` writes to the same home. The file itself stays: ingesting its folder
+    again brings it back (`rag ingest DIR --exclude PATTERN` keeps it out).
 
     \b
     Example:
