@@ -38,8 +38,16 @@ def check_labels(store: VectorStore, questions: QuestionSet, warn: Callable[[str
         for label in question.relevant:
             if label.source in missing and label.source not in paths:
                 unknown[label.source].append(question.id)
+    shared = _paths_of_several_roots(store, set(unknown))
     for name, ids in sorted(unknown.items()):
         shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        if name in shared:
+            path, roots = shared[name]
+            warn(
+                f"label {name!r} (question {shown}) cannot score: roots {', '.join(roots)} all hold "
+                f"{path!r} and relevance is judged on the path alone; label it {path!r} (each copy counts)"
+            )
+            continue
         warn(
             f"no chunk in the store has source {name!r} (question {shown}): it can never be found; "
             "label a file as `rag query` and `rag ask` name it, or by its path inside the folder you ingested"
@@ -51,3 +59,14 @@ def check_labels(store: VectorStore, questions: QuestionSet, warn: Callable[[str
         for q in questions
     )
     return replace(questions, questions=rewritten)
+
+
+def _paths_of_several_roots(store: VectorStore, labels: set[str]) -> dict[str, tuple[str, list[str]]]:
+    """Each `ROOT/PATH` label whose PATH that root and others hold: (PATH, the roots, sorted)."""
+    splits = {label: label.split("/", 1) for label in labels if "/" in label}
+    found = sources_found(store, (path for _, path in splits.values()))
+    return {
+        label: (path, sorted(str(r) for r in found[path]))
+        for label, (root, path) in splits.items()
+        if root in found.get(path, set()) and len(found[path]) > 1
+    }
