@@ -83,7 +83,8 @@ def test_query_filtering_source_by_identity_finds_the_file(cli: Cli, docs: Path)
         assert found.exit_code == 0 and not found.stderr, found.stderr
         assert [hit["source_id"] for hit in json.loads(found.stdout)] == ["docs/tides.md"]
     elsewhere = cli("query", QUESTION, "--filter", "source IN ['docs/none.md']")
-    assert elsewhere.stderr.strip() == "no matching chunks"  # no file to point at: no guess
+    # no file to point at: no guess, and the filter is named as what selects nothing
+    assert elsewhere.stderr == "no chunk matches --filter \"source IN ['docs/none.md']\"\n"
 
 
 def test_ask_filtering_source_by_identity_finds_the_file(cli: Cli, docs: Path) -> None:
