@@ -107,12 +107,14 @@ def delete(
             selection = parsed if source is None else _source_selection(opened, source)
             assert selection is not None  # one of the two was given, checked above
             count = opened.store.count(selection)
+            asked = f"--source {source!r}" if source is not None else f"--filter {filter_text!r}"
             if count == 0:
-                asked = f"--source {source!r}" if source is not None else f"--filter {filter_text!r}"
                 where = " (rag info --sources lists the sources)" if source is not None else ""
                 click.echo(f"nothing matches {asked}{where}; nothing deleted", err=True)
                 return
-            question = f"Delete {count} chunk(s) matching {str(selection)!r}?"
+            # Named as the user wrote it: the file's name, not the filter it became.
+            what = f"of {source!r}" if source is not None else f"matching {filter_text!r}"
+            question = f"Delete {count} chunk(s) {what}?"
             if not yes and not _confirmed(question):
                 # Declining is an answer, not a failure: say what happened and exit 0.
                 click.echo("nothing deleted", err=True)

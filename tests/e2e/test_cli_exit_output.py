@@ -48,6 +48,8 @@ def test_declining_a_delete_deletes_nothing_and_exits_0(cli: Callable[..., Resul
     result = cli("delete", "--store", "numpy", "--source", "docs/keepers.txt", input="n\n")
     assert result.exit_code == 0, result.output
     assert "nothing deleted" in result.stderr and "Aborted" not in result.output
+    # The question names the file as the user wrote it, not the filter it became.
+    assert result.stderr.startswith("Delete 1 chunk(s) of 'docs/keepers.txt'? [y/N]: ")
     assert json.loads(cli("info", "--store", "numpy", "--json").stdout)["count"] == before
 
 
