@@ -155,14 +155,26 @@ def serve(
 
 
 def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: dict[str, Any]) -> None:
-    """Open the store, build the app and serve it until interrupted."""
+    """Bind HOST:PORT, then open the store, build the app and serve it until interrupted."""
     require("uvicorn", "serve", "rag serve")
     require("starlette", "serve", "rag serve")
+    with _listen(host, port) as listener:  # before the store opens: a port in use is one line, at once
+        _serve(settings, config, listener, host, port, search)
+
+
+def _serve(
+    settings: Settings,
+    config: ServeConfig,
+    listener: socket.socket,
+    host: str,
+    port: int,
+    search: dict[str, Any],
+) -> None:
+    """Open the store and serve the app on `listener` until interrupted."""
     import uvicorn
 
     from rag.serve import create_app
 
-    listener = _listen(host, port)  # before the store opens: a port in use is one line, at once
     opened = open_store(settings)
     config = dataclasses.replace(config, home_name=opened.location)
     app = create_app(build_service(settings, opened, **search), config)
@@ -190,7 +202,6 @@ def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: 
     except KeyboardInterrupt:
         pass  # Ctrl-C: the server has shut down
     finally:
-        listener.close()
         opened.close()
 
 
