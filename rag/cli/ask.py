@@ -14,6 +14,7 @@ from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.media import Media
 from rag.citations import citation
 from rag.cli._common import command_settings, open_store
+from rag.cli._empty import filter_selects_nothing
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
     answering_options,
@@ -49,9 +50,11 @@ def source_rows(
     return rows
 
 
-def _print_sources(documents: Sequence[Document], cosine: Sequence[float | None], answer: str) -> None:
+def _print_sources(
+    documents: Sequence[Document], cosine: Sequence[float | None], answer: str, empty: str | None
+) -> None:
     if not documents:
-        click.echo("no passages matched the question", err=True)
+        click.echo(empty or "no passages matched the question", err=True)
         return
     click.echo("\nSources:")
     for line in source_lines(documents, cosine, answer):
@@ -134,6 +137,7 @@ def ask(
             if not as_json:
                 click.echo(response.text)
         cosine = cosines(retrieved)
+        empty = None if retrieved else filter_selects_nothing(searched, filter_text)
     finally:
         opened.close()
         close = getattr(model, "close", None)
@@ -143,4 +147,4 @@ def ask(
     if as_json:
         click.echo(json.dumps({"answer": response.text, "sources": rows}, indent=2, ensure_ascii=False))
     else:
-        _print_sources(retrieved, cosine, answer)
+        _print_sources(retrieved, cosine, answer, empty)

@@ -51,6 +51,17 @@ def _source_selection(opened: OpenedStore, source: str) -> Filter:
     return scoped if opened.store.count(scoped) else key("source") == entry.relative
 
 
+def _confirmed(question: str) -> bool:
+    """The user's answer to `question`; input that ends unanswered (a script, `< /dev/null`) is an error
+    saying how to delete without asking, instead of click's bare `Aborted!`."""
+    try:
+        return click.confirm(question, err=True)
+    except click.Abort:
+        # A new line ends the prompt's; then one line in the toolkit's own error format.
+        click.echo("\nerror: no answer, so nothing deleted; --yes deletes without asking", err=True)
+        click.get_current_context().exit(1)
+
+
 @click.command("delete")
 @click.option(
     "--filter", "filter_text", metavar="EXPR", help="Delete the chunks matching this metadata filter."
@@ -74,7 +85,8 @@ def delete(
 ) -> None:
     """Delete chunks by metadata filter or by source; give exactly one of --filter and --source.
 
-    Waits while a `rag ingest` writes to the same home.
+    Waits while a `rag ingest` writes to the same home. The file itself stays: ingesting its folder
+    again brings it back (`rag ingest DIR --exclude PATTERN` keeps it out).
 
     \b
     Example:
@@ -95,11 +107,15 @@ def delete(
             selection = parsed if source is None else _source_selection(opened, source)
             assert selection is not None  # one of the two was given, checked above
             count = opened.store.count(selection)
+            asked = f"--source {source!r}" if source is not None else f"--filter {filter_text!r}"
             if count == 0:
-                click.echo("nothing matches; nothing deleted", err=True)
+                where = " (rag info --sources lists the sources)" if source is not None else ""
+                click.echo(f"nothing matches {asked}{where}; nothing deleted", err=True)
                 return
-            question = f"Delete {count} chunk(s) matching {str(selection)!r}?"
-            if not yes and not click.confirm(question, err=True):
+            # Named as the user wrote it: the file's name, not the filter it became.
+            what = f"of {source!r}" if source is not None else f"matching {filter_text!r}"
+            question = f"Delete {count} chunk(s) {what}?"
+            if not yes and not _confirmed(question):
                 # Declining is an answer, not a failure: say what happened and exit 0.
                 click.echo("nothing deleted", err=True)
                 return

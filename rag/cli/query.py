@@ -9,6 +9,7 @@ import click
 
 from rag.citations import citation
 from rag.cli._common import command_settings, common_options, open_store
+from rag.cli._empty import filter_selects_nothing
 from rag.cli._options import (
     distinct_option,
     exact_option,
@@ -108,6 +109,7 @@ def query(
         searched = DocumentsView(opened.store, distinct=not keep_duplicates)
         hits = traced_search(searched, request)
         cosine = cosines(hits)
+        empty = None if hits else filter_selects_nothing(searched, filter_text)
     finally:
         opened.close()
     kind = score_kind(request)
@@ -116,7 +118,7 @@ def query(
         click.echo(json.dumps([_as_dict(rank, doc, kind, value) for rank, (doc, value) in pairs], indent=2))
         return
     if not hits:
-        click.echo("no matching chunks", err=True)
+        click.echo(empty or "no matching chunks", err=True)
         return
     click.echo(SCORES_LEGEND.format(kind=kind), err=True)
     for rank, (doc, similarity) in enumerate(zip(hits, cosine, strict=True), 1):

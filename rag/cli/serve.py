@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 from typing import Any
 
 import click
@@ -154,9 +155,22 @@ def serve(
 
 
 def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: dict[str, Any]) -> None:
-    """Open the store, build the app and serve it until interrupted."""
+    """Bind HOST:PORT, then open the store, build the app and serve it until interrupted."""
     require("uvicorn", "serve", "rag serve")
     require("starlette", "serve", "rag serve")
+    with _listen(host, port) as listener:  # before the store opens: a port in use is one line, at once
+        _serve(settings, config, listener, host, port, search)
+
+
+def _serve(
+    settings: Settings,
+    config: ServeConfig,
+    listener: socket.socket,
+    host: str,
+    port: int,
+    search: dict[str, Any],
+) -> None:
+    """Open the store and serve the app on `listener` until interrupted."""
     import uvicorn
 
     from rag.serve import create_app
@@ -165,15 +179,15 @@ def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: 
     config = dataclasses.replace(config, home_name=opened.location)
     app = create_app(build_service(settings, opened, **search), config)
     guard = "a bearer token" if config.token is not None else "no token (loopback only)"
-    where = f"http://{host}:{port}"
+    where = f"http://{host}:{listener.getsockname()[1]}"  # the port the system gave for --port 0
     click.echo(
         f"serving {opened.location} as model {config.model_name!r} on {where}/v1 with {guard}", err=True
     )
     click.echo(f"ask from a browser: {where}/", err=True)
-    try:
-        # uvicorn believes X-Forwarded-For from 127.0.0.1 by default: only the proxies named here.
-        proxies = config.forwarded_allow_ips
-        uvicorn.run(
+    # uvicorn believes X-Forwarded-For from 127.0.0.1 by default: only the proxies named here.
+    proxies = config.forwarded_allow_ips
+    server = uvicorn.Server(
+        uvicorn.Config(
             app,
             host=host,
             port=port,
@@ -182,5 +196,26 @@ def _run(settings: Settings, config: ServeConfig, host: str, port: int, search: 
             proxy_headers=proxies is not None,
             forwarded_allow_ips=proxies,
         )
+    )
+    try:
+        server.run(sockets=[listener])
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: the server has shut down
     finally:
         opened.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT as uvicorn binds one; an address that cannot be bound (in use, not
+    this machine's) ends the command with one line naming it, exit 1."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        click.echo(
+            f"error: cannot listen on {host}:{port}: {exc.strerror or exc} (--port chooses another)", err=True
+        )
+        click.get_current_context().exit(1)
+    return listener

@@ -66,6 +66,14 @@ def test_nothing_retrieved_says_so(ingested: RunCli) -> None:
     assert "no passages matched the question" in result.stderr
 
 
+def test_a_filter_that_selects_nothing_is_named(ingested: RunCli) -> None:
+    misspelt = "sourc == 'docs/keepers.txt'"
+    for command in ("ask", "query"):
+        result = ingested(command, "fog signals", "--store", "numpy", "--filter", misspelt)
+        assert result.exit_code == 0, result.output
+        assert result.stderr == f"no chunk matches --filter {misspelt!r}\n", command
+
+
 def test_against_an_openai_compatible_server(ingested: RunCli, openai_server: OpenAIServer) -> None:
     openai_server.enqueue(Reply(json=completion("The keepers log them [1].")))
     data = _json(

@@ -48,7 +48,33 @@ def test_declining_a_delete_deletes_nothing_and_exits_0(cli: Callable[..., Resul
     result = cli("delete", "--store", "numpy", "--source", "docs/keepers.txt", input="n\n")
     assert result.exit_code == 0, result.output
     assert "nothing deleted" in result.stderr and "Aborted" not in result.output
+    # The question names the file as the user wrote it, not the filter it became.
+    assert result.stderr.startswith("Delete 1 chunk(s) of 'docs/keepers.txt'? [y/N]: ")
     assert json.loads(cli("info", "--store", "numpy", "--json").stdout)["count"] == before
+
+
+def test_a_delete_left_unanswered_says_how_to_delete_without_asking(
+    cli: Callable[..., Result], docs: Path
+) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    before = json.loads(cli("info", "--store", "numpy", "--json").stdout)["count"]
+    result = cli("delete", "--store", "numpy", "--source", "docs/keepers.txt", input="")  # `< /dev/null`
+    assert result.exit_code == 1, result.output
+    last = result.stderr.splitlines()[-1]
+    assert last == "error: no answer, so nothing deleted; --yes deletes without asking"
+    assert "Aborted" not in result.output
+    assert json.loads(cli("info", "--store", "numpy", "--json").stdout)["count"] == before
+
+
+def test_a_delete_matching_nothing_names_what_was_asked(cli: Callable[..., Result], docs: Path) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    missing = cli("delete", "--source", "keeper.txt", "--yes")
+    assert missing.exit_code == 0, missing.output
+    assert missing.stderr == (
+        "nothing matches --source 'keeper.txt' (rag info --sources lists the sources); nothing deleted\n"
+    )
+    none = cli("delete", "--filter", "year == 2020", "--yes")
+    assert none.stderr == "nothing matches --filter 'year == 2020'; nothing deleted\n"
 
 
 def test_a_closed_pipe_ends_the_command_quietly(many: tuple[Path, dict[str, str]]) -> None:

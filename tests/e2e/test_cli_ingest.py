@@ -60,7 +60,8 @@ def test_ingest_query_info_delete(cli: RunCli, docs: Path, store: str) -> None:
     assert gone.exit_code == 0 and "deleted 1 chunk(s) from 1 source(s)" in gone.stdout
     info = as_json(cli("info", "--store", store, "--json"))
     assert "docs/tides.md" not in info["sources"] and info["count"] == report["chunks_written"] - 1
-    # The manifest forgot it, so the next ingest restores it.
+    # The manifest forgot it, so the next ingest restores it, as the command's help says.
+    assert "ingesting its folder again brings it back" in " ".join(cli("delete", "--help").stdout.split())
     restored = as_json(cli("ingest", docs, "--store", store, "--meta", "project=beacon", "--json"))
     assert restored["files"]["new"] == 1 and restored["chunks_written"] == 1
 

@@ -290,6 +290,24 @@ def _check_query(argv: list[str], output: str) -> None:
     assert all(not re.search(r"score 0\.000\s+cosine 0\.000", row) for row in rows), rows
 
 
+def test_the_command_line_section_names_sample_files_as_the_commands_do() -> None:
+    """Each sample file the section names is `ROOT/PATH` (`docs/guide/install.md`), as every command
+    prints it, and exists in the sample data."""
+    section = dict(_sections())["## The command line"]
+    named = set(re.findall(r"[\w./-]+\.(?:md|rst|html|pdf)\b", section.split("```", 2)[1]))
+    assert named, section
+    for name in named:
+        assert name.startswith("docs/") and (ROOT / "data" / name).is_file(), name
+
+
+def test_the_command_line_section_names_the_extra_plot_needs() -> None:
+    """`pip install -e .` (the set-up) has no matplotlib: the `--plot` example says what adds it, as the
+    command's own error does."""
+    section = dict(_sections())["## The command line"]
+    [line] = [line for line in section.splitlines() if "--plot" in line]
+    assert line.split("#", 1)[1].strip() == '--plot: pip install -e ".[notebooks]"'
+
+
 def test_the_readme_asks_only_the_questions_checked_here() -> None:
     assert _asked() == set(README_QUESTIONS)
 

@@ -3,6 +3,7 @@ refused, a missing extra exiting 1 with the install line, and a rate limit that 
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from rag.serve.limits import RateLimiter
-from tests.e2e.serve_helpers import ROOT, ServeProcess, rag_env, rag_in_process
+from tests.e2e.serve_helpers import ROOT, ServeProcess, rag_env, rag_in_process, wait_ready
 
 
 def _statuses(process: ServeProcess, count: int) -> list[int]:
@@ -46,6 +47,45 @@ def test_a_blank_token_is_refused_before_binding(tmp_path: Path) -> None:
         )
         assert result.exit_code == 2, result.stderr
         assert "error: the bearer token" in result.stderr and "two words" not in result.stderr
+
+
+def _beacon_home(tmp_path: Path) -> dict[str, str]:
+    """The environment of a home holding one small file."""
+    env = rag_env(tmp_path / "home")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "beacon.md").write_text("The beacon is lit at dusk.\n", "utf-8")
+    assert rag_in_process(["ingest", str(tmp_path / "docs")], env).exit_code == 0
+    return env
+
+
+def test_a_port_in_use_is_one_line_before_anything_is_announced(tmp_path: Path) -> None:
+    env = _beacon_home(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = rag_in_process(["serve", "--port", str(port)], env)
+    assert result.exit_code == 1, result.stderr
+    assert result.stderr == (
+        f"error: cannot listen on 127.0.0.1:{port}: Address already in use (--port chooses another)\n"
+    )
+
+
+def test_port_0_announces_the_port_the_system_gave(tmp_path: Path) -> None:
+    env = _beacon_home(tmp_path)
+    command = [sys.executable, "-c", "from rag.cli import main; main()", "serve", "--port", "0"]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        announced = process.stderr.readline()
+        base = announced.split(" on ", 1)[1].split("/v1", 1)[0]
+        assert base.startswith("http://127.0.0.1:") and not base.endswith(":0"), announced
+        wait_ready(base, process)
+        assert httpx.get(f"{base}/v1/models", timeout=10).json()["data"][0]["id"] == "rag"
+    finally:
+        process.send_signal(2)  # Ctrl-C, as a user stops it
+        process.communicate(timeout=30)  # also closes the stderr pipe
+    assert process.returncode == 0
 
 
 # A None entry in sys.modules makes `import uvicorn` raise ImportError, as on a machine without it.
