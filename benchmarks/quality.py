@@ -173,7 +173,8 @@ def _held_out(store: VectorStore, questions: QuestionSet, base: SearchRequest) -
 def measure(dataset: str, folder: Path, spec: str, args: argparse.Namespace) -> Run:
     """Ingest `folder` with `spec` through the CLI, then every view, the sweep and `--tune`."""
     run = Run(dataset, spec, 0.0)
-    questions = load_beir(folder, "train" if dataset == "scifact-train" else "test")
+    split = "train" if dataset == "scifact-train" else "test"
+    questions = load_beir(folder, split)
     run.queries = len(questions)
     with tempfile.TemporaryDirectory(prefix="rag-quality-") as tmp:
         home = Path(tmp)
@@ -219,7 +220,12 @@ def measure(dataset: str, folder: Path, spec: str, args: argparse.Namespace) -> 
             opened.close()
         started = time.perf_counter()
         out = _rag(
-            home, "eval", str(folder), "--store", "numpy", "--top-k", "10", "--tune", "--dry-run", "--json"
+            home,
+            "eval",
+            str(folder),
+            "--split",
+            split,
+            *("--store", "numpy", "--top-k", "10", "--tune", "--dry-run", "--json"),
         )
         run.tuned = json.loads(out)
         run.seconds["tune"] = time.perf_counter() - started
