@@ -138,12 +138,13 @@ def make_chunks(
 def _chunk_language(text: str, base_text: str, languages: dict[str, str]) -> str:
     """The language of a chunk's own text when it is clear, else that of `base_text`.
 
-    Clear means at least 3 stopword hits, twice the runner-up's, and one word in ten a stopword of
-    the winner: a heading, a one-line section, a code block or a table keeps its file's language,
-    while an untranslated section of a translated page gets its own. `base_text` (the file's start,
-    or the record) is detected when a chunk first needs it and kept in `languages`.
+    Clear means 80 characters or more, at least 3 stopword hits, twice the runner-up's, and one word
+    in ten a stopword of the winner: a heading, a one-line section, a code block or a table keeps its
+    file's language, while an untranslated section of a translated page gets its own. `base_text`
+    (the file's start, or the record) is detected when a chunk first needs it and kept in `languages`.
     """
-    if text != base_text:  # a chunk that is the whole base text can only confirm its language
+    # A chunk that is the whole base text can only confirm its language.
+    if len(text) >= 80 and text != base_text:
         own = detect_language(text, min_hits=3, margin=2.0, min_share=0.1)
         if own != UNDETERMINED:
             return own
