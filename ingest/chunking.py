@@ -1,8 +1,7 @@
 """From units to chunks ready to embed: stable ids, provenance metadata, and change fingerprints.
 
 Example:
-    >>> from ingest.language import detect_language
-from ingest.readers import Unit
+    >>> from ingest.readers import Unit
     >>> from ingest.splitters import RecursiveSplitter
     >>> chunks = make_chunks("a.txt", [Unit("Hello there.", {"source": "a.txt"})], RecursiveSplitter(50, 5))
     >>> chunks[0].metadata["chunk_index"], chunks[0].metadata["char_end"]
@@ -17,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ingest.language import detect_language
+from ingest.language import UNDETERMINED, detect_language
 from ingest.readers import Unit
 from rag.documents import MetadataValue, check_metadata
 from rag.text import with_context
@@ -97,10 +96,10 @@ def make_chunks(
 
     `dirs` lists the folders above the file inside its root (`["docs", "docs/en"]` for
     `docs/en/guide.md`; absent at the top), so `dirs CONTAINS 'docs/en'` keeps one part of a tree.
-    `lang` is the language `detect_language` finds in the file's text (in each record's, for records
-    with an id), unless the file's own fields or `extra` name one. `embed_context` (the chunk is
-    embedded with its title and headings, see `embedding_input`) is part of the ids, since it changes
-    the vectors.
+    `lang` is the language `detect_language` finds in the chunk's text when that is clear (see
+    `_chunk_language`), else in the file's (in the record's, for records with an id), unless the
+    file's own fields or `extra` name one. `embed_context` (the chunk is embedded with its title and
+    headings, see `embedding_input`) is part of the ids, since it changes the vectors.
     """
     settings = splitter.settings_key + (_CONTEXT_KEY if embed_context else "")
     chunks: dict[str, PreparedChunk] = {}
@@ -112,10 +111,11 @@ def make_chunks(
     folders = source.split("/")[:-1]
     if folders:
         placed["dirs"] = ["/".join(folders[: depth + 1]) for depth in range(len(folders))]
-    file_lang = _file_language(units)
+    file_start = _file_start(units)
+    languages: dict[str, str] = {}
     for unit in units:
         source_id = file_id if unit.id is None else f"{file_id}#{unit.id}"
-        lang = file_lang if unit.id is None else detect_language(unit.text)
+        base_text = file_start if unit.id is None else unit.text
         for local, piece in enumerate(splitter.split(unit)):
             index = running if unit.id is None else local
             running += 1
@@ -123,7 +123,8 @@ def make_chunks(
             metadata: dict[str, MetadataValue] = {**unit.metadata, **piece.metadata, **(extra or {})}
             if unit.id is not None:
                 metadata.setdefault("doc_id", unit.id)
-            metadata.setdefault("lang", lang)
+            if "lang" not in metadata:
+                metadata["lang"] = _chunk_language(piece.text, base_text, languages)
             metadata.update(placed)
             metadata.update(chunk_index=index, char_start=piece.char_start, char_end=piece.char_end)
             metadata = check_metadata(cid, metadata)
@@ -134,15 +135,33 @@ def make_chunks(
     return list(chunks.values())
 
 
-def _file_language(units: Sequence[Unit], sample: int = 5_000) -> str:
-    """The language of a file's units without record ids, from the start of their text."""
+def _chunk_language(text: str, base_text: str, languages: dict[str, str]) -> str:
+    """The language of a chunk's own text when it is clear, else that of `base_text`.
+
+    Clear means 80 characters or more, at least 3 stopword hits, twice the runner-up's, and one word
+    in ten a stopword of the winner: a heading, a one-line section, a code block or a table keeps its
+    file's language, while an untranslated section of a translated page gets its own. `base_text`
+    (the file's start, or the record) is detected when a chunk first needs it and kept in `languages`.
+    """
+    # A chunk that is the whole base text can only confirm its language.
+    if len(text) >= 80 and text != base_text:
+        own = detect_language(text, min_hits=3, margin=2.0, min_share=0.1)
+        if own != UNDETERMINED:
+            return own
+    if base_text not in languages:
+        languages[base_text] = detect_language(base_text)
+    return languages[base_text]
+
+
+def _file_start(units: Sequence[Unit], sample: int = 5_000) -> str:
+    """The first `sample` characters of a file's units without record ids: what its language is read from."""
     parts: list[str] = []
     size = 0
     for unit in units:
         if unit.id is None and size < sample:
             parts.append(unit.text[: sample - size])
             size += len(parts[-1])
-    return detect_language("\n".join(parts)) if parts else "und"
+    return "\n".join(parts)
 
 
 def embedding_input(text: str, metadata: Mapping[str, MetadataValue]) -> str:

@@ -56,26 +56,36 @@ for _shares in _WEIGHTS.values():
 _STOPWORDS = frozenset(_WEIGHTS)
 
 
-def detect_language(text: str, *, min_hits: float = 1.5, max_chars: int = 5_000) -> str:
+def detect_language(
+    text: str,
+    *,
+    min_hits: float = 1.5,
+    margin: float = 1.25,
+    min_share: float = 0.0,
+    max_chars: int = 5_000,
+) -> str:
     """The language code of `text` (see `LANGUAGES`), or `"und"` when it is unclear.
 
     Args:
         text: any text; only its first `max_chars` characters are read.
         min_hits: how many stopword hits the winner needs (shared words count in part).
+        margin: how many times the runner-up's hits the winner needs.
+        min_share: the winner's hits per word of text it needs; prose has 0.15 or more, code and
+            tables that happen to hold a few stopwords far less.
         max_chars: enough text to decide; reading more changes nothing but the cost.
     """
     scores: dict[str, float] = defaultdict(float)
-    # Count the words in C and keep the stopwords by a set intersection: a Python step per word of a long
-    # file would cost more than reading it. A stopword is rarely the one word a comma follows.
-    counts = Counter(text[:max_chars].lower().split())
-    for word in counts.keys() & _STOPWORDS:
+    # Split and keep the stopwords in C (`filter` with the set's own `__contains__`): a Python step per
+    # word would cost more than reading the text. A stopword is rarely the one word a comma follows.
+    words = text[:max_chars].lower().split()
+    for word, count in Counter(filter(_STOPWORDS.__contains__, words)).items():
         for code, weight in _WEIGHTS[word].items():
-            scores[code] += counts[word] * weight
+            scores[code] += count * weight
     if not scores:
         return UNDETERMINED
     ranked = sorted(scores.items(), key=lambda item: -item[1])
     best, score = ranked[0]
     runner_up = ranked[1][1] if len(ranked) > 1 else 0.0
-    if score < min_hits or score < 1.25 * runner_up:
+    if score < min_hits or score < margin * runner_up or score < min_share * len(words):
         return UNDETERMINED
     return best

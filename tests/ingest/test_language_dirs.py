@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 import pytest
 
+from ingest import IngestPipeline
 from ingest.chunking import embedding_input, make_chunks
 from ingest.language import LANGUAGES, detect_language
 from ingest.readers import Unit
 from ingest.splitters import RecursiveSplitter
+from rag import HashingEmbedding
+from stores import NumpyVectorStore
 
 SAMPLES = {
     "en": "How do I add CORS middleware to my application?",
@@ -41,7 +47,16 @@ def test_code_and_fragments_are_undetermined(text: str) -> None:
     assert detect_language(text) == "und"
 
 
-def _chunks(source: str, units: list[Unit], **kwargs: object) -> list[dict[str, object]]:
+def test_a_margin_and_a_share_of_words_make_detection_stricter() -> None:
+    mixed = f"{SENTENCES['en']} {SENTENCES['fr']}"
+    assert detect_language(mixed) == "en"
+    assert detect_language(mixed, margin=2.0) == "und"
+    code = "readonly i Nice = ...; " + "x = f(y) + 1; " * 10
+    assert detect_language(code, min_hits=1) == "it"
+    assert detect_language(code, min_hits=1, min_share=0.1) == "und"
+
+
+def _chunks(source: str, units: list[Unit], **kwargs: object) -> list[Mapping[str, object]]:
     chunks = make_chunks(source, units, RecursiveSplitter(50, 5), root="site", **kwargs)  # type: ignore[arg-type]
     return [c.metadata for c in chunks]
 
@@ -69,3 +84,75 @@ def test_embedding_context_changes_the_ids_and_reads_title_and_headings() -> Non
     assert embedding_input(unit.text, unit.metadata) == "FastAPI > Path Parameters: Declare it with Path()."
     assert embedding_input("FastAPI\n\nBody.", {"title": "FastAPI"}) == "FastAPI\n\nBody."
     assert embedding_input("Body.", {}) == "Body."
+
+
+FRENCH = (
+    "Cette page décrit la commande et les fichiers de configuration qu'elle lit au démarrage. "
+    "Les options sont lues dans le fichier système, puis dans le fichier de l'utilisateur, et la "
+    "dernière valeur lue est celle qui est retenue par le programme."
+)
+ENGLISH = (
+    "This section has not been translated yet. The command reads the system file first and then the "
+    "file in the home directory of the user, and the last value that is read is the one that the "
+    "program keeps. When the file is missing, the built-in defaults are used and a warning is written "
+    "to the log."
+)
+
+
+def test_a_partly_translated_page_gives_each_section_its_own_language(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    sections = {
+        "Description": FRENCH,
+        "Fichiers": FRENCH,
+        "Options": FRENCH,
+        "Configuration": ENGLISH,
+        "Exit status": "Zero on success.",
+        "Exemples": "    commande --verbose /etc/commande.conf",
+    }
+    page = "# Commande\n\n" + "".join(f"## {heading}\n\n{text}\n\n" for heading, text in sections.items())
+    (docs / "commande.md").write_text(page, encoding="utf-8")
+    store = NumpyVectorStore(HashingEmbedding())
+    IngestPipeline(store, RecursiveSplitter(60, 0)).run([docs])
+    langs = {doc.metadata["headings"][-1]: doc.metadata["lang"] for doc in store.get()}  # type: ignore[index]
+    # The English section is English; the heading-and-one-line section and the code keep the file's French.
+    assert langs == {
+        "Description": "fr",
+        "Fichiers": "fr",
+        "Options": "fr",
+        "Configuration": "en",
+        "Exit status": "fr",
+        "Exemples": "fr",
+    }
+    assert store.count("lang == 'en'") == 1
+
+
+def test_short_or_code_chunks_keep_the_file_language() -> None:
+    # An English heading with a one-line section, and code where Italian's "i" is frequent.
+    units = [
+        Unit(f"{FRENCH}\n\n{FRENCH}", {"source": "x"}),
+        Unit("## See also the manual\n\nThe end.", {"source": "x"}),
+        Unit(
+            "readonly i Nice = ...;\n@org.freedesktop.DBus.Property.EmitsChangedSignal(false)\n"
+            "readonly s KillMode = '...';\n@org.freedesktop.DBus.Property.EmitsChangedSignal(const)\n"
+            "readonly b SendSIGKILL = ...;\n@org.freedesktop.DBus.Property.EmitsChangedSignal(const)\n" * 4,
+            {"source": "x"},
+        ),
+    ]
+    chunks = make_chunks("page.md", units, RecursiveSplitter(60, 0))
+    assert "## See also the manual\n\nThe end." in [c.text for c in chunks]
+    assert {c.metadata["lang"] for c in chunks} == {"fr"}
+
+
+def test_a_record_chunk_falls_back_to_its_records_language() -> None:
+    records = [
+        Unit(f"{FRENCH}\n\n{FRENCH}\n\n{ENGLISH}", {}, 0, "r1"),
+        Unit("Voir aussi : commande(1), commande.conf(5).", {}, 0, "r2"),
+    ]
+    chunks = make_chunks("c.jsonl", records, RecursiveSplitter(60, 0))
+    assert [(c.metadata["doc_id"], c.metadata["lang"]) for c in chunks] == [
+        ("r1", "fr"),
+        ("r1", "fr"),
+        ("r1", "en"),
+        ("r2", "und"),
+    ]
