@@ -174,7 +174,10 @@ class OpenAIChatModel(AsyncOpenAIChat):
 
     def _raise_from(self, exc: BaseException) -> None:
         if isinstance(exc, httpx.TimeoutException):
-            raise ModelError(f"{self._what()} timed out while streaming ({type(exc).__name__})") from exc
+            kind = type(exc).__name__
+            raise ModelError(
+                f"{self._what()} timed out while streaming: no data for {self._timeout:g} s (timeout, {kind})"
+            ) from exc
         if isinstance(exc, httpx.HTTPError):
             kind = type(exc).__name__
             raise ModelError(f"{self._what()}: the connection broke while streaming ({kind}: {exc})") from exc

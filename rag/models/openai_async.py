@@ -162,7 +162,8 @@ class AsyncOpenAIChat:
                     yield piece
             except httpx.TimeoutException as exc:
                 kind = type(exc).__name__
-                raise ModelError(f"{self._what()} timed out while streaming ({kind})") from exc
+                idle = f"no data for {self._timeout:g} s (timeout, {kind})"
+                raise ModelError(f"{self._what()} timed out while streaming: {idle}") from exc
             except httpx.HTTPError as exc:
                 kind = type(exc).__name__
                 raise ModelError(
