@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.benchmark_scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "answers.py"
 
 
 @pytest.fixture(scope="module")
 def answers() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("answers_under_test", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "answers_under_test")
 
 
 def test_the_sentence_holding_a_gold_answer_is_found_in_the_passages(answers: ModuleType) -> None:

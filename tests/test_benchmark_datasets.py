@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from rag.eval import load_beir
+from tests.benchmark_scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "datasets" / "python_faq.py"
 FILLER = "It is explained here at enough length to count as a real answer to the question above."
@@ -18,12 +17,7 @@ FILLER = "It is explained here at enough length to count as a real answer to the
 
 @pytest.fixture(scope="module")
 def python_faq() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("python_faq_under_test", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "python_faq_under_test")
 
 
 def _sources(root: Path) -> Path:

@@ -4,24 +4,19 @@ page left without it."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.benchmark_scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "datasets" / "docs_trees.py"
 
 
 @pytest.fixture(scope="module")
 def trees() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_trees_under_test", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "docs_trees_under_test")
 
 
 def test_a_cmake_page_gives_its_first_prose_sentence(trees: ModuleType) -> None:

@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.benchmark_scripts import load_script
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "quality.py"
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_each_set_is_scored_with_the_weight_the_other_sets_choose() -> None:
-    module = _load(SCRIPT, "quality_under_test")
+    module = load_script(SCRIPT, "quality_under_test")
     sweeps = {
         "a": {0.0: 0.50, 0.05: 0.55, 0.5: 0.70},
         "b": {0.0: 0.60, 0.05: 0.60, 0.5: 0.50},
@@ -42,7 +32,7 @@ def test_a_question_is_outworded_when_another_page_holds_all_its_words_and_the_g
     from rag.eval.questions import parse_questions
     from stores import NumpyVectorStore
 
-    trees = _load(SCRIPT.parent / "quality_trees.py", "quality_trees_under_test")
+    trees = load_script(SCRIPT.parent / "quality_trees.py", "quality_trees_under_test")
     store = NumpyVectorStore(HashingEmbedding(32))
     store.add(
         [
@@ -92,8 +82,8 @@ SQUAD: dict[str, Any] = {
 def test_the_squad_set_is_measured_like_a_docs_tree_with_the_gold_answer_contained(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    quality = _load(SCRIPT, "quality_under_test")
-    squad_style = _load(SCRIPT.parent / "datasets" / "squad_style.py", "squad_style_for_quality")
+    quality = load_script(SCRIPT, "quality_under_test")
+    squad_style = load_script(SCRIPT.parent / "datasets" / "squad_style.py", "squad_style_for_quality")
     squad_style.build(SQUAD, tmp_path / "squad", sample=10, seed=1)
     argv = [
         "--sets",

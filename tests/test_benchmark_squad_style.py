@@ -3,10 +3,8 @@ questions `rag eval` reads, and the file read out of an sdist archive."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import sys
 import tarfile
 from pathlib import Path
 from types import ModuleType
@@ -15,18 +13,14 @@ from typing import Any
 import pytest
 
 from rag.eval import load_questions
+from tests.benchmark_scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "datasets" / "squad_style.py"
 
 
 @pytest.fixture(scope="module")
 def squad_style() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("squad_style_under_test", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "squad_style_under_test")
 
 
 def _qa(qid: str, question: str, *answers: str) -> dict[str, Any]:
