@@ -283,6 +283,15 @@ class Run:
             tuple(c.id for c in chunks),
             tuple(c.digest for c in chunks),
         )
+        if (
+            result.errors
+            and old is not None
+            and (old.size, old.sha256, old.settings) == (-1, "", entry.settings)
+            and (old.chunk_ids, old.digests) == (entry.chunk_ids, entry.digests)
+        ):  # read again for its errors, the same chunks as stored: nothing to embed or write
+            report.status = "unchanged"
+            self.report.add(report)
+            return
         known = set(old.digests) if old is not None else set()
         work = _Work(file, entry, chunks, old, report, [c for c in chunks if c.digest not in known])
         self.report.add(report)

@@ -88,6 +88,21 @@ def test_failed_file_exits_1_and_is_named(cli: RunCli, docs: Path) -> None:
     assert report["files"]["new"] == 3 and "1 file(s) failed" in result.stderr
 
 
+def test_jsonl_with_a_bad_line_is_unchanged_on_the_next_run_and_still_reported(
+    cli: RunCli, tmp_path: Path
+) -> None:
+    folder = tmp_path / "r"
+    folder.mkdir()
+    (folder / "c.jsonl").write_text('{"text":"first record about tides"}\n{not json\n', encoding="utf-8")
+    assert cli("ingest", folder, "--store", "numpy").exit_code == 1
+    again = cli("ingest", folder, "--store", "numpy")
+    assert again.exit_code == 1 and "1 file(s) had parts that could not be read" in again.stderr
+    line = again.stdout.splitlines()[0]
+    assert line.startswith("unchanged r/c.jsonl  (1 chunk); 1 error: 'c.jsonl' line 2: invalid JSON")
+    assert "files: 0 new, 0 changed, 1 unchanged" in again.stdout
+    assert "chunks: 0 embedded, 0 written, 0 deleted" in again.stdout
+
+
 def test_usage_errors_exit_2_with_one_line(cli: RunCli, docs: Path, rag_home: Path) -> None:
     assert cli("ingest").exit_code == 2
     assert cli("ingest", docs / "missing").exit_code == 2

@@ -309,6 +309,31 @@ def test_jsonl_with_only_bad_lines_fails_and_a_partly_bad_one_is_read_again(tmp_
     assert again["partial.jsonl"].errors and again["partial.jsonl"].embedded == 0 and store.added == 0
 
 
+def test_jsonl_with_a_bad_line_settles_unchanged_and_is_read_again_once_fixed(bench: Bench) -> None:
+    good = '{"text": "A good record about tides."}\n'
+    bench.write("c.jsonl", good + "{not json\n")
+    pipeline, store = bench.pipeline()
+    first = pipeline.run([bench.docs]).files[0]
+    assert (first.status, first.chunks, len(first.errors)) == ("new", 1, 1)
+    ids = [d.id for d in store.get()]
+    for _ in range(2):  # every later run: unchanged, nothing written, the bad line still reported
+        pipeline, store = bench.pipeline()
+        report = pipeline.run([bench.docs])
+        again = report.files[0]
+        assert (again.status, again.chunks, again.embedded) == ("unchanged", 1, 0)
+        assert again.errors == first.errors and "'c.jsonl' line 2: invalid JSON" in again.errors[0]
+        assert not report.ok and report.counts["changed"] == 0
+        assert (store.added, store.deleted, [d.id for d in store.get()]) == (0, [], ids)
+    bench.write("c.jsonl", good + '{"text": "A second record about harbours."}\n')
+    pipeline, store = bench.pipeline()
+    report = pipeline.run([bench.docs])
+    fixed = report.files[0]
+    assert (fixed.status, fixed.chunks, fixed.embedded, fixed.errors) == ("changed", 2, 1, [])
+    assert report.ok and store.count() == 2 and store.deleted == []
+    pipeline, store = bench.pipeline()
+    assert pipeline.run([bench.docs]).files[0].status == "unchanged" and store.added == 0
+
+
 def test_hard_kill_of_a_saving_store_loses_only_the_last_checkpoint(tmp_path: Path) -> None:
     bench = Bench(tmp_path, "numpy")
     for i in range(10):
