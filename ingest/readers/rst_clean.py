@@ -13,8 +13,10 @@
 - Roles are reduced to their text: ``:ref:`Install <install>` `` -> `Install`, ``:func:`~pkg.run` ``
   -> `run`, ``:doc:`guide/install` `` -> `guide/install`; a PEP or RFC keeps the label it is
   rendered with and searched by: ``:pep:`498` `` -> `PEP 498`, ``:rfc:`2616#section-14` `` ->
-  `RFC 2616` (an explicit title wins: ``:pep:`f-strings <498>` `` -> `f-strings`); so are hyperlink
-  references (`` `Docs <https://x>`_ `` -> `Docs`). A paragraph's closing
+  `RFC 2616` (an explicit title wins: ``:pep:`f-strings <498>` `` -> `f-strings`). A role's text is
+  unescaped (``:variable:`FOO <FOO_\\<N\\>>` `` -> `FOO`, ``:variable:`CMP\\<NNNN\\>` `` ->
+  `CMP<NNNN>`), and a role broken across lines joins them into one. Hyperlink
+  references are reduced too (`` `Docs <https://x>`_ `` -> `Docs`). A paragraph's closing
   `::` (which introduces a literal block) becomes `:`. Inline literals lose their double backquotes
   (``` ``POST_BUILD`` ``` -> `POST_BUILD`). Literal blocks and code keep their text as is.
 
@@ -36,6 +38,9 @@ _EXPLICIT = re.compile(r"(\s*)\.\.(?:[ \t]+(.*))?\Z")
 _FOOTNOTE = re.compile(r"(\s*)\.\.[ \t]+\[[^\]]+\][ \t]+(.*)\Z")
 _OPTION = re.compile(r"\s+:[\w.+-]+(?:[ \t][^:]*)?:(?:[ \t].*)?\Z")
 _ROLE = re.compile(r"((?::[\w.+-]+)+):`([^`]+)`")
+_OPEN_ROLE = re.compile(r":[\w.+-]+:`[^`]*\Z")  # a role whose text goes on in the next line
+_TARGET = re.compile(r"(.*?)\s*(?<!\\)<(?:\\.|[^<>\\])+>", re.DOTALL)  # `title <target>`, escapes allowed
+_ESCAPE = re.compile(r"\\(.)")
 _LABELLED = {"pep": "PEP", "rfc": "RFC"}  # roles Sphinx renders as "PEP 8", "RFC 2616"
 _LINK = re.compile(r"`([^`<]+?)\s*<[^`>]+>`__?")
 _REF = re.compile(r"`([^`]+)`__?(?!\w)")
@@ -91,10 +96,10 @@ _NO_PROSE = frozenset(
 def _role_text(match: re.Match[str]) -> str:
     role = match.group(1).rsplit(":", 1)[-1].lower()
     inner = match.group(2).strip()
-    named = re.fullmatch(r"(.*?)\s*<[^<>]+>", inner, re.DOTALL)
+    named = _TARGET.fullmatch(inner)
     if named and named.group(1):
-        return named.group(1)
-    inner = inner.lstrip("!")
+        return _ESCAPE.sub(r"\1", named.group(1))
+    inner = _ESCAPE.sub(r"\1", inner.lstrip("!"))
     if role in _LABELLED:
         return f"{_LABELLED[role]} {inner.split('#', 1)[0].strip()}"
     return inner[1:].rsplit(".", 1)[-1] if inner.startswith("~") else inner
@@ -146,6 +151,11 @@ def _directive(lines: list[str], i: int, match: re.Match[str]) -> tuple[list[tup
     return kept, j
 
 
+def _continues(lines: list[str], i: int, adornments: set[int]) -> bool:
+    """Whether line `i` goes on the paragraph above it."""
+    return i < len(lines) and bool(lines[i].strip()) and i not in adornments and not _EXPLICIT.match(lines[i])
+
+
 def clean_rst_lines(lines: list[str], adornments: set[int], first: int) -> Iterator[tuple[int, str]]:
     """`(line number, cleaned line)` for every line from `first` that the text keeps (see the module).
 
@@ -174,7 +184,10 @@ def clean_rst_lines(lines: list[str], adornments: set[int], first: int) -> Itera
         if explicit := _EXPLICIT.match(line):  # a comment, a target or a substitution definition
             i = _block_end(lines, i, len(explicit.group(1)))
             continue
-        stripped = line.rstrip()
+        stripped, last = line.rstrip(), i
+        while _OPEN_ROLE.search(_ROLE.sub("", stripped)) and _continues(lines, last + 1, adornments):
+            last += 1  # a role broken across lines: the lines become one, so the role is cleaned whole
+            stripped = f"{stripped} {lines[last].strip()}"
         if stripped.endswith("::"):
             literal_after = _indent(line)
             stripped = stripped[:-2].rstrip() + (":" if stripped[:-2].strip() else "")
@@ -182,4 +195,4 @@ def clean_rst_lines(lines: list[str], adornments: set[int], first: int) -> Itera
                 i += 1
                 continue
         yield i, clean_role_text(stripped)
-        i += 1
+        i = last + 1

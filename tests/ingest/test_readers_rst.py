@@ -1,4 +1,4 @@
-"""reStructuredText: header blocks, titles, section paths."""
+"""reStructuredText: header blocks, titles, section paths, roles."""
 
 from __future__ import annotations
 
@@ -82,3 +82,28 @@ def test_a_single_colon_sentence_is_prose_not_a_header(read: Read) -> None:
 def test_short_underline_is_not_a_title(read: Read) -> None:
     result = read("short.rst", "A long line of text\n===\n\nBody.\n")
     assert "title" not in result.units[0].metadata
+
+
+ROLES = """\
+Policies
+========
+
+One :variable:`FOO <FOO_\\<N\\>>` here.
+See :variable:`CMAKE_POLICY_DEFAULT_CMP0077
+<CMAKE_POLICY_DEFAULT_CMP\\<NNNN\\>>` for details.
+Set :variable:`CMAKE_POLICY_DEFAULT_CMP\\<NNNN\\>` or :pep:`498`.
+Last line.
+"""
+
+
+def test_role_with_escaped_target_keeps_its_title(read: Read) -> None:
+    text = read("policies.rst", ROLES).text
+    assert "One FOO here." in text
+    assert "Set CMAKE_POLICY_DEFAULT_CMP<NNNN> or PEP 498." in text
+
+
+def test_role_broken_across_lines_keeps_its_title(read: Read) -> None:
+    result = read("policies.rst", ROLES)
+    assert "See CMAKE_POLICY_DEFAULT_CMP0077 for details.\nSet " in result.text
+    assert ":variable:" not in result.text and "`" not in result.text
+    assert "\nLast line." in result.text
