@@ -39,7 +39,7 @@ from rag.vectorstore import VectorStore
 
 __all__ = ["READERS_VERSION", "IngestPipeline"]
 
-READERS_VERSION = 3
+READERS_VERSION = 4
 """Bumped when readers extract different text from the same file (2: markup noise left out)."""
 
 

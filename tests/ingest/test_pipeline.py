@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ingest.chunking import chunk_id
-from ingest.pipeline import IngestPipeline
+from ingest.pipeline import READERS_VERSION, IngestPipeline
 from ingest.progress import ProgressEvent
 from ingest.splitters import RecursiveSplitter
 from rag import Document, HashingEmbedding
@@ -363,3 +363,18 @@ def test_hard_kill_of_a_saving_store_loses_only_the_last_checkpoint(tmp_path: Pa
     assert set(_sources(store)) == {f"f{i}.txt" for i in range(10)}
     manifest_ids = {i for entry in pipeline.manifest.entries().values() for i in entry.chunk_ids}
     assert manifest_ids == {d.id for d in store.get()}
+
+
+def test_a_new_readers_version_reads_every_file_again_and_keeps_unchanged_chunks(
+    bench: Bench, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A release whose readers clean text differently bumps READERS_VERSION: homes read each file again
+    # at their next ingest, and only chunks whose text or metadata changed are embedded.
+    bench.write("a.md", "# Alpha\n\n" + _text("alpha"))
+    first, _ = bench.pipeline()
+    assert first.run([bench.docs]).counts["new"] == 1
+    monkeypatch.setattr("ingest.pipeline.READERS_VERSION", READERS_VERSION + 1)
+    again, store = bench.pipeline()
+    report = again.run([bench.docs])
+    assert report.counts["changed"] == 1 and report.ok
+    assert report.chunks_embedded == 0 and store.added == 0 and store.deleted == []
