@@ -5,16 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.chat import Prompt
-from rag.models.extractive import ExtractiveChatModel
-
-RULE = "-" * 21
-
-
-def _answer(passages: str, question: str, **options: int) -> list[str]:
-    prompt = Prompt(question).augment_system(f"{RULE}\n{passages}\n{RULE}")
-    text = ExtractiveChatModel(**options).call(prompt).text or ""
-    return [line for line in text.splitlines() if line.startswith("- ")]
+from tests.rag.extractive_quotes import quote_lines
 
 
 @pytest.mark.parametrize(
@@ -46,7 +37,7 @@ def test_a_sentence_holding_the_kind_of_answer_asked_for_is_quoted_first(
     question: str, plain: str, holding: str
 ) -> None:
     passages = f"[1] (source: a.md)\n{plain}\n\n[2] (source: b.md)\n{holding}"
-    assert _answer(passages, question)[0] == f"- {holding} [b.md]"
+    assert quote_lines(passages, question)[0] == f"- {holding} [b.md]"
 
 
 def test_a_year_the_question_already_names_is_not_the_answer_asked_for() -> None:
@@ -54,7 +45,7 @@ def test_a_year_the_question_already_names_is_not_the_answer_asked_for() -> None
         "[1] (source: a.md)\nAfter 1998 the orchard opened its cider press to visitors.\n\n"
         "[2] (source: b.md)\nAfter 1998 the orchard opened its cider press in 2004."
     )
-    quoted = _answer(passages, "When, after 1998, did the orchard open its cider press?")
+    quoted = quote_lines(passages, "When, after 1998, did the orchard open its cider press?")
     assert quoted[0] == "- After 1998 the orchard opened its cider press in 2004. [b.md]"
 
 
@@ -66,7 +57,7 @@ def test_a_sentence_opening_with_a_pronoun_takes_the_words_of_the_one_before() -
         "[2] (source: town.md)\nThe town council meets every Thursday.\n\n"
         "[3] (source: notes.md)\nBeekeepers sell honey at the market."
     )
-    quoted = _answer(passages, "Where do the river club beekeepers meet?")
+    quoted = quote_lines(passages, "Where do the river club beekeepers meet?")
     assert "- They meet every Thursday in the old mill. [club.md]" in quoted
     assert "- The town council meets every Thursday. [town.md]" not in quoted
 
@@ -76,7 +67,7 @@ def test_a_possessive_s_is_not_a_question_word() -> None:
         "[1] (source: banner.md)\nThe guild banner is red and gold.\n\n"
         "[2] (source: hall.md)\nThe town's guild banner hangs in the hall."
     )
-    assert _answer(passages, "What colour is the guild's banner?")[0] == (
+    assert quote_lines(passages, "What colour is the guild's banner?")[0] == (
         "- The guild banner is red and gold. [banner.md]"
     )
 
@@ -88,7 +79,7 @@ def test_a_long_sentence_is_cut_where_it_holds_the_question_words() -> None:
         + ", and the beekeeper Ada Rusk, who moved the hives to the river meadow."
     )
     assert len(sentence) > 600
-    quoted = _answer(
+    quoted = quote_lines(
         f"[1] (source: members.md)\n{sentence}", "Which beekeeper moved the hives to the meadow?"
     )
     assert quoted[0].startswith("- …")
@@ -99,7 +90,7 @@ def test_a_long_sentence_is_cut_where_it_holds_the_question_words() -> None:
 def test_a_long_sentence_is_cut_on_both_sides_of_the_question_words_and_never_inside_a_word() -> None:
     filler = ", ".join(f"plot {n} of the allotment" for n in range(1, 31))
     sentence = f"The map lists {filler}, the beehives that Ada Rusk moved to the meadow, {filler}."
-    quoted = _answer(f"[1] (source: map.md)\n{sentence}", "Who moved the beehives to the meadow?")
+    quoted = quote_lines(f"[1] (source: map.md)\n{sentence}", "Who moved the beehives to the meadow?")
     text = quoted[0].removeprefix("- ").removesuffix(" [map.md]")
     assert text.startswith("…") and text.endswith("…")
     assert "the beehives that Ada Rusk moved to the meadow" in text

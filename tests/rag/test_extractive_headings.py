@@ -3,16 +3,7 @@ sentence under it when it says more than that sentence."""
 
 from __future__ import annotations
 
-from rag.chat import Prompt
-from rag.models.extractive import ExtractiveChatModel
-
-RULE = "-" * 21
-
-
-def _answer(passages: str, question: str) -> list[str]:
-    prompt = Prompt(question).augment_system(f"{RULE}\n{passages}\n{RULE}")
-    text = ExtractiveChatModel().call(prompt).text or ""
-    return [line for line in text.splitlines() if line.startswith("- ")]
+from tests.rag.extractive_quotes import quote_lines
 
 
 def test_markdown_headings_and_title_lines_are_never_quoted_alone() -> None:
@@ -20,7 +11,7 @@ def test_markdown_headings_and_title_lines_are_never_quoted_alone() -> None:
         "[1] (source: upload.md)\n## Optional File Upload\n\nMake a file upload optional with None.\n\n"
         "[2] (source: files.rst)\nOptional File Upload\n\nOptional uploads default to None."
     )
-    assert _answer(passages, "Is the file upload optional?") == [
+    assert quote_lines(passages, "Is the file upload optional?") == [
         "- Make a file upload optional with None. [upload.md]",  # the heading adds nothing
         "- Optional File Upload: Optional uploads default to None. [files.rst]",
     ]
@@ -30,7 +21,7 @@ def test_list_items_and_sentences_without_a_full_stop_are_still_quoted() -> None
     passages = (
         "[1] (source: steps.md)\n- run the upload server\n\n[2] (source: faq.md)\nThe upload server is up!"
     )
-    assert _answer(passages, "upload server") == [
+    assert quote_lines(passages, "upload server") == [
         "- run the upload server [steps.md]",
         "- The upload server is up! [faq.md]",
     ]

@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from rag.chat import Prompt
-from rag.models.extractive import ExtractiveChatModel
-
-RULE = "-" * 21
-
-
-def _answer(passages: str, question: str) -> list[str]:
-    prompt = Prompt(question).augment_system(f"{RULE}\n{passages}\n{RULE}")
-    text = ExtractiveChatModel().call(prompt).text or ""
-    return [line for line in text.splitlines() if line.startswith("- ")]
+from tests.rag.extractive_quotes import quote_lines
 
 
 def test_the_sentence_after_the_one_naming_the_subject_is_quoted_with_it() -> None:
@@ -20,7 +11,7 @@ def test_the_sentence_after_the_one_naming_the_subject_is_quoted_with_it() -> No
         "[1] (source: fair.md)\nThe open day moved to a Monday evening. It was held in the old granary.\n\n"
         "[2] (source: club.md)\nTickets were held back for members."
     )
-    assert _answer(passages, "Where was the open day held?") == [
+    assert quote_lines(passages, "Where was the open day held?") == [
         "- The open day moved to a Monday evening. [fair.md]",
         "- It was held in the old granary. [fair.md]",
     ]
@@ -31,7 +22,7 @@ def test_how_many_does_not_match_a_sentence_by_the_word_many() -> None:
         "[1] (source: board.md)\nThe controller board drives eight valves.\n\n"
         "[2] (source: forum.md)\nMany growers fit a second board."
     )
-    assert _answer(passages, "How many valves does the board drive?") == [
+    assert quote_lines(passages, "How many valves does the board drive?") == [
         "- The controller board drives eight valves. [board.md]"
     ]
 
@@ -44,7 +35,7 @@ def test_a_long_sentence_holding_every_question_word_beats_a_short_one_holding_f
     )
     short = "The first controller was built from a kit."
     passages = f"[1] (source: history.md)\n{long}\n\n[2] (source: shop.md)\n{short}"
-    assert _answer(passages, "Where was the first greenhouse controller built?") == [
+    assert quote_lines(passages, "Where was the first greenhouse controller built?") == [
         f"- {long} [history.md]",
         f"- {short} [shop.md]",
     ]
@@ -57,7 +48,7 @@ def test_of_two_close_matches_the_passage_retrieved_first_is_quoted_first() -> N
         "[3] (source: b.md)\nLogs rotate daily.\n\n"
         "[4] (source: notes.md)\nThe pump primes itself before watering."
     )
-    assert _answer(passages, "Does the pump prime itself before watering?") == [
+    assert quote_lines(passages, "Does the pump prime itself before watering?") == [
         f"- {first} [pump.md]",
         "- The pump primes itself before watering. [notes.md]",
     ]
@@ -68,7 +59,7 @@ def test_abbreviations_and_initials_do_not_end_a_sentence() -> None:
         "[1] (source: museum.md)\nThe largest object is the retable of St. George, c. 1400, "
         "painted by J. S. Marzal in Valencia. It hangs in room 9."
     )
-    quoted = _answer(passages, "Who painted the retable of St. George?")
+    quoted = quote_lines(passages, "Who painted the retable of St. George?")
     assert quoted[0] == (
         "- The largest object is the retable of St. George, c. 1400, painted by J. S. Marzal in "
         "Valencia. [museum.md]"
@@ -82,12 +73,14 @@ def test_a_long_sentence_is_quoted_whole_up_to_600_characters() -> None:
         + "because the northern growers had surrendered their orchards peacefully."
     )
     assert 400 < len(sentence) < 600
-    quoted = _answer(f"[1] (source: valley.md)\n{sentence}", "Why were the northern growers ranked higher?")
+    quoted = quote_lines(
+        f"[1] (source: valley.md)\n{sentence}", "Why were the northern growers ranked higher?"
+    )
     assert quoted == [f"- {sentence} [valley.md]"]
 
 
 def test_a_source_name_holding_a_comma_is_cited_whole() -> None:
     passages = "[1] (source: Fresno,_California.md)\nFresno lies in the San Joaquin Valley."
-    assert _answer(passages, "Where does Fresno lie?") == [
+    assert quote_lines(passages, "Where does Fresno lie?") == [
         "- Fresno lies in the San Joaquin Valley. [Fresno,_California.md]"
     ]

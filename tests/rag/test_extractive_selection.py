@@ -3,16 +3,11 @@ rows and snake_case names as content."""
 
 from __future__ import annotations
 
-from rag.chat import Prompt
-from rag.models.extractive import ExtractiveChatModel
-
-RULE = "-" * 21
+from tests.rag.extractive_quotes import quote_lines
 
 
 def _lines(passages: str, question: str, limit: int = 3) -> list[str]:
-    prompt = Prompt(question).augment_system(f"{RULE}\n{passages}\n{RULE}")
-    text = ExtractiveChatModel(max_sentences=limit).call(prompt).text or ""
-    return [line for line in text.splitlines() if line.startswith("- ")]
+    return quote_lines(passages, question, max_sentences=limit)
 
 
 def test_the_next_sentence_adds_question_words_not_yet_quoted() -> None:

@@ -14,7 +14,6 @@ import sys
 import tracemalloc
 import zlib
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -293,50 +292,6 @@ def test_rows_follow_a_renumbering_during_an_upsert() -> None:
     assert [(d.id, d.score) for d in store.similarity_search(request)] == [
         (d.id, d.score) for d in fresh.similarity_search(request)
     ]
-
-
-_LEXICAL_IDS = [f"d{n}" for n in range(12)]
-_LEXICAL_WORDS = ["apple", "banana", "cherry", "fig", "grape"]
-_lexical_step: st.SearchStrategy[tuple[str, list[Any]]] = st.one_of(
-    st.tuples(
-        st.just("add"),
-        st.lists(
-            st.tuples(
-                st.sampled_from(_LEXICAL_IDS),
-                st.lists(st.sampled_from(_LEXICAL_WORDS), max_size=6).map(" ".join),
-            ),
-            min_size=1,
-            max_size=6,
-        ),
-    ),
-    st.tuples(st.just("delete"), st.lists(st.sampled_from(_LEXICAL_IDS), max_size=4)),
-    st.tuples(st.just("compact"), st.just([])),
-)
-
-
-@settings(max_examples=80, deadline=None)
-@given(steps=st.lists(_lexical_step, max_size=14))
-def test_segments_merge_and_compact_like_a_fresh_build(steps: list[tuple[str, list[Any]]]) -> None:
-    final: dict[str, str] = {}
-    index = LexicalIndex()
-    for kind, payload in steps:
-        if kind == "add":
-            index.add([doc_id for doc_id, _ in payload], [text for _, text in payload])
-            final.update(payload)
-        elif kind == "delete":
-            index.delete(payload)
-            for doc_id in payload:
-                final.pop(doc_id, None)
-        else:
-            index.compact()
-        dead = index.row_count - len(index)
-        if dead >= 2 and dead > len(index):  # as the index compacts itself, at a small scale
-            index.compact()
-    fresh = LexicalIndex()
-    fresh.add(list(final), list(final.values()))
-    assert index.document_frequencies() == fresh.document_frequencies() and index.stats == fresh.stats
-    for query in ("apple", "banana cherry", "fig fig grape"):
-        assert index.search(query, 20) == fresh.search(query, 20)
 
 
 def test_an_index_over_many_rows_answers_like_one_batch(tmp_path: Path) -> None:
