@@ -31,7 +31,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (docs / "guide").mkdir(parents=True)
     (docs / "guide" / "install.md").write_text("# Install\n\nMount the beacon lamp on the north tower.\n")
     (docs / "tides.md").write_text("# Tides\n\nSpring tides flood the causeway twice a month.\n")
-    records = [{"id": "r7", "text": "The beacon lamp burns whale oil in winter."}, {"id": "r8", "text": "Fog."}]
+    records = [{"id": "r7", "text": "The beacon lamp burns whale oil."}, {"id": "r8", "text": "Fog."}]
     (docs / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     home = tmp / "home"
     result = rag_in_process(["ingest", str(docs), "--id-field", "id"], rag_env(home))
