@@ -1,20 +1,10 @@
 """A retrieved chunk as every machine-readable output lists it, so one script reads them all.
 
-`rag query --json` (each hit), `rag ask --json` (each source), `rag serve` (a completion's `sources`,
-`/v1/search` hits) and the MCP tools (`search` passages, `ask` sources) give a chunk these keys, with
-the same meaning everywhere:
-
-- `rank`: its position from 1, the number an answer cites it by (`[1]`)
-- `id`: the chunk's id
-- `citation`: the name the human output shows (`rag.citations.citation`): `docs/guide/install.md`,
-  `corpus.jsonl#12209494`; the name a filter `source == NAME` selects
-- `source`, `root`: the raw metadata: the path inside the ingested folder and the folder's label
-- `page`, `chunk_index`: where in the file
-- `score`: the search mode's rank score; `scores`: the named scores the search computed (`cosine`,
-  `bm25`, `fused`); `cosine`: the similarity a threshold compares
-- `text`: the passage (in answers, as the model read it)
-
-A key the chunk has no value for is null, never missing. Each output may add keys of its own.
+`rag query --json`, `rag ask --json`, `rag serve` (an answer's `sources`, `/v1/search`) and the MCP
+tools give a chunk `HIT_KEYS`, meaning the same everywhere (docs/cli.md, "One record per hit in JSON"):
+`citation` is the name the text output shows (`rag.citations.citation`), `source` and `root` the raw
+metadata a filter reads; a key the chunk has no value for is null, never missing. Each output may add
+keys of its own after these.
 
 Example:
     >>> from rag import Document
