@@ -2,8 +2,9 @@
 
 Tools: `search` (passages as every JSON output lists them, `rag.hits.hit_record`, each with the resource
 of its file), `ask` (the answer with its numbered sources, from the same chain as `rag ask` and `rag
-serve`) and `sources` (the files the home holds). Each source file is a resource (`rag://source/<quoted source>`, plain text, its chunks in order),
-so a host can open what an answer cites. Arguments are checked before anything runs: an unknown field,
+serve`) and `sources` (the files the home holds). Each source file is a resource
+(`rag://source/<quoted source>`, plain text, its chunks in order), so a host can open what an answer
+cites. Arguments are checked before anything runs: an unknown field,
 a value of the wrong kind, a filter that does not parse, all come back as a tool error naming it.
 
 Needs the `mcp` extra (`pip install 'rag-advisors[mcp]'`).
