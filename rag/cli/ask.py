@@ -12,7 +12,6 @@ import click
 
 from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.media import Media
-from rag.citations import citation
 from rag.cli._common import command_settings, open_store
 from rag.cli._empty import filter_selects_nothing
 from rag.cli._models import build_chat_model
@@ -25,29 +24,11 @@ from rag.cli._scores import cosines
 from rag.cli._sources import source_lines
 from rag.client import ChatClient
 from rag.documents import Document
+from rag.hits import hit_record
 from rag.retrieval.documents_view import DocumentsView
 from rag.retrieval.windows import ANSWER_WINDOW
 
-__all__ = ["ask", "source_rows"]
-
-
-def source_rows(
-    documents: Sequence[Document], cosine: Sequence[float | None] | None = None
-) -> list[dict[str, Any]]:
-    """The retrieved documents as the sources list: rank, id, source, page, score and, if given, cosine."""
-    rows = [
-        {
-            "rank": rank,
-            "id": doc.id,
-            "source": citation(doc),
-            "page": doc.metadata.get("page"),
-            "score": doc.score,
-        }
-        for rank, doc in enumerate(documents, 1)
-    ]
-    for row, value in zip(rows, cosine or (), strict=False):
-        row["cosine"] = value
-    return rows
+__all__ = ["ask"]
 
 
 def _print_sources(
@@ -143,8 +124,8 @@ def ask(
         close = getattr(model, "close", None)
         if callable(close):
             close()
-    rows = source_rows(retrieved, cosine)
     if as_json:
+        rows = [hit_record(rank, doc) for rank, doc in enumerate(retrieved, 1)]
         click.echo(json.dumps({"answer": response.text, "sources": rows}, indent=2, ensure_ascii=False))
     else:
         _print_sources(retrieved, cosine, answer, empty)

@@ -19,6 +19,7 @@ from rag.cli._options import (
 )
 from rag.cli._scores import SCORES_LEGEND, cosines, score_kind
 from rag.documents import Document
+from rag.hits import hit_record
 from rag.observability.steps import traced_search
 from rag.retrieval.documents_view import DocumentsView
 
@@ -36,20 +37,10 @@ def _page(doc: Document) -> str:
     return "-" if page is None else str(page)
 
 
-def _as_dict(rank: int, doc: Document, kind: str, cosine: float | None) -> dict[str, Any]:
-    return {
-        "rank": rank,
-        "score": doc.score,
-        "score_kind": kind,
-        "cosine": cosine,
-        "id": doc.id,
-        "source": doc.metadata.get("source"),
-        "root": doc.metadata.get("root"),
-        "source_id": citation(doc),
-        "page": doc.metadata.get("page"),
-        "text": doc.text,
-        "metadata": doc.metadata,
-    }
+def _as_dict(rank: int, doc: Document, kind: str) -> dict[str, Any]:
+    """A hit as `rag.hits.hit_record` lists it, with what `score` holds (`score_kind`), the citation
+    under its older key `source_id`, and the whole metadata."""
+    return {**hit_record(rank, doc), "score_kind": kind, "source_id": citation(doc), "metadata": doc.metadata}
 
 
 @click.command("query")
@@ -114,8 +105,7 @@ def query(
         opened.close()
     kind = score_kind(request)
     if as_json:
-        pairs = enumerate(zip(hits, cosine, strict=True), 1)
-        click.echo(json.dumps([_as_dict(rank, doc, kind, value) for rank, (doc, value) in pairs], indent=2))
+        click.echo(json.dumps([_as_dict(rank, doc, kind) for rank, doc in enumerate(hits, 1)], indent=2))
         return
     if not hits:
         click.echo(empty or "no matching chunks", err=True)

@@ -1,9 +1,10 @@
 """The MCP server of `rag mcp`: a home's search, answers and documents as Model Context Protocol tools.
 
-Tools: `search` (passages with their source, citation, resource and score), `ask` (the answer with its
-numbered sources, from the same chain as `rag ask` and `rag serve`) and `sources` (the files the home
-holds). Each source file is a resource (`rag://source/<quoted source>`, plain text, its chunks in order),
-so a host can open what an answer cites. Arguments are checked before anything runs: an unknown field,
+Tools: `search` (passages as every JSON output lists them, `rag.hits.hit_record`, each with the resource
+of its file), `ask` (the answer with its numbered sources, from the same chain as `rag ask` and `rag
+serve`) and `sources` (the files the home holds). Each source file is a resource
+(`rag://source/<quoted source>`, plain text, its chunks in order), so a host can open what an answer
+cites. Arguments are checked before anything runs: an unknown field,
 a value of the wrong kind, a filter that does not parse, all come back as a tool error naming it.
 
 Needs the `mcp` extra (`pip install 'rag-advisors[mcp]'`).
@@ -35,10 +36,11 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from rag.chat.messages import UserMessage
-from rag.citations import citation, source_name
+from rag.citations import source_name
 from rag.documents import Document
 from rag.errors import InvalidRequestError, RagError
 from rag.filters.builder import key
+from rag.hits import hit_record
 from rag.serve.service import RagService
 from rag.serve.wire import ChatRequest, citations_text, source_rows
 
@@ -140,25 +142,11 @@ def _checked(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return checked
 
 
-def _passage(rank: int, document: Document, kind: str) -> dict[str, Any]:
-    name = source_name(document.metadata)
-    row: dict[str, Any] = {
-        "rank": rank,
-        "id": document.id,
-        "source": document.metadata.get("source"),
-        "citation": citation(document),
-        "page": document.metadata.get("page"),
-        "chunk_index": document.metadata.get("chunk_index"),
-        "scores": {kind: document.score},
-        "text": document.text,
-    }
-    if name is not None:
+def _with_resource(row: dict[str, Any], document: Document) -> dict[str, Any]:
+    """A `rag.hits.hit_record` row with the `resource` URI of its file (none without a source)."""
+    if (name := source_name(document.metadata)) is not None:
         row["resource"] = source_uri(name)
     return row
-
-
-def _score_kind(mode: str) -> str:
-    return {"vector": "cosine", "lexical": "bm25"}.get(mode, "fused")
 
 
 class _Tools:
@@ -169,8 +157,7 @@ class _Tools:
 
     async def search(self, arguments: dict[str, Any]) -> dict[str, Any]:
         documents = await self.service.search(arguments)
-        mode = arguments.get("mode") or self.service.search_defaults.mode
-        passages = [_passage(rank, doc, _score_kind(mode)) for rank, doc in enumerate(documents, 1)]
+        passages = [_with_resource(hit_record(rank, doc), doc) for rank, doc in enumerate(documents, 1)]
         return {"query": arguments["query"], "passages": passages}
 
     async def ask(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -179,23 +166,34 @@ class _Tools:
         response = await self.service.answer(request, None)
         rows = source_rows(response.documents)
         for row, document in zip(rows, response.documents, strict=True):
-            if (name := source_name(document.metadata)) is not None:
-                row["resource"] = source_uri(name)
+            _with_resource(row, document)
         text = response.text + citations_text(response.documents, response.text)
         return {"answer": text, "sources": rows}
 
     async def sources(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        counts = await anyio.to_thread.run_sync(self.source_counts)
-        rows = [{"source": s, "passages": n, "resource": source_uri(s)} for s, n in sorted(counts.items())]
-        return {"sources": rows}
+        held = await anyio.to_thread.run_sync(self.held_sources)
+        return {"sources": [held[name] for name in sorted(held)]}
 
-    def source_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
+    def held_sources(self) -> dict[str, dict[str, Any]]:
+        """Each file the home holds, by its name (`source_name`): `citation` (that name), the raw
+        `source` and `root`, its number of `passages` and its `resource` URI."""
+        held: dict[str, dict[str, Any]] = {}
         for document in self.service.documents(keep_duplicates=True).get():
             name = source_name(document.metadata)
-            if name is not None:
-                counts[name] = counts.get(name, 0) + 1
-        return counts
+            if name is None:
+                continue
+            row = held.setdefault(
+                name,
+                {
+                    "citation": name,
+                    "source": document.metadata.get("source"),
+                    "root": document.metadata.get("root"),
+                    "passages": 0,
+                    "resource": source_uri(name),
+                },
+            )
+            row["passages"] += 1
+        return held
 
     def read_source(self, uri: str) -> str:
         """The text of the source behind `uri`: its passages in order, separated by blank lines.
@@ -268,10 +266,10 @@ def create_mcp_server(service: RagService, *, name: str = "rag") -> Server[Any]:
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        counts = await anyio.to_thread.run_sync(tools.source_counts)
+        held = await anyio.to_thread.run_sync(tools.held_sources)
         resources = [
             types.Resource(uri=source_uri(source), name=source, mime_type="text/plain")
-            for source in sorted(counts)
+            for source in sorted(held)
         ]
         return types.ListResourcesResult(resources=resources)
 

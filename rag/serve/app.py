@@ -25,9 +25,9 @@ from starlette.routing import Route
 
 from rag.advisors.request import USAGE
 from rag.chat.messages import ChatResponse
-from rag.citations import citation
 from rag.client.aspecs import AsyncStreamResponseSpec
 from rag.errors import RagError
+from rag.hits import hit_record
 from rag.serve.body import decode_body
 from rag.serve.config import FAILED_AUTH_LIMIT, ServeConfig
 from rag.serve.conversation import CONVERSATION_HEADER, conversation_id_of
@@ -178,18 +178,7 @@ class _Server:
         body = await self._json(request)
         search = await asyncio.to_thread(self.service.search_request, body)  # a filter parses here
         documents = await _until_disconnected(request, self.service.run_search(search))
-        hits = [
-            {
-                "rank": rank,
-                "id": d.id,
-                "citation": citation(d),
-                "score": d.score,
-                "scores": dict(d.scores),
-                "text": d.text,
-                "metadata": dict(d.metadata),
-            }
-            for rank, d in enumerate(documents, 1)
-        ]
+        hits = [{**hit_record(rank, d), "metadata": dict(d.metadata)} for rank, d in enumerate(documents, 1)]
         return JSONResponse({"object": "list", "query": body["query"], "data": hits})
 
     async def chat(self, request: Request) -> Response:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.chat.messages import AssistantMessage, ChatOptions, Message, SystemMessage, Usage, UserMessage
-from rag.citations import citation, cited_sources
+from rag.citations import cited_sources
 from rag.documents import Document
 from rag.errors import InvalidRequestError, RagError
+from rag.hits import hit_record
 
 __all__ = [
     "ApiError",
@@ -221,22 +222,9 @@ def parse_chat_request(body: Any) -> ChatRequest:
 
 
 def source_rows(documents: Sequence[Document]) -> list[dict[str, Any]]:
-    """The documents behind an answer, numbered as the citations: rank, id, source, citation (the file's
-    name as answers cite it, `rag.citations.citation`), page, score, the named scores
-    (`Document.scores`: cosine, bm25, fused), text."""
-    return [
-        {
-            "index": rank,
-            "id": doc.id,
-            "source": doc.metadata.get("source"),
-            "citation": citation(doc),
-            "page": doc.metadata.get("page"),
-            "score": doc.score,
-            "scores": dict(doc.scores),
-            "text": doc.text,
-        }
-        for rank, doc in enumerate(documents, 1)
-    ]
+    """The documents behind an answer, numbered as the citations: `rag.hits.hit_record` each, and
+    `index`, the same number as `rank`."""
+    return [{**hit_record(rank, doc), "index": rank} for rank, doc in enumerate(documents, 1)]
 
 
 def citations_text(documents: Sequence[Document], answer: str | None = None) -> str:

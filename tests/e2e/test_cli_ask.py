@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
+from rag.hits import HIT_KEYS
 from tests.openai_server import OpenAIServer, Reply, chunk, completion, sse, stream_reply
 
 RunCli = Callable[..., Result]
@@ -52,8 +53,9 @@ def test_offline_json_with_filter_and_stream(ingested: RunCli) -> None:
         )
     )
     assert set(data) == {"answer", "sources"} and "Tighten the brass bolts" in data["answer"]
-    assert {s["source"] for s in data["sources"]} == {"docs/guide/install.md"}
-    assert set(data["sources"][0]) == {"rank", "id", "source", "page", "score", "cosine"}
+    assert {s["citation"] for s in data["sources"]} == {"docs/guide/install.md"}
+    assert {s["source"] for s in data["sources"]} == {"guide/install.md"}
+    assert tuple(data["sources"][0]) == HIT_KEYS
     streamed = ingested("ask", "brass bolts", "--store", "numpy", "--stream", "--top-k", "1")
     assert streamed.exit_code == 0 and "Tighten the brass bolts" in streamed.stdout
     assert "[1] docs/guide/install.md (score" in streamed.stdout
@@ -92,7 +94,7 @@ def test_against_an_openai_compatible_server(ingested: RunCli, openai_server: Op
         )
     )
     assert data["answer"] == "The keepers log them [1]."
-    assert data["sources"][0]["source"] == "docs/keepers.txt"
+    assert data["sources"][0]["citation"] == "docs/keepers.txt"
     (request,) = openai_server.requests
     assert request.path == "/v1/chat/completions" and request.json["model"] == "tiny-llm"
     user = request.json["messages"][-1]

@@ -77,7 +77,7 @@ def test_a_change_of_subject_keeps_its_own_passages(cli: RunCli, home_docs: Path
 def test_ask_is_one_question_and_unchanged(cli: RunCli, home_docs: Path) -> None:
     result = cli("ask", "And how do I run it?", "--store", "numpy", "--json")
     assert result.exit_code == 0, result.stderr
-    assert json.loads(result.stdout)["sources"][0]["source"] == "manual/tests.md"
+    assert json.loads(result.stdout)["sources"][0]["citation"] == "manual/tests.md"
 
 
 def test_help_names_the_follow_up_option(cli: RunCli) -> None:

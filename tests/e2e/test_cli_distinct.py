@@ -56,9 +56,9 @@ def test_ask_lists_each_passage_once(cli: Cli, tree: Path) -> None:
     assert cli("ingest", tree, "--store", "numpy").exit_code == 0
     args = ("ask", "How do I add the CORS middleware?", "--store", "numpy", "--top-k", "2", "--json")
     distinct = json.loads(cli(*args).stdout)["sources"]
-    assert [row["source"] for row in distinct][1] == "site/faq.md"  # as `rag query` names it
+    assert [row["citation"] for row in distinct][1] == "site/faq.md"  # as `rag query` names it
     copies = json.loads(cli(*args, "--keep-duplicates").stdout)["sources"]
-    assert {row["source"] for row in copies} == {"site/api/cors.md", "site/v1/cors.md"}
+    assert {row["citation"] for row in copies} == {"site/api/cors.md", "site/v1/cors.md"}
 
 
 def test_a_page_of_copies_grows_until_it_is_full() -> None:

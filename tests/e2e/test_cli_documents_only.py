@@ -93,7 +93,7 @@ def test_ask_never_answers_from_a_turn(cli: Cli, home: Path) -> None:
     result = cli("ask", QUESTION, "--home", home, "--top-k", "10", "--json")
     assert result.exit_code == 0, result.stderr
     reply = json.loads(result.stdout)
-    assert {row["source"] for row in reply["sources"]} == {"site/api/cors.md", "site/faq.md"}
+    assert {row["citation"] for row in reply["sources"]} == {"site/api/cors.md", "site/faq.md"}
     assert REPLY not in reply["answer"]
 
 

@@ -91,4 +91,4 @@ def test_ask_filtering_source_by_identity_finds_the_file(cli: Cli, docs: Path) -
     assert cli("ingest", docs, "--store", "numpy").exit_code == 0
     result = cli("ask", QUESTION, "--filter", "source == 'docs/tides.md'", "--no-stream", "--json")
     assert result.exit_code == 0 and not result.stderr, result.stderr
-    assert [row["source"] for row in json.loads(result.stdout)["sources"]] == ["docs/tides.md"]
+    assert [row["citation"] for row in json.loads(result.stdout)["sources"]] == ["docs/tides.md"]

@@ -25,7 +25,7 @@ def test_the_shown_name_and_the_path_filter_the_same_file(cli: Cli, docs: Path) 
         assert hits and {h["source_id"] for h in hits} == {"docs/guide/install.md"}, name
         asked = cli("ask", "What do I tighten?", "--filter", where, "--json", "--no-stream")
         assert asked.exit_code == 0, asked.stderr
-        assert [row["source"] for row in json.loads(asked.stdout)["sources"]] == ["docs/guide/install.md"]
+        assert [row["citation"] for row in json.loads(asked.stdout)["sources"]] == ["docs/guide/install.md"]
     listed = "source IN ['docs/tides.md', 'docs/keepers.txt']"
     hits = json.loads(cli("query", "tides keepers", "--filter", listed, "--json").stdout)
     assert {h["source"] for h in hits} == {"tides.md", "keepers.txt"}

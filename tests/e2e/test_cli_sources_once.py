@@ -54,7 +54,7 @@ def test_ask_lists_each_file_once_with_its_passages(cli: RunCli, manual: Path) -
     assert len(names) == len(set(names)), sources  # no file named twice
     passages = json.loads(cli(*args, "--json").stdout)["sources"]
     assert len(passages) == 6  # --json keeps one row per passage
-    quick = [p for p in passages if p["source"] == "manual/quick-start.md"]
+    quick = [p for p in passages if p["citation"] == "manual/quick-start.md"]
     assert len(quick) >= 2
     numbers = ", ".join(str(p["rank"]) for p in quick)
     line = next(s for s in sources if "quick-start.md" in s)

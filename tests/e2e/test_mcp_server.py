@@ -66,7 +66,11 @@ async def _exercise(client: Client) -> None:
     top = passages[0]
     assert "Spring tides flood the causeway" in top["text"]
     assert top["source"] == "tides.md" and top["citation"] == "docs/tides.md" and top["rank"] == 1
-    assert set(top["scores"]) == {"fused"} and isinstance(top["scores"]["fused"], float)
+    assert (
+        top["root"] == "docs"
+        and top["scores"]["fused"] == top["score"]
+        and {"cosine", "bm25"} <= set(top["scores"])
+    )
 
     opened = await client.read_resource(top["resource"])
     assert opened.contents[0].text == top["text"]  # type: ignore[union-attr]
@@ -83,7 +87,11 @@ async def _exercise(client: Client) -> None:
 
     held = await client.call_tool("sources", {})
     rows = held.structured_content["sources"]  # type: ignore[index]
-    assert sorted(row["source"] for row in rows) == ["docs/guide/install.md", "docs/tides.md"]
+    assert sorted(row["citation"] for row in rows) == ["docs/guide/install.md", "docs/tides.md"]
+    assert sorted((row["root"], row["source"]) for row in rows) == [
+        ("docs", "guide/install.md"),
+        ("docs", "tides.md"),
+    ]
     resources = await client.list_resources()
     assert sorted(r.uri for r in resources.resources) == sorted(row["resource"] for row in rows)
 

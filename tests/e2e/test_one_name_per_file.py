@@ -39,8 +39,8 @@ def test_ask_and_query_name_a_file_the_same_way_and_the_name_filters(cli: RunCli
     question = "Where do I mount the beacon lamp?"
     hits = _json(cli("query", question, "--store", "numpy", "--json"))
     answer = _json(cli("ask", question, "--store", "numpy", "--json"))
-    assert hits[0]["source_id"] == answer["sources"][0]["source"] == INSTALL
-    assert {s["source"] for s in answer["sources"]} <= {h["source_id"] for h in hits}
+    assert hits[0]["citation"] == hits[0]["source_id"] == answer["sources"][0]["citation"] == INSTALL
+    assert {s["citation"] for s in answer["sources"]} <= {h["citation"] for h in hits}
     assert f"[{INSTALL}]" in answer["answer"]
 
     table = cli("query", question, "--store", "numpy").stdout
@@ -50,7 +50,7 @@ def test_ask_and_query_name_a_file_the_same_way_and_the_name_filters(cli: RunCli
     assert sources[0].startswith("  [1") and f"] {INSTALL}" in sources[0]
 
     only = _json(cli("ask", "beacon", "--store", "numpy", "--json", "--filter", f"source == '{INSTALL}'"))
-    assert only["sources"] and {s["source"] for s in only["sources"]} == {INSTALL}
+    assert only["sources"] and {s["citation"] for s in only["sources"]} == {INSTALL}
 
 
 def test_a_python_answers_cited_name_filters_on_that_file(docs: Path) -> None:

@@ -14,6 +14,7 @@ from rag.advisors import QuestionAnswerAdvisor
 from rag.advisors.question_answer import format_document
 from rag.citations import citation
 from rag.client import ChatClient
+from rag.hits import HIT_KEYS, hit_record
 from rag.models import ExtractiveChatModel
 from rag.serve.wire import citations_text, source_rows
 from rag.testing import FakeChatModel
@@ -70,7 +71,19 @@ def test_serve_sources_cite_the_record(store: NumpyVectorStore, tmp_path: Path) 
     assert citations_text(hits) == f"\n\nSources:\n[1] {name}#12209494\n[2] {name}#77"
 
 
-@pytest.mark.parametrize("name", ["rag.citations", "rag.cli._sources"])
+def test_a_hit_record_has_every_key_with_null_for_what_the_chunk_lacks() -> None:
+    python = Document("p1", "Added from Python.", {"source": "notes.md"}, score=0.5, scores={"bm25": 2.0})
+    bare = Document("p2", "No source.", {"page": 3})
+    rows = [hit_record(1, python), hit_record(2, bare)]
+    assert all(tuple(row) == HIT_KEYS for row in rows)
+    assert [(r["citation"], r["source"], r["root"], r["page"]) for r in rows] == [
+        ("notes.md", "notes.md", None, None),
+        (None, None, None, 3),
+    ]
+    assert (rows[0]["score"], rows[0]["cosine"], rows[0]["scores"]) == (0.5, None, {"bm25": 2.0})
+
+
+@pytest.mark.parametrize("name", ["rag.citations", "rag.cli._sources", "rag.hits"])
 def test_the_docstring_examples_run(name: str) -> None:
     import doctest
     import importlib
