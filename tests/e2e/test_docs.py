@@ -14,6 +14,7 @@ from stores import NumpyVectorStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FILTERS = (ROOT / "docs" / "filters.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -38,6 +39,15 @@ def test_first_look_examples_each_match_sample_chunks(sample_store: NumpyVectorS
     assert len(lines) == 4
     for line in lines:
         assert sample_store.count(parse(line)) > 0, line
+
+
+def test_readme_filter_examples_each_match_sample_chunks(sample_store: NumpyVectorStore) -> None:
+    """Each `--filter "..."` the README shows selects chunks of the sample it ingests (`dirs` holds the
+    folders inside the root, so the sample's `docs/guide/` is `dirs CONTAINS 'guide'`)."""
+    examples = re.findall(r'--filter "([^"]+)"', README)
+    assert len(examples) >= 2, examples
+    for text in examples:
+        assert sample_store.count(parse(text)) > 0, text
 
 
 def test_python_builder_example_runs() -> None:
