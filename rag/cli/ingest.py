@@ -287,8 +287,9 @@ def ingest(
       Word .docx, PowerPoint .pptx, Excel .xlsx (the office extra), OpenDocument .odt, EPUB .epub
       and each of them gzip-compressed (guide.md.gz is read as Markdown)
 
-    Each chunk records `dirs` (its folders in the root) and `lang` (detected), so
-    --filter "dirs CONTAINS 'docs/en'" or "lang == 'en'" keeps one part of a tree.
+    Each chunk records `dirs` (its folders inside the root: `guide` for docs/guide/install.md, the
+    root's own label left out) and `lang` (detected), so --filter "dirs CONTAINS 'guide'" or
+    "lang == 'en'" keeps one part of a tree.
 
     \b
     Example:
