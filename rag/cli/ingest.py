@@ -181,7 +181,11 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixl
 @click.option(
     "--meta", multiple=True, metavar="KEY=VALUE", help="Metadata added to every chunk (repeatable)."
 )
-@click.option("--no-prune", is_flag=True, help="Keep the chunks of files that were deleted.")
+@click.option(
+    "--no-prune",
+    is_flag=True,
+    help="Keep the chunks of files that were deleted, or that --include / --exclude leave out.",
+)
 @click.option(
     "--follow-symlinks",
     is_flag=True,
