@@ -28,7 +28,7 @@ def build_embedder(
 
     `settings` gives an `openai:` model its endpoint and key (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
     `known_dimensions` is the vector length a home recorded for the spec: an `openai:` model then
-    sends no request to learn it (the other kinds know their length without asking anyone).
+    sends no request to learn it, and an `st:` model is not loaded until it embeds.
 
     Raises:
         ConfigError: an unknown or malformed spec.
@@ -44,7 +44,7 @@ def build_embedder(
     if kind in ("st", "sentence-transformers") and arg:
         from rag.embeddings import SentenceTransformerEmbedding
 
-        return SentenceTransformerEmbedding(arg)
+        return SentenceTransformerEmbedding(arg, known_dimensions=known_dimensions)
     if kind == "openai" and arg:
         from rag.embeddings.openai import OpenAIEmbedding
 

@@ -130,10 +130,11 @@ class IngestReport:
         """True when at least one file was read (new, changed or unchanged)."""
         return any(f.status in ("new", "changed", "unchanged") for f in self.files)
 
-    def skipped_by_type(self) -> str | None:
+    def skipped_by_type(self, limit: int | None = None) -> str | None:
         """Skipped files counted by suffix, e.g. `skipped 3 files: .png x2, .docx x1`; None if none.
 
-        Links left out for leaving their folder are counted as `link outside the folder`.
+        Links left out for leaving their folder are counted as `link outside the folder`. `limit` names
+        that many kinds, the most frequent, and counts the others (`and 12 more kinds`).
         """
         kinds: dict[str, int] = {}
         for file in self.by_status("skipped"):
@@ -146,7 +147,10 @@ class IngestReport:
             return None
         ordered = sorted(kinds.items(), key=lambda item: (-item[1], item[0]))
         total = sum(kinds.values())
-        return f"skipped {_plural(total, 'file')}: " + ", ".join(f"{k} x{n}" for k, n in ordered)
+        shown = ", ".join(f"{k} x{n}" for k, n in ordered[:limit])
+        rest = len(ordered) - len(ordered[:limit])
+        more = f" and {rest} more kinds" if rest else ""
+        return f"skipped {_plural(total, 'file')}: {shown}{more}"
 
     def by_status(self, status: FileStatus) -> list[FileReport]:
         return [f for f in self.files if f.status == status]

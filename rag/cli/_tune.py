@@ -8,8 +8,10 @@ from typing import Any
 
 import click
 
+from ingest.progress import CountProgress
 from ingest.search_record import SearchRecord
 from rag.cli._common import open_store, record_search
+from rag.cli._eval_progress import CountedSearches, expected_searches
 from rag.cli._labels import check_labels
 from rag.config import Settings
 from rag.documents import SEARCH_MODES, SearchMode
@@ -112,8 +114,12 @@ def run_tune(
     try:
         view = DocumentsView(opened.store)  # what ask and query show: no chat memory, each page once
         questions = check_labels(view, questions, lambda m: click.echo(f"warning: {m}", err=True))
+        singles: list[str] = [mode for mode in chosen if mode != "hybrid"]
+        runs = expected_searches(len(questions), 1, singles, 1, base.diversity)
+        runs += hybrids * expected_searches(len(questions), 1, ["hybrid"], 1, base.diversity)
+        progress = CountProgress("eval", "searches", runs)
         result = tune(
-            view,
+            CountedSearches(view, progress),  # a VectorStore by delegation
             questions,
             top_k=k,
             weights=weights,
@@ -122,6 +128,7 @@ def run_tune(
             filter=filter_setting,
             threshold=threshold,
         )
+        progress.close()
     finally:
         opened.close()
     _print(result, base.mode, as_json)

@@ -63,6 +63,8 @@ def _print_report(report: Any, as_json: bool, verbose: bool) -> None:
 
 _NO_SUFFIX_HINT = "hint: --as-text . reads files without a suffix (README, NEWS, copyright) as plain text"
 _COMPRESSED = frozenset({".gz", ".bz2", ".xz", ".zst", ".z", ".zip", ".tgz"})  # not text, whatever the name
+_HINTED_SUFFIXES = 5  # a hint names at most this many suffixes, those of the most files
+_SKIPPED_KINDS = 12  # the skipped warning counts this many kinds of file by name, the others together
 # Files named for what they hold, whatever their suffix says: README.Debian, NEWS.old, INSTALL.unix.
 _PLAIN_NAMES = frozenset(
     [
@@ -102,10 +104,13 @@ def _named_text_hint(report: Any) -> str | None:
             suffixes.setdefault(last, []).append(name)
     if not suffixes:
         return None
-    options = " ".join(f"--as-text {suffix}" for suffix in sorted(suffixes))
-    names = sorted({name for group in suffixes.values() for name in group})
+    common = sorted(suffixes, key=lambda suffix: (-len(suffixes[suffix]), suffix))[:_HINTED_SUFFIXES]
+    options = " ".join(f"--as-text {suffix}" for suffix in sorted(common))
+    names = sorted({name for suffix in common for name in suffixes[suffix]})
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-    return f"hint: {options} reads {shown} as plain text"
+    rest = len(suffixes) - len(common)
+    others = f" ({rest} more suffixes name such files)" if rest else ""
+    return f"hint: {options} reads {shown} as plain text{others}"
 
 
 def _hints(report: Any, no_suffix: bool) -> None:
@@ -124,9 +129,9 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixl
     """
     if report.truncated_chunks:
         click.echo(f"warning: {report.truncated_chunks} chunk(s) were cut to fit the model's input", err=True)
-    skipped = report.skipped_by_type()
+    skipped = report.skipped_by_type(limit=_SKIPPED_KINDS)
     failed = report.counts["failed"]
-    hint = skipped is not None and "(no suffix)" in skipped and not suffixless
+    hint = "(no suffix)" in (report.skipped_by_type() or "") and not suffixless
     if not report.read_anything:
         where = ", ".join(repr(str(p)) for p in paths)
         why = "; ".join(([f"{failed} file(s) failed"] if failed else []) + ([skipped] if skipped else []))
@@ -136,6 +141,10 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixl
     if skipped:
         click.echo(f"warning: {skipped}", err=True)
         _hints(report, hint)
+    empty = [f.source_id for f in report.files if f.status in ("new", "changed") and not f.chunks]
+    if empty:
+        named = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+        click.echo(f"warning: {len(empty)} file(s) held no text to search (0 chunks): {named}", err=True)
     kept = [f for f in report.by_status("skipped") if f.chunks]
     if kept:
         click.echo(
@@ -172,7 +181,11 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixl
 @click.option(
     "--meta", multiple=True, metavar="KEY=VALUE", help="Metadata added to every chunk (repeatable)."
 )
-@click.option("--no-prune", is_flag=True, help="Keep the chunks of files that were deleted.")
+@click.option(
+    "--no-prune",
+    is_flag=True,
+    help="Keep the chunks of files that were deleted, or that --include / --exclude leave out.",
+)
 @click.option(
     "--follow-symlinks",
     is_flag=True,
@@ -278,8 +291,9 @@ def ingest(
       Word .docx, PowerPoint .pptx, Excel .xlsx (the office extra), OpenDocument .odt, EPUB .epub
       and each of them gzip-compressed (guide.md.gz is read as Markdown)
 
-    Each chunk records `dirs` (its folders in the root) and `lang` (detected), so
-    --filter "dirs CONTAINS 'docs/en'" or "lang == 'en'" keeps one part of a tree.
+    Each chunk records `dirs` (its folders inside the root: `guide` for docs/guide/install.md, the
+    root's own label left out) and `lang` (detected), so --filter "dirs CONTAINS 'guide'" or
+    "lang == 'en'" keeps one part of a tree.
 
     \b
     Example:

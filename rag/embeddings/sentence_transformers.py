@@ -62,7 +62,8 @@ def _looks_like_path(name: str) -> bool:
 class SentenceTransformerEmbedding:
     """Embeddings from a sentence-transformers model given by Hub name or local folder.
 
-    The model loads on first use (`dimensions`, `embed`, the tokenizer), so constructing one is cheap. A
+    The model loads on first use (`embed`, the tokenizer, and `dimensions` unless `known_dimensions`
+    gives the length a home recorded), so constructing one is cheap. A
     Hub name downloads the model into the Hugging Face cache (or `cache_folder`) the first time; a local
     folder never touches the network. A Hub name already in the cache loads without the network. When it
     is not cached and `HF_HUB_OFFLINE` is set, or the Hub (`HF_ENDPOINT`) does not answer a quick check,
@@ -84,6 +85,7 @@ class SentenceTransformerEmbedding:
         batch_size: int = 32,
         normalize: bool = True,
         cache_folder: str | Path | None = None,
+        known_dimensions: int | None = None,
     ) -> None:
         if not isinstance(model_name_or_path, str | Path) or not str(model_name_or_path).strip():
             raise InvalidRequestError(
@@ -93,6 +95,13 @@ class SentenceTransformerEmbedding:
             raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         if not isinstance(device, str) or not device:
             raise InvalidRequestError(f"device must be a non-empty string such as 'cpu', got {device!r}")
+        if known_dimensions is not None and (
+            isinstance(known_dimensions, bool)
+            or not isinstance(known_dimensions, int)
+            or known_dimensions < 1
+        ):
+            raise InvalidRequestError(f"known_dimensions must be an integer >= 1, got {known_dimensions!r}")
+        self._known_dimensions = known_dimensions
         self._source = str(model_name_or_path)
         self._is_path = isinstance(model_name_or_path, Path) or _looks_like_path(self._source)
         if self._is_path and not Path(self._source).expanduser().is_dir():
@@ -112,6 +121,8 @@ class SentenceTransformerEmbedding:
 
     @property
     def dimensions(self) -> int:
+        if self._known_dimensions is not None:
+            return self._known_dimensions
         model = self._loaded()
         size = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else None
         if size is None and hasattr(model, "get_sentence_embedding_dimension"):

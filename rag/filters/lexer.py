@@ -26,8 +26,8 @@ _WORD_TAIL = re.compile(r"[\w.]*")
 _DIGITS = frozenset("0123456789")
 _ESCAPES = {"'": "'", '"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 _SYMBOLS = ("==", "!=", "<=", ">=", "&&", "||", "<", ">", "!", "(", ")", "[", "]", ",")
-# Operators from other languages, caught here so the message can name them.
-_UNKNOWN = ("<>", "=", "&", "|")
+# Operators from other languages, caught here so the message can name them and the one meant.
+_UNKNOWN = {"<>": "!=", "=": "==", "&": "AND", "|": "OR"}
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def _name(text: str, start: int) -> Token:
 def _symbol(text: str, start: int) -> Token:
     for symbol in _UNKNOWN:
         if text.startswith(symbol, start) and not text.startswith(symbol * 2, start):
-            raise _fail(f"unknown operator {symbol!r}", text, start)
+            raise _fail(f"unknown operator {symbol!r} (write {_UNKNOWN[symbol]})", text, start)
     for symbol in _SYMBOLS:
         if text.startswith(symbol, start):
             return Token("op", symbol, start, start + len(symbol))

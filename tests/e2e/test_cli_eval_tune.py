@@ -154,6 +154,20 @@ def test_dry_run_prints_the_choice_and_writes_nothing(cli: RunCli, labelled: Pat
     assert (rag_home / "stores.json").read_bytes() == records
 
 
+def test_tune_reports_its_searches_as_progress(
+    cli: RunCli, labelled: Path, rag_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep runs many searches; its progress goes to stderr as `rag eval`'s does, counted to the end."""
+    monkeypatch.setenv("RAG_PROGRESS_INTERVAL", "0")
+    result = cli("eval", labelled, *STORE, "--tune", "--dry-run", "--weights", "0.2,0.8")
+    assert result.exit_code == 0, result.stderr
+    counts = [line for line in result.stderr.splitlines() if line.startswith("eval: ")]
+    total = len(QUESTIONS) * 4  # vector, lexical and hybrid at two weights
+    assert counts[0] == f"eval: 1/{total} searches (4%)"
+    assert counts[-1] == f"eval: {total}/{total} searches (100%)"
+    assert len(counts) == total and result.stdout.splitlines()[0].split()[0] == "mode"  # stdout: the table
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

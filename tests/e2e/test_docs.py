@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from stores import NumpyVectorStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FILTERS = (ROOT / "docs" / "filters.md").read_text(encoding="utf-8")
+README = (ROOT / "README.md").read_text(encoding="utf-8")
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
@@ -38,6 +40,26 @@ def test_first_look_examples_each_match_sample_chunks(sample_store: NumpyVectorS
     assert len(lines) == 4
     for line in lines:
         assert sample_store.count(parse(line)) > 0, line
+
+
+def test_readme_filter_examples_each_match_sample_chunks(sample_store: NumpyVectorStore) -> None:
+    """Each `--filter "..."` the README shows selects chunks of the sample it ingests (`dirs` holds the
+    folders inside the root, so the sample's `docs/guide/` is `dirs CONTAINS 'guide'`)."""
+    examples = re.findall(r'--filter "([^"]+)"', README)
+    assert len(examples) >= 2, examples
+    for text in examples:
+        assert sample_store.count(parse(text)) > 0, text
+
+
+def test_every_package_the_readme_imports_is_ours_standard_or_installed_as_it_says() -> None:
+    """A reader who copies a Python block has installed only what the README told them to: each
+    package a block imports is this project's, Python's own, or one a `pip install` line names."""
+    code = "\n".join(m.group(2) for m in _FENCE.finditer(README) if m.group(1) == "python")
+    imported = set(re.findall(r"^\s*(?:from|import) (\w+)", code, flags=re.MULTILINE))
+    installs = " ".join(re.findall(r"pip install ([^`\n&]+)", README))
+    ours = {"rag", "stores", "ingest"}
+    unnamed = {name for name in imported - ours - set(sys.stdlib_module_names) if name not in installs}
+    assert not unnamed, unnamed
 
 
 def test_python_builder_example_runs() -> None:

@@ -116,11 +116,22 @@ def test_folder_that_is_not_a_model_is_named(tmp_path: Path) -> None:
         ({"batch_size": 0}, "batch_size must be an integer >= 1, got 0"),
         ({"batch_size": "8"}, "got '8'"),
         ({"device": ""}, "device must be a non-empty string"),
+        ({"known_dimensions": 0}, "known_dimensions must be an integer >= 1, got 0"),
+        ({"known_dimensions": True}, "known_dimensions must be an integer >= 1, got True"),
     ],
 )
 def test_bad_arguments_are_named(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(InvalidRequestError, match=message):
         SentenceTransformerEmbedding(**kwargs)  # type: ignore[arg-type]
+
+
+def test_known_dimensions_answer_without_loading_the_model(tmp_path: Path) -> None:
+    """The length a home recorded is the answer: a folder holding no model is not read until embedding."""
+    (tmp_path / "junk").mkdir()
+    model = SentenceTransformerEmbedding(str(tmp_path / "junk"), known_dimensions=384)
+    assert model.dimensions == 384
+    with pytest.raises(EmbeddingError, match="cannot load sentence-transformers model"):
+        model.embed(["hello"])
 
 
 def test_single_string_is_refused(model: SentenceTransformerEmbedding) -> None:

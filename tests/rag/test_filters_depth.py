@@ -172,7 +172,7 @@ def test_syntax_errors_in_huge_texts_stay_short_and_point_at_the_column(size: in
     error = caught.value
     assert error.column == len(text) - 2 and error.text == text
     lines = str(error).split("\n")
-    assert lines[0] == f"unknown operator '=' at column {error.column}"
+    assert lines[0] == f"unknown operator '=' (write ==) at column {error.column}"
     assert len(str(error)) < 400
     shown, caret = lines[1][2:], lines[2][2:]
     assert caret.endswith("^") and shown[len(caret) - 1] == "=" and shown.endswith("b = 2")
