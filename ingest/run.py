@@ -344,13 +344,20 @@ class Run:
     def _prune(self, states: dict[str, ManifestState], seen: set[str]) -> None:
         scopes = [scope for root in self.found.folder_roots for scope in self._base(root).scopes()]
         unreadable = [self._base(root).identify(walked) for root, walked, _ in self.found.errors]
-        gone = prunable(states, seen, scopes, unreadable)
-        for source in gone:
+        pruned = False
+        for source in prunable(states, seen, scopes, unreadable):
             entry = self.p.manifest.get(source)
-            if entry is not None:
+            if entry is not None and not self._on_disk(entry):
                 self._forget(entry)
                 self.report.add(
                     FileReport(entry.relative, "deleted", chunks=len(entry.chunk_ids), root=entry.root)
                 )
-        if gone:
+                pruned = True
+        if pruned:
             self._emit("prune")
+
+    def _on_disk(self, entry: ManifestEntry) -> bool:
+        """Whether a stored file not read this run is still there: `--include` / `--exclude` left it
+        out, or it was skipped. Such a file keeps its chunks; only a file gone from the disk is pruned."""
+        folder = self.resolver.roots.get(entry.root)
+        return folder is not None and os.path.lexists(os.path.join(folder, entry.relative))

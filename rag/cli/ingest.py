@@ -184,7 +184,7 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixl
 @click.option(
     "--no-prune",
     is_flag=True,
-    help="Keep the chunks of files that were deleted, or that --include / --exclude leave out.",
+    help="Keep the chunks of files deleted from the folder (files the patterns leave out always stay).",
 )
 @click.option(
     "--follow-symlinks",

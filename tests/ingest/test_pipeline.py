@@ -180,6 +180,22 @@ def test_no_prune_keeps_deleted_files(bench: Bench) -> None:
     assert pipeline.run([bench.docs]).counts["deleted"] == 1 and store.count("source == 'b.txt'") == 0
 
 
+def test_files_include_and_exclude_leave_out_keep_their_chunks(bench: Bench) -> None:
+    bench.write("guide/a.md", _text("alpha"))
+    bench.write("drafts/b.md", _text("beta"))
+    pipeline, _ = bench.pipeline()
+    pipeline.run([bench.docs])
+    pipeline, store = bench.pipeline()
+    report = pipeline.run([bench.docs], include=["nomatch/*"])  # matches nothing: every file left out
+    assert report.counts["deleted"] == 0 and store.deleted == []
+    assert _sources(store).keys() == {"guide/a.md", "drafts/b.md"}
+    (bench.docs / "guide" / "a.md").unlink()  # a file gone from the disk is pruned, patterns or not
+    pipeline, store = bench.pipeline()
+    report = pipeline.run([bench.docs], exclude=["drafts"])
+    assert {r.source for r in report.files if r.status == "deleted"} == {"guide/a.md"}
+    assert _sources(store).keys() == {"drafts/b.md"}
+
+
 def test_edit_one_file_writes_new_chunks_before_deleting_old(bench: Bench) -> None:
     bench.write("a.txt", _text("alpha", 8))
     pipeline, _ = bench.pipeline()
