@@ -36,11 +36,12 @@ somewhere; `gold has none`, where no gold chunk holds any.
 
 Usage:
     python benchmarks/ceiling.py [--sets cmake,man-en,man-de,man-fr] [--trees PATH] [--embedder SPEC]
-        [--show N]
+        [--homes DIR] [--show N]
 
 Each set is built on first use into --trees (as `benchmarks/quality.py` does) and ingested through
-the real CLI into a numpy store in a temporary home; `--show N` prints N dominated questions per set
-with the gold page and a page that dominates it.
+the real CLI into a numpy store in a temporary home, or read from `DIR/SET` with `--homes` (a numpy
+home ingested from that tree, with any embedder: MiniLM's take minutes to build). `--show N` prints
+N dominated questions per set with the gold page and a page that dominates it.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -172,40 +173,44 @@ def _hits(store: VectorStore, settings: Settings, question: Question) -> dict[st
     return {f"hit@{k}": score_ranking(units_of(hits[:k], qrels), qrels, k)["hit_rate"] for k in (1, 4)}
 
 
-def measure(dataset: str, folder: Path, spec: str, rag: Callable[..., str], show: int) -> Ceiling:
-    """Ingest the tree with `spec` (through `rag`, benchmarks/quality.py's CLI runner), then count."""
-    got = Ceiling(dataset)
-    questions = load_questions(folder / "questions.jsonl")
+def count(
+    dataset: str, store: VectorStore, settings: Settings, questions: Sequence[Question], show: int
+) -> Ceiling:
+    """Classify every question over `store`, and score the default search (`settings`) beside it."""
+    got = Ceiling(dataset, chunks=store.count())
+    pages = page_terms(store)
+    got.pages = len(pages)
     totals = {"hit@1": 0.0, "hit@4": 0.0}
     ruled_out = {"hit@1": [0.0, 0.0], "hit@4": [0.0, 0.0]}  # hits, questions
-    with tempfile.TemporaryDirectory(prefix="rag-ceiling-") as tmp:
-        rag(Path(tmp), "ingest", str(folder / "docs"), "--store", "numpy", "--embedder", spec)
-        opened = open_store(Settings.from_env({"RAG_HOME": tmp, "RAG_STORE": "numpy"}))
-        try:
-            got.chunks = opened.store.count()
-            pages = page_terms(opened.store)
-            got.pages = len(pages)
-            for question in questions:
-                verdict = classify(pages, question)
-                found = 0 if verdict.holds_none else len(verdict.dominating)  # pages dominating
-                got.questions += 1
-                got.gold_all += verdict.holds_all
-                got.gold_none += verdict.holds_none
-                got.dominated += found >= 1
-                got.dominated4 += found >= 4
-                got.tied += not verdict.holds_none and found == 0 and verdict.ties > 0
-                if found and len(got.examples) < show:
-                    got.examples.append((question.text, verdict.gold, verdict.dominating[0]))
-                for metric, value in _hits(opened.store, opened.settings, question).items():
-                    totals[metric] += value
-                    if verdict.holds_none or found >= (1 if metric == "hit@1" else 4):
-                        ruled_out[metric][0] += value
-                        ruled_out[metric][1] += 1
-        finally:
-            opened.close()
+    for question in questions:
+        verdict = classify(pages, question)
+        found = 0 if verdict.holds_none else len(verdict.dominating)  # pages dominating
+        got.questions += 1
+        got.gold_all += verdict.holds_all
+        got.gold_none += verdict.holds_none
+        got.dominated += found >= 1
+        got.dominated4 += found >= 4
+        got.tied += not verdict.holds_none and found == 0 and verdict.ties > 0
+        if found and len(got.examples) < show:
+            got.examples.append((question.text, verdict.gold, verdict.dominating[0]))
+        for metric, value in _hits(store, settings, question).items():
+            totals[metric] += value
+            if verdict.holds_none or found >= (1 if metric == "hit@1" else 4):
+                ruled_out[metric][0] += value
+                ruled_out[metric][1] += 1
     got.default = {metric: value / got.questions for metric, value in totals.items()}
-    got.beaten = {metric: won / max(count, 1) for metric, (won, count) in ruled_out.items()}
+    got.beaten = {metric: won / max(asked, 1) for metric, (won, asked) in ruled_out.items()}
     return got
+
+
+def measure(folder: Path, home: Path, show: int) -> Ceiling:
+    """Count the questions of the tree in `folder` over the numpy store in `home`, ingested from it."""
+    opened = open_store(Settings.from_env({"RAG_HOME": str(home), "RAG_STORE": "numpy"}))
+    try:
+        questions = list(load_questions(folder / "questions.jsonl"))
+        return count(folder.name, opened.store, opened.settings, questions, show)
+    finally:
+        opened.close()
 
 
 def _share(count: int, run: Ceiling) -> str:
@@ -243,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sets", default=",".join(TREE_SETS), help="docs-tree sets, comma-separated")
     parser.add_argument("--trees", type=Path, default=TREES, help="folder of the docs-tree sets")
     parser.add_argument("--embedder", default="hashing", help="embedder spec of the default search")
+    parser.add_argument("--homes", type=Path, help="reuse numpy homes HOMES/SET ingested from each tree")
     parser.add_argument("--show", type=int, default=0, help="dominated questions to print per set")
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.sets.split(",") if name.strip()]
@@ -254,8 +260,16 @@ def main(argv: list[str] | None = None) -> int:
     building = quality._module("docs_trees", _HERE / "datasets" / "docs_trees.py")
     results = []
     for name in names:
-        building.ensure(name, args.trees / name)
-        results.append(measure(name, args.trees / name, args.embedder, quality._rag, args.show))
+        folder = building.ensure(name, args.trees / name)
+        if args.homes is not None:
+            results.append(measure(folder, args.homes / name, args.show))
+            continue
+        with tempfile.TemporaryDirectory(prefix="rag-ceiling-") as home:
+            quality._rag(
+                Path(home), "ingest", str(folder / "docs"), "--store", "numpy", "--embedder", args.embedder
+            )
+            results.append(measure(folder, Path(home), args.show))
+    print(f"embedder {args.embedder if args.homes is None else 'of the homes in ' + str(args.homes)}")
     print_table(results)
     return 0
 
