@@ -1,5 +1,5 @@
 """How far words can take each docs-tree set: the share of questions whose gold page another page
-outwords, and the hit@1 / hit@4 that no ranking by the question's words can pass.
+outwords, and the hit@1 / hit@4 that no ranking by which question words a chunk holds can pass.
 
 The docs-tree sets (`benchmarks/datasets/docs_trees.py`) take a page's one-line summary as the
 question and remove it from the page. Where the summary repeats what a neighbour says (CMake's
