@@ -54,6 +54,7 @@ class _File:
     """A walked file with its identity: the root's label and its path relative to that root."""
 
     fspath: str
+    top: Path  # the folder walked (a file named directly: its folder); includes resolve within it
     root: str
     rel: str
     id: str  # source_id(root, rel), computed once: it is read several times per file
@@ -109,7 +110,12 @@ class Run:
         for found in self.found.files:
             label, rel = self._base(found.root).identify(found.source)
             file = _File(
-                found.fspath, label, rel, source_id(label, rel), escape_name(found.source) != found.source
+                found.fspath,
+                found.root,
+                label,
+                rel,
+                source_id(label, rel),
+                escape_name(found.source) != found.source,
             )
             if file.id not in seen:  # the same file reached from two paths given: one source
                 seen.add(file.id)
@@ -239,9 +245,7 @@ class Run:
         report = FileReport(file.rel, status, root=file.root)  # type: ignore[arg-type]
         try:
             path = Path(file.fspath)
-            result = read_file(
-                path, root=path.parent, options=self.p.reader_options, data=data, source=file.rel
-            )
+            result = read_file(path, root=file.top, options=self.p.reader_options, data=data, source=file.rel)
             chunks = make_chunks(
                 file.rel,
                 result.units,
@@ -271,24 +275,26 @@ class Run:
             report.warnings.insert(0, f'file name is not valid UTF-8; recorded as "{file.rel}"')
         report.errors = list(result.errors)
         report.chunks = len(chunks)
+        # A file with unreadable parts is read again next run (no size or hash recorded), so its errors
+        # are reported until it is fixed; so is a file that includes others, which may have changed.
+        # Their unchanged chunks are not embedded again.
+        again = bool(result.errors or result.included)
         entry = ManifestEntry(
             entry.source,
             entry.root,
-            # A file with unreadable parts is read again next run (no size or hash recorded), so its
-            # errors are reported until it is fixed; its unchanged chunks are not embedded again.
-            -1 if result.errors else entry.size,
+            -1 if again else entry.size,
             entry.mtime_ns,
-            "" if result.errors else entry.sha256,
+            "" if again else entry.sha256,
             entry.settings,
             tuple(c.id for c in chunks),
             tuple(c.digest for c in chunks),
         )
         if (
-            result.errors
+            again
             and old is not None
             and (old.size, old.sha256, old.settings) == (-1, "", entry.settings)
             and (old.chunk_ids, old.digests) == (entry.chunk_ids, entry.digests)
-        ):  # read again for its errors, the same chunks as stored: nothing to embed or write
+        ):  # read again (errors, includes), the same chunks as stored: nothing to embed or write
             report.status = "unchanged"
             self.report.add(report)
             return

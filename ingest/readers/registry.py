@@ -18,7 +18,7 @@ import json
 import os
 import zlib
 from collections.abc import Callable, Mapping
-from functools import cache
+from functools import cache, partial
 from pathlib import Path, PurePath
 from types import MappingProxyType
 
@@ -197,6 +197,16 @@ def source_name(path: Path, root: Path) -> str:
     return relative.as_posix() if relative.parts else path.name
 
 
+def _rst_reader(reader: Reader, suffix: str, data: bytes, path: Path, root: Path) -> Reader:
+    """`reader`, or the reStructuredText reader that resolves includes from `root` where it applies."""
+    from ingest.readers.rst import looks_like_rst, read_rst
+
+    plain = reader is readers()[".txt"] and _KINDS.get(suffix, suffix) == ".txt"
+    if reader is readers()[".rst"] or (plain and looks_like_rst(data)):
+        return partial(read_rst, place=(path, root))
+    return reader
+
+
 def read_file(
     path: Path,
     *,
@@ -208,7 +218,10 @@ def read_file(
     """Read one file with the reader its suffix (case-insensitive, `file_suffix`) selects.
 
     A suffix in `options.text_suffixes` is read as plain text, whatever reader it would otherwise get.
-    A `.gz` file is unpacked and read as its inner suffix says (`README.md.gz` as Markdown).
+    A `.gz` file is unpacked and read as its inner suffix says (`README.md.gz` as Markdown). A `.txt`
+    file holding reStructuredText markup (`ingest.readers.rst.looks_like_rst`) is read as
+    reStructuredText, and a reStructuredText file's `.. include::` directives pull in the files they
+    name from within `root`.
 
     Args:
         path: the file.
@@ -241,6 +254,8 @@ def read_file(
     check_size(len(data), source, options)
     if path.suffix.lower() == ".gz":
         data = _gunzip(data, source, options)
+    if suffix not in options.text_suffixes:  # --as-text keeps a file plain
+        reader = _rst_reader(reader, suffix, data, path, root)
     try:
         return reader(data, source, options)
     except IngestError:
