@@ -179,8 +179,8 @@ def read_rst(
     if title_heading is not None:
         base["title"] = title_heading.title
     for start, end, names in _pieces(text, body, titles, title_heading):
-        place = {"section": " > ".join(names) or None, "headings": names or None}
-        unit = make_unit(text[start:end], start, {**base, **place})
+        where = {"section": " > ".join(names) or None, "headings": names or None}
+        unit = make_unit(text[start:end], start, {**base, **where})
         if unit is not None:
             result.units.append(unit)
     return result
