@@ -38,11 +38,13 @@ __all__ = ["find_titles", "looks_like_rst", "read_rst"]
 _RFC822_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(?:[ \t]+(.*))?\Z")
 _RST_FIELD = re.compile(r":([^:\s][^:]*):(?:[ \t]+(.*))?\Z")
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1+[ \t]*\Z")
-_MARKUP = re.compile(rb"^[ \t]*\.\.[ \t]+[\w:.+-]+::|:[\w.+-]+:`[^`\n]+`", re.MULTILINE)
+_MARKUP = re.compile(
+    rb"^[ \t]*\.\.[ \t]+[\w:.+-]+::|:[\w.+-]+:`[^`\n]+`|(?<!`)``[^`\s][^`\n]*(?<!\s)``(?!`)", re.MULTILINE
+)
 
 
 def looks_like_rst(data: bytes) -> bool:
-    """Whether a text file's bytes hold reStructuredText markup: a directive or a role.
+    """Whether a text file's bytes hold reStructuredText markup: a directive, a role or an inline literal.
 
     A `.txt` file with such markup (a fragment a Sphinx page includes, a page of a tree that names its
     pages `.txt`) is read as reStructuredText, so its markup leaves the text as a `.rst` page's does.
