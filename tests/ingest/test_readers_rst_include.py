@@ -76,7 +76,7 @@ def test_a_txt_fragment_with_rst_markup_is_read_as_rst_and_plain_text_stays_plai
     fragment = read("command/FIND_XXX.txt", FRAGMENT).text or ""
     assert "see find_path." in fragment and ":command:" not in fragment and "``" not in fragment
     values = read("VALUES.txt", "``Embedded``\n  Compile with ``-Z7`` flags.\n").text
-    assert values == "Embedded\n  Compile with -Z7 flags."
+    assert values == "Embedded\n  Compile with -Z7 flags.\n"
     plain = read("notes.txt", "Notes\n=====\n\nTwo dots .. and a colon: kept as written.\n").text
     assert plain == "Notes\n=====\n\nTwo dots .. and a colon: kept as written.\n"
 
