@@ -175,7 +175,8 @@ def read_rst(
         for t in titles
         if (line := _title_line(lines, line_of[t.start])) in offsets
     ]
-    body = offsets.get(header_lines, len(text)) if header_lines < len(lines) else len(text)
+    # The body starts at the first line kept after the header (a directive opening the file is not kept).
+    body = next((offset for n, offset in offsets.items() if n >= header_lines), len(text))
     title_heading = titles[0] if titles and "title" not in fields else None
     base: dict[str, MetadataValue] = {**fields, "source": source}
     if title_heading is not None:

@@ -128,3 +128,8 @@ def test_an_ingest_reads_a_page_again_when_only_its_fragment_changed(tmp_path: P
     assert changed["command/find_thing.rst"].status == "changed"
     text = _page_text(store)
     assert "This gadget is used to find a thing file" in text and "command is used" not in text
+
+
+def test_a_page_opening_with_a_directive_keeps_its_text(read: Read) -> None:
+    result = read("DEPRECATED.rst", ".. note::\n  The ``OLD`` behavior of a policy is deprecated.\n")
+    assert [u.text for u in result.units] == ["The OLD behavior of a policy is deprecated."]
