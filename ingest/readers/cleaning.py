@@ -41,13 +41,16 @@ _TAG = re.compile(
 _BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _COMMENT = re.compile(r"<!--.*?-->")
 _ATTR = r"(?:[#.][\w:-]+|[\w:-]+=(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s}\"']+))"
-_ATTR_LIST = re.compile(rf"[ \t]*\{{:?[ \t]*{_ATTR}(?:[ \t]+{_ATTR})*[ \t]*\}}")
+_ATTR_LIST = re.compile(rf"\{{:?[ \t]*{_ATTR}(?:[ \t]+{_ATTR})*[ \t]*\}}")  # and the blanks before it
 _CODE_SPAN = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)")
 _HELD = re.compile(r"\x00(\d+)\x00")  # a code span held out of the prose (NUL never reaches a reader)
-_LABEL = r"\[((?:[^\[\]\\\n]|\\.)*)\]"
+# Patterns written as "unrolled loops" (`a*(?:b a*)*`), which scan a long changelog line in one pass.
+_LABEL = r"\[([^\[\]\\\n]*(?:\\.[^\[\]\\\n]*)*)\]"
 _TITLE = r"(?:[ \t]+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^()\n]*\)))?"
-_LINK = re.compile(rf"!?{_LABEL}\((?:<[^<>\n]*>|(?:[^()\s\\]|\\.|\([^()\s]*\))*){_TITLE}[ \t]*\)")
-_REF_LINK = re.compile(rf"!?{_LABEL}\[[^\[\]\n]*\]")
+# Links and images; an image's `!` goes first (`_IMAGE`), so every pattern opens with a literal.
+_IMAGE = re.compile(r"!(?=\[[^\[\]\n]*\][(\[])")
+_LINK = re.compile(rf"{_LABEL}\((?:<[^<>\n]*>|[^()\s\\]*(?:(?:\\.|\([^()\s]*\))[^()\s\\]*)*){_TITLE}[ \t]*\)")
+_REF_LINK = re.compile(rf"{_LABEL}\[[^\[\]\n]*\]")
 _DEFINITION = re.compile(rf" {{0,3}}\[(?!\^)(?:[^\[\]\\\n]|\\.)+\]:[ \t]*(?:<[^<>\n]*>|\S+){_TITLE}[ \t]*\Z")
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _NOISE = re.compile(r"[<{\\]|\]\(|\]\[")
@@ -70,21 +73,40 @@ def clean_inline(line: str) -> str:
     return _HELD.sub(lambda held: spans[int(held.group(1))], prose) if spans else prose
 
 
+def _label(link: re.Match[str]) -> str:
+    return link.group(1)
+
+
 def _clean_prose(text: str) -> str:
     if "<" in text:
         text = _COMMENT.sub("", text)
         text = _BR.sub(" ", text)
         text = _TAG.sub("", text)
     if "{" in text:
-        text = _ATTR_LIST.sub("", text)
+        text = _drop_attribute_lists(text)
     if "](" in text or "][" in text:
-        for _ in range(2):  # twice: an image inside a link
-            text = _REF_LINK.sub(r"\1", _LINK.sub(r"\1", text))
+        if "![" in text:
+            text = _IMAGE.sub("", text)
+        if "](" in text:
+            text, found = _LINK.subn(_label, text)
+            if found and "](" in text:  # an image inside a link
+                text = _LINK.sub(_label, text)
+        if "][" in text:
+            text = _REF_LINK.sub(_label, text)
     if "\\" in text:
         start = len(text) - len(text.lstrip())
         start += 2 if text.startswith("\\", start) else 0
-        text = text[:start] + _ESCAPE.sub(r"\1", text[start:])
+        text = text[:start] + _ESCAPE.sub(_label, text[start:])
     return text
+
+
+def _drop_attribute_lists(text: str) -> str:
+    pieces: list[str] = []
+    last = 0
+    for found in _ATTR_LIST.finditer(text):
+        pieces.append(text[last : found.start()].rstrip(" \t"))
+        last = found.end()
+    return "".join([*pieces, text[last:]]) if pieces else text
 
 
 def _unclosed_comment(line: str) -> int | None:
