@@ -53,7 +53,7 @@ def looks_like_rst(data: bytes) -> bool:
         >>> looks_like_rst(b"See :command:`add_executable`."), looks_like_rst(b"Plain: notes.")
         (True, False)
     """
-    if b".." not in data and b":`" not in data and b"``" not in data:
+    if b"::" not in data and b":`" not in data and b"``" not in data:
         return False  # most text, told by three fast scans before the pattern's slower one
     return _MARKUP.search(data) is not None
 
