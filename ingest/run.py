@@ -7,7 +7,6 @@ ones, embed and write their chunks in batches, prune what is gone, and checkpoin
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import time
@@ -21,7 +20,7 @@ from ingest.identity import Base, RootResolver, escape_name, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions, SkippedFile, read_file
-from ingest.readers.registry import check_size, file_suffix, reader_key
+from ingest.readers.registry import check_size, file_suffix, reader_key, source_digest
 from ingest.report import FileReport, FileStatus, IngestReport
 from ingest.walk import Walk
 from rag.documents import Document, MetadataValue
@@ -197,11 +196,14 @@ class Run:
         except OSError as exc:
             self._note(file, "failed", f"cannot read: {exc.strerror or exc}")
             return
-        sha = hashlib.sha256(data).hexdigest()
+        # A page that includes other files records no size: every run compares it by `source_digest`,
+        # which covers the files it includes, since a change to them changes it.
+        sha, shared = source_digest(Path(file.fspath), file.top, data, self.p.reader_options)
+        size = -1 if shared else info.st_size
         if kept is not None and kept.sha256 == sha:
-            self._unchanged(file, kept, root, info)
+            self._unchanged(file, kept, root, info, size)
             return
-        entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, key, (), ())
+        entry = ManifestEntry(file.id, root, size, info.st_mtime_ns, sha, key, (), ())
         self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.id), data)
         del data  # the bytes, the text and the units are gone before the batch is embedded: only chunks
         if self.batch_chunks >= self.p.batch_size:
@@ -232,9 +234,12 @@ class Run:
         self.report.add(report)
         return report
 
-    def _unchanged(self, file: _File, old: ManifestState, root: str, info: os.stat_result) -> None:
-        if (old.root, old.size, old.mtime_ns) != (root, info.st_size, info.st_mtime_ns):
-            self.p.manifest.touch(file.id, root, info.st_size, info.st_mtime_ns)
+    def _unchanged(
+        self, file: _File, old: ManifestState, root: str, info: os.stat_result, size: int | None = None
+    ) -> None:
+        size = info.st_size if size is None else size
+        if (old.root, old.size, old.mtime_ns) != (root, size, info.st_mtime_ns):
+            self.p.manifest.touch(file.id, root, size, info.st_mtime_ns)
         self.report.add(FileReport(file.rel, "unchanged", chunks=old.n_chunks, root=file.root))
 
     def _read_and_split(
@@ -275,26 +280,24 @@ class Run:
             report.warnings.insert(0, f'file name is not valid UTF-8; recorded as "{file.rel}"')
         report.errors = list(result.errors)
         report.chunks = len(chunks)
-        # A file with unreadable parts is read again next run (no size or hash recorded), so its errors
-        # are reported until it is fixed; so is a file that includes others, which may have changed.
-        # Their unchanged chunks are not embedded again.
-        again = bool(result.errors or result.included)
         entry = ManifestEntry(
             entry.source,
             entry.root,
-            -1 if again else entry.size,
+            # A file with unreadable parts is read again next run (no size or hash recorded), so its
+            # errors are reported until it is fixed; its unchanged chunks are not embedded again.
+            -1 if result.errors else entry.size,
             entry.mtime_ns,
-            "" if again else entry.sha256,
+            "" if result.errors else entry.sha256,
             entry.settings,
             tuple(c.id for c in chunks),
             tuple(c.digest for c in chunks),
         )
         if (
-            again
+            result.errors
             and old is not None
             and (old.size, old.sha256, old.settings) == (-1, "", entry.settings)
             and (old.chunk_ids, old.digests) == (entry.chunk_ids, entry.digests)
-        ):  # read again (errors, includes), the same chunks as stored: nothing to embed or write
+        ):  # read again for its errors, the same chunks as stored: nothing to embed or write
             report.status = "unchanged"
             self.report.add(report)
             return

@@ -72,8 +72,7 @@ class ReadResult:
     `text` is the extracted text that unit offsets count in, where the reader has one (text, Markdown,
     reStructuredText, AsciiDoc, HTML): `text[u.char_offset:u.char_offset + len(u.text)] == u.text`.
     `included` names the other files whose text the file pulled in (reStructuredText includes), by
-    their path in the ingested root: an ingest reads such a file again on every run, since a change
-    to them changes it.
+    their path in the ingested root.
 
     Example:
         >>> r = ReadResult([], pages_without_text=2, warnings=["2 of 2 pages have no text layer (scanned?)"])

@@ -22,8 +22,10 @@ Example:
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from ingest.readers.base import ReaderOptions, SkippedFile
@@ -38,6 +40,12 @@ _INCLUDE = re.compile(r"([ \t]*)\.\.[ \t]+include::[ \t]+(\S.*?)[ \t]*\Z")
 _OPTION = re.compile(r"[ \t]+:([\w-]+):(?:[ \t]+(.*?))?[ \t]*\Z")
 _REPLACE = re.compile(r"[ \t]*\.\.[ \t]+\|([^|\s](?:[^|]*[^|\s])?)\|[ \t]+replace::(?:[ \t]+(.*))?\Z")
 _REFERENCE = re.compile(r"\|([^|\s](?:[^|]*[^|\s])?)\|(?:__?)?")
+# Links resolved once per path: a tree includes the same few fragments from hundreds of pages.
+_real_path = lru_cache(maxsize=4096)(os.path.realpath)
+
+
+def _real(path: Path) -> Path:
+    return Path(_real_path(str(path)))
 
 
 @dataclass
@@ -64,7 +72,9 @@ def expand_includes(lines: list[str], path: Path, root: Path, options: ReaderOpt
     """
     top = root if root.is_dir() else root.parent
     found = Included([])
-    found.lines = _expand(lines, path, _Context(top.resolve(), options, found), (path.resolve(),))
+    found.lines = _expand(
+        lines, path, _Context(_real(top.absolute()), options, found), (_real(path.absolute()),)
+    )
     return found
 
 
@@ -72,7 +82,7 @@ def _expand(lines: list[str], here: Path, context: _Context, chain: tuple[Path, 
     out: list[str] = []
     i = 0
     while i < len(lines):
-        match = _INCLUDE.match(lines[i])
+        match = _INCLUDE.match(lines[i]) if "include::" in lines[i] else None
         if match is None:
             out.append(lines[i])
             i += 1
@@ -102,7 +112,7 @@ def _load(target: str, here: Path, context: _Context, chain: tuple[Path, ...]) -
     if target.startswith("<") and target.endswith(">"):
         return None  # docutils' own definition files (<isonum.txt>): substitutions, no prose
     base = context.root if target.startswith("/") else here.parent
-    file = (base / target.lstrip("/")).resolve()
+    file = _real(base.absolute() / target.lstrip("/"))
     name = source_name(file, context.root)
     reason = None
     if not file.is_relative_to(context.root):

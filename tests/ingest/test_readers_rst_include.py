@@ -128,6 +128,10 @@ def test_an_ingest_reads_a_page_again_when_only_its_fragment_changed(tmp_path: P
     assert changed["command/find_thing.rst"].status == "changed"
     text = _page_text(store)
     assert "This gadget is used to find a thing file" in text and "command is used" not in text
+    write("Help/command/missing.txt", "A fragment that was missing.\n")  # an include that appears
+    pipeline, store = _ingest(docs, home)
+    assert {f.source: f.status for f in pipeline.run([docs]).files}["command/find_thing.rst"] == "changed"
+    assert "A fragment that was missing." in _page_text(store)
 
 
 def test_a_page_opening_with_a_directive_keeps_its_text(read: Read) -> None:
