@@ -162,7 +162,8 @@ def read_rst(
         lines = included.lines
         result.included = included.files
         result.warnings.extend(included.warnings)
-    lines = substitute(lines)
+    if result.included or "replace::" in decoded.text:
+        lines = substitute(lines)
     starts = [0] * len(lines)
     for n in range(1, len(lines)):
         starts[n] = starts[n - 1] + len(lines[n - 1]) + 1
