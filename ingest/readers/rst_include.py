@@ -10,7 +10,9 @@ are found on the page a reader opens:
   docutils include (`<isonum.txt>`) is left out silently.
 - The directive's indentation is added to each included line (an include inside a definition stays
   in it). `:start-line:` / `:end-line:` and `:start-after:` / `:end-before:` select part of the
-  file; `:literal:` and `:code:` include it as a literal block. Includes nest up to 8 deep.
+  file; `:literal:` and `:code:` include it as a literal block. Includes nest up to 8 deep, and
+  together take at most `ReaderOptions.max_file_size` bytes per page.
+- An include line inside a literal block or a code block is an example, and stays as written.
 
 `substitute` replaces `|name|` by the text of a `.. |name| replace:: text` definition in the page
 (`|FIND_XXX|` -> `find_library`); references without a `replace` definition stay as written.
@@ -38,6 +40,7 @@ __all__ = ["Included", "expand_includes", "substitute"]
 MAX_DEPTH = 8
 _INCLUDE = re.compile(r"([ \t]*)\.\.[ \t]+include::[ \t]+(\S.*?)[ \t]*\Z")
 _OPTION = re.compile(r"[ \t]+:([\w-]+):(?:[ \t]+(.*?))?[ \t]*\Z")
+_CODE = re.compile(r"[ \t]*\.\.[ \t]+(?:code|code-block|sourcecode|parsed-literal)::")
 _REPLACE = re.compile(r"[ \t]*\.\.[ \t]+\|([^|\s](?:[^|]*[^|\s])?)\|[ \t]+replace::(?:[ \t]+(.*))?\Z")
 _REFERENCE = re.compile(r"\|([^|\s](?:[^|]*[^|\s])?)\|(?:__?)?")
 # Links resolved once per path: a tree includes the same few fragments from hundreds of pages.
@@ -57,11 +60,12 @@ class Included:
     warnings: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Context:
     root: Path
     options: ReaderOptions
     found: Included
+    left: int | None  # bytes the page's includes may still take (None: no limit)
 
 
 def expand_includes(lines: list[str], path: Path, root: Path, options: ReaderOptions) -> Included:
@@ -72,21 +76,36 @@ def expand_includes(lines: list[str], path: Path, root: Path, options: ReaderOpt
     """
     top = root if root.is_dir() else root.parent
     found = Included([])
-    found.lines = _expand(
-        lines, path, _Context(_real(top.absolute()), options, found), (_real(path.absolute()),)
-    )
+    context = _Context(_real(top.absolute()), options, found, options.max_file_size)
+    found.lines = _expand(lines, path, context, (_real(path.absolute()),))
     return found
+
+
+def _opens_literal(line: str) -> bool:
+    """Whether the lines indented below `line` are a literal block (`Example::`, `.. code-block::`)."""
+    stripped = line.rstrip()
+    if stripped.lstrip().startswith(".."):
+        return bool(_CODE.match(line))
+    return stripped.endswith("::")
 
 
 def _expand(lines: list[str], here: Path, context: _Context, chain: tuple[Path, ...]) -> list[str]:
     out: list[str] = []
     i = 0
+    literal = -1  # the indentation a literal block's lines exceed, or -1 outside one
     while i < len(lines):
-        match = _INCLUDE.match(lines[i]) if "include::" in lines[i] else None
-        if match is None:
-            out.append(lines[i])
+        line = lines[i]
+        if literal >= 0 and (not line.strip() or len(line) - len(line.lstrip()) > literal):
+            out.append(line)
             i += 1
             continue
+        match = _INCLUDE.match(line) if "include::" in line else None
+        if match is None:
+            literal = len(line) - len(line.lstrip()) if _opens_literal(line) else -1
+            out.append(line)
+            i += 1
+            continue
+        literal = -1
         indent, target = match.group(1), match.group(2)
         options: dict[str, str] = {}
         i += 1
@@ -121,7 +140,14 @@ def _load(target: str, here: Path, context: _Context, chain: tuple[Path, ...]) -
         reason = "it includes itself"
     else:
         try:
-            check_size(file.stat().st_size, name, context.options)
+            size = file.stat().st_size
+            check_size(size, name, context.options)
+            if context.left is not None and size > context.left:
+                raise IngestError(
+                    f"the page's includes pass {context.options.max_file_size} bytes "
+                    "(--max-file-size MB raises it)"
+                )
+            context.left = None if context.left is None else context.left - size
             text = decode_text(file.read_bytes(), name).text
         except OSError as exc:
             reason = exc.strerror or str(exc)

@@ -137,3 +137,20 @@ def test_an_ingest_reads_a_page_again_when_only_its_fragment_changed(tmp_path: P
 def test_a_page_opening_with_a_directive_keeps_its_text(read: Read) -> None:
     result = read("DEPRECATED.rst", ".. note::\n  The ``OLD`` behavior of a policy is deprecated.\n")
     assert [u.text for u in result.units] == ["The OLD behavior of a policy is deprecated."]
+
+
+def test_an_include_in_a_code_block_is_an_example_and_includes_share_the_size_limit(
+    read: Read, write: Write
+) -> None:
+    write("big.txt", "x" * 600 + "\n")
+    page = (
+        "Page\n====\n\nWrite this::\n\n   .. include:: big.txt\n\n.. code-block:: rst\n\n"
+        "   .. include:: missing.txt\n\n.. include:: big.txt\n\n.. include:: big.txt\n"
+    )
+    result = read("page.rst", page, max_file_size=1000)
+    text = result.text or ""
+    assert "   .. include:: big.txt" in text and "   .. include:: missing.txt" in text
+    assert text.count("x" * 600) == 1
+    assert result.warnings == [
+        "include 'big.txt' left out: the page's includes pass 1000 bytes (--max-file-size MB raises it)"
+    ]
