@@ -39,8 +39,9 @@ from rag.vectorstore import VectorStore
 
 __all__ = ["READERS_VERSION", "IngestPipeline"]
 
-READERS_VERSION = 4
-"""Bumped when readers extract different text from the same file (2: markup noise left out)."""
+READERS_VERSION = 5
+"""Bumped when readers extract different text from the same file (2: markup noise left out; 5: reST
+includes and substitutions, Markdown links and escapes)."""
 
 
 def _digest(parts: list[object]) -> str:

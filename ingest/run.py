@@ -7,7 +7,6 @@ ones, embed and write their chunks in batches, prune what is gone, and checkpoin
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import time
@@ -21,7 +20,7 @@ from ingest.identity import Base, RootResolver, escape_name, prunable, source_id
 from ingest.manifest import Manifest, ManifestEntry, ManifestState
 from ingest.progress import ProgressEvent
 from ingest.readers import ReaderOptions, SkippedFile, read_file
-from ingest.readers.registry import check_size, file_suffix, reader_key
+from ingest.readers.registry import check_size, file_suffix, reader_key, source_digest
 from ingest.report import FileReport, FileStatus, IngestReport
 from ingest.walk import Walk
 from rag.documents import Document, MetadataValue
@@ -54,6 +53,7 @@ class _File:
     """A walked file with its identity: the root's label and its path relative to that root."""
 
     fspath: str
+    top: Path  # the folder walked (a file named directly: its folder); includes resolve within it
     root: str
     rel: str
     id: str  # source_id(root, rel), computed once: it is read several times per file
@@ -109,7 +109,12 @@ class Run:
         for found in self.found.files:
             label, rel = self._base(found.root).identify(found.source)
             file = _File(
-                found.fspath, label, rel, source_id(label, rel), escape_name(found.source) != found.source
+                found.fspath,
+                found.root,
+                label,
+                rel,
+                source_id(label, rel),
+                escape_name(found.source) != found.source,
             )
             if file.id not in seen:  # the same file reached from two paths given: one source
                 seen.add(file.id)
@@ -191,11 +196,14 @@ class Run:
         except OSError as exc:
             self._note(file, "failed", f"cannot read: {exc.strerror or exc}")
             return
-        sha = hashlib.sha256(data).hexdigest()
+        # A page that includes other files records no size: every run compares it by `source_digest`,
+        # which covers the files it includes, since a change to them changes it.
+        sha, shared = source_digest(Path(file.fspath), file.top, data, self.p.reader_options)
+        size = -1 if shared else info.st_size
         if kept is not None and kept.sha256 == sha:
-            self._unchanged(file, kept, root, info)
+            self._unchanged(file, kept, root, info, size)
             return
-        entry = ManifestEntry(file.id, root, info.st_size, info.st_mtime_ns, sha, key, (), ())
+        entry = ManifestEntry(file.id, root, size, info.st_mtime_ns, sha, key, (), ())
         self._read_and_split(file, entry, None if old is None else self.p.manifest.get(file.id), data)
         del data  # the bytes, the text and the units are gone before the batch is embedded: only chunks
         if self.batch_chunks >= self.p.batch_size:
@@ -226,9 +234,12 @@ class Run:
         self.report.add(report)
         return report
 
-    def _unchanged(self, file: _File, old: ManifestState, root: str, info: os.stat_result) -> None:
-        if (old.root, old.size, old.mtime_ns) != (root, info.st_size, info.st_mtime_ns):
-            self.p.manifest.touch(file.id, root, info.st_size, info.st_mtime_ns)
+    def _unchanged(
+        self, file: _File, old: ManifestState, root: str, info: os.stat_result, size: int | None = None
+    ) -> None:
+        size = info.st_size if size is None else size
+        if (old.root, old.size, old.mtime_ns) != (root, size, info.st_mtime_ns):
+            self.p.manifest.touch(file.id, root, size, info.st_mtime_ns)
         self.report.add(FileReport(file.rel, "unchanged", chunks=old.n_chunks, root=file.root))
 
     def _read_and_split(
@@ -239,9 +250,7 @@ class Run:
         report = FileReport(file.rel, status, root=file.root)  # type: ignore[arg-type]
         try:
             path = Path(file.fspath)
-            result = read_file(
-                path, root=path.parent, options=self.p.reader_options, data=data, source=file.rel
-            )
+            result = read_file(path, root=file.top, options=self.p.reader_options, data=data, source=file.rel)
             chunks = make_chunks(
                 file.rel,
                 result.units,

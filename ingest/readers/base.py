@@ -71,6 +71,8 @@ class ReadResult:
     the units hold everything else, and the run reports the file with its errors and exits 1.
     `text` is the extracted text that unit offsets count in, where the reader has one (text, Markdown,
     reStructuredText, AsciiDoc, HTML): `text[u.char_offset:u.char_offset + len(u.text)] == u.text`.
+    `included` names the other files whose text the file pulled in (reStructuredText includes), by
+    their path in the ingested root.
 
     Example:
         >>> r = ReadResult([], pages_without_text=2, warnings=["2 of 2 pages have no text layer (scanned?)"])
@@ -83,6 +85,7 @@ class ReadResult:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     text: str | None = None
+    included: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

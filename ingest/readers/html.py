@@ -3,7 +3,10 @@
 - Left out: `script`, `style`, `noscript`, `template`, `nav`, `header`, `footer`, `aside`, `form`, `svg`,
   `iframe`, `object`, `canvas`, `select`, `button`, and the whole `<head>` except `<title>`; elements
   with the `hidden` attribute or `aria-hidden="true"`; heading permalinks (`<a class="headerlink">¶</a>`,
-  as Sphinx and MkDocs write them).
+  as Sphinx and MkDocs write them). Navigation written without `<nav>` goes too: an element whose ARIA
+  `role` is `navigation`, `banner`, `contentinfo` or `search` (Node's and Sphinx's sidebars), or whose
+  class is a navigation one (DocBook's `navheader` / `navfooter`, `nav`, `navbar`, `sphinxsidebar`,
+  `skip-link`): the same menu on every page of a site is no page's text.
 - Block elements (paragraphs, headings, list items, table rows, ...) end a paragraph (a blank line,
   which the splitter cuts on first); `<br>` ends a line; table cells are separated by a tab.
 - Whitespace collapses as a browser collapses it, except inside `<pre>`; entities are decoded.
@@ -47,6 +50,15 @@ _BLANK_RUNS = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
 
 
 _PERMALINK_CLASSES = frozenset({"headerlink", "anchor", "mark", "permalink", "header-anchor"})
+_NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search"})
+_NAV_CLASSES = _tags("nav navbar navheader navfooter navigation sphinxsidebar skip-link skip-to-content")
+
+
+def _is_navigation(attrs: dict[str, str | None]) -> bool:
+    """An element that is a site's navigation by its ARIA role or by a navigation class."""
+    if (attrs.get("role") or "").lower() in _NAV_ROLES:
+        return True
+    return not _NAV_CLASSES.isdisjoint((attrs.get("class") or "").lower().split())
 
 
 def _is_permalink(attrs: dict[str, str | None]) -> bool:
@@ -73,7 +85,9 @@ class _TextParser(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         hidden = any(k == "hidden" or (k == "aria-hidden" and v == "true") for k, v in attrs)
         # The "¶" / "#" permalinks that Sphinx, MkDocs and Node's docs put in every heading are not text.
-        hidden |= tag == "a" and _is_permalink(dict(attrs))
+        if attrs:
+            named = dict(attrs)
+            hidden |= (tag == "a" and _is_permalink(named)) or _is_navigation(named)
         if tag == "title" and self.skipping in ([], ["head"]):
             self.title = []
         elif self.skipping or tag in _SKIP or (hidden and tag not in _VOID):

@@ -18,7 +18,7 @@ import json
 import os
 import zlib
 from collections.abc import Callable, Mapping
-from functools import cache
+from functools import cache, partial
 from pathlib import Path, PurePath
 from types import MappingProxyType
 
@@ -33,6 +33,7 @@ __all__ = [
     "read_file",
     "reader_key",
     "readers",
+    "source_digest",
     "source_name",
 ]
 
@@ -197,6 +198,48 @@ def source_name(path: Path, root: Path) -> str:
     return relative.as_posix() if relative.parts else path.name
 
 
+def _reads_as_rst(suffix: str, data: bytes, options: ReaderOptions) -> bool:
+    """Whether a file is read as reStructuredText: its suffix says so, or a `.txt` file's markup does."""
+    if suffix in options.text_suffixes:  # --as-text keeps a file plain
+        return False
+    kind = _KINDS.get(suffix, suffix)
+    if kind != ".txt":
+        return kind == ".rst"
+    from ingest.readers.rst import looks_like_rst
+
+    return looks_like_rst(data)
+
+
+def source_digest(path: Path, root: Path, data: bytes, options: ReaderOptions) -> tuple[str, bool]:
+    """A hash of what reading the file at `path` (bytes `data`) takes in, and whether other files are in it.
+
+    For most files that is the SHA-256 of their bytes. A reStructuredText page with `.. include::`
+    directives hashes its text with its includes resolved as `read_file` resolves them, so the hash
+    changes when an included file does; `True` then says the page depends on other files, and an
+    ingest compares it by this hash on every run instead of by its size and time.
+
+    Example:
+        >>> source_digest(Path("a.txt"), Path("."), b"Hello", ReaderOptions())[1]
+        False
+    """
+    digest = hashlib.sha256(data)
+    gzipped = path.suffix.lower() == ".gz"
+    if b"include::" not in data or gzipped or not _reads_as_rst(file_suffix(path), data, options):
+        return digest.hexdigest(), False
+    from ingest.readers.rst_include import expand_includes
+    from ingest.readers.text import decode_text
+
+    try:
+        lines = decode_text(data, path.name).text.split("\n")
+    except SkippedFile:
+        return digest.hexdigest(), False
+    included = expand_includes(lines, path, root, options)
+    if not (included.files or included.warnings):  # "include::" in prose, no directive
+        return digest.hexdigest(), False
+    digest.update("\n".join(included.lines).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest(), True
+
+
 def read_file(
     path: Path,
     *,
@@ -208,7 +251,10 @@ def read_file(
     """Read one file with the reader its suffix (case-insensitive, `file_suffix`) selects.
 
     A suffix in `options.text_suffixes` is read as plain text, whatever reader it would otherwise get.
-    A `.gz` file is unpacked and read as its inner suffix says (`README.md.gz` as Markdown).
+    A `.gz` file is unpacked and read as its inner suffix says (`README.md.gz` as Markdown). A `.txt`
+    file holding reStructuredText markup (`ingest.readers.rst.looks_like_rst`) is read as
+    reStructuredText, and a reStructuredText file's `.. include::` directives pull in the files they
+    name from within `root`.
 
     Args:
         path: the file.
@@ -241,6 +287,11 @@ def read_file(
     check_size(len(data), source, options)
     if path.suffix.lower() == ".gz":
         data = _gunzip(data, source, options)
+    if _reads_as_rst(suffix, data, options):
+        from ingest.readers.rst import read_rst
+
+        # A compressed page's includes are not followed (an ingest could not tell when they change).
+        reader = read_rst if path.suffix.lower() == ".gz" else partial(read_rst, place=(path, root))
     try:
         return reader(data, source, options)
     except IngestError:

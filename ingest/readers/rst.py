@@ -24,18 +24,38 @@ Example:
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ingest.readers.base import MetadataValue, ReaderOptions, ReadResult
 from ingest.readers.fields import RESERVED_KEYS
 from ingest.readers.markdown import Heading
 from ingest.readers.rst_clean import clean_rst_lines
+from ingest.readers.rst_include import expand_includes, substitute
 from ingest.readers.text import decode_text, make_unit
 
-__all__ = ["find_titles", "read_rst"]
+__all__ = ["find_titles", "looks_like_rst", "read_rst"]
 
 _RFC822_FIELD = re.compile(r"([A-Za-z][A-Za-z0-9_-]*):(?:[ \t]+(.*))?\Z")
 _RST_FIELD = re.compile(r":([^:\s][^:]*):(?:[ \t]+(.*))?\Z")
 _ADORNMENT = re.compile(r"([!-/:-@\[-`{-~])\1+[ \t]*\Z")
+_MARKUP = re.compile(
+    rb"^[ \t]*\.\.[ \t]+[\w:.+-]+::|:[\w.+-]+:`[^`\n]+`|(?<!`)``[^`\s][^`\n]*(?<!\s)``(?!`)", re.MULTILINE
+)
+
+
+def looks_like_rst(data: bytes) -> bool:
+    """Whether a text file's bytes hold reStructuredText markup: a directive, a role or an inline literal.
+
+    A `.txt` file with such markup (a fragment a Sphinx page includes, a page of a tree that names its
+    pages `.txt`) is read as reStructuredText, so its markup leaves the text as a `.rst` page's does.
+
+    Example:
+        >>> looks_like_rst(b"See :command:`add_executable`."), looks_like_rst(b"Plain: notes.")
+        (True, False)
+    """
+    if b"::" not in data and b":`" not in data and b"``" not in data:
+        return False  # most text, told by three fast scans before the pattern's slower one
+    return _MARKUP.search(data) is not None
 
 
 def _header(lines: list[str]) -> tuple[dict[str, MetadataValue], int]:
@@ -125,12 +145,25 @@ def _title_line(lines: list[str], first: int) -> int:
     return first + 1 if _is_adornment(lines[first]) else first
 
 
-def read_rst(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
-    """A reStructuredText file as one unit per section (see the module docstring)."""
-    del options  # no option changes reStructuredText
+def read_rst(
+    data: bytes, source: str, options: ReaderOptions, *, place: tuple[Path, Path] | None = None
+) -> ReadResult:
+    """A reStructuredText file as one unit per section (see the module docstring).
+
+    `place` is the file's path and the ingested root: given, `.. include::` directives are replaced
+    by the files they name (`ingest.readers.rst_include`), and `ReadResult.included` names them.
+    Substitutions the page defines with `replace::` are applied in any case.
+    """
     decoded = decode_text(data, source)
     result = ReadResult([], warnings=list(decoded.warnings))
     lines = decoded.text.split("\n")
+    if place is not None and "include::" in decoded.text:
+        included = expand_includes(lines, *place, options)
+        lines = included.lines
+        result.included = included.files
+        result.warnings.extend(included.warnings)
+    if result.included or "replace::" in decoded.text:
+        lines = substitute(lines)
     starts = [0] * len(lines)
     for n in range(1, len(lines)):
         starts[n] = starts[n - 1] + len(lines[n - 1]) + 1
@@ -145,14 +178,15 @@ def read_rst(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
         for t in titles
         if (line := _title_line(lines, line_of[t.start])) in offsets
     ]
-    body = offsets.get(header_lines, len(text)) if header_lines < len(lines) else len(text)
+    # The body starts at the first line kept after the header (a directive opening the file is not kept).
+    body = next((offset for n, offset in offsets.items() if n >= header_lines), len(text))
     title_heading = titles[0] if titles and "title" not in fields else None
     base: dict[str, MetadataValue] = {**fields, "source": source}
     if title_heading is not None:
         base["title"] = title_heading.title
     for start, end, names in _pieces(text, body, titles, title_heading):
-        place = {"section": " > ".join(names) or None, "headings": names or None}
-        unit = make_unit(text[start:end], start, {**base, **place})
+        where = {"section": " > ".join(names) or None, "headings": names or None}
+        unit = make_unit(text[start:end], start, {**base, **where})
         if unit is not None:
             result.units.append(unit)
     return result

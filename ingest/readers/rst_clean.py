@@ -18,7 +18,8 @@
   `CMP<NNNN>`), and a role broken across lines joins them into one. Hyperlink
   references are reduced too (`` `Docs <https://x>`_ `` -> `Docs`). A paragraph's closing
   `::` (which introduces a literal block) becomes `:`. Inline literals lose their double backquotes
-  (``` ``POST_BUILD`` ``` -> `POST_BUILD`). Literal blocks and code keep their text as is.
+  (``` ``POST_BUILD`` ``` -> `POST_BUILD`). Literal blocks and code keep their text as is; a
+  `parsed-literal` block's roles and references are reduced as prose's are.
 
 Example:
     >>> lines = ["Title", "=====", "", ".. note::", "   :class: tip", "", "   See :ref:`the guide <g>`."]
@@ -146,7 +147,8 @@ def _directive(lines: list[str], i: int, match: re.Match[str]) -> tuple[list[tup
         return kept, _block_end(lines, i, indent)
     if name in {"code", "code-block", "sourcecode", "doctest", "parsed-literal"}:
         end = _block_end(lines, j - 1, indent)
-        kept.extend((k, lines[k]) for k in range(j, end))
+        parsed = name == "parsed-literal"  # a literal block whose inline markup is rendered
+        kept.extend((k, clean_role_text(lines[k]) if parsed else lines[k]) for k in range(j, end))
         return kept, end
     return kept, j
 

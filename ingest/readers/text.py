@@ -5,13 +5,16 @@ accept the same encodings and refuse the same binary files. The order of guesses
 
 1. a byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE);
 2. UTF-16 without a BOM, when NUL bytes sit on alternate positions as ASCII text in UTF-16 makes them;
-3. binary detection on the first 8 KB: any NUL byte, or more than 10% control characters -> skipped;
+3. binary detection on the first 8 KB: any NUL byte, or more than 10% control characters other than
+   the ones text holds (tab, backspace, escape, ...) -> skipped;
 4. strict UTF-8;
 5. an encoding the file declares (HTML `<meta charset>`), when it is one Python knows;
 6. cp1252 (a superset of Latin-1's printable range, and what "ANSI" files on Windows are), then Latin-1,
    which decodes any byte; both add a warning, since the guess may be wrong.
 
-The extracted text has its line endings normalised to `\\n`; chunk offsets count in that text.
+The extracted text has its line endings normalised to `\\n`; chunk offsets count in that text. The
+plain-text reader also drops typewriter overstrikes (`N\\bN` bold, `_\\bw` underline, `,\\bc`), as
+`nroff` output and some manuals hold them: the words read as they print.
 
 Example:
     >>> decode_text("café".encode("utf-16"), "a.txt").text
@@ -21,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass, field
 
 from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile, Unit
@@ -36,9 +40,11 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
-# Bytes below 0x20 that real text contains: tab, newline, vertical tab, form feed, carriage return, escape.
-_TEXT_CONTROLS = frozenset(b"\t\n\x0b\x0c\r\x1b")
+# Bytes below 0x20 that real text contains: backspace (nroff's overstrikes), tab, newline, vertical
+# tab, form feed, carriage return, escape.
+_TEXT_CONTROLS = frozenset(b"\b\t\n\x0b\x0c\r\x1b")
 _CONTROLS = bytes(b for b in range(32) if b not in _TEXT_CONTROLS) + b"\x7f"
+_OVERSTRIKE = re.compile(r"[^\n\x08]\x08")
 
 
 @dataclass
@@ -144,5 +150,6 @@ def read_text(data: bytes, source: str, options: ReaderOptions) -> ReadResult:
     """A plain text file as one unit titled by nothing (plain text has no title)."""
     del options  # no option changes plain text
     decoded = decode_text(data, source)
-    unit = make_unit(decoded.text, 0, {"source": source})
-    return ReadResult([unit] if unit else [], warnings=decoded.warnings, text=decoded.text)
+    text = _OVERSTRIKE.sub("", decoded.text) if "\b" in decoded.text else decoded.text
+    unit = make_unit(text, 0, {"source": source})
+    return ReadResult([unit] if unit else [], warnings=decoded.warnings, text=text)

@@ -66,3 +66,19 @@ def test_unclosed_tags_and_a_page_without_text(read: Read) -> None:
     result = read("broken.html", "<div><p>One<p>Two<nav>menu<div>Three")
     assert result.units[0].text == "One\n\nTwo"
     assert read("empty.html", "<html><script>x()</script></html>").units == []
+
+
+NAVIGATED = """<html><body>
+<a href="#apicontent" class="skip-to-content">Skip to content</a>
+<div role="navigation" id="column2"><ul><li><a href="fs.html">File system</a></li></ul></div>
+<div class="navheader"><table><tr><td>Prev</td><td>Up</td></tr></table></div>
+<div class="Nav Sidebar">Site menu</div>
+<div role="main" id="apicontent"><h1>Zlib</h1><p>Compression with gzip and deflate.</p></div>
+<div class="navfooter">Next: HTTP</div>
+</body></html>"""
+
+
+def test_navigation_without_nav_elements_is_left_out(read: Read) -> None:
+    # Node's API pages and Sphinx name their menus by ARIA role, DocBook by class: every page repeats them.
+    result = read("zlib.html", NAVIGATED)
+    assert result.text == "Zlib\n\nCompression with gzip and deflate."

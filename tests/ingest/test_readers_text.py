@@ -131,3 +131,11 @@ def test_five_megabyte_single_line_file_reads_and_splits(read: Read) -> None:
 
 def test_reader_options_split_text_fields() -> None:
     assert ReaderOptions(text_field=" title , text ,").text_fields == ("title", "text")
+
+
+def test_overstrikes_leave_plain_text_as_it_prints(read: Read) -> None:
+    # nroff output: bold is a letter struck twice, underline an underscore struck under it, an accent
+    # a comma struck over c. Even a page of bold headings is text, not a binary file.
+    bold = "".join(f"{c}\b{c}" for c in "SYNOPSIS")
+    text = read("manual.txt", f"{bold}\n  _\bm_\ba_\bn -k {bold}\nNicolas Fran,\bcois\n").text
+    assert text == "SYNOPSIS\n  man -k SYNOPSIS\nNicolas Francois\n"
