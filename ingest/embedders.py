@@ -22,13 +22,18 @@ DEFAULT_EMBEDDER = "hashing"
 
 
 def build_embedder(
-    spec: str, settings: Settings | None = None, *, known_dimensions: int | None = None
+    spec: str,
+    settings: Settings | None = None,
+    *,
+    known_dimensions: int | None = None,
+    known_max_tokens: int | None = None,
 ) -> EmbeddingModel:
     """An embedding model from a spec: `hashing`, `hashing:2048`, `st:NAME_OR_PATH`, `openai:MODEL`.
 
     `settings` gives an `openai:` model its endpoint and key (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
-    `known_dimensions` is the vector length a home recorded for the spec: an `openai:` model then
-    sends no request to learn it, and an `st:` model is not loaded until it embeds.
+    `known_dimensions` and `known_max_tokens` are the vector length and input limit a home recorded
+    for the spec: an `openai:` model then sends no request to learn the length, and an `st:` model is
+    not loaded until it embeds or counts tokens.
 
     Raises:
         ConfigError: an unknown or malformed spec.
@@ -44,7 +49,9 @@ def build_embedder(
     if kind in ("st", "sentence-transformers") and arg:
         from rag.embeddings import SentenceTransformerEmbedding
 
-        return SentenceTransformerEmbedding(arg, known_dimensions=known_dimensions)
+        return SentenceTransformerEmbedding(
+            arg, known_dimensions=known_dimensions, known_max_tokens=known_max_tokens
+        )
     if kind == "openai" and arg:
         from rag.embeddings.openai import OpenAIEmbedding
 

@@ -189,7 +189,7 @@ class Home:
         if known is None and not create:
             raise not_found(settings)
         spec, model = _resolve_embedder(settings, known)
-        record = _record(settings, spec, model, known)
+        record = _record(settings, spec, model, known, create=create)
         keyed = settings
         settings = resolve_search(
             settings.replace(embedder=spec, chunk_size=record.chunk_size, chunk_overlap=record.chunk_overlap),
@@ -303,9 +303,14 @@ class Home:
 
 def _resolve_embedder(settings: Settings, known: StoreRecord | None) -> tuple[str, EmbeddingModel]:
     spec = settings.embedder or (known.embedder if known else DEFAULT_EMBEDDER)
-    # The recorded width spares an OpenAI-compatible model the request that would learn it; a model
-    # of another name is refused below before it is used.
-    model = build_embedder(spec, settings, known_dimensions=known.dimensions if known else None)
+    # The recorded width and input limit spare an OpenAI-compatible model the request that would learn
+    # the one, and a local model its loading; a model of another name is refused below before it is used.
+    model = build_embedder(
+        spec,
+        settings,
+        known_dimensions=known.dimensions if known else None,
+        known_max_tokens=known.max_tokens if known else None,
+    )
     if known is not None and model.name != known.model:
         raise ConfigError(
             f"collection {settings.collection!r} was built with embedder {known.embedder!r} (model "
@@ -315,8 +320,14 @@ def _resolve_embedder(settings: Settings, known: StoreRecord | None) -> tuple[st
     return spec, model
 
 
-def _record(settings: Settings, spec: str, model: EmbeddingModel, known: StoreRecord | None) -> StoreRecord:
-    """The store's record: the given chunking over the recorded one; search settings as recorded."""
+def _record(
+    settings: Settings, spec: str, model: EmbeddingModel, known: StoreRecord | None, *, create: bool
+) -> StoreRecord:
+    """The store's record: the given chunking over the recorded one; search settings as recorded.
+
+    The model's input limit is asked only by an opening that may record it (`create`): asking may load
+    the model, and a home recorded before the limit was gets it on its next ingest.
+    """
     size = settings.chunk_size if settings.chunk_size is not None else (known.chunk_size if known else None)
     overlap = (
         settings.chunk_overlap
@@ -325,4 +336,5 @@ def _record(settings: Settings, spec: str, model: EmbeddingModel, known: StoreRe
     )
     # A new store records the weight that suits its embedder; an old home without one keeps none.
     search = known.search if known else SearchRecord(default_vector_weight(spec))
-    return StoreRecord(spec, model.name, model.dimensions, size, overlap, search)
+    limit = getattr(model, "max_tokens", None) if create else (known.max_tokens if known else None)
+    return StoreRecord(spec, model.name, model.dimensions, size, overlap, search, limit)

@@ -57,12 +57,16 @@ class StoreRecord:
     chunk_overlap: int | None = None
     search: SearchRecord | None = None
     """The search settings in effect for the store (None: a home written before they were recorded)."""
+    max_tokens: int | None = None
+    """The model's input limit in its tokens, which sizes the chunks (None: no limit, or not recorded
+    yet). Known, it spares loading a model to learn it when no file needs splitting."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form kept in `stores.json`."""
         raw = asdict(self)
         raw["search"] = self.search.to_dict() if self.search is not None else None
-        return {name: value for name, value in raw.items() if name != "search" or value is not None}
+        optional = ("search", "max_tokens")
+        return {name: value for name, value in raw.items() if name not in optional or value is not None}
 
 
 def record_from(raw: dict[str, Any]) -> StoreRecord:

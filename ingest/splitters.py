@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -119,7 +120,6 @@ class RecursiveSplitter:
                 f"chunk_overlap must be smaller than chunk_size, got {chunk_overlap!r} >= {chunk_size!r}"
             )
         self._counter = counter
-        self._overhead = counter.count_tokens("") if counter is not None else 0
         self._max_tokens = counter.max_tokens if counter is not None else None
         size = chunk_size
         if self._max_tokens is not None and size > self._max_tokens:
@@ -127,9 +127,13 @@ class RecursiveSplitter:
             chunk_overlap = chunk_overlap * size // chunk_size
         self.chunk_size = size
         self.chunk_overlap = chunk_overlap
-        # Pieces are measured without the special tokens a tokenizer adds once per input.
-        self._budget = max(1, size - self._overhead)
         self.truncated_chunks = 0
+
+    @functools.cached_property
+    def _overhead(self) -> int:
+        """The special tokens the counter adds once per input, measured when first needed (a model
+        counts tokens only once it is loaded, and a run whose files are unchanged splits nothing)."""
+        return self._counter.count_tokens("") if self._counter is not None else 0
 
     @property
     def settings_key(self) -> str:
@@ -149,11 +153,13 @@ class RecursiveSplitter:
     def split(self, unit: Unit) -> list[Chunk]:
         """The chunks of one unit, in order; none when the unit is blank."""
         text = unit.text
-        spans = self._split_span(text, 0, len(text), self._budget, self.chunk_overlap)
+        # Pieces are measured without the special tokens a tokenizer adds once per input.
+        budget = max(1, self.chunk_size - self._overhead)
+        spans = self._split_span(text, 0, len(text), budget, self.chunk_overlap)
         chunks = []
         for start, end in spans:
             if self._max_tokens is not None:
-                for sub_start, sub_end in self._fit(text, start, end, self._budget):
+                for sub_start, sub_end in self._fit(text, start, end, budget):
                     chunks.append(self._chunk(unit, sub_start, sub_end))
             else:
                 chunks.append(self._chunk(unit, start, end))

@@ -62,8 +62,8 @@ def _looks_like_path(name: str) -> bool:
 class SentenceTransformerEmbedding:
     """Embeddings from a sentence-transformers model given by Hub name or local folder.
 
-    The model loads on first use (`embed`, the tokenizer, and `dimensions` unless `known_dimensions`
-    gives the length a home recorded), so constructing one is cheap. A
+    The model loads on first use (`embed`, the tokenizer, and `dimensions` or `max_tokens` unless
+    `known_dimensions` or `known_max_tokens` give what a home recorded), so constructing one is cheap. A
     Hub name downloads the model into the Hugging Face cache (or `cache_folder`) the first time; a local
     folder never touches the network. A Hub name already in the cache loads without the network. When it
     is not cached and `HF_HUB_OFFLINE` is set, or the Hub (`HF_ENDPOINT`) does not answer a quick check,
@@ -86,6 +86,7 @@ class SentenceTransformerEmbedding:
         normalize: bool = True,
         cache_folder: str | Path | None = None,
         known_dimensions: int | None = None,
+        known_max_tokens: int | None = None,
     ) -> None:
         if not isinstance(model_name_or_path, str | Path) or not str(model_name_or_path).strip():
             raise InvalidRequestError(
@@ -95,13 +96,11 @@ class SentenceTransformerEmbedding:
             raise InvalidRequestError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         if not isinstance(device, str) or not device:
             raise InvalidRequestError(f"device must be a non-empty string such as 'cpu', got {device!r}")
-        if known_dimensions is not None and (
-            isinstance(known_dimensions, bool)
-            or not isinstance(known_dimensions, int)
-            or known_dimensions < 1
-        ):
-            raise InvalidRequestError(f"known_dimensions must be an integer >= 1, got {known_dimensions!r}")
+        for label, known in (("known_dimensions", known_dimensions), ("known_max_tokens", known_max_tokens)):
+            if known is not None and (isinstance(known, bool) or not isinstance(known, int) or known < 1):
+                raise InvalidRequestError(f"{label} must be an integer >= 1, got {known!r}")
         self._known_dimensions = known_dimensions
+        self._known_max_tokens = known_max_tokens
         self._source = str(model_name_or_path)
         self._is_path = isinstance(model_name_or_path, Path) or _looks_like_path(self._source)
         if self._is_path and not Path(self._source).expanduser().is_dir():
@@ -134,6 +133,8 @@ class SentenceTransformerEmbedding:
     @property
     def max_tokens(self) -> int | None:
         """The longest input, in the model's tokens, that the model reads; the rest is cut off."""
+        if self._known_max_tokens is not None:
+            return self._known_max_tokens
         length = self._loaded().max_seq_length
         return int(length) if length is not None else None
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ingest.embedders import make_splitter
 from ingest.readers import Unit
 from ingest.splitters import Chunk, RecursiveSplitter, count_words
-from rag.errors import InvalidRequestError
+from rag.embeddings import SentenceTransformerEmbedding
+from rag.errors import EmbeddingError, InvalidRequestError
 
 
 class FakeCounter:
@@ -148,6 +151,17 @@ def test_a_counter_without_limit_only_sizes() -> None:
     splitter = RecursiveSplitter(chunk_size=12, chunk_overlap=2, counter=FakeCounter(max_tokens=None))
     chunks = splitter.split(_unit(_sentences(10, words=4)))
     assert all(len(c.text.split()) <= 10 for c in chunks)  # 12 tokens minus [CLS] and [SEP]
+
+
+def test_a_known_limit_keys_chunks_before_the_model_loads(tmp_path: Path) -> None:
+    """The settings key (part of every chunk id) needs only the model's input limit; its tokenizer is
+    needed when a unit is split. The folder holds no model, so loading it fails."""
+    (tmp_path / "minilm").mkdir()
+    model = SentenceTransformerEmbedding(str(tmp_path / "minilm"), known_dimensions=8, known_max_tokens=128)
+    splitter = make_splitter(model, None, None)
+    assert splitter.settings_key == "recursive-v1:tokens=minilm:128:19"  # 200 and 30, scaled to 128
+    with pytest.raises(EmbeddingError, match="cannot load sentence-transformers model"):
+        splitter.split(Unit("Some text.", {"source": "a.txt"}))
 
 
 def test_settings_key_changes_with_every_setting() -> None:

@@ -118,6 +118,8 @@ def test_folder_that_is_not_a_model_is_named(tmp_path: Path) -> None:
         ({"device": ""}, "device must be a non-empty string"),
         ({"known_dimensions": 0}, "known_dimensions must be an integer >= 1, got 0"),
         ({"known_dimensions": True}, "known_dimensions must be an integer >= 1, got True"),
+        ({"known_max_tokens": 0}, "known_max_tokens must be an integer >= 1, got 0"),
+        ({"known_max_tokens": "256"}, "known_max_tokens must be an integer >= 1, got '256'"),
     ],
 )
 def test_bad_arguments_are_named(kwargs: dict[str, object], message: str) -> None:
@@ -125,11 +127,13 @@ def test_bad_arguments_are_named(kwargs: dict[str, object], message: str) -> Non
         SentenceTransformerEmbedding(**kwargs)  # type: ignore[arg-type]
 
 
-def test_known_dimensions_answer_without_loading_the_model(tmp_path: Path) -> None:
-    """The length a home recorded is the answer: a folder holding no model is not read until embedding."""
+def test_known_values_answer_without_loading_the_model(tmp_path: Path) -> None:
+    """The length and input limit a home recorded are the answers: a folder holding no model is not read
+    until embedding (`isinstance` on Python 3.11 reads `max_tokens` too)."""
     (tmp_path / "junk").mkdir()
-    model = SentenceTransformerEmbedding(str(tmp_path / "junk"), known_dimensions=384)
+    model = SentenceTransformerEmbedding(str(tmp_path / "junk"), known_dimensions=384, known_max_tokens=128)
     assert model.dimensions == 384
+    assert isinstance(model, TokenCounter) and model.max_tokens == 128
     with pytest.raises(EmbeddingError, match="cannot load sentence-transformers model"):
         model.embed(["hello"])
 
