@@ -23,7 +23,7 @@ from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.model import ChatModel
 from rag.cli._common import OpenedStore, command_settings, open_store
 from rag.cli._models import build_chat_model
-from rag.cli._options import answering_options
+from rag.cli._options import answering_options, checked_filter
 from rag.cli._scores import cosines
 from rag.cli._sources import source_lines
 from rag.client import ChatClient
@@ -165,7 +165,13 @@ def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> N
 @click.option(
     "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="Passages per turn."
 )
-@click.option("--filter", "filter_text", metavar="EXPR", help="Metadata filter for the passages.")
+@click.option(
+    "--filter",
+    "filter_text",
+    metavar="EXPR",
+    callback=checked_filter,
+    help="Metadata filter for the passages.",
+)
 @click.option(
     "--history", type=click.IntRange(min=1), default=20, show_default=True, help="Messages sent back."
 )

@@ -14,7 +14,7 @@ from rag.cli._common import command_settings, common_options, open_store, requir
 from rag.cli._eval_progress import CountedSearches, expected_searches
 from rag.cli._labels import check_labels
 from rag.cli._models import build_chat_model
-from rag.cli._options import search_options, store_options
+from rag.cli._options import checked_filter, search_options, store_options
 from rag.cli._tune import check_tune_options, run_tune
 from rag.config import Settings
 from rag.eval import (
@@ -98,6 +98,7 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     "filters",
     multiple=True,
     metavar="EXPR",
+    callback=checked_filter,
     help="A filter setting (repeatable): an expression, 'none', or 'question' (each question's own filter). "
     "Default: none, plus question when any question has a filter.",
 )
