@@ -125,8 +125,13 @@ def _turn(session: _Session, question: str) -> None:
 
 
 def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> None:
-    """Read and answer lines until end of input; `prompt` shows `you> ` before each (a terminal only:
-    piped questions would fill stderr with prompts nobody types at)."""
+    """Read and answer lines until end of input.
+
+    On a terminal (`prompt`) `you> ` is shown on stderr before each line the user types. Piped lines
+    are echoed to stdout instead, as `you> LINE` after a blank line, so a transcript of several
+    questions reads turn by turn (a prompt on stderr would only fill it with prompts nobody types at).
+    """
+    echoed = False
     while True:
         if prompt:
             click.echo("you> ", nl=False, err=True)
@@ -138,6 +143,11 @@ def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> N
         text = line.strip()
         if not text:
             continue
+        if not prompt and text.lower() not in ("/exit", "/quit"):
+            if echoed:
+                click.echo()
+            click.echo(f"you> {text}")
+            echoed = True
         if text.startswith("/"):
             command = text.lower()
             if command in ("/exit", "/quit"):
