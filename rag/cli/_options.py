@@ -13,7 +13,6 @@ from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, STORE_KINDS, VECTOR_
 from rag.documents import FUSIONS, SEARCH_MODES
 from rag.errors import FilterError
 from rag.filters import parse
-from rag.vectorstore import VectorStore
 
 __all__ = [
     "answering_options",
@@ -130,13 +129,14 @@ def checked_filter(_ctx: click.Context, _param: click.Parameter, value: Any) -> 
     return value
 
 
-def check_exact(store: VectorStore, exact: bool) -> None:
+def check_exact(store: object, exact: bool) -> None:
     """Refuse `--exact` on a store that searches an approximate index, naming the flag (exit 2).
 
     `store` may be a home's lazy store (`real` is the store behind it).
     """
     real = getattr(store, "real", store)
-    if exact and not real.capabilities.exact:
+    capabilities = getattr(real, "capabilities", None)
+    if exact and capabilities is not None and not capabilities.exact:
         from rag.observability.steps import store_kind
 
         raise click.BadParameter(

@@ -124,6 +124,23 @@ def _turn(session: _Session, question: str) -> None:
     session.last_cosines = cosines(session.last_sources)
 
 
+def _command(session: _Session, text: str) -> bool:
+    """Run a slash command; False for `/exit` and `/quit`."""
+    command = text.lower()
+    if command in ("/exit", "/quit"):
+        return False
+    if command == "/sources":
+        _print_sources(session.last_sources, session.last_cosines, session.last_answer)
+    elif command == "/help":
+        click.echo(_HELP, err=True)
+    elif command == "/clear":
+        session.clear()
+        click.echo(f"conversation {session.conversation_id} forgotten", err=True)
+    else:
+        click.echo(f"unknown command {text!r}. {_HELP}", err=True)
+    return True
+
+
 def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> None:
     """Read and answer lines until end of input.
 
@@ -144,23 +161,11 @@ def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> N
         if not text:
             continue
         if not prompt and text.lower() not in ("/exit", "/quit"):
-            if echoed:
-                click.echo()
-            click.echo(f"you> {text}")
+            click.echo(f"\nyou> {text}" if echoed else f"you> {text}")
             echoed = True
         if text.startswith("/"):
-            command = text.lower()
-            if command in ("/exit", "/quit"):
+            if not _command(session, text):
                 return
-            if command == "/sources":
-                _print_sources(session.last_sources, session.last_cosines, session.last_answer)
-            elif command == "/help":
-                click.echo(_HELP, err=True)
-            elif command == "/clear":
-                session.clear()
-                click.echo(f"conversation {session.conversation_id} forgotten", err=True)
-            else:
-                click.echo(f"unknown command {text!r}. {_HELP}", err=True)
             continue
         try:
             _turn(session, text)

@@ -112,6 +112,12 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
 @click.option(
+    "--wide",
+    is_flag=True,
+    help="Print every column under its full name (precision, map and p95_ms too); the default table has "
+    "short headers and fits about 100 columns.",
+)
+@click.option(
     "--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the rows as CSV."
 )
 @click.option(
@@ -176,6 +182,7 @@ def eval_command(
     beir: bool,
     split: str,
     as_json: bool,
+    wide: bool,
     csv_path: Path | None,
     plot_path: Path | None,
     modes: list[str] | None,
@@ -281,7 +288,7 @@ def eval_command(
             close = getattr(model, "close", None)
             if callable(close):
                 close()  # an endpoint's model holds an HTTP connection pool
-    click.echo(results.to_json() if as_json else results.table())
+    click.echo(results.to_json() if as_json else results.table(full=wide))
     if results.judge is not None:
         click.echo(f"faithfulness and relevance graded by judge {results.judge!r}", err=True)
     if csv_path is not None:
