@@ -11,7 +11,7 @@ import click
 from rag.cli._common import common_options
 from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, STORE_KINDS, VECTOR_WEIGHT_BY_EMBEDDER
 from rag.documents import FUSIONS, SEARCH_MODES
-from rag.errors import FilterError
+from rag.errors import FilterError, InvalidRequestError
 from rag.filters import parse
 
 __all__ = [
@@ -107,17 +107,18 @@ def search_options(*, several_modes: bool = False) -> Callable[[F], F]:
     return decorate
 
 
-def not_blank(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    """A click callback for a question argument: blank text is a usage error naming the argument."""
+def not_blank(_ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A click callback for a question argument: blank text is a usage error naming the argument
+    (`error: QUESTION must not be blank`, exit 2)."""
     if not value.strip():
-        raise click.BadParameter("must not be blank")
+        raise InvalidRequestError(f"{param.human_readable_name} must not be blank")
     return value
 
 
 def checked_filter(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
     """A click callback for `--filter`: the text (or each text of a repeatable option) parsed once, so a
-    syntax error names the option. `none` and `question` pass (`rag eval`'s words); the value is
-    returned unchanged."""
+    syntax error names the option (`error: --filter: ...`, exit 2) before any store opens. `none` and
+    `question` pass (`rag eval`'s words); the value is returned unchanged."""
     several = isinstance(value, tuple)
     for text in value if several else () if value is None else (value,):
         if several and text.strip().lower() in ("none", "question"):
@@ -125,7 +126,7 @@ def checked_filter(_ctx: click.Context, _param: click.Parameter, value: Any) -> 
         try:
             parse(text)
         except FilterError as exc:
-            raise click.BadParameter(str(exc)) from exc
+            raise FilterError(f"--filter: {exc}") from exc
     return value
 
 
@@ -139,10 +140,9 @@ def check_exact(store: object, exact: bool) -> None:
     if exact and capabilities is not None and not capabilities.exact:
         from rag.observability.steps import store_kind
 
-        raise click.BadParameter(
-            f"the {store_kind(real)} store searches an approximate index; exact top-k needs a numpy or "
-            "pgvector home (rag ingest --store numpy)",
-            param_hint="'--exact'",
+        raise InvalidRequestError(
+            f"--exact: the {store_kind(real)} store searches an approximate index; exact top-k needs a "
+            "numpy or pgvector home (rag ingest --store numpy)"
         )
 
 
