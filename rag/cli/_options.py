@@ -11,12 +11,17 @@ import click
 from rag.cli._common import common_options
 from rag.config import DEFAULT_FUSION, DEFAULT_SEARCH_MODE, STORE_KINDS, VECTOR_WEIGHT_BY_EMBEDDER
 from rag.documents import FUSIONS, SEARCH_MODES
+from rag.errors import FilterError, InvalidRequestError
+from rag.filters import parse
 
 __all__ = [
     "answering_options",
     "chat_model_options",
+    "check_exact",
+    "checked_filter",
     "distinct_option",
     "exact_option",
+    "not_blank",
     "search_options",
     "store_options",
     "threshold_and_filter_options",
@@ -102,10 +107,53 @@ def search_options(*, several_modes: bool = False) -> Callable[[F], F]:
     return decorate
 
 
+def not_blank(_ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A click callback for a question argument: blank text is a usage error naming the argument
+    (`error: QUESTION must not be blank`, exit 2)."""
+    if not value.strip():
+        raise InvalidRequestError(f"{param.human_readable_name} must not be blank")
+    return value
+
+
+def checked_filter(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+    """A click callback for `--filter`: the text (or each text of a repeatable option) parsed once, so a
+    syntax error names the option (`error: --filter: ...`, exit 2) before any store opens. `none` and
+    `question` pass (`rag eval`'s words); the value is returned unchanged."""
+    several = isinstance(value, tuple)
+    for text in value if several else () if value is None else (value,):
+        if several and text.strip().lower() in ("none", "question"):
+            continue
+        try:
+            parse(text)
+        except FilterError as exc:
+            raise FilterError(f"--filter: {exc}") from exc
+    return value
+
+
+def check_exact(store: object, exact: bool) -> None:
+    """Refuse `--exact` on a store that searches an approximate index, naming the flag (exit 2).
+
+    `store` may be a home's lazy store (`real` is the store behind it).
+    """
+    real = getattr(store, "real", store)
+    capabilities = getattr(real, "capabilities", None)
+    if exact and capabilities is not None and not capabilities.exact:
+        from rag.observability.steps import store_kind
+
+        raise InvalidRequestError(
+            f"--exact: the {store_kind(real)} store searches an approximate index; exact top-k needs a "
+            "numpy or pgvector home (rag ingest --store numpy)"
+        )
+
+
 def threshold_and_filter_options(func: F) -> F:
     """`--threshold` and `--filter` for `rag query` and `rag ask` (parameters `threshold`, `filter_text`)."""
     func = click.option(
-        "--filter", "filter_text", metavar="EXPR", help="Metadata filter, e.g. \"source == 'guide.md'\"."
+        "--filter",
+        "filter_text",
+        metavar="EXPR",
+        callback=checked_filter,
+        help="Metadata filter, e.g. \"source == 'guide.md'\".",
     )(func)
     return click.option(
         "--threshold",

@@ -17,7 +17,9 @@ from rag.cli._empty import filter_selects_nothing
 from rag.cli._models import build_chat_model
 from rag.cli._options import (
     answering_options,
+    check_exact,
     exact_option,
+    not_blank,
     threshold_and_filter_options,
 )
 from rag.cli._scores import cosines
@@ -43,7 +45,7 @@ def _print_sources(
 
 
 @click.command("ask")
-@click.argument("question")
+@click.argument("question", callback=not_blank)
 @click.option(
     "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="Passages to retrieve."
 )
@@ -101,6 +103,7 @@ def ask(
     searched = DocumentsView(opened.store, distinct=not keep_duplicates, window=ANSWER_WINDOW)
     model = build_chat_model(settings)
     try:
+        check_exact(opened.store, exact)
         spec = ChatClient(model, advisors=[QuestionAnswerAdvisor(searched, search)]).prompt(question)
         spec.media(*media)
         streaming = sys.stdout.isatty() if stream is None else stream

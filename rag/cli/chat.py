@@ -23,7 +23,7 @@ from rag.advisors.question_answer import QuestionAnswerAdvisor
 from rag.chat.model import ChatModel
 from rag.cli._common import OpenedStore, command_settings, open_store
 from rag.cli._models import build_chat_model
-from rag.cli._options import answering_options
+from rag.cli._options import answering_options, checked_filter
 from rag.cli._scores import cosines
 from rag.cli._sources import source_lines
 from rag.client import ChatClient
@@ -124,9 +124,31 @@ def _turn(session: _Session, question: str) -> None:
     session.last_cosines = cosines(session.last_sources)
 
 
+def _command(session: _Session, text: str) -> bool:
+    """Run a slash command; False for `/exit` and `/quit`."""
+    command = text.lower()
+    if command in ("/exit", "/quit"):
+        return False
+    if command == "/sources":
+        _print_sources(session.last_sources, session.last_cosines, session.last_answer)
+    elif command == "/help":
+        click.echo(_HELP, err=True)
+    elif command == "/clear":
+        session.clear()
+        click.echo(f"conversation {session.conversation_id} forgotten", err=True)
+    else:
+        click.echo(f"unknown command {text!r}. {_HELP}", err=True)
+    return True
+
+
 def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> None:
-    """Read and answer lines until end of input; `prompt` shows `you> ` before each (a terminal only:
-    piped questions would fill stderr with prompts nobody types at)."""
+    """Read and answer lines until end of input.
+
+    On a terminal (`prompt`) `you> ` is shown on stderr before each line the user types. Piped lines
+    are echoed to stdout instead, as `you> LINE` after a blank line, so a transcript of several
+    questions reads turn by turn (a prompt on stderr would only fill it with prompts nobody types at).
+    """
+    echoed = False
     while True:
         if prompt:
             click.echo("you> ", nl=False, err=True)
@@ -138,19 +160,12 @@ def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> N
         text = line.strip()
         if not text:
             continue
+        if not prompt and text.lower() not in ("/exit", "/quit"):
+            click.echo(f"\nyou> {text}" if echoed else f"you> {text}")
+            echoed = True
         if text.startswith("/"):
-            command = text.lower()
-            if command in ("/exit", "/quit"):
+            if not _command(session, text):
                 return
-            if command == "/sources":
-                _print_sources(session.last_sources, session.last_cosines, session.last_answer)
-            elif command == "/help":
-                click.echo(_HELP, err=True)
-            elif command == "/clear":
-                session.clear()
-                click.echo(f"conversation {session.conversation_id} forgotten", err=True)
-            else:
-                click.echo(f"unknown command {text!r}. {_HELP}", err=True)
             continue
         try:
             _turn(session, text)
@@ -165,7 +180,13 @@ def _loop(session: _Session, read_line: Callable[[], str], *, prompt: bool) -> N
 @click.option(
     "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="Passages per turn."
 )
-@click.option("--filter", "filter_text", metavar="EXPR", help="Metadata filter for the passages.")
+@click.option(
+    "--filter",
+    "filter_text",
+    metavar="EXPR",
+    callback=checked_filter,
+    help="Metadata filter for the passages.",
+)
 @click.option(
     "--history", type=click.IntRange(min=1), default=20, show_default=True, help="Messages sent back."
 )

@@ -7,7 +7,7 @@ from collections import defaultdict
 import click
 
 from rag.cli._common import OpenedStore, common_options, open_store, settings_from
-from rag.cli._options import store_options
+from rag.cli._options import checked_filter, store_options
 from rag.filters import Filter, as_filter, key
 
 __all__ = ["delete", "delete_matching"]
@@ -64,7 +64,11 @@ def _confirmed(question: str) -> bool:
 
 @click.command("delete")
 @click.option(
-    "--filter", "filter_text", metavar="EXPR", help="Delete the chunks matching this metadata filter."
+    "--filter",
+    "filter_text",
+    metavar="EXPR",
+    callback=checked_filter,
+    help="Delete the chunks matching this metadata filter.",
 )
 @click.option(
     "--source",

@@ -14,7 +14,7 @@ from rag.cli._common import command_settings, common_options, open_store, requir
 from rag.cli._eval_progress import CountedSearches, expected_searches
 from rag.cli._labels import check_labels
 from rag.cli._models import build_chat_model
-from rag.cli._options import search_options, store_options
+from rag.cli._options import checked_filter, search_options, store_options
 from rag.cli._tune import check_tune_options, run_tune
 from rag.config import Settings
 from rag.eval import (
@@ -98,6 +98,7 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     "filters",
     multiple=True,
     metavar="EXPR",
+    callback=checked_filter,
     help="A filter setting (repeatable): an expression, 'none', or 'question' (each question's own filter). "
     "Default: none, plus question when any question has a filter.",
 )
@@ -110,6 +111,12 @@ def parse_filter_options(values: tuple[str, ...], questions: QuestionSet) -> lis
     "--embedder", metavar="SPEC", help="Override the embedder the store was built with (must match)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON instead of a table.")
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Print every column under its full name (precision, map and p95_ms too); the default table has "
+    "short headers and fits about 100 columns.",
+)
 @click.option(
     "--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the rows as CSV."
 )
@@ -175,6 +182,7 @@ def eval_command(
     beir: bool,
     split: str,
     as_json: bool,
+    wide: bool,
     csv_path: Path | None,
     plot_path: Path | None,
     modes: list[str] | None,
@@ -280,7 +288,7 @@ def eval_command(
             close = getattr(model, "close", None)
             if callable(close):
                 close()  # an endpoint's model holds an HTTP connection pool
-    click.echo(results.to_json() if as_json else results.table())
+    click.echo(results.to_json() if as_json else results.table(full=wide))
     if results.judge is not None:
         click.echo(f"faithfulness and relevance graded by judge {results.judge!r}", err=True)
     if csv_path is not None:

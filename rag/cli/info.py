@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import PurePath
 from typing import Any
 
 import click
@@ -105,6 +106,13 @@ def describe(opened: OpenedStore) -> dict[str, Any]:
     }
 
 
+def _shown_model(spec: str, model: str) -> str:
+    """The embedding model as `rag info` prints it: the recorded name, or the folder as the spec gives
+    it when the name is only that folder's last part (`st:/models/minilm/model` records `model`)."""
+    given = spec.partition(":")[2].strip()
+    return given if given != model and PurePath(given).name == model else model
+
+
 def _lexical_current(opened: OpenedStore) -> bool | None:
     """Whether a BM25 index kept beside the collection (Chroma) holds exactly the collection's records;
     None for a store that keeps BM25 with its vectors."""
@@ -156,8 +164,9 @@ def info(
     for name in ("store", "collection", "location"):
         click.echo(f"{name + ':':<17}{facts[name]}")
     click.echo(f"{'records:':<17}{_records_line(facts)}")
-    for name in ("embedder", "embedding_model", "dimensions"):
-        click.echo(f"{name + ':':<17}{facts[name]}")
+    click.echo(f"{'embedder:':<17}{facts['embedder']}")
+    click.echo(f"{'embedding_model:':<17}{_shown_model(facts['embedder'], facts['embedding_model'])}")
+    click.echo(f"{'dimensions:':<17}{facts['dimensions']}")
     chunking = f"size {facts['chunk_size']}, overlap {facts['chunk_overlap']}"
     chunking += " (the defaults)" if facts["chunking_defaults"] else ""
     click.echo(f"{'chunking:':<17}{chunking}")

@@ -11,8 +11,10 @@ from rag.citations import citation
 from rag.cli._common import command_settings, common_options, open_store
 from rag.cli._empty import filter_selects_nothing
 from rag.cli._options import (
+    check_exact,
     distinct_option,
     exact_option,
+    not_blank,
     search_options,
     store_options,
     threshold_and_filter_options,
@@ -44,7 +46,7 @@ def _as_dict(rank: int, doc: Document, kind: str) -> dict[str, Any]:
 
 
 @click.command("query")
-@click.argument("text")
+@click.argument("text", callback=not_blank)
 @click.option(
     "--top-k", "-k", type=click.IntRange(min=1), default=4, show_default=True, help="How many chunks."
 )
@@ -97,6 +99,7 @@ def query(
     )
     opened = open_store(settings)
     try:
+        check_exact(opened.store, exact)
         searched = DocumentsView(opened.store, distinct=not keep_duplicates)
         hits = traced_search(searched, request)
         cosine = cosines(hits)

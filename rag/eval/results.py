@@ -4,7 +4,7 @@ Example:
     >>> row = SettingResult("none", 0.0, 5, 2, {m: 0.5 for m in METRICS}, 1.0, 2.0, mode="hybrid")
     >>> results = EvalResults((row,), ())
     >>> results.table().splitlines()[0].split()[:5]
-    ['mode', 'filter', 'threshold', 'top_k', 'questions']
+    ['mode', 'filter', 'thr', 'k', 'n']
     >>> results.table().splitlines()[1].split()[:5]
     ['hybrid', 'none', '0', '5', '2']
 """
@@ -99,6 +99,25 @@ class QuestionResult:
         }
 
 
+_SHORT_HEADERS: dict[str, str] = {
+    "threshold": "thr",
+    "top_k": "k",
+    "questions": "n",
+    "hit_rate": "hit",
+    "answer_contains": "contains",
+    "answer_f1": "f1",
+    "cited_answer": "cited",
+    "quotes_grounded": "grounded",
+    "faithfulness": "faithful",
+    "relevance": "relevant",
+}
+"""The header `EvalResults.table()` prints for a record name that is longer than its numbers."""
+
+_FULL_ONLY = frozenset({"precision", "map", "p95_ms"})
+"""Columns only `EvalResults.table(full=True)` prints (precision falls as 1/k once the answer is found;
+MAP follows recall and MRR)."""
+
+
 def _cell(name: str, value: Any) -> str:
     if value is None:
         return "-"
@@ -131,17 +150,24 @@ class EvalResults:
         """One flat dict per setting (see `SettingResult.to_dict`)."""
         return [row.to_dict() for row in self.rows]
 
-    def table(self) -> str:
+    def table(self, *, full: bool = False) -> str:
         """The rows as an aligned text table (metrics with three decimals, latencies in ms).
 
-        Answer metrics, when scored, follow the latencies; `-` marks one that applied to no question.
+        By default the table fits about 100 columns: short headers and the setting,
+        hit rate, recall, MRR, nDCG, median latency and every answer metric. `full` prints every
+        column under its record name (precision, MAP and the 95th percentile latency too), as the
+        JSON and CSV exports hold them. Answer metrics, when scored, follow the latencies; `-` marks
+        one that applied to no question.
         """
         records = self.records()
-        header = [
+        names = [
             "mode", "filter", "threshold", "top_k", "questions", *METRICS, "p50_ms", "p95_ms",
             *self.answer_metrics,
         ]  # fmt: skip
-        cells = [header, *([_cell(name, record.get(name)) for name in header] for record in records)]
+        if not full:
+            names = [name for name in names if name not in _FULL_ONLY]
+        header = names if full else [_SHORT_HEADERS.get(name, name) for name in names]
+        cells = [header, *([_cell(name, record.get(name)) for name in names] for record in records)]
         widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
         lines = []
         for line in cells:

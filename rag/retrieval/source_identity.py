@@ -10,15 +10,21 @@ the name splits at its first `/`):
     source == 'docs/guide/install.md'
     -> source == 'docs/guide/install.md' OR (root == 'docs' AND source == 'guide/install.md')
 
-A name without `/` is left as it is, and so is every other comparison (`!=`, `NOT IN`, `LIKE`);
-under `NOT` the widened comparison is negated whole, so `NOT source == 'docs/guide/install.md'`
-leaves that file out under either name. The advisors' and the commands' searches run their filters
-through it (`rag.retrieval.scope.scoped_filter`).
+A chunk's `dirs` lists the folders above its file inside the root (`guide` for `guide/install.md`),
+and `dirs CONTAINS 'docs/guide'` names a folder the same way, with the root's label in front: it also
+matches `root == 'docs' AND dirs CONTAINS 'guide'`.
+
+A name without `/` is left as it is, and so is every other comparison (`!=`, `NOT IN`,
+`NOT CONTAINS`); under `NOT` the widened comparison is negated whole, so
+`NOT source == 'docs/guide/install.md'` leaves that file out under either name. The advisors' and
+the commands' searches run their filters through it (`rag.retrieval.scope.scoped_filter`).
 
 Example:
     >>> from rag.filters import key
     >>> print(widen_source_names(key("source") == "docs/tides.md"))
     (source == 'docs/tides.md') OR ((root == 'docs') AND (source == 'tides.md'))
+    >>> print(widen_source_names(key("dirs").contains("docs/guide")))
+    (dirs CONTAINS 'docs/guide') OR ((root == 'docs') AND (dirs CONTAINS 'guide'))
     >>> print(widen_source_names(key("lang") == "en/us"))
     lang == 'en/us'
 """
@@ -52,6 +58,9 @@ def _any(nodes: list[Filter]) -> Filter:
 
 
 def _widened(node: Comparison) -> Filter:
+    if node.key == "dirs" and node.op is Op.CONTAINS and isinstance(node.value, str):
+        root, _, folder = node.value.partition("/")
+        return node | ((key("root") == root) & key("dirs").contains(folder)) if root and folder else node
     if node.key != "source" or node.op not in (Op.EQ, Op.IN):
         return node
     names = node.value if isinstance(node.value, tuple) else (node.value,)
@@ -63,7 +72,8 @@ def _widened(node: Comparison) -> Filter:
 
 
 def widen_source_names(node: Filter) -> Filter:
-    """`node` with each `source == NAME` / `source IN [...]` also matching `NAME` read as `ROOT/PATH`.
+    """`node` with each `source == NAME` / `source IN [...]` also matching `NAME` read as `ROOT/PATH`,
+    and each `dirs CONTAINS 'ROOT/FOLDER'` also matching `FOLDER` under that root.
 
     The tree is rebuilt bottom-up with an explicit stack: a filter may nest thousands of levels deep.
     """

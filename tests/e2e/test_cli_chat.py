@@ -94,3 +94,16 @@ def test_piped_questions_get_no_prompts_on_stderr(cli: RunCli, docs: Path) -> No
     assert result.exit_code == 0, result.stderr
     assert "you>" not in result.stderr  # stdin is not a terminal: no prompt to type at
     assert result.stderr.startswith("conversation ")  # the one line saying how to resume
+
+
+def test_piped_turns_are_echoed_and_set_apart(cli: RunCli, docs: Path) -> None:
+    assert cli("ingest", docs, "--store", "numpy").exit_code == 0
+    script = "Who logs fog signals?\n/sources\n\nWhen do spring tides flood?\n"
+    for stream in ("--stream", "--no-stream"):
+        result = cli("chat", "--store", "numpy", stream, input=script)
+        assert result.exit_code == 0, result.stderr
+        turns = result.stdout.rstrip("\n").split("\n\n")
+        heads = [turn.splitlines()[0] for turn in turns]
+        assert heads == ["you> Who logs fog signals?", "you> /sources", "you> When do spring tides flood?"]
+        assert "[docs/keepers.txt]" in turns[0] and "docs/keepers.txt (score" in turns[1]
+        assert "Spring tides flood the causeway" in turns[2]

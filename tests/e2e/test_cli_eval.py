@@ -24,14 +24,15 @@ def test_eval_sample_questions_after_ingest(cli: Cli, tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split()[:5] == ["mode", "filter", "threshold", "top_k", "questions"]
+    assert lines[0].split()[:5] == ["mode", "filter", "thr", "k", "n"]
+    assert max(map(len, lines)) <= 100  # short headers, the fewer columns; --wide and --json have all
     # No --filter: no filter, plus each question's own filter (11 of the questions have one).
     assert [line.split()[:4] for line in lines[1:]] == [
         [DEFAULT_SEARCH_MODE, f, "0", k] for f in ("none", "question") for k in ("1", "5", "10")
     ]
     assert all(line.split()[4] == "74" for line in lines[1:])
     # The questions carry gold answers: the offline answerer's answers are scored beside retrieval.
-    assert lines[0].split()[-4:] == ["answer_contains", "answer_f1", "cited_answer", "quotes_grounded"]
+    assert lines[0].split()[-4:] == ["contains", "f1", "cited", "grounded"]
     assert all(0.0 <= float(value) <= 1.0 for line in lines[1:] for value in line.split()[-4:-2])
     assert (
         f"evaluating 74 questions x 2 filter setting(s) x 1 mode(s) ({DEFAULT_SEARCH_MODE})" in result.stderr

@@ -67,9 +67,14 @@ def test_judge_on_a_loopback_server_grades_each_answer(
 
 def test_no_answers_and_judge_usage_errors(cli: Cli, docs: Path, questions: Path) -> None:
     assert cli("ingest", docs, "--store", "numpy").exit_code == 0
-    plain = cli("eval", questions, "--store", "numpy", "-k", "1", "--no-answers")
+    plain = cli("eval", questions, "--store", "numpy", "-k", "1", "--no-answers", "--wide")
     assert plain.exit_code == 0, plain.stderr
+    assert plain.stdout.split()[2:6] == ["threshold", "top_k", "questions", "hit_rate"]
     assert "answer_f1" not in plain.stdout
+    answered = cli("eval", questions, "--store", "numpy", "-k", "1", "--wide")
+    assert answered.stdout.splitlines()[0].split()[-4:] == [
+        "answer_contains", "answer_f1", "cited_answer", "quotes_grounded",
+    ]  # fmt: skip
     refused = cli("eval", questions, "--store", "numpy", "--no-answers", "--judge", "m")
     assert refused.exit_code == 2
     assert "--judge grades generated answers" in refused.stderr

@@ -160,7 +160,8 @@ def test_sweep_scores_answers_per_setting() -> None:
     assert row.answers["answer_contains"] == pytest.approx(0.5)  # q1 1, q2 0; q3 has no gold answer
     assert row.answers["quotes_grounded"] == 0.0  # only q2 quotes anything
     assert row.to_dict()["answer_f1"] == pytest.approx((0.5 + q2["answer_f1"]) / 2)
-    assert "answer_contains" in results.table().splitlines()[0]
+    assert results.table().splitlines()[0].split()[-4:] == ["contains", "f1", "cited", "grounded"]
+    assert "answer_contains" in results.table(full=True).splitlines()[0]
     # The same question and passages are answered once, whatever settings share them.
     assert len(model.prompts) == len({(r.question, r.top_k) for r in results.per_question if r.answers})
 
@@ -172,7 +173,7 @@ def test_sweep_with_the_extractive_answerer_and_no_answers_scored_without_it() -
     assert row.answers["cited_answer"] == 1.0
     plain = evaluate(_store(), QUESTIONS[:1], top_k=[1])
     assert plain.answer_metrics == () and plain.rows[0].answers == {}
-    assert "answer_contains" not in plain.table()
+    assert "contains" not in plain.table() and "answer_contains" not in plain.table(full=True)
 
 
 def test_judge_scores_join_the_rows_with_the_judge_name() -> None:

@@ -134,11 +134,14 @@ def results(store: CountingStore) -> EvalResults:
 
 
 def test_table_json_csv(results: EvalResults, tmp_path: Path) -> None:
-    lines = results.table().splitlines()
+    lines = results.table(full=True).splitlines()
     header = ["mode", "filter", "threshold", "top_k", "questions", *METRICS, "p50_ms", "p95_ms"]
     assert lines[0].split() == header
     assert len(lines) == 9 and lines[1].split()[:5] == ["vector", "none", "0", "1", "4"]
     assert len({len(line) for line in lines}) == 1  # right-aligned numbers: every line ends in one column
+    short = results.table().splitlines()
+    assert short[0].split() == ["mode", "filter", "thr", "k", "n", "hit", "recall", "mrr", "ndcg", "p50_ms"]
+    assert short[1].split()[:5] == lines[1].split()[:5] and len({len(line) for line in short}) == 1
     payload = json.loads(results.to_json(per_question=True))
     assert payload["metrics"] == list(METRICS) and len(payload["settings"]) == 8
     assert payload["settings"][0]["recall"] == results.rows[0].metrics["recall"]
