@@ -253,8 +253,8 @@ def eval_command(
     answerer: ChatModel | None = None
     judge: LLMJudge | None = None
     try:
-        # what ask reads: no chat memory, each page once, each hit widened by its neighbouring chunks
-        view = DocumentsView(opened.store, window=ANSWER_WINDOW)
+        # what ask reads: no chat memory, each page once; answers widen each hit by its neighbours
+        view = DocumentsView(opened.store)
         qset = check_labels(view, qset, _warn)
         answerer, judge = answer_models(settings, qset, answers, answer_with, judge_model)
         if answerer is not None:
@@ -280,6 +280,7 @@ def eval_command(
             search_request=base,
             answerer=answerer,
             judge=judge,
+            answer_window=ANSWER_WINDOW,
         )
         progress.close()
     finally:

@@ -42,6 +42,7 @@ from rag.eval.query_cache import QueryEmbeddingCache
 from rag.eval.questions import Question, QuestionSet
 from rag.eval.results import EvalResults, QuestionResult, SettingResult
 from rag.filters import Filter, as_filter
+from rag.retrieval.windows import widen
 from rag.vectorstore import VectorStore
 
 __all__ = ["QUESTION_FILTER", "FilterSetting", "evaluate"]
@@ -145,6 +146,7 @@ def _sweep_filter(
     ks: list[int],
     thresholds: list[float],
     scorer: AnswerScorer | None,
+    answer_window: int,
 ) -> tuple[list[SettingResult], list[QuestionResult]]:
     latencies: list[float] = []
     per_question: list[QuestionResult] = []
@@ -158,7 +160,11 @@ def _sweep_filter(
             for k in ks:
                 hits = rankings[threshold][:k]
                 scores = score_ranking(units_of(hits, qrels, questions.unit_field), qrels, k)
-                answers = scorer.score(question, hits) if scorer is not None else {}
+                answers: dict[str, float | None] = {}
+                if scorer is not None and question.answer is not None:
+                    # widened after the cut, so the k passages read are those `rag ask -k k` reads
+                    passages = widen(store, hits, answer_window) if answer_window else hits
+                    answers = scorer.score(question, passages)
                 per_question.append(
                     QuestionResult(setting.label, threshold, k, question.id, scores, base.mode, answers)
                 )
@@ -195,6 +201,7 @@ def evaluate(
     search_request: SearchRequest | None = None,
     answerer: ChatModel | None = None,
     judge: LLMJudge | None = None,
+    answer_window: int = 0,
 ) -> EvalResults:
     """Evaluate every (mode, filter, threshold, top-k) setting, searching once per question, filter, mode.
 
@@ -217,6 +224,9 @@ def evaluate(
         answerer: a chat model that answers each question with a gold `answer` from each setting's
             passages; its answers are scored (see `rag.eval.answers`) into the answer columns.
         judge: an `LLMJudge` grading those answers too (needs `answerer`).
+        answer_window: neighbouring chunks each passage the answerer reads is widened by
+            (`rag.retrieval.windows.widen`), applied to each setting's k hits: the passages `rag ask`
+            reads at that k (`rag eval` passes `ANSWER_WINDOW`).
 
     Raises:
         InvalidRequestError: bad k, threshold or mode values, or no questions.
@@ -237,7 +247,7 @@ def evaluate(
     for mode in chosen:
         for setting in settings:
             setting_rows, setting_details = _sweep_filter(
-                store, qset, setting, base.replace(mode=mode), ks, values, scorer
+                store, qset, setting, base.replace(mode=mode), ks, values, scorer, answer_window
             )
             rows.extend(setting_rows)
             details.extend(setting_details)

@@ -25,6 +25,7 @@ from rag.eval.answers import (
 )
 from rag.eval.judge import JUDGE_TEMPLATE_PATH, LLMJudge
 from rag.models import ExtractiveChatModel, OpenAIChatModel
+from rag.retrieval.documents_view import DocumentsView
 from rag.testing import FakeChatModel
 from stores import NumpyVectorStore
 from tests.openai_server import OpenAIServer, Reply, completion
@@ -242,3 +243,24 @@ def test_llm_judge_over_http_with_scripted_verdicts(openai_server: OpenAIServer)
 def test_judge_template_needs_its_placeholders() -> None:
     with pytest.raises(TemplateError, match="context"):
         LLMJudge(FakeChatModel(default="{}"), template="Grade {answer} for {question}.")
+
+
+def test_answers_read_at_k_passages_what_a_search_for_k_widens() -> None:
+    store = NumpyVectorStore(HashingEmbedding())
+    texts = [
+        "Mount the lamp bracket on the wall first.",
+        "Then tighten the lamp bracket with four screws.",
+        "Closing words about nothing in particular.",
+    ]
+    store.add(Document(f"l{i}", t, {"source": "lamp.md", "chunk_index": i}) for i, t in enumerate(texts))
+    question = Question(
+        "q1", "How do I mount the lamp bracket?", (Relevant("lamp.md"),), answer="four screws"
+    )
+    view = DocumentsView(store)
+    read_by_ask = DocumentsView(store, window=1).similarity_search(SearchRequest(question.text, top_k=1))
+    assert "four screws" in read_by_ask[0].text  # one hit, widened by the next chunk
+    for ks in ([1], [1, 2]):
+        model = FakeChatModel(default="Four screws [1].")
+        evaluate(view, [question], top_k=ks, answerer=model, answer_window=1)
+        # At k=1 the passage holds its neighbour even when the k=2 search found that neighbour as a hit.
+        assert read_by_ask[0].text in model.prompts[0].user_text
