@@ -69,6 +69,9 @@ _REPEAT_KEEP = 0.65  # ... nor below this share when it adds no question word to
 # times the last of them: a fourth sentence as good as the third is as likely to hold the answer.
 _FIRM = 3
 _CLOSE = 0.7
+# A question asks for a fact, and those two rules serve it; a keyword query ("devlink resource
+# configuration") asks for a page, and its three quotes show the pages that match, weak or not.
+_ASKS = re.compile(r"\?\s*$|^\s*(?:who|whom|whose|what|when|where|which|why|how)\b", re.IGNORECASE)
 _MAX_ITEMS = 10  # the most items of one numbered list quoted together
 # "How do I ...?" asks for a procedure: a numbered list's items (steps) count this much more.
 _PROCEDURE = re.compile(r"\bhow\s+(?:do|does|can|could|should|would|must|to)\b", re.IGNORECASE)
@@ -91,11 +94,12 @@ _KIND_BONUS = (
 def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> list[Sentence]:
     """Up to `limit` sentences sharing the rarest question words, best first; weak matches dropped.
 
-    A sentence scoring below 0.45 of the best is never quoted, nor one below 0.65 of it that adds no
-    question word to those already quoted. The first three picks are quoted; each one after them only
+    A sentence scoring below 0.45 of the best is never quoted. For a question (a "?" or a question
+    word first) that does not ask for steps, neither is one below 0.65 of the best that adds no
+    question word to those already quoted, and after the first three picks each next one is quoted
     while it is worth at least 0.7 of the third (its score plus the question words it adds): when
     several sentences match about as well, which one holds the answer is uncertain, so more are
-    quoted, and when one stands out, fewer.
+    quoted, and when one stands out, fewer. A keyword query gets up to three.
 
     A question word in a sentence counts fully. A question word only in a heading above the sentence
     (in its passage) counts half, and less for each sentence further down that section: the retriever
@@ -156,14 +160,15 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
     chosen: list[Sentence] = []
     covered: frozenset[str] = frozenset()
     third = 0.0  # the worth of the last of the first _FIRM picks
-    repeat_keep = _KEEP if steps > 1 else _REPEAT_KEEP  # a procedure's steps repeat its verb
+    asks = bool(_ASKS.search(question))
+    repeat_keep = _REPEAT_KEEP if asks and steps == 1 else _KEEP  # a procedure's steps repeat its verb
     while pool and len(chosen) < limit:
         worth = {s.order: scores[s.order] + score(s, wanted - covered) for s in pool}
         pick = max(pool, key=lambda s: (worth[s.order], -s.order))
         if chosen and scores[pick.order] < repeat_keep * best and not (pick.terms & wanted) - covered:
             pool.remove(pick)
             continue
-        if len(chosen) >= _FIRM and worth[pick.order] < _CLOSE * third:
+        if len(chosen) >= _FIRM and (not asks or worth[pick.order] < _CLOSE * third):
             break
         if len(chosen) < _FIRM:
             third = worth[pick.order]

@@ -143,3 +143,11 @@ def test_a_procedure_keeps_its_steps_that_repeat_the_asked_verb() -> None:
     )
     lines = quote_lines(passages, "How do I install it on Windows?")
     assert "- Run pip install verdigris from a terminal. [install.md]" in lines, lines
+
+
+def test_a_keyword_query_gets_three_quotes_weak_or_not() -> None:
+    fourth = "On Thursday the crew noticed a cracked seal at the north valve."
+    weak = "The north valve was fitted in 2019 by the same crew."
+    query = "crew notice north valve"
+    assert len(quote_lines(_crew_log(*_CHECKS, fourth), query)) == 3
+    assert quote_lines(_crew_log(_CHECKS[0], weak), query) == [f"- {s} [log.md]" for s in (_CHECKS[0], weak)]
