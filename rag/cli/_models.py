@@ -18,7 +18,7 @@ def build_chat_model(settings: Settings) -> ChatModel:
 
     Example:
         >>> build_chat_model(Settings())
-        ExtractiveChatModel(max_sentences=3)
+        ExtractiveChatModel(max_sentences=6)
     """
     if uses_endpoint(settings):
         from rag.models import OpenAIChatModel

@@ -64,6 +64,14 @@ _WORD = re.compile(r"\w+")
 _CLOSED = re.compile(r"[.!?:;]\s*$")
 _HEADING_WEIGHT = 0.5  # a question word in a heading above a sentence, against one in the sentence
 _KEEP = 0.45  # a sentence scoring below this share of the best one is not quoted
+_REPEAT_KEEP = 0.65  # ... nor below this share when it adds no question word to those already quoted
+# The first _FIRM sentences are quoted; each one after them only while it is worth at least _CLOSE
+# times the last of them: a fourth sentence as good as the third is as likely to hold the answer.
+_FIRM = 3
+_CLOSE = 0.7
+# A question asks for a fact, and those two rules serve it; a keyword query ("devlink resource
+# configuration") asks for a page, and its three quotes show the pages that match, weak or not.
+_ASKS = re.compile(r"\?\s*$|^\s*(?:who|whom|whose|what|when|where|which|why|how)\b", re.IGNORECASE)
 _MAX_ITEMS = 10  # the most items of one numbered list quoted together
 # "How do I ...?" asks for a procedure: a numbered list's items (steps) count this much more.
 _PROCEDURE = re.compile(r"\bhow\s+(?:do|does|can|could|should|would|must|to)\b", re.IGNORECASE)
@@ -85,6 +93,13 @@ _KIND_BONUS = (
 
 def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> list[Sentence]:
     """Up to `limit` sentences sharing the rarest question words, best first; weak matches dropped.
+
+    A sentence scoring below 0.45 of the best is never quoted. For a question (a "?" or a question
+    word first) that does not ask for steps, neither is one below 0.65 of the best that adds no
+    question word to those already quoted, and after the first three picks each next one is quoted
+    while it is worth at least 0.7 of the third (its score plus the question words it adds): when
+    several sentences match about as well, which one holds the answer is uncertain, so more are
+    quoted, and when one stands out, fewer. A keyword query gets up to three.
 
     A question word in a sentence counts fully. A question word only in a heading above the sentence
     (in its passage) counts half, and less for each sentence further down that section: the retriever
@@ -144,8 +159,19 @@ def best_sentences(question: str, passages: Sequence[Passage], limit: int) -> li
     pool = [s for s in found if scores.get(s.order, 0.0) > 0 and scores[s.order] >= _KEEP * best]
     chosen: list[Sentence] = []
     covered: frozenset[str] = frozenset()
+    third = 0.0  # the worth of the last of the first _FIRM picks
+    asks = bool(_ASKS.search(question))
+    repeat_keep = _REPEAT_KEEP if asks and steps == 1 else _KEEP  # a procedure's steps repeat its verb
     while pool and len(chosen) < limit:
-        pick = max(pool, key=lambda s: (scores[s.order] + score(s, wanted - covered), -s.order))
+        worth = {s.order: scores[s.order] + score(s, wanted - covered) for s in pool}
+        pick = max(pool, key=lambda s: (worth[s.order], -s.order))
+        if chosen and scores[pick.order] < repeat_keep * best and not (pick.terms & wanted) - covered:
+            pool.remove(pick)
+            continue
+        if len(chosen) >= _FIRM and (not asks or worth[pick.order] < _CLOSE * third):
+            break
+        if len(chosen) < _FIRM:
+            third = worth[pick.order]
         chosen.append(pick)
         covered |= pick.terms & wanted
         said = gist(pick.text)  # a sentence saying the same again is not quoted twice
@@ -229,7 +255,7 @@ class ExtractiveChatModel:
         - Run pip install rag. [install.md]
     """
 
-    def __init__(self, *, max_sentences: int = 3, max_sentence_chars: int = 600) -> None:
+    def __init__(self, *, max_sentences: int = 6, max_sentence_chars: int = 600) -> None:
         self._max_sentences = max_sentences
         self._max_chars = max_sentence_chars
 

@@ -130,7 +130,7 @@ def test_deterministic_and_options_are_ignored() -> None:
     prompt = qa_prompt("install windows").with_options(ChatOptions(temperature=1.5))
     assert len({model.call(prompt).text for _ in range(3)}) == 1
     assert model.default_options == ChatOptions()
-    assert repr(model) == "ExtractiveChatModel(max_sentences=3)"
+    assert repr(model) == "ExtractiveChatModel(max_sentences=6)"
 
 
 QUICK_START = f"""{RULE}

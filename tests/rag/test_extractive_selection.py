@@ -102,3 +102,52 @@ def test_a_sentence_saying_the_same_again_is_quoted_once_but_a_negation_is_not_t
         "[2] (source: notes.md)\nThe daemon does not run as root."
     )
     assert len(_lines(negated, "Does the daemon run as root?")) == 2
+
+
+_VALVE = "What did the crew notice at the north valve?"
+_CHECKS = (
+    "On Monday the crew noticed a loose bolt at the north valve.",
+    "On Tuesday the crew noticed a worn gasket at the north valve.",
+    "On Wednesday the crew noticed a bent handle at the north valve.",
+)
+
+
+def _crew_log(*sentences: str) -> str:
+    return "[1] (source: log.md)\n" + "\n\n".join(sentences)
+
+
+def test_a_fourth_sentence_matching_as_well_as_the_third_is_quoted() -> None:
+    fourth = "On Thursday the crew noticed a cracked seal at the north valve."
+    passages = _crew_log(*_CHECKS, fourth)
+    assert quote_lines(passages, _VALVE) == [f"- {s} [log.md]" for s in (*_CHECKS, fourth)]
+    assert len(quote_lines(passages, _VALVE, max_sentences=3)) == 3
+
+
+def test_a_fourth_sentence_clearly_weaker_than_the_third_is_not_quoted() -> None:
+    weaker = "The north valve crew met on Thursday morning to plan the spring repairs."
+    assert quote_lines(_crew_log(*_CHECKS, weaker), _VALVE) == [f"- {s} [log.md]" for s in _CHECKS]
+
+
+def test_a_weak_sentence_repeating_question_words_already_quoted_is_not_quoted() -> None:
+    best = "On Monday the crew noticed a cracked seal at the north valve."
+    passages = _crew_log(
+        best, "The north valve was fitted in 2019 by the same crew.", "Every crew has a radio."
+    )
+    assert quote_lines(passages, _VALVE) == [f"- {best} [log.md]"]
+
+
+def test_a_procedure_keeps_its_steps_that_repeat_the_asked_verb() -> None:
+    passages = (
+        "[1] (source: install.md)\nInstalling on Windows needs Python 3.11. Run pip install verdigris "
+        "from a terminal.\n\n[2] (source: faq.md)\nWindows users should enable long paths before installing."
+    )
+    lines = quote_lines(passages, "How do I install it on Windows?")
+    assert "- Run pip install verdigris from a terminal. [install.md]" in lines, lines
+
+
+def test_a_keyword_query_gets_three_quotes_weak_or_not() -> None:
+    fourth = "On Thursday the crew noticed a cracked seal at the north valve."
+    weak = "The north valve was fitted in 2019 by the same crew."
+    query = "crew notice north valve"
+    assert len(quote_lines(_crew_log(*_CHECKS, fourth), query)) == 3
+    assert quote_lines(_crew_log(_CHECKS[0], weak), query) == [f"- {s} [log.md]" for s in (_CHECKS[0], weak)]
