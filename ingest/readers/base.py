@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rag.documents import MetadataValue
 from rag.errors import IngestError
@@ -27,6 +28,8 @@ __all__ = [
     "ReaderOptions",
     "SkippedFile",
     "Unit",
+    "check_size",
+    "source_name",
 ]
 
 MB = 1024 * 1024
@@ -159,3 +162,34 @@ class SkippedFile(IngestError):
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"skipped {path!r}: {reason}", path=path)
         self.reason = reason
+
+
+def check_size(size: int, source: str, options: ReaderOptions) -> None:
+    """Refuse a file larger than `options.max_file_size` before it is read.
+
+    Raises:
+        IngestError: the file is too large; the message names the option that raises the limit.
+
+    Example:
+        >>> check_size(10, "a.txt", ReaderOptions(max_file_size=100))
+        >>> check_size(3 * 2**20, "big.txt", ReaderOptions(max_file_size=2**20))
+        Traceback (most recent call last):
+        ...
+        rag.errors.IngestError: 'big.txt' is 3.0 MB, over the 1.0 MB limit (--max-file-size MB raises it)
+    """
+    limit = options.max_file_size
+    if limit is not None and size > limit:
+        raise IngestError(
+            f"{source!r} is {size / 2**20:.1f} MB, over the {limit / 2**20:.1f} MB limit "
+            "(--max-file-size MB raises it)",
+            path=source,
+        )
+
+
+def source_name(path: Path, root: Path) -> str:
+    """`path` relative to `root` as a POSIX string; the file name when `root` is the file itself."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return path.as_posix()
+    return relative.as_posix() if relative.parts else path.name

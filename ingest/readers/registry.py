@@ -22,7 +22,7 @@ from functools import cache, partial
 from pathlib import Path, PurePath
 from types import MappingProxyType
 
-from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile
+from ingest.readers.base import ReaderOptions, ReadResult, SkippedFile, check_size, source_name
 from rag.errors import IngestError
 
 __all__ = [
@@ -165,37 +165,6 @@ def reader_key(suffix: str, options: ReaderOptions) -> str:
     if kind == ".jsonl":
         return json.dumps([kind, options.text_fields, options.id_field, options.metadata_fields])
     return kind
-
-
-def check_size(size: int, source: str, options: ReaderOptions) -> None:
-    """Refuse a file larger than `options.max_file_size` before it is read.
-
-    Raises:
-        IngestError: the file is too large; the message names the option that raises the limit.
-
-    Example:
-        >>> check_size(10, "a.txt", ReaderOptions(max_file_size=100))
-        >>> check_size(3 * 2**20, "big.txt", ReaderOptions(max_file_size=2**20))
-        Traceback (most recent call last):
-        ...
-        rag.errors.IngestError: 'big.txt' is 3.0 MB, over the 1.0 MB limit (--max-file-size MB raises it)
-    """
-    limit = options.max_file_size
-    if limit is not None and size > limit:
-        raise IngestError(
-            f"{source!r} is {size / 2**20:.1f} MB, over the {limit / 2**20:.1f} MB limit "
-            "(--max-file-size MB raises it)",
-            path=source,
-        )
-
-
-def source_name(path: Path, root: Path) -> str:
-    """`path` relative to `root` as a POSIX string; the file name when `root` is the file itself."""
-    try:
-        relative = path.relative_to(root)
-    except ValueError:
-        return path.as_posix()
-    return relative.as_posix() if relative.parts else path.name
 
 
 def _reads_as_rst(suffix: str, data: bytes, options: ReaderOptions) -> bool:

@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ingest.readers.base import ReaderOptions, SkippedFile
-from ingest.readers.registry import check_size, source_name
+from ingest.readers.base import ReaderOptions, SkippedFile, check_size, source_name
 from ingest.readers.text import decode_text
 from rag.errors import IngestError
 

@@ -50,4 +50,4 @@ def test_eval_plot_without_matplotlib_fails_first_with_the_install_line(
         [sys.executable, "-c", with_it, *args], capture_output=True, text=True, env=env, timeout=120
     )
     assert ok.returncode == 0, ok.stderr
-    assert "top_k" in ok.stdout and png.read_bytes()[:4] == b"\x89PNG"
+    assert "ndcg" in ok.stdout and png.read_bytes()[:4] == b"\x89PNG"
