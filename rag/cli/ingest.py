@@ -122,10 +122,18 @@ def _hints(report: Any, no_suffix: bool) -> None:
         click.echo(named, err=True)
 
 
-def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixless: bool = False) -> None:
+def _finish(
+    ctx: click.Context,
+    report: Any,
+    paths: tuple[Path, ...],
+    *,
+    suffixless: bool = False,
+    patterns: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
+) -> None:
     """Warnings on stderr, and exit 1 when a file failed, lost a part, or nothing could be read.
 
     `suffixless`: files without a suffix were read as text (`--as-text .`), so no hint offers it.
+    `patterns`: the run's `--include` and `--exclude` globs, named when they left no file to read.
     """
     if report.truncated_chunks:
         click.echo(f"warning: {report.truncated_chunks} chunk(s) were cut to fit the model's input", err=True)
@@ -135,7 +143,10 @@ def _finish(ctx: click.Context, report: Any, paths: tuple[Path, ...], *, suffixl
     if not report.read_anything:
         where = ", ".join(repr(str(p)) for p in paths)
         why = "; ".join(([f"{failed} file(s) failed"] if failed else []) + ([skipped] if skipped else []))
-        click.echo(f"error: nothing could be read from {where}: {why or 'no files found'}", err=True)
+        include, exclude = patterns
+        given = [f"--include {glob!r}" for glob in include] + [f"--exclude {glob!r}" for glob in exclude]
+        found = f"no files left by {' '.join(given)}" if given else "no files found"
+        click.echo(f"error: nothing could be read from {where}: {why or found}", err=True)
         _hints(report, hint)
         ctx.exit(1)
     if skipped:
@@ -335,7 +346,7 @@ def ingest(
         finally:
             opened.close()
     _print_report(report, as_json, verbose)
-    _finish(ctx, report, paths, suffixless="" in options.text_suffixes)
+    _finish(ctx, report, paths, suffixless="" in options.text_suffixes, patterns=(include, exclude))
 
 
 def _fit_search(opened: Home) -> None:

@@ -119,6 +119,12 @@ def test_nothing_readable_warns_by_type_and_exits_1(cli: RunCli, docs: Path, tmp
     nothing = cli("ingest", empty, "--store", "numpy", "--json")
     assert nothing.exit_code == 1 and "no files found" in nothing.stderr
     assert _json(nothing)["files"]["new"] == 0
+    # Patterns that leave no file are named, so a mistyped glob is seen for what it is.
+    left_out = cli("ingest", docs, "--store", "numpy", "--include", "*/guide/*", "--exclude", "*.rst")
+    assert left_out.exit_code == 1 and left_out.stderr.strip().splitlines()[-1] == (
+        f"error: nothing could be read from {str(docs)!r}: "
+        "no files left by --include '*/guide/*' --exclude '*.rst'"
+    )
 
     (assets / "broken.pdf").write_bytes(b"%PDF-1.7 not really")
     failing = cli("ingest", assets, "--store", "numpy")
