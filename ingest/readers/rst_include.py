@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -139,7 +140,10 @@ def _load(target: str, here: Path, context: _Context, chain: tuple[Path, ...]) -
         reason = "it includes itself"
     else:
         try:
-            size = file.stat().st_size
+            info = file.stat()
+            if not stat.S_ISREG(info.st_mode):  # a named pipe would block the read, a folder fail it
+                raise SkippedFile(name, "not a regular file")
+            size = info.st_size
             check_size(size, name, context.options)
             if context.left is not None and size > context.left:
                 raise IngestError(

@@ -4,7 +4,10 @@ change to a fragment."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from ingest.pipeline import IngestPipeline
 from ingest.readers import read_file
@@ -153,4 +156,16 @@ def test_an_include_in_a_code_block_is_an_example_and_includes_share_the_size_li
     assert text.count("x" * 600) == 1
     assert result.warnings == [
         "include 'big.txt' left out: the page's includes pass 1000 bytes (--max-file-size MB raises it)"
+    ]
+
+
+@pytest.mark.timeout(20)
+def test_an_include_of_a_fifo_or_a_folder_is_left_out_without_waiting(tmp_path: Path, read: Read) -> None:
+    os.mkfifo(tmp_path / "pipe.txt")  # reading a named pipe no one writes to never ends
+    (tmp_path / "folder").mkdir()
+    result = read("page.rst", "Page\n====\n\nKept.\n\n.. include:: pipe.txt\n\n.. include:: folder\n")
+    assert [u.text for u in result.units] == ["Page\n\nKept."]
+    assert result.warnings == [
+        "include 'pipe.txt' left out: not a regular file",
+        "include 'folder' left out: not a regular file",
     ]
