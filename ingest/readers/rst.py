@@ -163,7 +163,7 @@ def read_rst(
         result.included = included.files
         result.warnings.extend(included.warnings)
     if result.included or "replace::" in decoded.text:
-        lines = substitute(lines)
+        lines = substitute(lines, result.warnings)
     starts = [0] * len(lines)
     for n in range(1, len(lines)):
         starts[n] = starts[n - 1] + len(lines[n - 1]) + 1

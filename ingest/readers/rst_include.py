@@ -38,6 +38,9 @@ from rag.errors import IngestError
 __all__ = ["Included", "expand_includes", "substitute"]
 
 MAX_DEPTH = 8
+SUBSTITUTION_GROWTH = 1_000_000
+"""Characters `replace::` substitutions may add to one page. A page defining `|a|` as a thousand `|b|`
+and `|b|` as a thousand more would otherwise grow without bound."""
 _INCLUDE = re.compile(r"([ \t]*)\.\.[ \t]+include::[ \t]+(\S.*?)[ \t]*\Z")
 _OPTION = re.compile(r"[ \t]+:([\w-]+):(?:[ \t]+(.*?))?[ \t]*\Z")
 _CODE = re.compile(r"[ \t]*\.\.[ \t]+(?:code|code-block|sourcecode|parsed-literal)::")
@@ -181,12 +184,8 @@ def _number(value: str | None) -> int | None:
     return int(value) if value is not None and value.lstrip("-").isdigit() else None
 
 
-def substitute(lines: list[str]) -> list[str]:
-    """`lines` with `|name|` replaced wherever the page defines `.. |name| replace:: text`.
-
-    A definition's text goes on in the indented lines below it; a replacement may use other
-    substitutions (resolved up to 4 levels). Definition lines themselves are left as they are.
-    """
+def _definitions(lines: list[str]) -> dict[str, str]:
+    """The page's `.. |name| replace:: text` definitions: name -> text (its indented lines joined)."""
     definitions: dict[str, str] = {}
     for n, line in enumerate(lines):
         if "replace::" in line and (match := _REPLACE.match(line)):
@@ -196,11 +195,35 @@ def substitute(lines: list[str]) -> list[str]:
                     break
                 words.append(more.strip())
             definitions[match.group(1)] = " ".join(w.strip() for w in words if w.strip())
+    return definitions
+
+
+def substitute(lines: list[str], warnings: list[str] | None = None) -> list[str]:
+    """`lines` with `|name|` replaced wherever the page defines `.. |name| replace:: text`.
+
+    A definition's text goes on in the indented lines below it; a replacement may use other
+    substitutions (resolved up to 4 levels). Definition lines themselves are left as they are.
+    Replacements add at most `SUBSTITUTION_GROWTH` characters to the page; past that, references stay
+    as written and a warning is added to `warnings`.
+    """
+    definitions = _definitions(lines)
     if not definitions:
         return lines
 
+    room = SUBSTITUTION_GROWTH
+    stopped = False
+
     def replace(match: re.Match[str]) -> str:
-        return definitions.get(match.group(1), match.group(0))
+        nonlocal room, stopped
+        text = definitions.get(match.group(1))
+        if text is None:
+            return match.group(0)
+        growth = len(text) - len(match.group(0))
+        if growth > room:
+            stopped = True
+            return match.group(0)
+        room -= max(growth, 0)
+        return text
 
     out = list(lines)
     for n, line in enumerate(out):
@@ -212,4 +235,8 @@ def substitute(lines: list[str]) -> list[str]:
                 break
             line = changed
         out[n] = line
+    if stopped and warnings is not None:
+        warnings.append(
+            f"substitutions stopped at {SUBSTITUTION_GROWTH:,} added characters; the rest stay as written"
+        )
     return out

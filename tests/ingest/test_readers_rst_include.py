@@ -11,6 +11,7 @@ import pytest
 
 from ingest.pipeline import IngestPipeline
 from ingest.readers import read_file
+from ingest.readers.rst_include import SUBSTITUTION_GROWTH
 from ingest.splitters import RecursiveSplitter
 from rag import HashingEmbedding
 from stores import NumpyVectorStore
@@ -169,3 +170,19 @@ def test_an_include_of_a_fifo_or_a_folder_is_left_out_without_waiting(tmp_path: 
         "include 'pipe.txt' left out: not a regular file",
         "include 'folder' left out: not a regular file",
     ]
+
+
+def test_substitutions_that_multiply_stop_at_a_bound_with_a_warning(read: Read) -> None:
+    # |a| is 2,000 |b| and |b| 2,000 |c|: written out, one reference would be 4 million words.
+    page = (
+        "Bomb\n====\n\n"
+        f".. |a| replace:: {'|b| ' * 2000}\n.. |b| replace:: {'|c| ' * 2000}\n.. |c| replace:: word\n\n"
+        "Go |a| now. Short |c| stays.\n"
+    )
+    result = read("bomb.rst", page)
+    text = result.text or ""
+    assert len(text) <= len(page) + SUBSTITUTION_GROWTH
+    assert result.warnings == [
+        "substitutions stopped at 1,000,000 added characters; the rest stay as written"
+    ]
+    assert text.startswith("Bomb\n\nGo word word")  # replaced up to the bound, the rest as written
