@@ -73,14 +73,26 @@ def record_from(raw: dict[str, Any]) -> StoreRecord:
     """A record from its JSON form.
 
     Raises:
-        ConfigError: an unknown or missing field (a hand-edited or newer file).
+        ConfigError: an unknown or missing field (a hand-edited or newer file), or a count such as
+            `dimensions` or `max_tokens` that is not a whole number in its range.
     """
     search = raw.get("search")
     fields = {name: value for name, value in raw.items() if name != "search"}
     try:
-        return StoreRecord(**fields, search=SearchRecord.from_dict(search) if search is not None else None)
+        record = StoreRecord(**fields, search=SearchRecord.from_dict(search) if search is not None else None)
     except TypeError as exc:  # an unknown or missing field: a hand-edited or newer file
         raise ConfigError(f"cannot read store record {raw!r} in stores.json: {exc}") from exc
+    for name, least in _COUNTS.items():
+        value = getattr(record, name)
+        if (value is not None or name == "dimensions") and (
+            isinstance(value, bool) or not isinstance(value, int) or value < least
+        ):
+            raise ConfigError(f"store record {raw!r} in stores.json: {name} must be an integer >= {least}")
+    return record
+
+
+_COUNTS = {"dimensions": 1, "max_tokens": 1, "chunk_size": 1, "chunk_overlap": 0}
+"""The record's whole-number fields and their least value (only `dimensions` may not be null)."""
 
 
 def pg_table_name(collection: str) -> str:

@@ -266,3 +266,25 @@ def test_a_question_answer_advisor_searches_with_the_recorded_settings(tmp_path:
     assert documents[0].id == "1"
     [request] = recording.requests
     assert (request.query, request.mode, request.vector_weight) == ("pump at night", "hybrid", 0.7)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("dimensions", "abc"), ("dimensions", 0), ("max_tokens", -5), ("max_tokens", True), ("chunk_size", 1.5)],
+)
+def test_a_hand_edited_count_in_stores_json_is_an_error_naming_the_file_and_field(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    with open_home(tmp_path, store="numpy", settings=_settings(), create=True) as home:
+        home.store.add(DOCS)
+        home.save()
+    records = json.loads((tmp_path / "stores.json").read_text(encoding="utf-8"))
+    kept = records["numpy:rag"].get(field)
+    records["numpy:rag"][field] = value
+    _write_records(tmp_path, records)
+    with pytest.raises(ConfigError, match=rf"in stores\.json: {field} must be an integer >= \d"):
+        open_home(tmp_path, settings=_settings())
+    records["numpy:rag"][field] = kept  # the edit undone, the home opens with everything it held
+    _write_records(tmp_path, records)
+    with open_home(tmp_path, settings=_settings()) as home:
+        assert home.store.count() == 2
